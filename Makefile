@@ -1,0 +1,31 @@
+# ktune — see README.md. Everything builds with CGO_ENABLED=0: the CUDA
+# driver and NVRTC are loaded at run time (purego), so one binary runs on
+# machines with and without a GPU.
+GO      ?= go
+BIN     ?= bin/ktune
+SPEC    ?= experiments/slice.yaml
+OUT     ?= out/$(notdir $(basename $(SPEC)))
+RESULTS ?= $(wildcard experiments/results/h200/*.jsonl)
+export CGO_ENABLED = 0
+
+.PHONY: build test sweep report vet fuzz clean
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/ktune
+
+## test: every test that runs without a GPU (GPU tests skip with a message).
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+## sweep: the main job on a GPU machine: doctor, then sweep SPEC into OUT.
+sweep: build
+	./$(BIN) doctor
+	./$(BIN) sweep $(SPEC) -o $(OUT)
+
+## report: render the committed H200 results (no GPU needed).
+report: build
+	./$(BIN) report $(RESULTS) -o out/report
+
+clean:
+	rm -rf bin out

@@ -1,0 +1,235 @@
+// Package results owns ktune's results format: an append-only JSONL file,
+// one Record per measured point, each line self-describing (schema version,
+// the point's configuration and hash, the device it ran on, gate verdicts
+// with their evidence, raw samples and summaries).
+//
+// The format is specified here and only here. A line is one JSON object:
+//
+//	{"schema":1,"hash":"3f2a…","time":"2026-11-30T22:41:00Z",
+//	 "config":{"spec":"slice","variant":"d2","kernel":"d2",
+//	           "defines":[{"name":"NR","value":"4"},{"name":"SPLITS","value":"32"}],
+//	           "shape":{"name":"7b","heads":28,"kv_heads":4,"head_dim":128,"kv_dtype":"f16","batch":1,"capacity":32768},
+//	           "nkv":32768,"splits":32,"grid":[32,28,1],"block":[32,1,1],
+//	           "combine_grid":[28,1,1],"combine_block":[128,1,1],"bitwise_with":"r4"},
+//	 "env":{"device":"NVIDIA H200","sms":132,…,"read_bw_gbps":4560.1},
+//	 "status":"ok",
+//	 "compile":{…},"resources":[…],"gates":[…],
+//	 "probes":[{"probe":"cold","samples_ns":[…],"summary":{…},…}]}
+//
+// Writers append and fsync one line per point; readers stream and report a
+// malformed line as a *SyntaxError (file:line: msg) while keeping the rest.
+package results
+
+import "time"
+
+// SchemaVersion is the version of the record layout written by this build.
+// Readers refuse records with a larger version.
+const SchemaVersion = 1
+
+// Status is the outcome class of a point.
+type Status string
+
+const (
+	StatusOK            Status = "ok"             // gates passed, probes measured
+	StatusGateFailed    Status = "gate_failed"    // a gate failed; evidence in Gates, no timings
+	StatusCompileFailed Status = "compile_failed" // NVRTC rejected the source; log in Compile.Log
+	StatusFault         Status = "fault"          // a sticky CUDA error (illegal address, trap…)
+	StatusTimeout       Status = "timeout"        // the point exceeded its time limit
+	StatusOOM           Status = "oom"            // device memory could not be allocated
+	StatusError         Status = "error"          // any other failure; text in Error
+)
+
+// Probe names a measurement method.
+type Probe string
+
+const (
+	// ProbeCold flushes L2 before every sample: what a decode step sees when
+	// the rest of the layer has evicted K/V from the cache.
+	ProbeCold Probe = "cold"
+	// ProbeHot times a back-to-back batch of launches over warm caches.
+	ProbeHot Probe = "hot"
+	// ProbeGraph replays partial+combine captured in one CUDA graph: what an
+	// engine that replays its decode graph sees.
+	ProbeGraph Probe = "graph"
+)
+
+// A Define is one compile-time -D definition.
+type Define struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// A Shape is the attention problem shape, independent of the context length.
+type Shape struct {
+	Name     string `json:"name,omitempty"` // the spec's label, e.g. "7b"
+	Heads    int    `json:"heads"`          // query heads
+	KVHeads  int    `json:"kv_heads"`       // key/value heads (GQA groups)
+	HeadDim  int    `json:"head_dim"`
+	KVDtype  string `json:"kv_dtype"` // "f16" or "f32"
+	Batch    int    `json:"batch"`
+	Capacity int    `json:"capacity"` // rows allocated per sequence in K and V
+}
+
+// Config is everything that determines a point's result. Its hash (with the
+// kernel sources, compile flags and architecture) is Record.Hash.
+type Config struct {
+	Spec    string   `json:"spec"`
+	Variant string   `json:"variant"`
+	Kernel  string   `json:"kernel"`  // built-in name or user .cu path as written in the spec
+	Defines []Define `json:"defines"` // sorted by name
+	Shape   Shape    `json:"shape"`
+	NKV     int      `json:"nkv"`    // context length of every sequence (batch>1: the longest; see Lengths)
+	Lengths []int    `json:"lengths,omitempty"` // per-sequence nkv when ragged
+	Splits  int      `json:"splits"` // the SPLITS define, for tables
+
+	Grid         [3]int `json:"grid"`
+	Block        [3]int `json:"block"`
+	SharedBytes  int    `json:"shared_bytes,omitempty"` // dynamic shared memory of the partial kernel
+	CombineGrid  [3]int `json:"combine_grid"`
+	CombineBlock [3]int `json:"combine_block"`
+
+	BitwiseWith string `json:"bitwise_with,omitempty"` // numerics class: byte-identical to this variant
+}
+
+// Define returns the value of the named define and whether it is set.
+func (c *Config) Define(name string) (string, bool) {
+	for _, d := range c.Defines {
+		if d.Name == name {
+			return d.Value, true
+		}
+	}
+	return "", false
+}
+
+// Env describes the machine a record was measured on.
+type Env struct {
+	Device      string  `json:"device"`
+	DeviceIndex int     `json:"device_index"`
+	UUID        string  `json:"uuid,omitempty"`
+	Arch        string  `json:"arch"` // e.g. "sm_90"
+	SMs         int     `json:"sms"`
+	L2Bytes     int64   `json:"l2_bytes"`
+	MemBytes    int64   `json:"mem_bytes"`
+	Driver      string  `json:"driver"` // cuDriverGetVersion, e.g. "13.0"
+	NVRTC       string  `json:"nvrtc"`  // nvrtcVersion, e.g. "13.0"
+	ClockMHz    float64 `json:"clock_mhz"`     // default SM clock (device attribute)
+	MemClockMHz float64 `json:"mem_clock_mhz"` // memory clock (device attribute)
+	// ReadBWGBps is the streaming read bandwidth measured once per run by a
+	// float4 read kernel over a buffer far larger than L2 (GB/s, 1e9 B/s).
+	ReadBWGBps float64 `json:"read_bw_gbps"`
+	Host       string  `json:"host,omitempty"`
+	Ktune      string  `json:"ktune,omitempty"` // ktune build version
+}
+
+// Compile records how the point's kernels were built.
+type Compile struct {
+	Seconds float64  `json:"seconds"`
+	Cached  bool     `json:"cached"`
+	Flags   []string `json:"flags,omitempty"`
+	Log     string   `json:"log,omitempty"` // NVRTC log, kept even on success
+}
+
+// Resource is the compiled footprint of one kernel entry point.
+type Resource struct {
+	Kernel         string  `json:"kernel"` // entry point name
+	Registers      int     `json:"registers"`
+	LocalBytes     int     `json:"local_bytes"` // stack/spill per thread; >0 is flagged
+	StaticShared   int     `json:"static_shared"`
+	DynamicShared  int     `json:"dynamic_shared"`
+	MaxBlocksPerSM int     `json:"max_blocks_per_sm"`
+	Occupancy      float64 `json:"occupancy"` // theoretical, 0..1
+	// LoadsBeforeChain is the number of global loads in the main loop issued
+	// before its first SHFL or MUFU (SASS), -1 when no SASS was available.
+	LoadsBeforeChain int `json:"loads_before_chain"`
+}
+
+// Gate kinds.
+const (
+	GateTolerance = "tolerance" // vs the float64 CPU oracle
+	GateBitwise   = "bitwise"   // memcmp against the bitwise_with twin
+	GateReplay    = "replay"    // CUDA-graph replay at other nkv equals a fresh launch
+	GateWritten   = "written"   // every output element written (poison check)
+)
+
+// A Gate is one verdict with its evidence.
+type Gate struct {
+	Kind  string `json:"kind"`
+	NKV   int    `json:"nkv"`
+	Pass  bool   `json:"pass"`
+	Seed  uint64 `json:"seed"`
+	Twin  string `json:"twin,omitempty"` // bitwise: the twin variant
+	// Tolerance evidence.
+	MaxAbs float64 `json:"max_abs,omitempty"`
+	MaxRel float64 `json:"max_rel,omitempty"`
+	NMSE   float64 `json:"nmse,omitempty"`
+	NaNs   int     `json:"nans,omitempty"`
+	// Bitwise/replay evidence.
+	DiffBytes int    `json:"diff_bytes,omitempty"`
+	FirstDiff int    `json:"first_diff,omitempty"` // byte index of the first difference, -1 if none
+	Buffer    string `json:"buffer,omitempty"`     // "partial" or "out"
+	Detail    string `json:"detail,omitempty"`
+}
+
+// Summary holds order statistics of a sample set (all in ns).
+type Summary struct {
+	N        int     `json:"n"`
+	Median   float64 `json:"median"`
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+	Q1       float64 `json:"q1"`
+	Q3       float64 `json:"q3"`
+	RelNoise float64 `json:"rel_noise"` // (Q3-Q1)/Median
+}
+
+// A Measurement is one probe's samples at one point.
+type Measurement struct {
+	Probe     Probe     `json:"probe"`
+	SamplesNS []float64 `json:"samples_ns"` // time per partial+combine launch pair
+	Summary   Summary   `json:"summary"`
+	// Converged is false when the time budget ran out before the noise
+	// bound was met; Note then says so.
+	Converged bool    `json:"converged"`
+	Note      string  `json:"note,omitempty"`
+	Bytes     int64   `json:"bytes"`   // K+V bytes the point must read once
+	GBps      float64 `json:"gbps"`    // Bytes / median
+	PctBW     float64 `json:"pct_bw"`  // GBps / Env.ReadBWGBps * 100
+	ClockMHz  float64 `json:"clock_mhz,omitempty"` // SM clock sampled during the probe
+	Throttled int     `json:"throttled,omitempty"` // samples taken below 75% of the default clock
+	Batch     int     `json:"batch,omitempty"`     // launches per sample (hot, graph)
+}
+
+// A Record is one line of a results file.
+type Record struct {
+	Schema    int           `json:"schema"`
+	Hash      string        `json:"hash"`
+	Time      time.Time     `json:"time"`
+	Config    Config        `json:"config"`
+	Env       Env           `json:"env"`
+	Status    Status        `json:"status"`
+	Error     string        `json:"error,omitempty"`
+	Compile   Compile       `json:"compile"`
+	Resources []Resource    `json:"resources,omitempty"`
+	Gates     []Gate        `json:"gates,omitempty"`
+	Probes    []Measurement `json:"probes,omitempty"`
+	WallSec   float64       `json:"wall_sec"` // time spent on this point, compile included
+}
+
+// Probe returns the measurement of the named probe, or nil.
+func (r *Record) Probe(p Probe) *Measurement {
+	for i := range r.Probes {
+		if r.Probes[i].Probe == p {
+			return &r.Probes[i]
+		}
+	}
+	return nil
+}
+
+// GatesPass reports whether every gate of the record passed.
+func (r *Record) GatesPass() bool {
+	for _, g := range r.Gates {
+		if !g.Pass {
+			return false
+		}
+	}
+	return true
+}

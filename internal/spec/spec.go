@@ -1,0 +1,95 @@
+// Package spec owns ktune's experiment spec format: a YAML file naming the
+// kernel variants, the shapes and the axes to sweep, how to gate and how to
+// measure. It is specified in doc.go with a complete example; this file
+// holds the decoded form.
+package spec
+
+// A Spec is a decoded, validated experiment spec.
+type Spec struct {
+	Path        string // file the spec was read from
+	Dir         string // directory of Path; user kernels resolve against it
+	Name        string
+	Description string
+	Landed      Landed
+	Shapes      []Shape
+	Axes        []Axis // nkv first, then defines in file order
+	Variants    []Variant
+	Probes      []string // "cold", "hot", "graph"
+	Gates       Gates
+	Measure     Measure
+	Engine      *Engine // optional, for wall-clock projections
+}
+
+// Landed names the kernel the engine ships today: the baseline of every
+// comparison. Defines pins axis values (e.g. SPLITS: 32); unset defines
+// match every value.
+type Landed struct {
+	Variant string
+	Defines map[string]string
+	Pos     Pos
+}
+
+// A Shape is one attention problem shape.
+type Shape struct {
+	Name     string
+	Heads    int
+	KVHeads  int
+	HeadDim  int
+	KVDtype  string // "f16" | "f32"
+	Batch    int
+	Capacity int   // 0: the largest nkv of the axes
+	Lengths  []int // optional ragged per-sequence lengths as fractions… (reserved)
+	Pos      Pos
+}
+
+// An Axis is a named list of values swept as a cartesian product. The axis
+// "nkv" is the context length; every other axis is a -D define.
+type Axis struct {
+	Name   string
+	Values []string
+	Pos    Pos
+}
+
+// A Variant is one kernel with its own defines and launch geometry.
+type Variant struct {
+	Name        string
+	Kernel      string              // built-in name or a .cu path relative to the spec
+	Defines     map[string][]string // variant-local axes; override global axes of the same name
+	DefineOrder []string            // keys of Defines in file order
+	Grid        []string            // expressions over shape symbols and defines; empty: the kernel's default
+	Block       []string
+	Shared      string // dynamic shared memory bytes expression; empty: the kernel's default
+	BitwiseWith string // numerics class: byte-identical to this variant; empty: tolerance
+	Pos         Pos
+}
+
+// Gates configures the numerics gates.
+type Gates struct {
+	NKV    []int   // default {1, 29, 52, 512, 1641}; SPLITS chunk boundaries are added
+	MaxAbs float64 // default 2e-3
+	MaxRel float64 // default 2e-2
+	NMSE   float64 // default 1e-6
+	Seed   uint64  // default 1
+}
+
+// Measure configures the stopping rule.
+type Measure struct {
+	Warmup     int     // default 3
+	MinSamples int     // default 10
+	MaxSamples int     // default 200
+	MaxNoise   float64 // default 0.03
+	BudgetSec  float64 // per probe per point, default 2
+	HotBatch   int     // default 20
+	TimeoutSec float64 // per point, default 120
+}
+
+// Engine gives whole-step figures for wall-clock projections.
+type Engine struct {
+	Layers    int     // attention launches per decode step
+	StepMS    float64 // measured decode step time with the landed kernel
+}
+
+// Pos is a position in the spec file, for error messages.
+type Pos struct {
+	Line, Col int
+}

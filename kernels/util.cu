@@ -1,0 +1,1 @@
+// util.cu: measurement helpers (streaming read, stream blocker, clock probe).

@@ -1,0 +1,70 @@
+package sweep
+
+import (
+	"context"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// A Source is the CUDA C++ text of one kernel variant, with the headers it
+// includes, ready for NVRTC.
+type Source struct {
+	Name    string            // file name given to NVRTC (for its log and -lineinfo)
+	Text    string            // the .cu text
+	Headers map[string]string // include name → text
+	Partial string            // entry point of the partial kernel
+	Combine string            // entry point of the combine kernel
+}
+
+// Tolerance bounds for the oracle gate. A NaN anywhere never passes.
+type Tolerance struct {
+	MaxAbs float64 // max |out − ref|
+	MaxRel float64 // max |out − ref| / max(|ref|, 1e-6) … only over |ref| > RelFloor
+	NMSE   float64 // Σ(out − ref)² / Σ ref²
+}
+
+// Measure holds the stopping rule of the probes.
+type Measure struct {
+	Warmup     int     // launches before the first sample
+	MinSamples int     // never stop before this many samples
+	MaxSamples int     // never take more than this many samples
+	MaxNoise   float64 // stop once (Q3−Q1)/median ≤ MaxNoise
+	BudgetSec  float64 // per probe per point; when spent, stop and say so
+	HotBatch   int     // launches per hot/graph sample
+	TimeoutSec float64 // whole point, gates included (fault isolation)
+}
+
+// A Point is one fully resolved configuration of the plan: what to compile,
+// how to launch it, how to gate it and how to measure it.
+type Point struct {
+	Index  int
+	Hash   string // stable hash of everything that determines the result
+	Config results.Config
+	Source Source
+	Flags  []string // NVRTC flags other than -D and -arch
+
+	// GateKey groups points that share one compiled kernel and shape, so
+	// that the gates (which do not depend on the timed nkv) run once per
+	// group. Backends may cache gate verdicts by it.
+	GateKey  string
+	GateNKV  []int // context lengths at which the gates run
+	Seed     uint64
+	Tol      Tolerance
+	Twin     *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
+	Probes   []results.Probe
+	Measure  Measure
+	Landed   bool // this point is the landed kernel's configuration
+}
+
+// A Backend compiles, gates and measures points. The CUDA backend lives in
+// package probe; the replay backend in this package serves recorded results
+// so that the sweep logic is testable without a GPU.
+type Backend interface {
+	// Env describes the device; it measures the read bandwidth once.
+	Env(ctx context.Context) (results.Env, error)
+	// Run gates and measures one point. Failures of the point (compile,
+	// gate, fault) are reported in the record's Status, not as an error;
+	// an error means the backend itself can no longer run points.
+	Run(ctx context.Context, p *Point) (results.Record, error)
+	Close() error
+}
