@@ -212,6 +212,9 @@ type Record struct {
 	Gates     []Gate        `json:"gates,omitempty"`
 	Probes    []Measurement `json:"probes,omitempty"`
 	WallSec   float64       `json:"wall_sec"` // time spent on this point, compile included
+	// Landed marks the configuration the engine ships today (the spec's
+	// landed variant and defines): the baseline of every comparison.
+	Landed bool `json:"landed,omitempty"`
 }
 
 // Probe returns the measurement of the named probe, or nil.
