@@ -46,14 +46,14 @@ type Point struct {
 	// GateKey groups points that share one compiled kernel and shape, so
 	// that the gates (which do not depend on the timed nkv) run once per
 	// group. Backends may cache gate verdicts by it.
-	GateKey  string
-	GateNKV  []int // context lengths at which the gates run
-	Seed     uint64
-	Tol      Tolerance
-	Twin     *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
-	Probes   []results.Probe
-	Measure  Measure
-	Landed   bool // this point is the landed kernel's configuration
+	GateKey string
+	GateNKV []int // context lengths at which the gates run
+	Seed    uint64
+	Tol     Tolerance
+	Twin    *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
+	Probes  []results.Probe
+	Measure Measure
+	Landed  bool // this point is the landed kernel's configuration
 }
 
 // A Backend compiles, gates and measures points. The CUDA backend lives in

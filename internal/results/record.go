@@ -78,9 +78,9 @@ type Config struct {
 	Kernel  string   `json:"kernel"`  // built-in name or user .cu path as written in the spec
 	Defines []Define `json:"defines"` // sorted by name
 	Shape   Shape    `json:"shape"`
-	NKV     int      `json:"nkv"`    // context length of every sequence (batch>1: the longest; see Lengths)
+	NKV     int      `json:"nkv"`               // context length of every sequence (batch>1: the longest; see Lengths)
 	Lengths []int    `json:"lengths,omitempty"` // per-sequence nkv when ragged
-	Splits  int      `json:"splits"` // the SPLITS define, for tables
+	Splits  int      `json:"splits"`            // the SPLITS define, for tables
 
 	Grid         [3]int `json:"grid"`
 	Block        [3]int `json:"block"`
@@ -110,8 +110,8 @@ type Env struct {
 	SMs         int     `json:"sms"`
 	L2Bytes     int64   `json:"l2_bytes"`
 	MemBytes    int64   `json:"mem_bytes"`
-	Driver      string  `json:"driver"` // cuDriverGetVersion, e.g. "13.0"
-	NVRTC       string  `json:"nvrtc"`  // nvrtcVersion, e.g. "13.0"
+	Driver      string  `json:"driver"`        // cuDriverGetVersion, e.g. "13.0"
+	NVRTC       string  `json:"nvrtc"`         // nvrtcVersion, e.g. "13.0"
 	ClockMHz    float64 `json:"clock_mhz"`     // default SM clock (device attribute)
 	MemClockMHz float64 `json:"mem_clock_mhz"` // memory clock (device attribute)
 	// ReadBWGBps is the streaming read bandwidth measured once per run by a
@@ -153,11 +153,11 @@ const (
 
 // A Gate is one verdict with its evidence.
 type Gate struct {
-	Kind  string `json:"kind"`
-	NKV   int    `json:"nkv"`
-	Pass  bool   `json:"pass"`
-	Seed  uint64 `json:"seed"`
-	Twin  string `json:"twin,omitempty"` // bitwise: the twin variant
+	Kind string `json:"kind"`
+	NKV  int    `json:"nkv"`
+	Pass bool   `json:"pass"`
+	Seed uint64 `json:"seed"`
+	Twin string `json:"twin,omitempty"` // bitwise: the twin variant
 	// Tolerance evidence.
 	MaxAbs float64 `json:"max_abs,omitempty"`
 	MaxRel float64 `json:"max_rel,omitempty"`
@@ -190,9 +190,9 @@ type Measurement struct {
 	// bound was met; Note then says so.
 	Converged bool    `json:"converged"`
 	Note      string  `json:"note,omitempty"`
-	Bytes     int64   `json:"bytes"`   // K+V bytes the point must read once
-	GBps      float64 `json:"gbps"`    // Bytes / median
-	PctBW     float64 `json:"pct_bw"`  // GBps / Env.ReadBWGBps * 100
+	Bytes     int64   `json:"bytes"`               // K+V bytes the point must read once
+	GBps      float64 `json:"gbps"`                // Bytes / median
+	PctBW     float64 `json:"pct_bw"`              // GBps / Env.ReadBWGBps * 100
 	ClockMHz  float64 `json:"clock_mhz,omitempty"` // SM clock sampled during the probe
 	Throttled int     `json:"throttled,omitempty"` // samples taken below 75% of the default clock
 	Batch     int     `json:"batch,omitempty"`     // launches per sample (hot, graph)

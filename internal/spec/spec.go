@@ -85,8 +85,8 @@ type Measure struct {
 
 // Engine gives whole-step figures for wall-clock projections.
 type Engine struct {
-	Layers    int     // attention launches per decode step
-	StepMS    float64 // measured decode step time with the landed kernel
+	Layers int     // attention launches per decode step
+	StepMS float64 // measured decode step time with the landed kernel
 }
 
 // Pos is a position in the spec file, for error messages.
