@@ -1,0 +1,102 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+)
+
+// maxKernelArgs bounds the arguments of one launch; ktune's kernels take
+// nine. Each argument gets an 8-byte pointer and an 8-byte value slot.
+const (
+	maxKernelArgs = 64
+	argSlot       = 8
+	argBufSize    = 2 * maxKernelArgs * argSlot
+)
+
+// packArgs lays args out in buf, which must lie outside the Go heap and hold
+// argBufSize bytes: buf[0 : 8n] is the void* kernelParams array cuLaunchKernel
+// reads, and entry i points at the value slot buf[8·maxKernelArgs + 8i]. Each
+// value is stored little-endian with the size of the kernel parameter it
+// feeds: DevPtr, uint64 and int64 as 8 bytes; int32, uint32, float32 and int
+// as 4 bytes. An int becomes a 32-bit C int because that is what every
+// ktune kernel's int parameters are; a value out of that range is an error,
+// not a silent wrap.
+func packArgs(buf []byte, args []any) error {
+	if len(args) > maxKernelArgs {
+		return fmt.Errorf("%d kernel arguments, at most %d are supported", len(args), maxKernelArgs)
+	}
+	if len(buf) < argBufSize {
+		return fmt.Errorf("argument buffer of %d bytes, need %d", len(buf), argBufSize)
+	}
+	base := offHeapAddr(buf)
+	for i, a := range args {
+		off := maxKernelArgs*argSlot + i*argSlot
+		slot := buf[off : off+argSlot]
+		clear(slot)
+		switch v := a.(type) {
+		case DevPtr:
+			putU64(slot, uint64(v))
+		case uint64:
+			putU64(slot, v)
+		case int64:
+			putU64(slot, uint64(v))
+		case int32:
+			putU32(slot, uint32(v))
+		case uint32:
+			putU32(slot, v)
+		case int:
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				return fmt.Errorf("kernel argument %d: int %d does not fit a 32-bit C int", i, v)
+			}
+			putU32(slot, uint32(int32(v)))
+		case float32:
+			putU32(slot, math.Float32bits(v))
+		case float64:
+			putU64(slot, math.Float64bits(v))
+		default:
+			return fmt.Errorf("kernel argument %d: unsupported type %T (use DevPtr, int, int32, uint32, int64, uint64, float32 or float64)", i, a)
+		}
+		putU64(buf[i*argSlot:], uint64(base)+uint64(off))
+	}
+	return nil
+}
+
+// Launch runs f on a grid of grid[0]×grid[1]×grid[2] blocks of
+// block[0]×block[1]×block[2] threads with sharedBytes of dynamic shared
+// memory, in stream order on s (nil: the default stream). args are the
+// kernel's parameters in order (see packArgs for the accepted types); they
+// are copied, so they may change as soon as Launch returns. Launch does not
+// wait for the kernel: a fault appears at the next synchronizing call.
+func (c *Context) Launch(f *Function, grid, block [3]int, sharedBytes int, s *Stream, args ...any) error {
+	var g, b [3]uint32
+	for i := range 3 {
+		if grid[i] < 1 || grid[i] > math.MaxUint32 || block[i] < 1 || block[i] > math.MaxUint32 {
+			return fmt.Errorf("launching %s: grid %v and block %v must be positive", f.name, grid, block)
+		}
+		g[i], b[i] = uint32(grid[i]), uint32(block[i])
+	}
+	if sharedBytes < 0 || sharedBytes > math.MaxUint32 {
+		return fmt.Errorf("launching %s: shared memory %d out of range", f.name, sharedBytes)
+	}
+	c.argMu.Lock()
+	defer c.argMu.Unlock()
+	if c.closed.Load() {
+		return fmt.Errorf("launching %s: context is closed", f.name)
+	}
+	if err := packArgs(c.args.mem, args); err != nil {
+		return fmt.Errorf("launching %s: %w", f.name, err)
+	}
+	params := c.args.base()
+	if len(args) == 0 {
+		params = 0
+	}
+	err := c.call("cuLaunchKernel", func() int32 {
+		return c.d.cuLaunchKernel(f.h, g[0], g[1], g[2], b[0], b[1], b[2], uint32(sharedBytes), s.handle(), params, 0)
+	})
+	runtime.KeepAlive(c.args)
+	if err != nil {
+		return fmt.Errorf("launching %s (grid %v, block %v, %d B shared): %w", f.name, grid, block, sharedBytes, err)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestPackArgs(t *testing.T) {
+	a, err := newOffHeap(argBufSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.free()
+	buf := a.mem
+	// Fill with garbage first: 4-byte values must clear the slot's upper half.
+	for i := range buf {
+		buf[i] = 0xAB
+	}
+	args := []any{
+		DevPtr(0x7f12_3456_7890), int32(-5), int(100000), uint32(0xDEADBEEF),
+		uint64(1 << 40), float32(0.125), int64(-2), float64(2.5), int(-1),
+	}
+	if err := packArgs(buf, args); err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	base := uint64(a.base())
+	// slot i of the value area, read back independently of packArgs
+	slot := func(i int) []byte { return buf[64*8+8*i : 64*8+8*i+8] }
+	for i := range args {
+		if p := le.Uint64(buf[8*i:]); p != base+uint64(64*8+8*i) {
+			t.Errorf("param pointer %d = %#x, want %#x", i, p, base+uint64(64*8+8*i))
+		}
+	}
+	want8 := []struct {
+		i int
+		v uint64
+	}{{0, 0x7f12_3456_7890}, {4, 1 << 40}, {6, 0xFFFF_FFFF_FFFF_FFFE}, {7, 0x4004_0000_0000_0000}}
+	for _, w := range want8 {
+		if got := le.Uint64(slot(w.i)); got != w.v {
+			t.Errorf("arg %d (%T): slot = %#x, want %#x", w.i, args[w.i], got, w.v)
+		}
+	}
+	want4 := []struct {
+		i int
+		v uint32
+	}{{1, 0xFFFF_FFFB}, {2, 100000}, {3, 0xDEADBEEF}, {5, 0x3E00_0000}, {8, 0xFFFF_FFFF}}
+	for _, w := range want4 {
+		s := slot(w.i)
+		if got := le.Uint32(s); got != w.v {
+			t.Errorf("arg %d (%T): value = %#x, want %#x", w.i, args[w.i], got, w.v)
+		}
+		if hi := le.Uint32(s[4:]); hi != 0 {
+			t.Errorf("arg %d (%T): upper half of its slot = %#x, want 0", w.i, args[w.i], hi)
+		}
+	}
+	if math.Float32frombits(le.Uint32(slot(5))) != 0.125 {
+		t.Errorf("float32 did not round-trip")
+	}
+}
+
+func TestPackArgsRejects(t *testing.T) {
+	a, err := newOffHeap(argBufSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.free()
+	tests := []struct {
+		args []any
+		want string
+	}{
+		{[]any{DevPtr(1), int(math.MaxInt32) + 1}, "argument 1: int 2147483648 does not fit"},
+		{[]any{"q"}, "unsupported type string"},
+		{[]any{&a}, "unsupported type"},
+		{make([]any, maxKernelArgs+1), "at most 64"},
+	}
+	for _, tt := range tests {
+		err := packArgs(a.mem, tt.args)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("packArgs(%v): got %v, want an error containing %q", tt.args, err, tt.want)
+		}
+	}
+	if err := packArgs(make([]byte, 16), []any{int32(1)}); err == nil {
+		t.Errorf("packArgs into a 16-byte buffer succeeded")
+	}
+}
+
+func TestOffHeapStrings(t *testing.T) {
+	ss := []string{"-arch=sm_90", "", "-DHEAD_DIM=128"}
+	a, err := newOffHeap(cstringsSize(ss))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.free()
+	ps := make([]uintptr, len(ss))
+	for i, s := range ss {
+		ps[i] = a.cstring(s)
+	}
+	arr := a.ptrArray(ps)
+	base := a.base()
+	if arr%8 != 0 {
+		t.Errorf("pointer array at %#x is not 8-byte aligned", arr)
+	}
+	for i, s := range ss {
+		p := binary.LittleEndian.Uint64(a.mem[arr-base+uintptr(8*i):])
+		off := int(uintptr(p) - base)
+		end := off
+		for a.mem[end] != 0 {
+			end++
+		}
+		if got := string(a.mem[off:end]); got != s {
+			t.Errorf("string %d = %q, want %q", i, got, s)
+		}
+	}
+	if a.ptrArray(nil) != 0 {
+		t.Errorf("empty array should be NULL")
+	}
+}
+
+func TestUUIDFormat(t *testing.T) {
+	u := [16]byte{0x5e, 0x1f, 0x2a, 0x3b, 0x4c, 0x5d, 0x6e, 0x7f, 0x80, 0x91, 0xa2, 0xb3, 0xc4, 0xd5, 0xe6, 0xf7}
+	if got, want := formatUUID(u), "GPU-5e1f2a3b-4c5d-6e7f-8091-a2b3c4d5e6f7"; got != want {
+		t.Errorf("formatUUID = %q, want %q", got, want)
+	}
+}
+
+func TestBytes(t *testing.T) {
+	b := Bytes([]float32{1, -2})
+	if len(b) != 8 || binary.LittleEndian.Uint32(b[4:]) != math.Float32bits(-2) {
+		t.Errorf("Bytes([]float32{1,-2}) = %x", b)
+	}
+	if Bytes([]uint16(nil)) != nil {
+		t.Errorf("Bytes(nil) != nil")
+	}
+}

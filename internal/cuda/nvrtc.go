@@ -1,0 +1,258 @@
+package cuda
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// nvrtcNames are the NVRTC sonames ktune accepts, newest first: CUDA 13's,
+// CUDA 12's, then the development symlink.
+var nvrtcNames = []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}
+
+// defaultCUDAHome is where the CUDA toolkit installs itself by default.
+const defaultCUDAHome = "/usr/local/cuda"
+
+// An NVRTC is the loaded runtime compiler. Obtain it from OpenNVRTC.
+type NVRTC struct {
+	path string
+
+	nvrtcVersion           func(major, minor *int32) int32
+	nvrtcGetErrorString    func(r int32) string
+	nvrtcCreateProgram     func(prog *uintptr, src, name uintptr, numHeaders int32, headers, includeNames uintptr) int32
+	nvrtcCompileProgram    func(prog uintptr, numOptions int32, options uintptr) int32
+	nvrtcGetProgramLogSize func(prog uintptr, n *uintptr) int32
+	nvrtcGetProgramLog     func(prog uintptr, log *byte) int32
+	nvrtcGetCUBINSize      func(prog uintptr, n *uintptr) int32
+	nvrtcGetCUBIN          func(prog uintptr, cubin *byte) int32
+	nvrtcDestroyProgram    func(prog *uintptr) int32
+}
+
+func (n *NVRTC) bindings() []binding {
+	return []binding{
+		{&n.nvrtcVersion, names("nvrtcVersion")},
+		{&n.nvrtcGetErrorString, names("nvrtcGetErrorString")},
+		{&n.nvrtcCreateProgram, names("nvrtcCreateProgram")},
+		{&n.nvrtcCompileProgram, names("nvrtcCompileProgram")},
+		{&n.nvrtcGetProgramLogSize, names("nvrtcGetProgramLogSize")},
+		{&n.nvrtcGetProgramLog, names("nvrtcGetProgramLog")},
+		{&n.nvrtcGetCUBINSize, names("nvrtcGetCUBINSize")},
+		{&n.nvrtcGetCUBIN, names("nvrtcGetCUBIN")},
+		{&n.nvrtcDestroyProgram, names("nvrtcDestroyProgram")},
+	}
+}
+
+var nvrtcCache struct {
+	mu sync.Mutex
+	n  *NVRTC
+}
+
+// OpenNVRTC loads NVRTC, once per process like Open. If KTUNE_NVRTC is set it
+// is the full path of the library to load and nothing else is tried.
+// Otherwise each of libnvrtc.so.13, libnvrtc.so.12 and libnvrtc.so is looked
+// for, in that order, first through the loader's search path
+// (LD_LIBRARY_PATH, ld.so.cache), then in $CUDA_HOME/lib64 and finally in
+// /usr/local/cuda/lib64. A failure is a *LibraryError listing every attempt.
+func OpenNVRTC() (*NVRTC, error) {
+	nvrtcCache.mu.Lock()
+	defer nvrtcCache.mu.Unlock()
+	if nvrtcCache.n != nil {
+		return nvrtcCache.n, nil
+	}
+	n, err := openNVRTC(dlopener{}, osGetenv)
+	if err != nil {
+		return nil, err
+	}
+	nvrtcCache.n = n
+	return n, nil
+}
+
+// nvrtcCandidates lists what to give dlopen, in order.
+func nvrtcCandidates(getenv func(string) string) []string {
+	if p := getenv("KTUNE_NVRTC"); p != "" {
+		return []string{p}
+	}
+	dirs := []string{""}
+	if h := getenv("CUDA_HOME"); h != "" {
+		dirs = append(dirs, filepath.Join(h, "lib64"))
+	}
+	if def := filepath.Join(defaultCUDAHome, "lib64"); dirs[len(dirs)-1] != def {
+		dirs = append(dirs, def)
+	}
+	var out []string
+	for _, n := range nvrtcNames {
+		for _, d := range dirs {
+			if d == "" {
+				out = append(out, n)
+			} else {
+				out = append(out, filepath.Join(d, n))
+			}
+		}
+	}
+	return out
+}
+
+func openNVRTC(o opener, getenv func(string) string) (*NVRTC, error) {
+	lib, path, tried := tryOpen(o, nvrtcCandidates(getenv))
+	if lib == nil {
+		e := &LibraryError{
+			Lib:   "libnvrtc.so.13 (or .so.12)",
+			Tried: tried,
+			Hint:  "install the CUDA toolkit's NVRTC (cuda-nvrtc-13-0) or set KTUNE_NVRTC=/path/to/libnvrtc.so.13 or CUDA_HOME",
+		}
+		if p := getenv("KTUNE_NVRTC"); p != "" {
+			e.Lib = p
+			e.Hint = "KTUNE_NVRTC must be the full path of an existing libnvrtc.so.13 (or .so.12); unset it to search the usual places"
+		}
+		return nil, e
+	}
+	n := &NVRTC{path: path}
+	if err := bind(lib, path, n.bindings()); err != nil {
+		return nil, fmt.Errorf("loading NVRTC: %w", err)
+	}
+	return n, nil
+}
+
+// Path returns the name or path NVRTC was loaded from.
+func (n *NVRTC) Path() string { return n.path }
+
+// Version reports NVRTC's CUDA version, e.g. 13.0.
+func (n *NVRTC) Version() (major, minor int, err error) {
+	var ma, mi int32
+	if err := n.check("nvrtcVersion", n.nvrtcVersion(&ma, &mi)); err != nil {
+		return 0, 0, err
+	}
+	return int(ma), int(mi), nil
+}
+
+// An NVRTCError is an NVRTC call that failed.
+type NVRTCError struct {
+	// Call is the NVRTC function, e.g. "nvrtcGetCUBIN".
+	Call string
+	// Code is the nvrtcResult it returned.
+	Code int
+	// Msg is nvrtcGetErrorString's text, e.g. "NVRTC_ERROR_COMPILATION".
+	Msg string
+}
+
+func (e *NVRTCError) Error() string {
+	if e.Msg == "" {
+		return fmt.Sprintf("%s: NVRTC error %d", e.Call, e.Code)
+	}
+	return fmt.Sprintf("%s: %s (%d)", e.Call, e.Msg, e.Code)
+}
+
+func (n *NVRTC) check(call string, r int32) error {
+	if r == 0 {
+		return nil
+	}
+	e := &NVRTCError{Call: call, Code: int(r)}
+	if n.nvrtcGetErrorString != nil {
+		e.Msg = n.nvrtcGetErrorString(r)
+	}
+	return e
+}
+
+// A CompileError is a program NVRTC rejected.
+type CompileError struct {
+	// Name is the program's name as given to Compile (it prefixes the
+	// diagnostics in Log).
+	Name string
+	// Log is NVRTC's complete diagnostic output.
+	Log string
+	// Err is the failing call's error.
+	Err error
+}
+
+func (e *CompileError) Error() string {
+	log := strings.TrimSpace(e.Log)
+	if log == "" {
+		return fmt.Sprintf("compiling %s: %v", e.Name, e.Err)
+	}
+	return fmt.Sprintf("compiling %s: %v:\n%s", e.Name, e.Err, log)
+}
+
+func (e *CompileError) Unwrap() error { return e.Err }
+
+// Compile compiles the CUDA C++ source src, named name in diagnostics, to a
+// CUBIN. headers maps include names to their contents, so src may
+// #include "x.cuh" without any file on disk. opts are NVRTC options and must
+// name a real architecture, e.g. -arch=sm_90: NVRTC makes a CUBIN only for
+// sm_XX, never for a virtual compute_XX. The log is returned in every case,
+// since warnings matter too; a rejected program gives a *CompileError.
+func (n *NVRTC) Compile(src, name string, headers map[string]string, opts []string) (cubin []byte, log string, err error) {
+	incNames := make([]string, 0, len(headers))
+	for k := range headers {
+		incNames = append(incNames, k)
+	}
+	sort.Strings(incNames) // a stable order keeps compiles reproducible
+	incBodies := make([]string, len(incNames))
+	for i, k := range incNames {
+		incBodies[i] = headers[k]
+	}
+
+	// Source, names and options go to C as NUL-terminated strings in
+	// arrays of pointers, all outside the Go heap.
+	arena, err := newOffHeap(cstringsSize([]string{src, name}, incNames, incBodies, opts))
+	if err != nil {
+		return nil, "", fmt.Errorf("compiling %s: %w", name, err)
+	}
+	defer arena.free()
+	cstrs := func(ss []string) uintptr {
+		ps := make([]uintptr, len(ss))
+		for i, s := range ss {
+			ps[i] = arena.cstring(s)
+		}
+		return arena.ptrArray(ps)
+	}
+	srcP, nameP := arena.cstring(src), arena.cstring(name)
+	bodiesP, namesP, optsP := cstrs(incBodies), cstrs(incNames), cstrs(opts)
+
+	var prog uintptr
+	if err := n.check("nvrtcCreateProgram", n.nvrtcCreateProgram(&prog, srcP, nameP, int32(len(incNames)), bodiesP, namesP)); err != nil {
+		return nil, "", fmt.Errorf("compiling %s: %w", name, err)
+	}
+	defer n.nvrtcDestroyProgram(&prog)
+
+	cerr := n.check("nvrtcCompileProgram", n.nvrtcCompileProgram(prog, int32(len(opts)), optsP))
+	runtime.KeepAlive(arena)
+	log, lerr := n.programLog(prog)
+	if cerr != nil {
+		return nil, log, &CompileError{Name: name, Log: log, Err: cerr}
+	}
+	if lerr != nil {
+		return nil, log, fmt.Errorf("compiling %s: %w", name, lerr)
+	}
+
+	var size uintptr
+	if err := n.check("nvrtcGetCUBINSize", n.nvrtcGetCUBINSize(prog, &size)); err != nil || size == 0 {
+		if err == nil {
+			err = fmt.Errorf("nvrtcGetCUBINSize: empty CUBIN")
+		}
+		return nil, log, fmt.Errorf("compiling %s: no CUBIN (pass -arch=sm_XX, a real architecture, among the options %q): %w", name, opts, err)
+	}
+	cubin = make([]byte, size)
+	if err := n.check("nvrtcGetCUBIN", n.nvrtcGetCUBIN(prog, &cubin[0])); err != nil {
+		return nil, log, fmt.Errorf("compiling %s: %w", name, err)
+	}
+	return cubin, log, nil
+}
+
+// programLog fetches the compile log without its terminating NUL.
+func (n *NVRTC) programLog(prog uintptr) (string, error) {
+	var size uintptr
+	if err := n.check("nvrtcGetProgramLogSize", n.nvrtcGetProgramLogSize(prog, &size)); err != nil {
+		return "", err
+	}
+	if size <= 1 {
+		return "", nil
+	}
+	buf := make([]byte, size)
+	if err := n.check("nvrtcGetProgramLog", n.nvrtcGetProgramLog(prog, &buf[0])); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(buf), "\x00"), nil
+}
