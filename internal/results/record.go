@@ -18,6 +18,20 @@
 //
 // Writers append and fsync one line per point; readers stream and report a
 // malformed line as a *SyntaxError (file:line: msg) while keeping the rest.
+//
+// Further rules of the file:
+//   - A sweep directory holds results.jsonl and .lock; one process at a
+//     time appends (LockDir), and the lock file names it.
+//   - Blank lines are ignored. A line without "schema" or without "hash" is
+//     not a record; a record whose schema is larger than SchemaVersion is
+//     refused by name, never half-read.
+//   - The same hash may appear more than once (`ktune sweep --force`
+//     re-measures): within one file the last line wins.
+//   - A crash can only leave a truncated last line. Readers report it
+//     ("truncated last line (a crash mid-write?)"); the next writer cuts it
+//     off before appending, so that point runs again.
+//   - Numbers are finite: JSON has no NaN or Inf, so Append refuses a record
+//     holding one (the sweep then records the point as an error instead).
 package results
 
 import "time"

@@ -1,0 +1,415 @@
+package sweep
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// RunOptions configures Run.
+type RunOptions struct {
+	// Dir is the results directory; records go to Dir/results.jsonl.
+	Dir string
+	// Force re-runs points already recorded in Dir (the new record
+	// supersedes the old one).
+	Force bool
+	// Filter, if set, selects the points to consider; the others are
+	// neither run nor counted.
+	Filter func(*Point) bool
+	// Progress receives the progress display; nil discards it.
+	Progress io.Writer
+	// IsTTY makes the progress a single updating line instead of one line
+	// per point.
+	IsTTY bool
+	// Clock returns the current time; nil means time.Now. Tests inject a
+	// fake one to pin record times, ETAs and durations.
+	Clock func() time.Time
+	// Log receives warnings (unreadable result lines) and notes (points
+	// skipped); nil discards them.
+	Log io.Writer
+}
+
+// A Summary is the outcome of Run.
+type Summary struct {
+	Planned    int // points selected by the filter
+	Skipped    int // already recorded, not run again
+	Ran        int // run and recorded by this call
+	OK         int // of Ran: gates passed, measured
+	GateFailed int // of Ran: a gate failed
+	Failed     int // of Ran: compile failure, fault, timeout, OOM, error
+	// Records holds the current record of every planned point that has
+	// one, old and new, in plan order.
+	Records []results.Record
+	Elapsed time.Duration
+}
+
+// resumeHint is what every early stop tells the user: nothing recorded is
+// lost and nothing is measured twice.
+const resumeHint = "re-run the same command: recorded points are skipped"
+
+// Run runs the plan's points on b in plan order and appends one record per
+// point to opts.Dir/results.jsonl, each fsynced before the next point
+// starts. Points whose hash is already recorded there are skipped unless
+// opts.Force, so an interrupted sweep resumes where it stopped.
+//
+// When ctx is cancelled, the point in flight is abandoned (not recorded)
+// and Run returns an error wrapping ctx.Err(). When b.Run returns an error
+// the backend is unusable: the record it returned, if any, is kept and Run
+// stops with that error. In both cases the Summary covers what was done.
+func Run(ctx context.Context, b Backend, plan *Plan, opts RunOptions) (sum Summary, err error) {
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	start := clock()
+	if opts.Dir == "" {
+		return sum, errors.New("sweep: no results directory")
+	}
+
+	var points []*Point
+	for _, p := range plan.Points {
+		if opts.Filter == nil || opts.Filter(p) {
+			points = append(points, p)
+		}
+	}
+	sum.Planned = len(points)
+
+	path := results.FilePath(opts.Dir)
+	recorded, err := loadRecorded(path, logw)
+	if err != nil {
+		return sum, err
+	}
+	defer func() {
+		for _, p := range points {
+			if r, ok := recorded[p.Hash]; ok {
+				sum.Records = append(sum.Records, r)
+			}
+		}
+		sum.Elapsed = clock().Sub(start)
+	}()
+
+	var todo []*Point
+	queued := map[string]bool{}
+	for _, p := range points {
+		_, done := recorded[p.Hash]
+		if (done && !opts.Force) || queued[p.Hash] {
+			sum.Skipped++
+			continue
+		}
+		queued[p.Hash] = true
+		todo = append(todo, p)
+	}
+	if sum.Skipped > 0 {
+		fmt.Fprintf(logw, "%d of %d points already recorded in %s: skipped", sum.Skipped, sum.Planned, path)
+		if !opts.Force {
+			fmt.Fprint(logw, " (--force measures them again)")
+		}
+		fmt.Fprintln(logw)
+	}
+	if len(todo) == 0 {
+		return sum, nil
+	}
+
+	interrupted := func(inFlight bool) error {
+		what := ""
+		if inFlight {
+			what = " (the point in flight was not recorded)"
+		}
+		return fmt.Errorf("sweep interrupted after %d of %d points%s; results so far are in %s; %s: %w",
+			sum.Ran, len(todo), what, path, resumeHint, ctx.Err())
+	}
+
+	env, err := b.Env(ctx)
+	if ctx.Err() != nil {
+		return sum, interrupted(false)
+	}
+	if err != nil {
+		return sum, fmt.Errorf("describing the device: %w", err)
+	}
+	w, err := results.OpenWriter(opts.Dir)
+	if err != nil {
+		return sum, err
+	}
+	defer w.Close()
+	if n := w.DroppedTail(); n > 0 {
+		fmt.Fprintf(logw, "%s: removed the truncated last line (%d bytes) left by an interrupted write; its point runs again\n", path, n)
+	}
+
+	prog := newProgress(opts.Progress, opts.IsTTY, len(todo), clock, newLabeler(points))
+	defer prog.finish()
+	for i, p := range todo {
+		if ctx.Err() != nil {
+			return sum, interrupted(false)
+		}
+		prog.begin(i, p)
+		t0 := clock()
+		rec, rerr := b.Run(ctx, p)
+		if ctx.Err() != nil {
+			// A result that raced the interrupt may be incomplete (the
+			// backend was told to stop); the next run measures it again.
+			return sum, interrupted(true)
+		}
+		if rerr != nil && rec.Status == "" {
+			return sum, backendStopped(i, len(todo), prog.label(p), path, rerr)
+		}
+		fill(&rec, p, env, clock, t0)
+		if err := appendRecord(w, &rec); err != nil {
+			return sum, fmt.Errorf("recording point %s: %w", prog.label(p), err)
+		}
+		recorded[p.Hash] = rec
+		sum.Ran++
+		switch rec.Status {
+		case results.StatusOK:
+			sum.OK++
+		case results.StatusGateFailed:
+			sum.GateFailed++
+		default:
+			sum.Failed++
+		}
+		prog.end(i, p, &rec, clock().Sub(t0))
+		if rerr != nil {
+			return sum, backendStopped(i, len(todo), prog.label(p), path, rerr)
+		}
+	}
+	return sum, nil
+}
+
+func backendStopped(i, n int, label, path string, err error) error {
+	return fmt.Errorf("point %d of %d (%s): the backend stopped: %w; %d points recorded in %s; %s",
+		i+1, n, label, err, i, path, resumeHint)
+}
+
+// fill completes a backend's record with what the driver owns: the point's
+// identity, the landed mark and, where the backend left them unset, the
+// device, the time and the wall time.
+func fill(rec *results.Record, p *Point, env results.Env, clock func() time.Time, t0 time.Time) {
+	rec.Hash = p.Hash
+	rec.Landed = p.Landed
+	if rec.Config.Variant == "" {
+		rec.Config = p.Config
+	}
+	if rec.Env == (results.Env{}) {
+		rec.Env = env
+	}
+	now := clock()
+	if rec.Time.IsZero() {
+		rec.Time = now
+	}
+	if rec.WallSec == 0 {
+		rec.WallSec = now.Sub(t0).Seconds()
+	}
+}
+
+// appendRecord appends rec. A record JSON cannot encode (a NaN or an Inf
+// in a float field, a backend bug) is replaced by an error record that
+// says so, rather than stopping the sweep: the point's failure is then
+// data like any other.
+func appendRecord(w *results.Writer, rec *results.Record) error {
+	err := w.Append(rec)
+	var uv *json.UnsupportedValueError
+	if !errors.As(err, &uv) {
+		return err
+	}
+	*rec = results.Record{
+		Hash: rec.Hash, Time: rec.Time, Config: rec.Config, Env: rec.Env,
+		Status: results.StatusError, Compile: rec.Compile, WallSec: rec.WallSec, Landed: rec.Landed,
+		Error: fmt.Sprintf("the backend's record could not be written: %v", err),
+	}
+	return w.Append(rec)
+}
+
+// loadRecorded returns the latest record of each hash in path, reporting
+// unreadable lines to logw; a missing file is an empty history.
+func loadRecorded(path string, logw io.Writer) (map[string]results.Record, error) {
+	recs, warns, err := results.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]results.Record{}, nil
+	}
+	for _, w := range warns {
+		fmt.Fprintf(logw, "warning: %v\n", w)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]results.Record, len(recs))
+	for _, r := range recs {
+		m[r.Hash] = r
+	}
+	return m, nil
+}
+
+// A Filter selects points by an expression such as
+// "variant=d2,SPLITS=32|64,nkv=32768": comma-separated terms that must all
+// hold; each term is KEY=VALUE[|VALUE…]. Keys are variant, shape, nkv and
+// any define.
+type Filter struct {
+	expr  string
+	terms []filterTerm
+}
+
+type filterTerm struct {
+	key    string
+	values []string
+}
+
+// ParseFilter parses a filter expression.
+func ParseFilter(expr string) (*Filter, error) {
+	f := &Filter{expr: expr}
+	for _, t := range strings.Split(expr, ",") {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(t, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("filter term %q: want KEY=VALUE (e.g. variant=d2,SPLITS=32)", t)
+		}
+		term := filterTerm{key: k}
+		for _, alt := range strings.Split(v, "|") {
+			term.values = append(term.values, strings.TrimSpace(alt))
+		}
+		f.terms = append(f.terms, term)
+	}
+	if len(f.terms) == 0 {
+		return nil, fmt.Errorf("empty filter %q: want KEY=VALUE terms (e.g. variant=d2,SPLITS=32)", expr)
+	}
+	return f, nil
+}
+
+// filterValue returns p's value for a filter key.
+func filterValue(p *Point, key string) (string, bool) {
+	switch key {
+	case "variant":
+		return p.Config.Variant, true
+	case "shape":
+		return p.Config.Shape.Name, true
+	case "nkv":
+		return strconv.Itoa(p.Config.NKV), true
+	}
+	return p.Config.Define(key)
+}
+
+// Match reports whether p satisfies every term.
+func (f *Filter) Match(p *Point) bool {
+	for _, t := range f.terms {
+		v, ok := filterValue(p, t.key)
+		if !ok || !slices.Contains(t.values, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// Check reports a key that no point has (a typo would otherwise select
+// nothing, silently) and a filter that selects no point.
+func (f *Filter) Check(points []*Point) error {
+	for _, t := range f.terms {
+		known := false
+		for _, p := range points {
+			if _, ok := filterValue(p, t.key); ok {
+				known = true
+				break
+			}
+		}
+		if !known {
+			return fmt.Errorf("filter %q: no point has a %q; keys are variant, shape, nkv and the defines (%s)",
+				f.expr, t.key, strings.Join(defineNames(points), ", "))
+		}
+	}
+	if !slices.ContainsFunc(points, f.Match) {
+		return fmt.Errorf("filter %q selects none of the %d points", f.expr, len(points))
+	}
+	return nil
+}
+
+func defineNames(points []*Point) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, p := range points {
+		for _, d := range p.Config.Defines {
+			if !seen[d.Name] {
+				seen[d.Name] = true
+				names = append(names, d.Name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ParseProbes parses a comma-separated probe list such as "cold,hot".
+func ParseProbes(s string) ([]results.Probe, error) {
+	var out []results.Probe
+	for _, name := range strings.Split(s, ",") {
+		p := results.Probe(strings.TrimSpace(name))
+		switch p {
+		case results.ProbeCold, results.ProbeHot, results.ProbeGraph:
+		default:
+			return nil, fmt.Errorf("unknown probe %q: want cold, hot or graph", name)
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// An Override changes what points measure, against their spec: for
+// cross-checks with an outside instrument (running under ncu, say) where
+// the gates or some probes would only add launches to the profile.
+type Override struct {
+	Probes  []results.Probe // non-nil: measure these probes only
+	NoGates bool            // skip the numerics gates
+}
+
+// Apply changes the points in place. A point it changes gets a new hash,
+// derived from the old one and the override: its record lacks gates or
+// probes a full point has, so it must not stand in for the full point
+// when the directory is swept again without the override.
+func (o Override) Apply(points []*Point) {
+	for _, p := range points {
+		var changed []string
+		if o.Probes != nil && !slices.Equal(o.Probes, p.Probes) {
+			p.Probes = slices.Clone(o.Probes)
+			ps := make([]string, len(o.Probes))
+			for i, pr := range o.Probes {
+				ps[i] = string(pr)
+			}
+			changed = append(changed, "probes="+strings.Join(ps, ","))
+		}
+		if o.NoGates && (len(p.GateNKV) > 0 || p.Twin != nil) {
+			p.GateNKV, p.Twin = nil, nil
+			changed = append(changed, "no-gates")
+		}
+		if len(changed) > 0 {
+			p.Hash = rehash(p.Hash, strings.Join(changed, ";"))
+		}
+	}
+}
+
+// rehash derives a hash of the same length as old (at least 16 hex digits).
+func rehash(old, change string) string {
+	sum := sha256.Sum256([]byte(old + "\x00" + change))
+	h := hex.EncodeToString(sum[:])
+	if n := len(old); n >= 16 && n < len(h) {
+		h = h[:n]
+	}
+	return h
+}
