@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/ktune/ktune/report"
+)
+
+func init() {
+	register(&command{
+		name:    "export",
+		summary: "write results in another format (the Go benchmark format, for benchstat)",
+		run:     runExport,
+	})
+}
+
+const exportUsage = `Usage: ktune export --format gobench RESULTS...
+
+Export writes the records of RESULTS (files or sweep directories) to
+standard output in another format. The only format is gobench, the Go
+benchmark format: configuration lines ("device: NVIDIA H200") and one line
+per sample,
+
+  BenchmarkAttn/variant=d2/shape=7b/SPLITS=32/NR=4/nkv=32768/probe=cold 1 19400 ns/op
+
+so that benchstat and the rest of golang.org/x/perf read ktune results.
+Points without samples (failed gates) are left out.
+
+Examples:
+  $ ktune export --format gobench out/before > before.txt
+  $ ktune export --format gobench out/after > after.txt
+  $ benchstat before.txt after.txt
+
+Flags:
+`
+
+func runExport(stdout, stderr io.Writer, args []string) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("format", "gobench", "output `FORMAT`: gobench")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), exportUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return withCode(exitUsage, errSilent)
+	}
+	if *format != "gobench" {
+		return usageErrorf("export: unknown format %q (the only one is gobench)", *format)
+	}
+	if len(pos) == 0 {
+		return usageErrorf("export wants at least one RESULTS file (ktune help export)")
+	}
+	recs, err := loadResults(stderr, pos)
+	if err != nil {
+		return err
+	}
+	return report.WriteGoBench(stdout, recs)
+}

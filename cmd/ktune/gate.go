@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/report"
+)
+
+func init() {
+	register(&command{
+		name:    "gate",
+		summary: "decide whether a candidate kernel may land (exit 0 pass, 3 numerics, 4 regression)",
+		run:     runGate,
+	})
+}
+
+const gateUsage = `Usage:
+  ktune gate --candidate NAME [--against VARIANT] [--threshold 0.02] [--json] RESULTS...
+  ktune gate SPEC --candidate NAME --results DIR [--threshold 0.02] [--json]
+
+Gate decides whether the candidate variant may replace the baseline, from
+recorded results. The baseline is the landed configuration (the records
+marked landed), or VARIANT with --against; in the second form it is the
+landed variant and defines of SPEC, and the results are DIR/results.jsonl.
+Gate never runs a sweep: measure first with 'ktune sweep SPEC -o DIR'.
+
+The candidate passes when
+  1. every configuration of it passes its numerics class at every gated
+     nkv: byte-identical to its twin where it declares one (bitwise gate),
+     within tolerance of the float64 oracle otherwise, replay-safe and
+     fully written where those gates ran; a fault is a numerics failure;
+  2. at no point (device, shape, nkv) is it significantly slower than the
+     baseline by more than the threshold, for any probe measured on both
+     sides: Mann-Whitney U (golang.org/x/perf/benchmath) at α=0.05, and a
+     slowdown within noise never fails.
+At each point the candidate's fastest configuration that passed numerics
+is compared with the baseline's fastest (by the median of the first gated
+probe): SPLITS is chosen per context length by the dispatch. To gate one
+configuration of a swept candidate, pin it with --define SPLITS=64.
+
+Exit codes:
+  0  pass
+  1  error: unreadable files, no candidate or baseline records, points
+     missing on one side, points that ended in compile/OOM/timeout errors
+  2  usage: bad command line, or a SPEC mistake (file:line:col)
+  3  numerics: the candidate fails its numerics class somewhere
+  4  regression: significantly slower than the baseline beyond the threshold
+A numerics failure outranks a regression, which outranks missing points.
+
+--json prints one JSON object (verdict, exit_code, numerics and per-point
+rows with reasons) and nothing else on standard output, for CI steps.
+
+Examples:
+  $ ktune gate --candidate d2 out/slice
+  $ ktune gate --candidate d2 --define SPLITS=64 --against r4 --threshold 0.01 out/slice/results.jsonl
+  $ ktune gate experiments/slice.yaml --candidate d2 --results out/slice --json
+
+Flags:
+`
+
+// gateDefines collects repeated --define NAME=VALUE flags.
+type gateDefines map[string]string
+
+func (d gateDefines) String() string {
+	var parts []string
+	for k, v := range d {
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (d gateDefines) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" || v == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	d[k] = v
+	return nil
+}
+
+// gateJSON is the --json document: the result with its exit code.
+type gateJSON struct {
+	*report.GateResult
+	ExitCode int `json:"exit_code"`
+}
+
+func runGate(stdout, stderr io.Writer, args []string) error {
+	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts := report.GateOptions{Defines: gateDefines{}}
+	fs.StringVar(&opts.Candidate, "candidate", "", "candidate variant `NAME` (required)")
+	fs.StringVar(&opts.Against, "against", "", "baseline `VARIANT` instead of the landed records")
+	fs.Float64Var(&opts.Threshold, "threshold", 0.02, "tolerated significant slowdown (`fraction`, 0.02 = 2%)")
+	fs.Var(gateDefines(opts.Defines), "define", "gate only the candidate configuration with `NAME=VALUE` (repeatable)")
+	probes := fs.String("probes", "", "gate only these `PROBES` (cold,hot,graph); default: every probe measured on both sides")
+	resultsDir := fs.String("results", "", "results `DIR` of the sweep of SPEC (second form)")
+	asJSON := fs.Bool("json", false, "print a machine-readable verdict only")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), gateUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return withCode(exitUsage, errSilent)
+	}
+	if opts.Candidate == "" {
+		return usageErrorf("gate wants --candidate NAME (ktune help gate)")
+	}
+	if opts.Threshold < 0 {
+		return usageErrorf("--threshold must not be negative")
+	}
+	if *probes != "" {
+		for _, p := range strings.Split(*probes, ",") {
+			switch pr := results.Probe(strings.TrimSpace(p)); pr {
+			case results.ProbeCold, results.ProbeHot, results.ProbeGraph:
+				opts.Probes = append(opts.Probes, pr)
+			default:
+				return usageErrorf("--probes: unknown probe %q (cold, hot, graph)", p)
+			}
+		}
+	}
+	files := pos
+	if *resultsDir != "" {
+		if len(pos) != 1 {
+			return usageErrorf("gate with --results wants exactly one SPEC, got %d arguments", len(pos))
+		}
+		if opts.Against != "" {
+			return usageErrorf("gate SPEC takes its baseline from the spec's landed entry; drop --against")
+		}
+		s, err := spec.Load(pos[0])
+		if err != nil {
+			return withCode(exitUsage, err)
+		}
+		opts.Against, opts.AgainstDefines = s.Landed.Variant, s.Landed.Defines
+		files = []string{results.FilePath(*resultsDir)}
+	}
+	if len(files) == 0 {
+		return usageErrorf("gate wants RESULTS files, or SPEC with --results DIR (ktune help gate)")
+	}
+	recs, err := loadResults(stderr, files)
+	if err != nil {
+		return err
+	}
+	res, err := report.Gate(recs, opts)
+	if err != nil {
+		return err
+	}
+	code := gateExitCode(res.Verdict)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(gateJSON{res, code}); err != nil {
+			return fmt.Errorf("writing gate verdict: %w", err)
+		}
+	} else if err := res.WriteText(stdout); err != nil {
+		return err
+	}
+	if code == exitOK {
+		return nil
+	}
+	return withCode(code, fmt.Errorf("gate: candidate %s: %s", res.Candidate, res.Verdict))
+}
+
+func gateExitCode(v report.Verdict) int {
+	switch v {
+	case report.VerdictPass:
+		return exitOK
+	case report.VerdictNumerics:
+		return exitNumerics
+	case report.VerdictRegression:
+		return exitRegression
+	}
+	return exitError
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestGateExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--candidate", "slow"}, exitRegression},  // 10% slower
+		{[]string{"--candidate", "onebyte"}, exitNumerics}, // one byte off its twin
+		{[]string{"--candidate", "same"}, exitOK},          // within noise
+		{[]string{"--candidate", "slow", "--threshold", "0.2"}, exitOK},
+		{[]string{"--candidate", "same", "--define", "SPLITS=64"}, exitRegression},
+		{[]string{"--candidate", "nosuch"}, exitError},
+		{[]string{"--candidate", "same", "--probes", "warm"}, exitUsage},
+		{[]string{"--threshold", "0.02"}, exitUsage}, // no candidate
+	} {
+		args := append([]string{"gate"}, tc.args...)
+		args = append(args, fixtureGate)
+		_, stderr, code := runCmd(args...)
+		if code != tc.code {
+			t.Errorf("%q: exit %d, want %d; stderr: %s", args, code, tc.code, stderr)
+		}
+	}
+	if _, _, code := runCmd("gate", "--candidate", "same", filepath.Join(t.TempDir(), "none.jsonl")); code != exitError {
+		t.Errorf("unreadable file: exit %d, want %d", code, exitError)
+	}
+}
+
+func TestGateJSON(t *testing.T) {
+	stdout, _, code := runCmd("gate", "--candidate", "slow", "--json", fixtureGate)
+	if code != exitRegression {
+		t.Fatalf("exit %d", code)
+	}
+	var doc struct {
+		Verdict  string `json:"verdict"`
+		ExitCode int    `json:"exit_code"`
+		Points   []struct {
+			NKV        int    `json:"nkv"`
+			Regression bool   `json:"regression"`
+			Reason     string `json:"reason"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("--json output is not one JSON document: %v\n%s", err, stdout)
+	}
+	if doc.Verdict != "regression" || doc.ExitCode != exitRegression || len(doc.Points) == 0 {
+		t.Errorf("doc %+v", doc)
+	}
+	for _, p := range doc.Points {
+		if !p.Regression || !strings.Contains(p.Reason, "slower") {
+			t.Errorf("point nkv=%d: %+v", p.NKV, p)
+		}
+	}
+	if strings.Contains(stdout, "\x1b[") {
+		t.Error("--json output carries terminal escapes")
+	}
+}
+
+// In the SPEC form the baseline is the spec's landed entry (slice.yaml
+// lands d2 with SPLITS=32), not the records marked landed (r4 in the
+// fixture).
+func TestGateSpecForm(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(fixtureOld)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const spec = "../../experiments/slice.yaml"
+	stdout, stderr, code := runCmd("gate", spec, "--candidate", "tc", "--define", "SPLITS=16", "--results", dir, "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
+	}
+	var doc struct {
+		Baseline string `json:"baseline"`
+		Points   []struct {
+			Baseline string `json:"baseline"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Baseline != "d2 SPLITS=32" || len(doc.Points) == 0 || !strings.HasPrefix(doc.Points[0].Baseline, "d2 SPLITS=32") {
+		t.Errorf("baseline %q, points %+v; want the spec's landed d2 SPLITS=32", doc.Baseline, doc.Points)
+	}
+	// Every tc configuration: SPLITS=64 failed its tolerance gate.
+	if _, _, code := runCmd("gate", spec, "--candidate", "tc", "--results", dir); code != exitNumerics {
+		t.Errorf("tc with a failed gate: exit %d, want %d", code, exitNumerics)
+	}
+	if _, _, code := runCmd("gate", spec, "--candidate", "tc", "--results", dir, "--against", "r4"); code != exitUsage {
+		t.Errorf("--against with SPEC: exit %d, want %d", code, exitUsage)
+	}
+}

@@ -1,0 +1,230 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// Alpha is the significance level of every comparison: a difference
+// whose Mann-Whitney U p-value is not below it is reported as noise.
+const Alpha = 0.05
+
+// confidence of the intervals printed next to medians.
+const confidence = 0.95
+
+// A Comparison is the point-by-point difference of two sets of records.
+type Comparison struct {
+	Rows []CompareRow
+	// OnlyOld and OnlyNew list the points present on one side only.
+	OnlyOld, OnlyNew []string
+}
+
+// A CompareRow is one probe at one matched point.
+type CompareRow struct {
+	Shape  string
+	Config string // "d2 SPLITS=32 NR=4"
+	NKV    int
+	Probe  results.Probe
+	// Old and New are the medians with their 95% confidence intervals (ns).
+	Old, New benchmath.Summary
+	// DeltaPct is (new/old − 1) × 100 of the medians, whatever P says.
+	DeltaPct float64
+	// P is the Mann-Whitney U p-value; Significant is P < Alpha.
+	P           float64
+	N1, N2      int
+	Significant bool
+	Warnings    []string
+}
+
+// Delta renders the change as benchstat does: "~" when it is within
+// noise, the signed percentage otherwise.
+func (r *CompareRow) Delta() string {
+	if !r.Significant {
+		return "~"
+	}
+	return fmt.Sprintf("%+.2f%%", r.DeltaPct)
+}
+
+// matchKey identifies a point across files and machines: not the record
+// hash, which covers the spec and the device architecture.
+func matchKey(r *results.Record) pointKey {
+	k := keyOf(r)
+	k.Device = ""
+	return k
+}
+
+// Compare matches old and new records by variant, shape, defines and nkv
+// and tests every probe measured on both sides. When a side holds a
+// point twice, the newer record counts.
+func Compare(old, new []results.Record) (*Comparison, error) {
+	om, nm := latestByKey(old), latestByKey(new)
+	if len(om) == 0 || len(nm) == 0 {
+		return nil, fmt.Errorf("comparing: %d old and %d new measured records; both sides need some", len(om), len(nm))
+	}
+	c := &Comparison{}
+	var keys []pointKey
+	for k := range om {
+		if _, ok := nm[k]; ok {
+			keys = append(keys, k)
+		} else {
+			c.OnlyOld = append(c.OnlyOld, pointName(om[k]))
+		}
+	}
+	for k := range nm {
+		if _, ok := om[k]; !ok {
+			c.OnlyNew = append(c.OnlyNew, pointName(nm[k]))
+		}
+	}
+	sort.Strings(c.OnlyOld)
+	sort.Strings(c.OnlyNew)
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		switch {
+		case a.Shape != b.Shape:
+			return a.Shape < b.Shape
+		case a.Variant != b.Variant:
+			return a.Variant < b.Variant
+		case a.Defines != b.Defines:
+			return definesLess(a.Defines, b.Defines)
+		}
+		return a.NKV < b.NKV
+	})
+	for _, k := range keys {
+		o, n := om[k], nm[k]
+		for _, p := range probeOrder {
+			mo, mn := o.Probe(p), n.Probe(p)
+			if mo == nil || mn == nil || len(mo.SamplesNS) == 0 || len(mn.SamplesNS) == 0 {
+				continue
+			}
+			c.Rows = append(c.Rows, compareSamples(o, p, mo.SamplesNS, mn.SamplesNS))
+		}
+	}
+	return c, nil
+}
+
+// definesLess orders define lists with numeric values numerically, so
+// that SPLITS=8 comes before SPLITS=16.
+func definesLess(a, b string) bool {
+	as, bs := strings.Split(a, ","), strings.Split(b, ",")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		if as[i] == bs[i] {
+			continue
+		}
+		var x, y int
+		an, _ := fmt.Sscanf(as[i][strings.IndexByte(as[i], '=')+1:], "%d", &x)
+		bn, _ := fmt.Sscanf(bs[i][strings.IndexByte(bs[i], '=')+1:], "%d", &y)
+		if an == 1 && bn == 1 && as[i][:strings.IndexByte(as[i], '=')] == bs[i][:strings.IndexByte(bs[i], '=')] {
+			return x < y
+		}
+		return as[i] < bs[i]
+	}
+	return len(as) < len(bs)
+}
+
+func compareSamples(r *results.Record, p results.Probe, old, new []float64) CompareRow {
+	th := benchmath.DefaultThresholds
+	th.CompareAlpha = Alpha
+	// NewSample sorts in place; the records keep their sample order.
+	so := benchmath.NewSample(append([]float64(nil), old...), &th)
+	sn := benchmath.NewSample(append([]float64(nil), new...), &th)
+	cmp := benchmath.AssumeNothing.Compare(so, sn)
+	row := CompareRow{
+		Shape: ShapeLabel(r.Config.Shape), Config: ConfigLabel(&r.Config), NKV: r.Config.NKV, Probe: p,
+		Old: benchmath.AssumeNothing.Summary(so, confidence), New: benchmath.AssumeNothing.Summary(sn, confidence),
+		P: cmp.P, N1: cmp.N1, N2: cmp.N2, Significant: cmp.P < cmp.Alpha,
+	}
+	if row.Old.Center > 0 {
+		row.DeltaPct = (row.New.Center/row.Old.Center - 1) * 100
+	}
+	for _, w := range append(append(cmp.Warnings, row.Old.Warnings...), row.New.Warnings...) {
+		row.Warnings = append(row.Warnings, w.Error())
+	}
+	return row
+}
+
+func latestByKey(recs []results.Record) map[pointKey]*results.Record {
+	m := map[pointKey]*results.Record{}
+	for i := range recs {
+		r := &recs[i]
+		if r.Status != results.StatusOK || len(r.Probes) == 0 {
+			continue
+		}
+		k := matchKey(r)
+		if cur, ok := m[k]; !ok || r.Time.After(cur.Time) {
+			m[k] = r
+		}
+	}
+	return m
+}
+
+func pointName(r *results.Record) string {
+	return fmt.Sprintf("%s %s nkv=%d", ShapeLabel(r.Config.Shape), ConfigLabel(&r.Config), r.Config.NKV)
+}
+
+// fmtCI renders a median with its confidence interval as "19.40 ±1%".
+func fmtCI(s benchmath.Summary) string {
+	return fmtUS(s.Center) + " ±" + s.PctRangeString()
+}
+
+// WriteText writes the comparison as a table followed by the points
+// present on one side only and the statistical warnings.
+func (c *Comparison) WriteText(w io.Writer, markdown bool) error {
+	g := &grid{}
+	for _, h := range []string{"shape", "config", "nkv", "probe", "old µs", "new µs", "delta", "p / n"} {
+		g.col(h, h == "nkv" || strings.Contains(h, "µs") || h == "delta")
+	}
+	warned := map[string]bool{}
+	var warnings []string
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		g.rows = append(g.rows, []string{r.Shape, r.Config, fmt.Sprint(r.NKV), string(r.Probe),
+			fmtCI(r.Old), fmtCI(r.New), r.Delta(), fmt.Sprintf("p=%.3f n=%d+%d", r.P, r.N1, r.N2)})
+		for _, s := range r.Warnings {
+			if !warned[s] {
+				warned[s] = true
+				warnings = append(warnings, s)
+			}
+		}
+	}
+	if len(g.rows) > 0 {
+		if err := g.render(w, markdown); err != nil {
+			return err
+		}
+	}
+	ew := &errWriter{w: w}
+	ew.printf("\nmedians with 95%% confidence intervals; delta = new/old − 1 when the Mann-Whitney U test rejects equality at α=%.2f, \"~\" otherwise\n", Alpha)
+	if gm, ok := c.geomean(); ok {
+		ew.printf("geomean of new/old medians over all rows: %+.2f%%\n", (gm-1)*100)
+	}
+	for _, s := range c.OnlyOld {
+		ew.printf("only in old: %s\n", s)
+	}
+	for _, s := range c.OnlyNew {
+		ew.printf("only in new: %s\n", s)
+	}
+	for _, s := range warnings {
+		ew.printf("warning: %s\n", s)
+	}
+	return ew.err
+}
+
+func (c *Comparison) geomean() (float64, bool) {
+	sum, n := 0.0, 0
+	for _, r := range c.Rows {
+		if r.Old.Center > 0 && r.New.Center > 0 {
+			sum += math.Log(r.New.Center / r.Old.Center)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return math.Exp(sum / float64(n)), true
+}

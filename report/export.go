@@ -1,0 +1,82 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// WriteGoBench writes recs in the Go benchmark format, one line per
+// sample, so that benchstat and the rest of golang.org/x/perf read ktune
+// results:
+//
+//	device: NVIDIA H200
+//	BenchmarkAttn/variant=d2/shape=7b/SPLITS=32/NR=4/nkv=32768/probe=cold 1 19400 ns/op
+//
+// Configuration lines (device, arch, driver, nvrtc, read-bw-gbps, ktune)
+// are written before the first record and again whenever they change.
+// Records without samples (failed gates) are skipped: the format has no
+// way to say "not measured".
+func WriteGoBench(w io.Writer, recs []results.Record) error {
+	ew := &errWriter{w: w}
+	cfg := map[string]string{}
+	for i := range recs {
+		r := &recs[i]
+		if len(r.Probes) == 0 {
+			continue
+		}
+		for _, kv := range [][2]string{
+			{"device", r.Env.Device}, {"arch", r.Env.Arch}, {"driver", r.Env.Driver}, {"nvrtc", r.Env.NVRTC},
+			{"read-bw-gbps", fmtFloat(r.Env.ReadBWGBps)}, {"ktune", r.Env.Ktune},
+		} {
+			if cfg[kv[0]] != kv[1] {
+				cfg[kv[0]] = kv[1]
+				ew.printf("%s: %s\n", kv[0], kv[1])
+			}
+		}
+		name := benchName(r)
+		for _, m := range r.Probes {
+			for _, ns := range m.SamplesNS {
+				ew.printf("%s/probe=%s 1 %s ns/op\n", name, nameValue(string(m.Probe)), fmtFloat(ns))
+			}
+		}
+	}
+	if ew.err != nil {
+		return fmt.Errorf("writing Go benchmark format: %w", ew.err)
+	}
+	return nil
+}
+
+// fmtFloat is the shortest text that parses back to the same float64, in
+// plain decimal: benchfmt reads values with strconv.ParseFloat.
+func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func benchName(r *results.Record) string {
+	var b strings.Builder
+	b.WriteString("BenchmarkAttn/variant=" + nameValue(r.Config.Variant))
+	b.WriteString("/shape=" + nameValue(ShapeLabel(r.Config.Shape)))
+	b.WriteString("/SPLITS=" + strconv.Itoa(r.Config.Splits))
+	for _, d := range sortedDefines(r.Config.Defines) {
+		if d.Name == "SPLITS" || derivedDefines[d.Name] {
+			continue
+		}
+		b.WriteString("/" + nameValue(d.Name) + "=" + nameValue(d.Value))
+	}
+	b.WriteString("/nkv=" + strconv.Itoa(r.Config.NKV))
+	return b.String()
+}
+
+// nameValue makes s safe inside a benchmark name: no spaces (they end the
+// name) and no '/' (it separates name parts).
+func nameValue(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || r == '/' {
+			return '_'
+		}
+		return r
+	}, s)
+}

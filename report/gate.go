@@ -1,0 +1,434 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// A Verdict is the outcome of a landing gate.
+type Verdict string
+
+const (
+	// VerdictPass: the candidate passes its numerics class everywhere and
+	// is nowhere significantly slower than the baseline beyond the threshold.
+	VerdictPass Verdict = "pass"
+	// VerdictNumerics: a configuration of the candidate failed a gate,
+	// faulted, or lacks the evidence its numerics class requires.
+	VerdictNumerics Verdict = "numerics"
+	// VerdictRegression: significantly slower than the baseline by more
+	// than the threshold at some point.
+	VerdictRegression Verdict = "regression"
+	// VerdictIncomplete: points are missing on one side, or a point ended
+	// in an error that says nothing about the candidate (compile, OOM…).
+	VerdictIncomplete Verdict = "incomplete"
+)
+
+// GateOptions says what to gate against what.
+type GateOptions struct {
+	Candidate string // variant name
+	// Defines restricts the candidate to the configurations with these
+	// define values (e.g. SPLITS=64): how to gate one configuration of a
+	// swept candidate. Unset: every configuration takes part and at each
+	// point the fastest one is compared.
+	Defines map[string]string
+	// Against is the baseline variant; empty means the landed records.
+	Against string
+	// AgainstDefines restricts the baseline the same way.
+	AgainstDefines map[string]string
+	// Threshold is the tolerated slowdown (0.02 = 2%) of a significant
+	// difference.
+	Threshold float64
+	// Probes limits the performance check; empty means every probe both
+	// sides measured.
+	Probes []results.Probe
+}
+
+// A GateResult is the verdict with a row per point and per configuration.
+type GateResult struct {
+	Verdict   Verdict     `json:"verdict"`
+	Candidate string      `json:"candidate"`
+	Baseline  string      `json:"baseline"`
+	Threshold float64     `json:"threshold"`
+	Alpha     float64     `json:"alpha"`
+	Numerics  []NumRow    `json:"numerics"`
+	Points    []GatePoint `json:"points"`
+	Missing   []string    `json:"missing,omitempty"`
+}
+
+// A NumRow is the numerics verdict of one candidate configuration (its
+// gates run once per configuration and shape, not per nkv).
+type NumRow struct {
+	Device string `json:"device"`
+	Shape  string `json:"shape"`
+	Config string `json:"config"`
+	Pass   bool   `json:"pass"`
+	// Error is set instead of Pass when the points ended without saying
+	// anything about numerics (compile failure, OOM, timeout).
+	Error  bool   `json:"error,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// A GatePoint is one probe at one point.
+type GatePoint struct {
+	Device     string        `json:"device"`
+	Shape      string        `json:"shape"`
+	NKV        int           `json:"nkv"`
+	Probe      results.Probe `json:"probe"`
+	Candidate  string        `json:"candidate"`
+	Baseline   string        `json:"baseline"`
+	CandNS     float64       `json:"candidate_median_ns"`
+	BaseNS     float64       `json:"baseline_median_ns"`
+	DeltaPct   float64       `json:"delta_pct"`
+	P          float64       `json:"p"`
+	N1         int           `json:"n_candidate"`
+	N2         int           `json:"n_baseline"`
+	Regression bool          `json:"regression"`
+	Reason     string        `json:"reason"`
+}
+
+// Gate decides whether opts.Candidate may replace the baseline. An error
+// means the inputs cannot be gated at all (no candidate or no baseline).
+//
+// At each point (device, shape, nkv) the candidate's fastest configuration
+// that passed numerics is compared with the baseline's fastest, both by
+// the median of the first gated probe: SPLITS is a dispatch choice made
+// per context length, so a candidate is judged by what it would ship
+// there. Use Defines to gate one configuration instead.
+func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
+	if opts.Candidate == "" {
+		return nil, errors.New("gating: no candidate variant named")
+	}
+	res := &GateResult{Candidate: opts.Candidate, Baseline: "landed", Threshold: opts.Threshold, Alpha: Alpha}
+	if opts.Against != "" {
+		res.Baseline = opts.Against
+	}
+	if len(opts.Defines) > 0 {
+		res.Candidate += " " + definesText(opts.Defines)
+	}
+	if len(opts.AgainstDefines) > 0 {
+		res.Baseline += " " + definesText(opts.AgainstDefines)
+	}
+	var cand, base []Row
+	rep, err := Build(recs, Options{})
+	if err != nil {
+		return nil, fmt.Errorf("gating: %w", err)
+	}
+	for _, r := range rep.Rows {
+		if r.Variant == opts.Candidate && definesMatch(r.Config(), opts.Defines) {
+			cand = append(cand, r)
+		}
+		isBase := r.Landed
+		if opts.Against != "" {
+			isBase = r.Variant == opts.Against
+		}
+		if isBase && definesMatch(r.Config(), opts.AgainstDefines) {
+			base = append(base, r)
+		}
+	}
+	if len(cand) == 0 {
+		return nil, fmt.Errorf("gating: no records of candidate %s", res.Candidate)
+	}
+	if len(base) == 0 {
+		return nil, fmt.Errorf("gating: no records of the baseline (%s)", res.Baseline)
+	}
+	if opts.Against == opts.Candidate && opts.Candidate != "" {
+		return nil, fmt.Errorf("gating: candidate and baseline are both %s", opts.Candidate)
+	}
+
+	passed := res.checkNumerics(cand)
+	res.checkPerformance(cand, base, passed, opts)
+
+	switch {
+	case anyNum(res.Numerics, func(n NumRow) bool { return !n.Pass && !n.Error }):
+		res.Verdict = VerdictNumerics
+	case anyPoint(res.Points):
+		res.Verdict = VerdictRegression
+	case len(res.Missing) > 0 || anyNum(res.Numerics, func(n NumRow) bool { return n.Error }):
+		res.Verdict = VerdictIncomplete
+	default:
+		res.Verdict = VerdictPass
+	}
+	return res, nil
+}
+
+func anyNum(rows []NumRow, f func(NumRow) bool) bool {
+	for _, r := range rows {
+		if f(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyPoint(ps []GatePoint) bool {
+	for _, p := range ps {
+		if p.Regression {
+			return true
+		}
+	}
+	return false
+}
+
+func definesText(m map[string]string) string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func definesMatch(c *results.Config, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := c.Define(k); !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkNumerics judges each candidate configuration over all its records
+// and returns the configurations that passed. The gates run once per
+// compiled configuration, so the evidence may sit on any of its records;
+// what the class requires must appear on at least one and no gate may
+// fail on any.
+func (res *GateResult) checkNumerics(cand []Row) map[configKey]bool {
+	type acc struct {
+		row      *Row
+		kinds    map[string]bool
+		fail     string
+		errText  string
+		statuses []string
+	}
+	var order []configKey
+	accs := map[configKey]*acc{}
+	for i := range cand {
+		r := &cand[i]
+		a := accs[r.key.configKey]
+		if a == nil {
+			a = &acc{row: r, kinds: map[string]bool{}}
+			accs[r.key.configKey] = a
+			order = append(order, r.key.configKey)
+		}
+		for j := range r.rec.Gates {
+			g := &r.rec.Gates[j]
+			a.kinds[g.Kind] = true
+			if !g.Pass && a.fail == "" {
+				a.fail = fmt.Sprintf("%s gate failed at nkv=%d: %s", g.Kind, g.NKV, GateEvidence(g))
+			}
+		}
+		switch r.Status {
+		case results.StatusOK, results.StatusGateFailed:
+		case results.StatusFault:
+			// A kernel that faults is wrong, whatever its gates said before.
+			if a.fail == "" {
+				a.fail = fmt.Sprintf("fault at nkv=%d: %s", r.NKV, oneLine(r.rec.Error))
+			}
+		default:
+			if a.errText == "" {
+				a.errText = fmt.Sprintf("%s at nkv=%d: %s", r.Status, r.NKV, dash(oneLine(r.rec.Error)))
+			}
+		}
+	}
+	passed := map[configKey]bool{}
+	for _, k := range order {
+		a := accs[k]
+		n := NumRow{Device: a.row.Device, Shape: ShapeLabel(a.row.Shape), Config: ConfigLabel(a.row.Config())}
+		twin := a.row.rec.Config.BitwiseWith
+		switch {
+		case a.fail != "":
+			n.Reason = a.fail
+		case twin != "" && !a.kinds[results.GateBitwise]:
+			n.Reason = "declared byte-identical to " + twin + " but no bitwise gate was recorded"
+		case twin == "" && !a.kinds[results.GateTolerance]:
+			n.Reason = "tolerance class but no tolerance gate was recorded"
+		case a.errText != "":
+			n.Error, n.Reason = true, a.errText
+		default:
+			n.Pass = true
+			n.Reason = "gates passed: " + strings.Join(sortedKeys(a.kinds), ", ")
+			if twin != "" {
+				n.Reason += " (byte-identical to " + twin + ")"
+			}
+			passed[k] = true
+		}
+		res.Numerics = append(res.Numerics, n)
+	}
+	return passed
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type gatePointKey struct {
+	Device, Shape string
+	NKV           int
+}
+
+// checkPerformance compares, at every point, the candidate's fastest
+// passing configuration with the baseline's fastest.
+func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]bool, opts GateOptions) {
+	probes := opts.Probes
+	if len(probes) == 0 {
+		probes = probeOrder[:]
+	}
+	pick := func(rows []Row, ok func(*Row) bool) (map[gatePointKey]*Row, []gatePointKey) {
+		best := map[gatePointKey]*Row{}
+		var keys []gatePointKey
+		for i := range rows {
+			r := &rows[i]
+			if r.Status != results.StatusOK || !ok(r) {
+				continue
+			}
+			st := firstProbe(r, probes)
+			if st == nil {
+				continue
+			}
+			k := gatePointKey{r.Device, r.key.Shape, r.NKV}
+			cur, seen := best[k]
+			if !seen {
+				keys = append(keys, k)
+			}
+			if !seen || st.MedianNS < firstProbe(cur, probes).MedianNS {
+				best[k] = r
+			}
+		}
+		return best, keys
+	}
+	cb, ckeys := pick(cand, func(r *Row) bool { return passed[r.key.configKey] })
+	bb, bkeys := pick(base, func(*Row) bool { return true })
+	// Points where the candidate failed numerics are already judged; they
+	// are not "missing".
+	failedAt := map[gatePointKey]bool{}
+	for i := range cand {
+		r := &cand[i]
+		if !passed[r.key.configKey] {
+			failedAt[gatePointKey{r.Device, r.key.Shape, r.NKV}] = true
+		}
+	}
+	for _, k := range bkeys {
+		if _, ok := cb[k]; !ok && !failedAt[k] {
+			res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: no measured candidate record", shapeName(bb[k]), k.NKV))
+		}
+	}
+	for _, k := range ckeys {
+		if _, ok := bb[k]; !ok {
+			res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: no measured baseline record", shapeName(cb[k]), k.NKV))
+		}
+	}
+	sort.Slice(ckeys, func(i, j int) bool {
+		a, b := ckeys[i], ckeys[j]
+		if a.Device != b.Device {
+			return a.Device < b.Device
+		}
+		if a.Shape != b.Shape {
+			return a.Shape < b.Shape
+		}
+		return a.NKV < b.NKV
+	})
+	for _, k := range ckeys {
+		c, b := cb[k], bb[k]
+		if b == nil {
+			continue
+		}
+		for _, p := range probes {
+			cs, bs := c.Probe(p), b.Probe(p)
+			if cs == nil || bs == nil || len(cs.Samples) == 0 || len(bs.Samples) == 0 {
+				continue
+			}
+			row := compareSamples(c.rec, p, bs.Samples, cs.Samples)
+			gp := GatePoint{
+				Device: k.Device, Shape: ShapeLabel(c.Shape), NKV: k.NKV, Probe: p,
+				Candidate: ConfigLabel(c.Config()), Baseline: ConfigLabel(b.Config()),
+				CandNS: row.New.Center, BaseNS: row.Old.Center, DeltaPct: row.DeltaPct,
+				P: row.P, N1: row.N2, N2: row.N1,
+			}
+			switch {
+			case !row.Significant:
+				gp.Reason = fmt.Sprintf("~ within noise (p=%.3f)", row.P)
+			case row.DeltaPct <= 0:
+				gp.Reason = fmt.Sprintf("faster by %.1f%% (p=%.3f)", -row.DeltaPct, row.P)
+			case row.DeltaPct <= opts.Threshold*100:
+				gp.Reason = fmt.Sprintf("slower by %.1f%%, within the %.1f%% threshold (p=%.3f)", row.DeltaPct, opts.Threshold*100, row.P)
+			default:
+				gp.Regression = true
+				gp.Reason = fmt.Sprintf("REGRESSION: slower by %.1f%% > %.1f%% (p=%.3f)", row.DeltaPct, opts.Threshold*100, row.P)
+			}
+			res.Points = append(res.Points, gp)
+		}
+	}
+}
+
+func shapeName(r *Row) string {
+	if r == nil {
+		return "?"
+	}
+	return ShapeLabel(r.Shape)
+}
+
+func firstProbe(r *Row, probes []results.Probe) *ProbeStat {
+	for _, p := range probes {
+		if st := r.Probe(p); st != nil && st.MedianNS > 0 {
+			return st
+		}
+	}
+	return nil
+}
+
+// WriteText writes the verdict, the numerics table and the point table.
+func (res *GateResult) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	ew.printf("gate: candidate %s against %s (threshold %.1f%%, α=%.2f)\n\n", res.Candidate, res.Baseline, res.Threshold*100, res.Alpha)
+	ng := &grid{}
+	for _, h := range []string{"shape", "candidate config", "numerics", "reason"} {
+		ng.col(h, false)
+	}
+	for _, n := range res.Numerics {
+		v := "pass"
+		if n.Error {
+			v = "error"
+		} else if !n.Pass {
+			v = "FAIL"
+		}
+		ng.rows = append(ng.rows, []string{n.Shape, n.Config, v, n.Reason})
+	}
+	if ew.err != nil {
+		return ew.err
+	}
+	if err := ng.render(w, false); err != nil {
+		return err
+	}
+	if len(res.Points) > 0 {
+		pg := &grid{}
+		for _, h := range []string{"shape", "nkv", "probe", "candidate", "baseline", "cand µs", "base µs", "delta", "verdict"} {
+			pg.col(h, h == "nkv" || strings.Contains(h, "µs") || h == "delta")
+		}
+		for _, p := range res.Points {
+			pg.rows = append(pg.rows, []string{p.Shape, fmt.Sprint(p.NKV), string(p.Probe), p.Candidate, p.Baseline,
+				fmtUS(p.CandNS), fmtUS(p.BaseNS), fmt.Sprintf("%+.1f%%", p.DeltaPct), p.Reason})
+		}
+		ew.printf("\n")
+		if ew.err != nil {
+			return ew.err
+		}
+		if err := pg.render(w, false); err != nil {
+			return err
+		}
+	}
+	for _, m := range res.Missing {
+		ew.printf("missing: %s\n", m)
+	}
+	ew.printf("\nverdict: %s\n", res.Verdict)
+	return ew.err
+}

@@ -1,0 +1,95 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// probeOrder is the order in which probes appear in every table and plot:
+// cold first because it is what a decode step sees after the rest of the
+// layer has evicted K/V from L2.
+var probeOrder = [...]results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph}
+
+// derivedDefines are defines every kernel receives from the shape; they
+// say nothing a shape column does not already say.
+var derivedDefines = map[string]bool{"HEAD_DIM": true, "KV_F16": true}
+
+// ShapeLabel names a shape for tables: the spec's label when it has one,
+// otherwise its dimensions.
+func ShapeLabel(s results.Shape) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return shapeDims(s)
+}
+
+func shapeDims(s results.Shape) string {
+	return fmt.Sprintf("h%d-kv%d-d%d-%s-b%d", s.Heads, s.KVHeads, s.HeadDim, s.KVDtype, s.Batch)
+}
+
+// shapeKey identifies a shape for matching. The capacity is left out: it
+// is an allocation size, not work, and two specs may size the same shape
+// differently.
+func shapeKey(s results.Shape) string {
+	return s.Name + "|" + shapeDims(s)
+}
+
+// OtherDefines renders the defines of c other than SPLITS and the ones
+// derived from the shape, sorted by name ("NR=4,VEC=8"), or "" if none.
+func OtherDefines(c *results.Config) string {
+	var parts []string
+	for _, d := range sortedDefines(c.Defines) {
+		if d.Name == "SPLITS" || derivedDefines[d.Name] {
+			continue
+		}
+		parts = append(parts, d.Name+"="+d.Value)
+	}
+	return strings.Join(parts, ",")
+}
+
+func allDefines(c *results.Config) string {
+	var parts []string
+	for _, d := range sortedDefines(c.Defines) {
+		parts = append(parts, d.Name+"="+d.Value)
+	}
+	return strings.Join(parts, ",")
+}
+
+func sortedDefines(ds []results.Define) []results.Define {
+	out := append([]results.Define(nil), ds...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// configKey identifies one compiled configuration of a variant on one
+// device and shape, across context lengths.
+type configKey struct {
+	Device  string
+	Shape   string
+	Variant string
+	Defines string
+}
+
+// pointKey is a configuration at one context length. It deliberately
+// does not use Record.Hash: the hash covers the spec and the device
+// architecture, and comparisons must match the same point across both.
+type pointKey struct {
+	configKey
+	NKV int
+}
+
+func keyOf(r *results.Record) pointKey {
+	return pointKey{configKey{r.Env.Device, shapeKey(r.Config.Shape), r.Config.Variant, allDefines(&r.Config)}, r.Config.NKV}
+}
+
+// ConfigLabel renders a configuration as "d2 SPLITS=32 NR=4".
+func ConfigLabel(c *results.Config) string {
+	s := fmt.Sprintf("%s SPLITS=%d", c.Variant, c.Splits)
+	if o := OtherDefines(c); o != "" {
+		s += " " + strings.ReplaceAll(o, ",", " ")
+	}
+	return s
+}

@@ -1,0 +1,416 @@
+// Package report turns results records into decisions: it builds one plain
+// data model (rows per shape, variant, configuration and context length,
+// the environment, gate failures with their evidence) and renders it as a
+// terminal table, Markdown, CSV and plots, so that every output agrees. It
+// also compares two results files point by point, exports them in the Go
+// benchmark format and decides whether a candidate kernel may land.
+//
+// Report never measures anything and never reaches back to the sweep: its
+// only input is []results.Record.
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// Options configures Build.
+type Options struct {
+	// Layers and StepMS are engine figures for the wall-clock projection:
+	// attention launches per decode step and the measured step time with
+	// the landed kernel. Zero leaves the projection out.
+	Layers int
+	StepMS float64
+}
+
+// A Report is the data model every renderer formats.
+type Report struct {
+	Envs     []EnvInfo
+	Rows     []Row
+	Failures []Failure
+	// Probes lists the probes measured by at least one row, in table order.
+	Probes []results.Probe
+	// Devices is the number of distinct devices; tables gain a device
+	// column when it is above one.
+	Devices    int
+	Projection *Projection
+	// Warnings are problems with the input that did not stop the build
+	// (duplicate points).
+	Warnings []string
+}
+
+// EnvInfo is one distinct environment and how many records ran in it.
+type EnvInfo struct {
+	results.Env
+	Records int
+}
+
+// A Row is one configuration at one context length.
+type Row struct {
+	Device  string
+	Shape   results.Shape
+	Variant string
+	Kernel  string
+	Splits  int
+	Defines string // defines other than SPLITS and the shape's, "NR=4,VEC=8"
+	NKV     int
+	Landed  bool
+	Status  results.Status
+	// Verdict is "ok", "FAIL kind@nkv" (the first failing gate, "+N" more)
+	// or the status of a point that did not get to its gates.
+	Verdict string
+	// Probes holds the measured probes in table order.
+	Probes []ProbeStat
+	// Registers and Occupancy describe the partial kernel; LocalBytes is
+	// the largest stack/spill size over both entry points (>0 is flagged).
+	Registers  int
+	LocalBytes int
+	Occupancy  float64
+	// Flags are short warnings: "spill", "throttled:cold", "unconverged:hot".
+	Flags []string
+
+	rec *results.Record
+	key pointKey
+}
+
+// Config returns the row's record configuration.
+func (r *Row) Config() *results.Config { return &r.rec.Config }
+
+// Probe returns the row's statistics of probe p, or nil.
+func (r *Row) Probe(p results.Probe) *ProbeStat {
+	for i := range r.Probes {
+		if r.Probes[i].Probe == p {
+			return &r.Probes[i]
+		}
+	}
+	return nil
+}
+
+// ProbeStat is one probe's summary at a row.
+type ProbeStat struct {
+	Probe    results.Probe
+	N        int
+	MedianNS float64
+	Q1NS     float64
+	Q3NS     float64
+	MinNS    float64
+	MaxNS    float64
+	Bytes    int64
+	GBps     float64 // Bytes / median
+	PctBW    float64 // GBps / the measured read bandwidth × 100; 0 if unknown
+	// Speedup is the landed kernel's median over this median at the same
+	// device, shape and context length; 0 when there is no landed record.
+	Speedup   float64
+	Throttled int
+	Converged bool
+	Samples   []float64 // ns, as recorded
+}
+
+// A Failure is a point that did not pass: a failing gate with its
+// evidence, or a status other than ok with its error text.
+type Failure struct {
+	Row  *Row          // the first row of the configuration that failed
+	NKVs []int         // the context lengths of every record carrying this failure
+	Gate *results.Gate // nil for a status failure
+	Text string        // the evidence or error, one line
+}
+
+// Build makes the report model of recs. Records of the same point (device,
+// shape, variant, defines, nkv) are deduplicated, the newest kept, with a
+// warning.
+func Build(recs []results.Record, opts Options) (*Report, error) {
+	if len(recs) == 0 {
+		return nil, errors.New("building report: no records")
+	}
+	rep := &Report{}
+	latest := map[pointKey]int{}
+	for i := range recs {
+		r := &recs[i]
+		if r.Schema > results.SchemaVersion {
+			return nil, fmt.Errorf("building report: record %s has schema %d, this build reads up to %d", r.Hash, r.Schema, results.SchemaVersion)
+		}
+		k := keyOf(r)
+		if j, dup := latest[k]; dup {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("duplicate point %s %s nkv=%d on %s: kept the newer record", ShapeLabel(r.Config.Shape), ConfigLabel(&r.Config), r.Config.NKV, r.Env.Device))
+			if !r.Time.After(recs[j].Time) {
+				continue
+			}
+		}
+		latest[k] = i
+	}
+	for _, i := range latest {
+		rep.Rows = append(rep.Rows, newRow(&recs[i]))
+	}
+	sortRows(rep.Rows)
+	rep.fillSpeedups()
+	rep.Envs = envs(recs)
+	devices := map[string]bool{}
+	seen := map[results.Probe]bool{}
+	for i := range rep.Rows {
+		row := &rep.Rows[i]
+		devices[row.Device] = true
+		for _, p := range row.Probes {
+			seen[p.Probe] = true
+		}
+		rep.addFailures(failures(row))
+	}
+	rep.Devices = len(devices)
+	for _, p := range probeOrder {
+		if seen[p] {
+			rep.Probes = append(rep.Probes, p)
+		}
+	}
+	if opts.Layers > 0 && opts.StepMS > 0 {
+		rep.Projection = project(rep, opts)
+	}
+	return rep, nil
+}
+
+func newRow(r *results.Record) Row {
+	row := Row{
+		Device:  r.Env.Device,
+		Shape:   r.Config.Shape,
+		Variant: r.Config.Variant,
+		Kernel:  r.Config.Kernel,
+		Splits:  r.Config.Splits,
+		Defines: OtherDefines(&r.Config),
+		NKV:     r.Config.NKV,
+		Landed:  r.Landed,
+		Status:  r.Status,
+		Verdict: verdict(r),
+		rec:     r,
+		key:     keyOf(r),
+	}
+	for i, res := range r.Resources {
+		// The partial kernel does the work; the combine kernel's figures
+		// would only hide it. Fall back to the first entry point.
+		if i == 0 || strings.Contains(res.Kernel, "partial") {
+			row.Registers, row.Occupancy = res.Registers, res.Occupancy
+		}
+		row.LocalBytes = max(row.LocalBytes, res.LocalBytes)
+	}
+	if row.LocalBytes > 0 {
+		row.Flags = append(row.Flags, fmt.Sprintf("spill:%dB", row.LocalBytes))
+	}
+	for _, p := range probeOrder {
+		m := r.Probe(p)
+		if m == nil || len(m.SamplesNS) == 0 && m.Summary.N == 0 {
+			continue
+		}
+		st := ProbeStat{
+			Probe: p, N: m.Summary.N,
+			MedianNS: m.Summary.Median, Q1NS: m.Summary.Q1, Q3NS: m.Summary.Q3,
+			MinNS: m.Summary.Min, MaxNS: m.Summary.Max,
+			Bytes: m.Bytes, Throttled: m.Throttled, Converged: m.Converged,
+			Samples: m.SamplesNS,
+		}
+		// Recompute bandwidth from bytes and median rather than trusting the
+		// stored figures, so that every row uses one definition (1 GB = 1e9 B).
+		if st.MedianNS > 0 && st.Bytes > 0 {
+			st.GBps = float64(st.Bytes) / st.MedianNS
+			if r.Env.ReadBWGBps > 0 {
+				st.PctBW = st.GBps / r.Env.ReadBWGBps * 100
+			}
+		}
+		if st.Throttled > 0 {
+			row.Flags = append(row.Flags, "throttled:"+string(p))
+		}
+		if !st.Converged {
+			row.Flags = append(row.Flags, "unconverged:"+string(p))
+		}
+		row.Probes = append(row.Probes, st)
+	}
+	return row
+}
+
+func verdict(r *results.Record) string {
+	var failed []results.Gate
+	for _, g := range r.Gates {
+		if !g.Pass {
+			failed = append(failed, g)
+		}
+	}
+	if len(failed) > 0 {
+		s := fmt.Sprintf("FAIL %s@%d", failed[0].Kind, failed[0].NKV)
+		if len(failed) > 1 {
+			s += fmt.Sprintf(" +%d", len(failed)-1)
+		}
+		return s
+	}
+	if r.Status != results.StatusOK {
+		return string(r.Status)
+	}
+	return "ok"
+}
+
+// addFailures merges failures that differ only in the record's nkv: the
+// gates run once per compiled configuration, so every record of that
+// configuration carries the same failing gate.
+func (rep *Report) addFailures(fs []Failure) {
+	for _, f := range fs {
+		merged := false
+		for i := range rep.Failures {
+			g := &rep.Failures[i]
+			if g.Row.key.configKey == f.Row.key.configKey && g.Text == f.Text && sameGate(g.Gate, f.Gate) {
+				g.NKVs = append(g.NKVs, f.Row.NKV)
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			f.NKVs = []int{f.Row.NKV}
+			rep.Failures = append(rep.Failures, f)
+		}
+	}
+}
+
+func sameGate(a, b *results.Gate) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Kind == b.Kind && a.NKV == b.NKV
+}
+
+func failures(row *Row) []Failure {
+	var out []Failure
+	for i := range row.rec.Gates {
+		g := &row.rec.Gates[i]
+		if !g.Pass {
+			out = append(out, Failure{Row: row, Gate: g, Text: GateEvidence(g)})
+		}
+	}
+	if len(out) == 0 && row.Status != results.StatusOK {
+		text := row.rec.Error
+		if text == "" && row.rec.Compile.Log != "" {
+			text = row.rec.Compile.Log
+		}
+		out = append(out, Failure{Row: row, Text: oneLine(text)})
+	}
+	return out
+}
+
+// GateEvidence renders a gate's evidence on one line.
+func GateEvidence(g *results.Gate) string {
+	var parts []string
+	switch g.Kind {
+	case results.GateTolerance:
+		parts = append(parts, fmt.Sprintf("max_abs=%.3g max_rel=%.3g nmse=%.3g", g.MaxAbs, g.MaxRel, g.NMSE))
+		if g.NaNs > 0 {
+			parts = append(parts, fmt.Sprintf("nans=%d", g.NaNs))
+		}
+	default:
+		if g.Twin != "" {
+			parts = append(parts, "twin="+g.Twin)
+		}
+		if g.Buffer != "" {
+			parts = append(parts, "buffer="+g.Buffer)
+		}
+		if g.DiffBytes > 0 || g.FirstDiff > 0 {
+			parts = append(parts, fmt.Sprintf("diff_bytes=%d first_diff=%d", g.DiffBytes, g.FirstDiff))
+		}
+	}
+	parts = append(parts, fmt.Sprintf("seed=%d", g.Seed))
+	if g.Detail != "" {
+		parts = append(parts, oneLine(g.Detail))
+	}
+	return strings.Join(parts, " ")
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
+}
+
+func sortRows(rows []Row) {
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := &rows[i], &rows[j]
+		switch {
+		case a.Device != b.Device:
+			return a.Device < b.Device
+		case a.key.Shape != b.key.Shape:
+			return a.key.Shape < b.key.Shape
+		case a.Landed != b.Landed:
+			return a.Landed // the baseline first within a shape
+		case a.Variant != b.Variant:
+			return a.Variant < b.Variant
+		case a.Splits != b.Splits:
+			return a.Splits < b.Splits
+		case a.Defines != b.Defines:
+			return a.Defines < b.Defines
+		}
+		return a.NKV < b.NKV
+	})
+}
+
+// landedBest returns, per device, shape, nkv and probe, the fastest landed
+// median. When the landed defines leave an axis open several landed
+// records match one point; the baseline is then the best of them, so that
+// a speedup is never flattered by a poorly chosen landed configuration.
+func landedBest(rows []Row) map[landedKey]float64 {
+	best := map[landedKey]float64{}
+	for i := range rows {
+		r := &rows[i]
+		if !r.Landed || r.Status != results.StatusOK {
+			continue
+		}
+		for _, p := range r.Probes {
+			k := landedKey{r.Device, r.key.Shape, r.NKV, p.Probe}
+			if v, ok := best[k]; !ok || p.MedianNS < v {
+				best[k] = p.MedianNS
+			}
+		}
+	}
+	return best
+}
+
+type landedKey struct {
+	Device, Shape string
+	NKV           int
+	Probe         results.Probe
+}
+
+func (rep *Report) fillSpeedups() {
+	best := landedBest(rep.Rows)
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		for j := range r.Probes {
+			p := &r.Probes[j]
+			if base, ok := best[landedKey{r.Device, r.key.Shape, r.NKV, p.Probe}]; ok && p.MedianNS > 0 {
+				p.Speedup = base / p.MedianNS
+			}
+		}
+	}
+}
+
+func envs(recs []results.Record) []EnvInfo {
+	var out []EnvInfo
+	idx := map[results.Env]int{}
+	for i := range recs {
+		e := recs[i].Env
+		if j, ok := idx[e]; ok {
+			out[j].Records++
+			continue
+		}
+		idx[e] = len(out)
+		out = append(out, EnvInfo{Env: e, Records: 1})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Device < out[j].Device })
+	return out
+}
+
+// floorNS is the time to read bytes once at the measured read bandwidth:
+// the memory floor no decode kernel can beat.
+func floorNS(bytes int64, gbps float64) float64 {
+	if gbps <= 0 || bytes <= 0 {
+		return math.NaN()
+	}
+	return float64(bytes) / gbps
+}
