@@ -1,1 +1,87 @@
-// util.cu: measurement helpers (streaming read, stream blocker, clock probe).
+// util.cu: measurement kernels compiled alongside nothing else (their own
+// NVRTC module), so that they never change an attention kernel's build.
+//
+//   ktune_read_bw  streaming read bandwidth: the roof every GB/s is a
+//                  percentage of.
+//   ktune_block    the stream blocker: holds the stream while the host
+//                  enqueues the timed launches, so host launch latency is
+//                  not in the timed region (the method nvbench uses).
+//   ktune_clock    samples the SM clock: cycles over wall time.
+//
+// None of them follows the attention ABI; package probe launches each with
+// the geometry stated in its comment.
+
+// globaltimer reads the global nanosecond timer. Its resolution is coarse
+// (about 1 µs on recent GPUs), which is why the timeouts and the clock
+// probe measure spans of a millisecond or more.
+__device__ __forceinline__ unsigned long long globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// ktune_read_bw reads n4 float4s of src once, grid-stride, four independent
+// 16-byte loads in flight per thread per iteration (one load per thread
+// cannot cover HBM latency at realistic occupancy).
+// Launch: grid = SMs × (blocks per SM that fill it), block = 256.
+// The sum is written only if it equals a value the host never stores
+// (src is zero-filled, so the sum is 0): the compiler cannot prove the
+// condition false, so it must keep every load, and no store traffic is
+// added to the read being measured.
+extern "C" __global__ void ktune_read_bw(const float4* __restrict__ src,
+                                         unsigned long long n4,
+                                         float* sink) {
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (; i + 3 * stride < n4; i += 4 * stride) {
+        float4 a = src[i];
+        float4 b = src[i + stride];
+        float4 c = src[i + 2 * stride];
+        float4 d = src[i + 3 * stride];
+        acc += (a.x + a.y + a.z + a.w) + (b.x + b.y + b.z + b.w)
+             + (c.x + c.y + c.z + c.w) + (d.x + d.y + d.z + d.w);
+    }
+    for (; i < n4; i += stride) {
+        float4 a = src[i];
+        acc += a.x + a.y + a.z + a.w;
+    }
+    if (acc == -1.0f) {
+        sink[0] = acc;
+    }
+}
+
+// ktune_block spins until *flag (mapped host memory the host writes) is
+// non-zero, or until timeout_ns of %globaltimer time have passed, in which
+// case it sets *timed_out so that the host can discard the sample (the
+// timed launches may then have started before the host finished enqueuing
+// them). Launch: grid 1, block 1.
+// volatile: the flag must be re-read from host memory on every iteration.
+extern "C" __global__ void ktune_block(const volatile int* flag,
+                                       unsigned long long timeout_ns,
+                                       volatile int* timed_out) {
+    const unsigned long long t0 = globaltimer();
+    while (*flag == 0) {
+        if (globaltimer() - t0 > timeout_ns) {
+            *timed_out = 1;
+            break;
+        }
+    }
+}
+
+// ktune_clock spins for `cycles` SM clock cycles and writes the cycles and
+// nanoseconds actually elapsed: out[0] = Δclock64, out[1] = Δglobaltimer,
+// so the SM clock in MHz is 1000·out[0]/out[1]. Launch: grid 1, block 1.
+// One thread suffices: clock64 is per SM and every SM shares the clock
+// domain; a long spin keeps the 1 µs timer resolution below 0.1%.
+extern "C" __global__ void ktune_clock(unsigned long long cycles, unsigned long long* out) {
+    const unsigned long long g0 = globaltimer();
+    const long long c0 = clock64();
+    long long c1 = c0;
+    while ((unsigned long long)(c1 - c0) < cycles) {
+        c1 = clock64();
+    }
+    const unsigned long long g1 = globaltimer();
+    out[0] = (unsigned long long)(c1 - c0);
+    out[1] = g1 - g0;
+}

@@ -1,0 +1,101 @@
+package oracle
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// Inputs are one seeded set of gate inputs: the query in float32 and K, V
+// both as the raw little-endian bytes the device gets and as the exact
+// float64 values those bytes hold (already rounded to the KV dtype), so
+// that the oracle and the kernel see identical numbers.
+type Inputs struct {
+	Shape results.Shape
+	Seed  uint64
+	// Rows is the number of rows generated per sequence (≤ Shape.Capacity);
+	// K and V hold [batch][Rows][kv_heads][head_dim]. The device buffers
+	// have Capacity rows per sequence; see Upload offsets in package probe.
+	Rows int
+	Q    []float32 // [batch][heads][head_dim]
+	K, V []float64 // rounded values
+	// KBytes and VBytes are K and V in the device representation (f16 bits
+	// or f32 bits), in the same layout as K and V.
+	KBytes, VBytes []byte
+}
+
+// EltBytes returns the size of one K/V element of the dtype.
+func EltBytes(dtype string) int {
+	if dtype == "f16" {
+		return 2
+	}
+	return 4
+}
+
+// Generate makes deterministic inputs for shape s: q uniform in [−1, 1],
+// K and V uniform in [−1, 1] rounded to s.KVDtype, rows rows per sequence.
+// The same (shape, rows, seed) always gives the same bytes, on any machine.
+func Generate(s results.Shape, rows int, seed uint64) (*Inputs, error) {
+	if err := checkShape(s); err != nil {
+		return nil, err
+	}
+	// PCG with a fixed stream constant: math/rand/v2 documents the
+	// algorithm, so the inputs do not change with the Go release.
+	rng := rand.New(rand.NewPCG(seed, 0x6b74756e65)) // "ktune"
+	uni := func() float32 { return float32(rng.Float64()*2 - 1) }
+
+	in := &Inputs{Shape: s, Seed: seed, Rows: rows}
+	in.Q = make([]float32, s.Batch*s.Heads*s.HeadDim)
+	for i := range in.Q {
+		in.Q[i] = uni()
+	}
+	n := s.Batch * rows * s.KVHeads * s.HeadDim
+	elt := EltBytes(s.KVDtype)
+	gen := func() ([]float64, []byte) {
+		vals := make([]float64, n)
+		raw := make([]byte, n*elt)
+		for i := range vals {
+			f := uni()
+			if elt == 2 {
+				h := F32ToF16(f)
+				binary.LittleEndian.PutUint16(raw[2*i:], h)
+				vals[i] = F16ToF64(h)
+			} else {
+				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(f))
+				vals[i] = float64(f)
+			}
+		}
+		return vals, raw
+	}
+	in.K, in.KBytes = gen()
+	in.V, in.VBytes = gen()
+	return in, nil
+}
+
+// QBytes returns Q as the little-endian float32 bytes the device gets.
+func (in *Inputs) QBytes() []byte {
+	out := make([]byte, 4*len(in.Q))
+	for i, f := range in.Q {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
+	}
+	return out
+}
+
+// RowBytes returns the bytes of one row (all KV heads) of K or V.
+func (in *Inputs) RowBytes() int {
+	return in.Shape.KVHeads * in.Shape.HeadDim * EltBytes(in.Shape.KVDtype)
+}
+
+func (in *Inputs) row(x []float64, b, r, kh int) []float64 {
+	s := in.Shape
+	off := ((b*in.Rows+r)*s.KVHeads + kh) * s.HeadDim
+	return x[off : off+s.HeadDim]
+}
+
+// KRow returns the key of sequence b, row r, KV head kh.
+func (in *Inputs) KRow(b, r, kh int) []float64 { return in.row(in.K, b, r, kh) }
+
+// VRow returns the value of sequence b, row r, KV head kh.
+func (in *Inputs) VRow(b, r, kh int) []float64 { return in.row(in.V, b, r, kh) }

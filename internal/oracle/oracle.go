@@ -1,0 +1,85 @@
+// Package oracle is ktune's numerics reference: a float64 CPU computation
+// of split-free decode attention, the seeded inputs the gates feed to both
+// the device and the reference, the IEEE half conversion those inputs are
+// rounded with, and the error metrics a tolerance gate compares.
+//
+// The reference deliberately computes one plain softmax over all rows of a
+// sequence (no splits, no online rescaling) in float64, so that it shares
+// no summation order, and no bug, with any kernel it judges.
+package oracle
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// Reference returns softmax(q·Kᵀ·scale)·V for every sequence b over its
+// rows [0, nkv[b]) and every query head h, with query head h reading KV
+// head h / (heads/kv_heads) and scale = 1/sqrt(head_dim). The result is
+// laid out like the kernel's out buffer: [batch][heads][head_dim].
+// A sequence with nkv 0 yields zeros, which is what the combine kernel
+// writes when every split is idle.
+func Reference(in *Inputs, nkv []int) ([]float64, error) {
+	s := in.Shape
+	if len(nkv) != s.Batch {
+		return nil, fmt.Errorf("oracle: %d context lengths for batch %d", len(nkv), s.Batch)
+	}
+	for b, n := range nkv {
+		if n < 0 || n > in.Rows {
+			return nil, fmt.Errorf("oracle: sequence %d: nkv %d outside the %d generated rows", b, n, in.Rows)
+		}
+	}
+	d := s.HeadDim
+	group := s.Heads / s.KVHeads
+	scale := 1 / math.Sqrt(float64(d))
+	out := make([]float64, s.Batch*s.Heads*d)
+	for b := 0; b < s.Batch; b++ {
+		n := nkv[b]
+		scores := make([]float64, n)
+		for h := 0; h < s.Heads; h++ {
+			q := in.Q[(b*s.Heads+h)*d : (b*s.Heads+h+1)*d]
+			kh := h / group
+			max := math.Inf(-1)
+			for r := 0; r < n; r++ {
+				k := in.KRow(b, r, kh)
+				dot := 0.0
+				for i := range d {
+					dot += float64(q[i]) * k[i]
+				}
+				scores[r] = dot * scale
+				max = math.Max(max, scores[r])
+			}
+			// Subtracting the max only guards exp against overflow; in
+			// float64 with |score| ≤ sqrt(d) it changes nothing else.
+			sum := 0.0
+			for r := range scores {
+				scores[r] = math.Exp(scores[r] - max)
+				sum += scores[r]
+			}
+			o := out[(b*s.Heads+h)*d : (b*s.Heads+h+1)*d]
+			for r := 0; r < n; r++ {
+				v := in.VRow(b, r, kh)
+				w := scores[r] / sum
+				for i := range d {
+					o[i] += w * v[i]
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkShape rejects shapes the ABI cannot express.
+func checkShape(s results.Shape) error {
+	switch {
+	case s.Batch <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0:
+		return fmt.Errorf("oracle: shape %+v: batch, heads, kv_heads and head_dim must be positive", s)
+	case s.Heads%s.KVHeads != 0:
+		return fmt.Errorf("oracle: shape %+v: heads %d is not a multiple of kv_heads %d", s, s.Heads, s.KVHeads)
+	case s.KVDtype != "f16" && s.KVDtype != "f32":
+		return fmt.Errorf("oracle: shape %+v: kv_dtype %q is neither f16 nor f32", s, s.KVDtype)
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+// Package probe is ktune's CUDA backend: it compiles one point's kernels
+// with NVRTC (through a content-addressed CUBIN cache), gates them against
+// the float64 oracle, their bitwise twin and CUDA-graph replay, and only
+// then measures them with the cold, hot and graph probes, each under the
+// stopping rule of internal/stats. It implements sweep.Backend.
+//
+// One Backend owns one device context, one stream and the measurement
+// kernels of kernels/util.cu. It is meant to be driven by one goroutine;
+// the sweep runs points one after another because concurrent kernels would
+// share the memory bandwidth being measured.
+package probe
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/kernels"
+	"github.com/ktune/ktune/sweep"
+)
+
+// Options configure a Backend.
+type Options struct {
+	// Device is the CUDA device ordinal.
+	Device int
+	// CacheDir holds compiled CUBINs by content key (source, headers,
+	// defines, flags, architecture and NVRTC version). Empty: the default,
+	// $XDG_CACHE_HOME/ktune or ~/.cache/ktune. "off" disables the cache.
+	CacheDir string
+	// SASSDir, when set, receives a copy of every CUBIN the backend loads,
+	// named <variant>-<key>.cubin, for `cuobjdump -sass` and nvdisasm.
+	SASSDir string
+	// Log receives progress and debug lines; nil discards them.
+	Log io.Writer
+}
+
+// A Backend runs points on one CUDA device.
+type Backend struct {
+	opts  Options
+	log   io.Writer
+	cache diskCache
+
+	drv    *cuda.Driver
+	nvrtc  *cuda.NVRTC
+	dev    cuda.Device
+	ctx    *cuda.Context
+	stream *cuda.Stream
+	start  *cuda.Event
+	stop   *cuda.Event
+
+	arch            string // "sm_90"
+	nvrtcVersion    string // "13.0"
+	maxThreadsPerSM int
+	env             results.Env
+	haveBW          bool
+
+	util *utilKernels
+	// hostFlags is mapped host memory: word 0 is the stream blocker's
+	// release flag, word 1 its timed-out flag.
+	hostFlags []byte
+	flagsDev  cuda.DevPtr
+	scratch   cuda.DevPtr // 16 bytes: ktune_clock's output, ktune_read_bw's sink
+
+	flush cuda.DevPtr
+	ws    *workspace
+
+	loaded map[string]*kernelPair  // by CUBIN key
+	gates  map[string]*gateVerdict // by Point.GateKey
+
+	// dead is the sticky error that poisoned the context; once set, every
+	// Run fails at once.
+	dead error
+}
+
+// New opens the driver and NVRTC, makes a context on opts.Device and
+// compiles the measurement kernels. The read bandwidth is measured on the
+// first call of Env, not here.
+func New(opts Options) (*Backend, error) {
+	b := &Backend{
+		opts:   opts,
+		log:    opts.Log,
+		loaded: map[string]*kernelPair{},
+		gates:  map[string]*gateVerdict{},
+	}
+	if b.log == nil {
+		b.log = io.Discard
+	}
+	switch opts.CacheDir {
+	case "off":
+	case "":
+		dir, err := defaultCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		b.cache.dir = dir
+	default:
+		b.cache.dir = opts.CacheDir
+	}
+	if err := b.open(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Backend) open() error {
+	var err error
+	if b.drv, err = cuda.Open(); err != nil {
+		return fmt.Errorf("opening the CUDA driver: %w", err)
+	}
+	if b.nvrtc, err = cuda.OpenNVRTC(); err != nil {
+		return fmt.Errorf("opening NVRTC: %w", err)
+	}
+	n, err := b.drv.DeviceCount()
+	if err != nil {
+		return fmt.Errorf("counting CUDA devices: %w", err)
+	}
+	if b.opts.Device < 0 || b.opts.Device >= n {
+		return fmt.Errorf("device %d requested, %d present", b.opts.Device, n)
+	}
+	if b.dev, err = b.drv.Device(b.opts.Device); err != nil {
+		return fmt.Errorf("opening device %d: %w", b.opts.Device, err)
+	}
+	if err := b.describe(); err != nil {
+		return fmt.Errorf("reading the attributes of device %d: %w", b.opts.Device, err)
+	}
+	if b.ctx, err = b.dev.NewContext(); err != nil {
+		return fmt.Errorf("making a context on device %d: %w", b.opts.Device, err)
+	}
+	if b.stream, err = b.ctx.NewStream(); err != nil {
+		return fmt.Errorf("making a stream: %w", err)
+	}
+	if b.start, err = b.ctx.NewEvent(); err != nil {
+		return fmt.Errorf("making an event: %w", err)
+	}
+	if b.stop, err = b.ctx.NewEvent(); err != nil {
+		return fmt.Errorf("making an event: %w", err)
+	}
+	if b.hostFlags, b.flagsDev, err = b.ctx.HostAllocMapped(16); err != nil {
+		return fmt.Errorf("allocating the stream blocker's flag: %w", err)
+	}
+	if b.scratch, err = b.ctx.Alloc(16); err != nil {
+		return fmt.Errorf("allocating scratch memory: %w", err)
+	}
+	if b.util, err = b.loadUtil(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// describe fills the static part of the Env from device attributes.
+func (b *Backend) describe() error {
+	e := &b.env
+	e.DeviceIndex = b.opts.Device
+	var err error
+	if e.Device, err = b.dev.Name(); err != nil {
+		return err
+	}
+	if e.UUID, err = b.dev.UUID(); err != nil {
+		return err
+	}
+	if e.MemBytes, err = b.dev.TotalMem(); err != nil {
+		return err
+	}
+	attr := map[cuda.DeviceAttr]int{}
+	for _, a := range []cuda.DeviceAttr{
+		cuda.AttrMultiprocessorCount, cuda.AttrL2CacheSize, cuda.AttrClockRate, cuda.AttrMemoryClockRate,
+		cuda.AttrComputeCapabilityMajor, cuda.AttrComputeCapabilityMinor, cuda.AttrMaxThreadsPerMultiprocessor,
+	} {
+		if attr[a], err = b.dev.Attr(a); err != nil {
+			return err
+		}
+	}
+	e.SMs = attr[cuda.AttrMultiprocessorCount]
+	e.L2Bytes = int64(attr[cuda.AttrL2CacheSize])
+	e.ClockMHz = float64(attr[cuda.AttrClockRate]) / 1000 // kHz
+	e.MemClockMHz = float64(attr[cuda.AttrMemoryClockRate]) / 1000
+	b.maxThreadsPerSM = attr[cuda.AttrMaxThreadsPerMultiprocessor]
+	b.arch = fmt.Sprintf("sm_%d%d", attr[cuda.AttrComputeCapabilityMajor], attr[cuda.AttrComputeCapabilityMinor])
+	e.Arch = b.arch
+
+	maj, min, err := b.drv.Version()
+	if err != nil {
+		return err
+	}
+	e.Driver = fmt.Sprintf("%d.%d", maj, min)
+	if maj, min, err = b.nvrtc.Version(); err != nil {
+		return err
+	}
+	b.nvrtcVersion = fmt.Sprintf("%d.%d", maj, min)
+	e.NVRTC = b.nvrtcVersion
+	e.Host, _ = os.Hostname()
+	e.Ktune = buildVersion()
+	return nil
+}
+
+// buildVersion names this ktune build: the module version, or the VCS
+// revision of a development build.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += "+" + s.Value[:12]
+		}
+		if s.Key == "vcs.modified" && s.Value == "true" {
+			v += "-dirty"
+		}
+	}
+	return v
+}
+
+// NVRTCPath returns the file the runtime compiler was loaded from.
+func (b *Backend) NVRTCPath() string { return b.nvrtc.Path() }
+
+// Env describes the device. The first call measures the streaming read
+// bandwidth (tenths of a second); later calls return the same Env.
+func (b *Backend) Env(ctx context.Context) (results.Env, error) {
+	if b.dead != nil {
+		return b.env, fmt.Errorf("probe: device unusable after an earlier fault: %w", b.dead)
+	}
+	if !b.haveBW {
+		bw, err := b.readBandwidth(ctx)
+		if err != nil {
+			if cuda.IsSticky(err) {
+				b.dead = err
+			}
+			return b.env, fmt.Errorf("measuring the read bandwidth of %s: %w", b.env.Device, err)
+		}
+		b.env.ReadBWGBps = bw
+		b.haveBW = true
+		b.logf("%s (%s, %d SMs): streaming read %.0f GB/s", b.env.Device, b.arch, b.env.SMs, bw)
+	}
+	return b.env, nil
+}
+
+// Close releases everything the backend holds. After a sticky fault most
+// of these calls fail; the context release at the end is what matters.
+func (b *Backend) Close() error {
+	if b.ctx == nil {
+		return nil
+	}
+	for _, k := range b.loaded {
+		k.mod.Unload()
+	}
+	b.loaded = nil
+	if b.util != nil {
+		b.util.mod.Unload()
+	}
+	if b.ws != nil {
+		b.ws.free(b.ctx)
+	}
+	for _, p := range []cuda.DevPtr{b.flush, b.scratch} {
+		if p != 0 {
+			b.ctx.Free(p)
+		}
+	}
+	if b.hostFlags != nil {
+		b.ctx.FreeHost(b.hostFlags)
+	}
+	for _, e := range []*cuda.Event{b.start, b.stop} {
+		if e != nil {
+			e.Destroy()
+		}
+	}
+	if b.stream != nil {
+		b.stream.Destroy()
+	}
+	err := b.ctx.Close()
+	b.ctx = nil
+	return err
+}
+
+func (b *Backend) logf(format string, args ...any) {
+	fmt.Fprintf(b.log, "probe: "+format+"\n", args...)
+}
+
+// flag returns word i of the mapped host flags. The device reads them
+// over PCIe while the host writes them, so every access is atomic: a plain
+// store could be reordered or kept in a register by the compiler.
+func (b *Backend) flag(i int) *uint32 {
+	return (*uint32)(unsafe.Pointer(&b.hostFlags[4*i]))
+}
+
+func (b *Backend) releaseBlocker() { atomic.StoreUint32(b.flag(0), 1) }
+
+var _ sweep.Backend = (*Backend)(nil)
+
+// utilSource is the measurement kernels' source as NVRTC gets it.
+func utilSource() (sweep.Source, error) {
+	text, err := kernels.Read("util.cu")
+	if err != nil {
+		return sweep.Source{}, fmt.Errorf("reading the embedded util.cu: %w", err)
+	}
+	return sweep.Source{Name: "util.cu", Text: text}, nil
+}

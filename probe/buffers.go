@@ -1,0 +1,186 @@
+package probe
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/results"
+)
+
+// poison is the NaN bit pattern the gates fill partial and out with before
+// a launch: a quiet NaN no kernel computes by accident, so any element that
+// still holds it afterwards was never written.
+const poison uint32 = 0x7FC0DEAD
+
+// headroom is device memory left unclaimed when sizing a point: module
+// loads, graph instantiation and the driver's own allocations need room
+// that cuMemGetInfo does not set aside.
+const headroom = 256 << 20
+
+// A layout is the size in bytes of every buffer of one point.
+type layout struct {
+	Q, K, V, Positions, Partial, Out int64
+	splits, pstr                     int
+}
+
+// align16 rounds n up to 16 bytes: cuMemsetD32 works in 4-byte words and
+// the float4 loaders want 16-byte alignment of every row.
+func align16(n int64) int64 { return (n + 15) &^ 15 }
+
+// splitsOf returns the SPLITS of a configuration: Config.Splits, else the
+// SPLITS define.
+func splitsOf(c *results.Config) (int, error) {
+	if c.Splits > 0 {
+		return c.Splits, nil
+	}
+	v, ok := c.Define("SPLITS")
+	if !ok {
+		return 0, fmt.Errorf("configuration has no SPLITS")
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("SPLITS=%q is not a positive integer", v)
+	}
+	return n, nil
+}
+
+// layoutOf sizes the ABI buffers of a configuration (kernels/abi.cuh).
+func layoutOf(c *results.Config) (layout, error) {
+	s := c.Shape
+	splits, err := splitsOf(c)
+	if err != nil {
+		return layout{}, err
+	}
+	if s.Batch <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0 || s.Capacity <= 0 {
+		return layout{}, fmt.Errorf("shape %+v has a non-positive dimension", s)
+	}
+	b, h, d := int64(s.Batch), int64(s.Heads), int64(s.HeadDim)
+	pstr := s.HeadDim + 4
+	kv := b * int64(s.Capacity) * int64(s.KVHeads) * d * int64(oracle.EltBytes(s.KVDtype))
+	return layout{
+		Q:         align16(b * h * d * 4),
+		K:         align16(kv),
+		V:         align16(kv),
+		Positions: align16(b * 4),
+		Partial:   align16(b * int64(splits) * h * int64(pstr) * 4),
+		Out:       align16(b * h * d * 4),
+		splits:    splits,
+		pstr:      pstr,
+	}, nil
+}
+
+// Total is the sum of the buffers.
+func (l layout) Total() int64 { return l.Q + l.K + l.V + l.Positions + l.Partial + l.Out }
+
+// flushBytes is the L2 flush buffer size: twice the L2, because writing
+// exactly L2-size bytes leaves lines of the previous contents behind under
+// a non-LRU replacement policy and a partitioned L2.
+func flushBytes(l2 int64) int64 { return align16(2 * l2) }
+
+// fitError returns nil when a point needing need bytes (plus extra, the
+// flush buffer when it is not allocated yet) fits into free device memory
+// with headroom to spare, else the message of its oom record.
+func fitError(l layout, extra, free int64) error {
+	need := l.Total() + extra
+	if need+headroom <= free {
+		return nil
+	}
+	return fmt.Errorf("the point needs %s of device memory (K %s, V %s, partial %s, flush %s, other %s) plus %s headroom; %s is free",
+		gib(need), gib(l.K), gib(l.V), gib(l.Partial), gib(extra), gib(l.Q+l.Positions+l.Out), gib(headroom), gib(free))
+}
+
+func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
+
+// A workspace is one point's device buffers. It is kept across points of
+// the same layout, which is most of a sweep: only nkv changes between them.
+type workspace struct {
+	l                                layout
+	q, k, v, positions, partial, out cuda.DevPtr
+}
+
+func (w *workspace) free(c *cuda.Context) error {
+	var first error
+	for _, p := range []cuda.DevPtr{w.q, w.k, w.v, w.positions, w.partial, w.out} {
+		if p == 0 {
+			continue
+		}
+		if err := c.Free(p); err != nil && first == nil {
+			first = err
+		}
+	}
+	*w = workspace{}
+	return first
+}
+
+// alloc allocates every buffer of l and zero-fills K and V, so that rows
+// no gate writes hold finite values (the timed probes read them).
+func allocWorkspace(c *cuda.Context, s *cuda.Stream, l layout) (*workspace, error) {
+	w := &workspace{l: l}
+	for _, a := range []struct {
+		p *cuda.DevPtr
+		n int64
+	}{{&w.q, l.Q}, {&w.k, l.K}, {&w.v, l.V}, {&w.positions, l.Positions}, {&w.partial, l.Partial}, {&w.out, l.Out}} {
+		p, err := c.Alloc(a.n)
+		if err != nil {
+			w.free(c)
+			return nil, err
+		}
+		*a.p = p
+	}
+	for _, p := range []struct {
+		p cuda.DevPtr
+		n int64
+	}{{w.k, l.K}, {w.v, l.V}} {
+		if err := c.MemsetD32Async(p.p, 0, p.n/4, s); err != nil {
+			w.free(c)
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// lengthsOf returns the per-sequence context lengths of a timed point.
+func lengthsOf(c *results.Config) []int {
+	if len(c.Lengths) == c.Shape.Batch {
+		return c.Lengths
+	}
+	out := make([]int, c.Shape.Batch)
+	for i := range out {
+		out[i] = c.NKV
+	}
+	return out
+}
+
+// gateLengths returns the lengths the gates use at nkv: sequence 0 gets
+// nkv exactly (the chunk boundaries the plan chose), later sequences
+// shorter ones down to about nkv/2, so that a kernel reading one sequence's
+// length for all of them (positions[0]) fails the gate.
+func gateLengths(nkv, batch int) []int {
+	out := make([]int, batch)
+	for b := range out {
+		out[b] = max(1, nkv-b*nkv/(2*batch))
+	}
+	return out
+}
+
+// kvBytes is the K+V bytes a point must read once: 2 × Σ nkv_b rows of
+// kv_heads × head_dim elements.
+func kvBytes(s results.Shape, lengths []int) int64 {
+	var rows int64
+	for _, n := range lengths {
+		rows += int64(n)
+	}
+	return 2 * rows * int64(s.KVHeads) * int64(s.HeadDim) * int64(oracle.EltBytes(s.KVDtype))
+}
+
+// positionBytes encodes lengths as the ABI's positions (nkv − 1, int32).
+func positionBytes(lengths []int) []byte {
+	out := make([]byte, 4*len(lengths))
+	for i, n := range lengths {
+		v := uint32(int32(n - 1))
+		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	return out
+}

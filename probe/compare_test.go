@@ -1,0 +1,182 @@
+package probe
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/results"
+)
+
+func poisoned(words int) []byte {
+	b := make([]byte, 4*words)
+	for i := 0; i < words; i++ {
+		binary.LittleEndian.PutUint32(b[4*i:], poison)
+	}
+	return b
+}
+
+func put(b []byte, word int, v float32) {
+	binary.LittleEndian.PutUint32(b[4*word:], math.Float32bits(v))
+}
+
+func TestWrittenGate(t *testing.T) {
+	const slots, hd = 3, 4
+	pstr := hd + 4
+	partial := poisoned(slots * pstr)
+	out := poisoned(5)
+	// Write everything the ABI requires; leave the padding p[2..3] alone.
+	for s := 0; s < slots; s++ {
+		put(partial, s*pstr, float32(math.Inf(-1))) // an idle split's max
+		put(partial, s*pstr+1, 0)
+		for i := 0; i < hd; i++ {
+			put(partial, s*pstr+4+i, 0)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		put(out, i, 1)
+	}
+	g := writtenGate(7, 9, partial, out, slots, hd)
+	if !g.Pass || g.DiffBytes != 0 || g.FirstDiff != -1 || g.NKV != 7 || g.Seed != 9 {
+		t.Fatalf("fully written: %+v", g)
+	}
+
+	// Slot 1 forgot dim 2 of its accumulator; out[4] unwritten.
+	binary.LittleEndian.PutUint32(partial[4*(1*pstr+4+2):], poison)
+	binary.LittleEndian.PutUint32(out[4*4:], poison)
+	g = writtenGate(7, 9, partial, out, slots, hd)
+	if g.Pass {
+		t.Fatal("holes passed")
+	}
+	if g.Buffer != "partial" || g.FirstDiff != 4*(pstr+6) || g.DiffBytes != 8 {
+		t.Errorf("evidence %+v: want partial, first byte %d, 8 bytes", g, 4*(pstr+6))
+	}
+	if !strings.Contains(g.Detail, "slot 1 word 6") {
+		t.Errorf("detail %q does not locate the hole", g.Detail)
+	}
+	// With partial complete, out's hole is reported.
+	put(partial, pstr+6, 0)
+	g = writtenGate(7, 9, partial, out, slots, hd)
+	if g.Pass || g.Buffer != "out" || g.FirstDiff != 16 || g.DiffBytes != 4 {
+		t.Errorf("out hole: %+v", g)
+	}
+}
+
+func TestDiffBytes(t *testing.T) {
+	cases := []struct {
+		a, b         []byte
+		n, firstDiff int
+	}{
+		{[]byte{1, 2, 3}, []byte{1, 2, 3}, 0, -1},
+		{[]byte{1, 2, 3}, []byte{1, 9, 8}, 2, 1},
+		{[]byte{1, 2}, []byte{1, 2, 3, 4}, 2, 2},
+		{nil, nil, 0, -1},
+	}
+	for _, c := range cases {
+		n, first := diffBytes(c.a, c.b)
+		if n != c.n || first != c.firstDiff {
+			t.Errorf("diffBytes(%v, %v) = %d, %d, want %d, %d", c.a, c.b, n, first, c.n, c.firstDiff)
+		}
+	}
+	g := diffGate(results.GateBitwise, 52, 1, "out", []byte{0, 0, 0, 0}, []byte{0, 0, 1, 0})
+	if g.Pass || g.DiffBytes != 1 || g.FirstDiff != 2 || g.Buffer != "out" || g.Kind != results.GateBitwise {
+		t.Errorf("diffGate: %+v", g)
+	}
+	// Replay reports partial first, since out derives from it.
+	g = replayGate(5, 1, []byte{1}, []byte{2}, []byte{3}, []byte{4}, 100)
+	if g.Pass || g.Buffer != "partial" || !strings.Contains(g.Detail, "captured at nkv 100, replayed at 5") {
+		t.Errorf("replayGate: %+v", g)
+	}
+	g = replayGate(5, 1, []byte{1}, []byte{1}, []byte{3}, []byte{4}, 100)
+	if g.Pass || g.Buffer != "out" {
+		t.Errorf("replayGate out: %+v", g)
+	}
+	if g = replayGate(5, 1, []byte{1}, []byte{1}, []byte{3}, []byte{3}, 100); !g.Pass {
+		t.Errorf("identical: %+v", g)
+	}
+}
+
+func TestToleranceGate(t *testing.T) {
+	b := oracle.Bounds{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6}
+	g := toleranceGate(29, 1, oracle.Metrics{MaxAbs: 1e-4, MaxRel: 1e-3, NMSE: 1e-9}, b)
+	if !g.Pass || g.Detail != "" || g.MaxAbs != 1e-4 {
+		t.Errorf("within bounds: %+v", g)
+	}
+	g = toleranceGate(29, 1, oracle.Metrics{MaxAbs: 3e-3, MaxRel: 1e-3, NMSE: 1e-9, NaNs: 2}, b)
+	if g.Pass || !strings.Contains(g.Detail, "2 NaN/Inf outputs, max_abs 0.003 > 0.002") {
+		t.Errorf("failing: %+v", g)
+	}
+}
+
+func TestGateAndReplayLengths(t *testing.T) {
+	got := gateNKVs([]int{1, 29, 52, 512, 1641, 29, 0}, 600)
+	want := []int{1, 29, 52, 512}
+	if len(got) != len(want) {
+		t.Fatalf("gateNKVs = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("gateNKVs = %v, want %v", got, want)
+		}
+	}
+	if got := gateNKVs([]int{512}, 64); len(got) != 1 || got[0] != 64 {
+		t.Errorf("nothing fits: %v, want [64]", got)
+	}
+	r := replayNKVs(2048, 32, 4096)
+	for i, w := range []int{2048, 1, 31, 682, 4096} {
+		if r[i] != w {
+			t.Fatalf("replayNKVs = %v", r)
+		}
+	}
+	// Duplicates and out-of-range values drop out: SPLITS 2 gives 1 twice.
+	if r := replayNKVs(3, 2, 3); len(r) != 2 || r[0] != 3 || r[1] != 1 {
+		t.Errorf("replayNKVs(3, 2, 3) = %v", r)
+	}
+}
+
+func TestClockArithmetic(t *testing.T) {
+	if got := clockMHz(1_980_000, 1_000_000); got != 1980 {
+		t.Errorf("clockMHz = %v", got)
+	}
+	if clockMHz(5, 0) != 0 {
+		t.Error("zero time")
+	}
+	// 75% of 1980 is 1485.
+	if got := throttled([]float64{1980, 1500, 1484, 900}, 1980); got != 2 {
+		t.Errorf("throttled = %d, want 2", got)
+	}
+	if got := occupancy(8, 256, 2048); got != 1 {
+		t.Errorf("occupancy = %v", got)
+	}
+	if got := occupancy(16, 32, 2048); got != 0.25 {
+		t.Errorf("occupancy = %v", got)
+	}
+}
+
+func TestGeometryDefaults(t *testing.T) {
+	c := sevenB(2, 128, 16)
+	g := geometryOf(&c, 16)
+	if g.grid != [3]int{16, 28, 2} || g.block != [3]int{32, 1, 1} || g.cgrid != [3]int{28, 2, 1} || g.cblock != [3]int{128, 1, 1} {
+		t.Errorf("defaults: %+v", g)
+	}
+	c.Grid, c.Block, c.SharedBytes = [3]int{16, 7, 2}, [3]int{128, 1, 1}, 4096
+	g = geometryOf(&c, 16)
+	if g.grid != c.Grid || g.block != c.Block || g.shared != 4096 {
+		t.Errorf("plan geometry not kept: %+v", g)
+	}
+}
+
+func TestFailedGates(t *testing.T) {
+	gs := []results.Gate{
+		{Kind: "written", NKV: 1, Pass: true},
+		{Kind: "tolerance", NKV: 29, Detail: "max_abs 1 > 0.002"},
+		{Kind: "bitwise", NKV: 29}, {Kind: "bitwise", NKV: 52}, {Kind: "replay", NKV: 1},
+	}
+	got := failedGates(gs)
+	want := "4 gate(s) failed: tolerance at nkv 29: max_abs 1 > 0.002; bitwise at nkv 29; bitwise at nkv 52; 1 more"
+	if got != want {
+		t.Errorf("failedGates = %q\nwant %q", got, want)
+	}
+}

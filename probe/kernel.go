@@ -1,0 +1,176 @@
+package probe
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/sweep"
+)
+
+// A kernelPair is one loaded build of a variant: its partial and combine
+// entry points, kept loaded for every point that shares the CUBIN.
+type kernelPair struct {
+	mod              *cuda.Module
+	partial, combine *cuda.Function
+	build            *build
+	resources        []results.Resource
+}
+
+// A geometry is how a pair is launched.
+type geometry struct {
+	grid, block, cgrid, cblock [3]int
+	shared                     int
+}
+
+// geometryOf returns the launch geometry of a configuration. The plan
+// resolves it; a configuration without one (all zero) gets the ABI's
+// default, grid (SPLITS, heads, batch) × block 32 and combine (heads,
+// batch) × HEAD_DIM.
+func geometryOf(c *results.Config, splits int) geometry {
+	g := geometry{grid: c.Grid, block: c.Block, cgrid: c.CombineGrid, cblock: c.CombineBlock, shared: c.SharedBytes}
+	if g.grid == [3]int{} {
+		g.grid = [3]int{splits, c.Shape.Heads, c.Shape.Batch}
+	}
+	if g.block == [3]int{} {
+		g.block = [3]int{32, 1, 1}
+	}
+	if g.cgrid == [3]int{} {
+		g.cgrid = [3]int{c.Shape.Heads, c.Shape.Batch, 1}
+	}
+	if g.cblock == [3]int{} {
+		g.cblock = [3]int{c.Shape.HeadDim, 1, 1}
+	}
+	return g
+}
+
+func threads(b [3]int) int { return b[0] * b[1] * b[2] }
+
+// load compiles (or finds in the caches) and loads the kernels of src
+// built with the configuration's defines. A nil pair with a nil error
+// means NVRTC rejected the source; the build then carries the log.
+func (b *Backend) load(src sweep.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
+	opts := compileOptions(b.arch, c.Defines, flags)
+	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
+	if k, ok := b.loaded[key]; ok {
+		// The record says "cached": this point paid no compile.
+		rec := *k.build
+		rec.record.Cached, rec.record.Seconds = true, 0
+		return k, &rec, nil
+	}
+	bld, err := b.compile(src, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if bld.failed {
+		return nil, bld, nil
+	}
+	mod, err := b.ctx.LoadModule(bld.cubin)
+	if err != nil {
+		return nil, bld, fmt.Errorf("loading the CUBIN of %s: %w", src.Name, err)
+	}
+	k := &kernelPair{mod: mod, build: bld}
+	names := [2]string{src.Partial, src.Combine}
+	if names[0] == "" {
+		names[0] = "attn_partial"
+	}
+	if names[1] == "" {
+		names[1] = "attn_combine"
+	}
+	for i, fn := range []**cuda.Function{&k.partial, &k.combine} {
+		if *fn, err = mod.Function(names[i]); err != nil {
+			mod.Unload()
+			return nil, bld, fmt.Errorf("finding %s in %s: %w", names[i], src.Name, err)
+		}
+	}
+	b.loaded[key] = k
+	if b.opts.SASSDir != "" {
+		b.saveCUBIN(c.Variant, key, bld.cubin)
+	}
+	return k, bld, nil
+}
+
+// saveCUBIN keeps a copy for SASS inspection; failing to is only logged.
+func (b *Backend) saveCUBIN(variant, key string, cubin []byte) {
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == os.PathSeparator || r == ' ' {
+			return '_'
+		}
+		return r
+	}, variant)
+	path := filepath.Join(b.opts.SASSDir, fmt.Sprintf("%s-%s.cubin", name, key[:16]))
+	err := os.MkdirAll(b.opts.SASSDir, 0o755)
+	if err == nil {
+		err = os.WriteFile(path, cubin, 0o644)
+	}
+	if err != nil {
+		b.logf("warning: keeping %s for SASS: %v", path, err)
+	}
+}
+
+// resources reads the compiled footprint of both entry points for the
+// launch geometry g. Dynamic shared memory above the default 48 KiB limit
+// is opted into here, once per pair, before any launch.
+func (b *Backend) resources(k *kernelPair, g geometry) ([]results.Resource, error) {
+	type entry struct {
+		f            *cuda.Function
+		name         string
+		threads, dyn int
+	}
+	var out []results.Resource
+	for _, e := range []entry{
+		{k.partial, "attn_partial", threads(g.block), g.shared},
+		{k.combine, "attn_combine", threads(g.cblock), 0},
+	} {
+		if e.dyn > 48<<10 {
+			if err := e.f.SetMaxDynamicShared(e.dyn); err != nil {
+				return nil, fmt.Errorf("allowing %d bytes of dynamic shared memory for %s: %w", e.dyn, e.name, err)
+			}
+		}
+		r := results.Resource{Kernel: e.name, DynamicShared: e.dyn, LoadsBeforeChain: -1}
+		var err error
+		if r.Registers, err = e.f.Attr(cuda.FuncNumRegs); err != nil {
+			return nil, fmt.Errorf("reading the registers of %s: %w", e.name, err)
+		}
+		if r.LocalBytes, err = e.f.Attr(cuda.FuncLocalSizeBytes); err != nil {
+			return nil, fmt.Errorf("reading the local memory of %s: %w", e.name, err)
+		}
+		if r.StaticShared, err = e.f.Attr(cuda.FuncSharedSizeBytes); err != nil {
+			return nil, fmt.Errorf("reading the shared memory of %s: %w", e.name, err)
+		}
+		if r.MaxBlocksPerSM, err = e.f.MaxActiveBlocksPerSM(e.threads, e.dyn); err != nil {
+			return nil, fmt.Errorf("computing the occupancy of %s: %w", e.name, err)
+		}
+		r.Occupancy = occupancy(r.MaxBlocksPerSM, e.threads, b.maxThreadsPerSM)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// occupancy is the theoretical share of an SM's thread slots that resident
+// blocks fill.
+func occupancy(blocks, threads, maxThreads int) float64 {
+	if maxThreads <= 0 {
+		return 0
+	}
+	return math.Min(1, float64(blocks*threads)/float64(maxThreads))
+}
+
+// launchPair enqueues partial then combine on the backend's stream.
+func (b *Backend) launchPair(k *kernelPair, c *results.Config, g geometry, w *workspace) error {
+	s := c.Shape
+	scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
+	if err := b.ctx.Launch(k.partial, g.grid, g.block, g.shared, b.stream,
+		w.q, w.k, w.v, w.positions, w.partial,
+		int32(s.Heads), int32(s.KVHeads), int32(s.Capacity), scale); err != nil {
+		return fmt.Errorf("launching %s attn_partial (grid %v, block %v): %w", c.Variant, g.grid, g.block, err)
+	}
+	if err := b.ctx.Launch(k.combine, g.cgrid, g.cblock, 0, b.stream, w.partial, w.out, int32(s.Heads)); err != nil {
+		return fmt.Errorf("launching %s attn_combine (grid %v, block %v): %w", c.Variant, g.cgrid, g.cblock, err)
+	}
+	return nil
+}

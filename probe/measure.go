@@ -1,0 +1,263 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/stats"
+)
+
+// throttleRatio flags a clock reading below this share of the default SM
+// clock: at 75% a memory-bound kernel's latency chain is already visibly
+// slower, and boost jitter stays well above it.
+const throttleRatio = 0.75
+
+// maxDropped bounds the samples a probe may drop for a blocker timeout
+// before it gives up: each costs blockerTimeout.
+const maxDropped = 3
+
+// A sampler takes one timed sample in ns per launch pair; dropped reports
+// a sample that must not count (the blocker timed out).
+type sampler func() (ns float64, dropped bool, err error)
+
+// measure runs the point's probes at its timed lengths.
+func (r *pointRun) measure(ctx context.Context) error {
+	c := &r.p.Config
+	lengths := lengthsOf(c)
+	if err := r.setPositions(lengths); err != nil {
+		return err
+	}
+	bytes := kvBytes(c.Shape, lengths)
+	for _, probe := range r.p.Probes {
+		m, err := r.probe(ctx, probe)
+		if m != nil {
+			m.Bytes = bytes
+			if med := m.Summary.Median; med > 0 {
+				m.GBps = float64(bytes) / med // bytes per ns = GB/s
+				if bw := r.rec.Env.ReadBWGBps; bw > 0 {
+					m.PctBW = 100 * m.GBps / bw
+				}
+			}
+			r.rec.Probes = append(r.rec.Probes, *m)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probe takes one probe's samples under the stopping rule, with SM clock
+// readings before and after. A partial measurement comes back with an
+// error (cancellation, timeout) so that the record keeps what was seen.
+func (r *pointRun) probe(ctx context.Context, probe results.Probe) (*results.Measurement, error) {
+	b, ms := r.b, r.p.Measure
+	m := &results.Measurement{Probe: probe, Batch: 1}
+	var take sampler
+	var cleanup func()
+	switch probe {
+	case results.ProbeCold:
+		take = r.coldSample
+	case results.ProbeHot:
+		m.Batch = max(1, ms.HotBatch)
+		take = r.hotSample(m.Batch)
+	case results.ProbeGraph:
+		m.Batch = max(1, ms.HotBatch)
+		g, err := r.capture(m.Batch)
+		if err != nil {
+			return nil, fmt.Errorf("graph probe: %w", err)
+		}
+		cleanup = func() { g.Destroy() }
+		take = r.graphSample(g, m.Batch)
+	default:
+		return nil, failPoint(results.StatusError, "unknown probe %q", probe)
+	}
+	if cleanup != nil {
+		defer cleanup()
+	}
+
+	var clocks []float64
+	clock := func() error {
+		mhz, err := b.sampleClock()
+		if err == nil {
+			clocks = append(clocks, mhz)
+		}
+		return err
+	}
+	finishClock := func() {
+		if len(clocks) == 0 {
+			return
+		}
+		m.ClockMHz = stats.Summarize(clocks).Median
+		m.Throttled = throttled(clocks, r.rec.Env.ClockMHz)
+	}
+	defer finishClock()
+	if err := clock(); err != nil {
+		return m, err
+	}
+
+	// Warm-up: instruction caches, TLBs and the clock ramp settle before
+	// the first timed sample; the cold probe still flushes L2 per sample.
+	for range ms.Warmup {
+		if err := r.warm(probe, m.Batch); err != nil {
+			return m, err
+		}
+	}
+	if err := b.stream.Synchronize(); err != nil {
+		return m, fmt.Errorf("%s warm-up: %w", probe, err)
+	}
+
+	rule := stats.Rule{
+		Warmup: ms.Warmup, MinSamples: ms.MinSamples, MaxSamples: ms.MaxSamples,
+		MaxNoise: ms.MaxNoise, Budget: time.Duration(ms.BudgetSec * float64(time.Second)),
+	}
+	dropped := 0
+	start := time.Now()
+	for {
+		v := rule.Decide(m.SamplesNS, time.Since(start))
+		if !v.More {
+			m.Converged, m.Note = v.Converged, v.Note
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			m.Summary = stats.Summarize(m.SamplesNS)
+			m.Note = fmt.Sprintf("interrupted after %d samples", len(m.SamplesNS))
+			return m, err
+		}
+		ns, drop, err := take()
+		if err != nil {
+			m.Summary = stats.Summarize(m.SamplesNS)
+			return m, fmt.Errorf("%s probe, sample %d: %w", probe, len(m.SamplesNS)+1, err)
+		}
+		if drop {
+			if dropped++; dropped > maxDropped {
+				m.Note = fmt.Sprintf("gave up: the stream blocker timed out %d times", dropped)
+				break
+			}
+			continue
+		}
+		m.SamplesNS = append(m.SamplesNS, ns)
+	}
+	if dropped > 0 && m.Note == "" {
+		m.Note = fmt.Sprintf("%d samples dropped: the stream blocker timed out", dropped)
+	}
+	m.Summary = stats.Summarize(m.SamplesNS)
+	if err := clock(); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// throttled counts clock readings below throttleRatio of the default clock.
+func throttled(mhz []float64, defaultMHz float64) int {
+	n := 0
+	for _, f := range mhz {
+		if f < throttleRatio*defaultMHz {
+			n++
+		}
+	}
+	return n
+}
+
+// warm runs one untimed launch (pair, batch or graph) of a probe. The
+// graph probe warms with plain launches of the same pairs: the same code
+// and data, without a second graph.
+func (r *pointRun) warm(probe results.Probe, batch int) error {
+	n := 1
+	if probe != results.ProbeCold {
+		n = batch
+	}
+	for range n {
+		if err := r.b.launchPair(r.k, &r.p.Config, r.g, r.ws); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// timed runs enqueue between the blocker and its release, bracketed by the
+// events, and returns the elapsed time. The blocker holds the stream while
+// the host enqueues, so the events see only device time; the release comes
+// after the stop event is enqueued and on every error path.
+func (r *pointRun) timed(enqueue func() error) (ms float64, dropped bool, err error) {
+	b := r.b
+	if err := b.block(); err != nil {
+		return 0, false, err
+	}
+	released := false
+	release := func() {
+		if !released {
+			b.releaseBlocker()
+			released = true
+		}
+	}
+	defer release()
+	if err := b.start.Record(b.stream); err != nil {
+		return 0, false, fmt.Errorf("recording the start event: %w", err)
+	}
+	if err := enqueue(); err != nil {
+		return 0, false, err
+	}
+	if err := b.stop.Record(b.stream); err != nil {
+		return 0, false, fmt.Errorf("recording the stop event: %w", err)
+	}
+	release()
+	if err := b.stop.Synchronize(); err != nil {
+		return 0, false, fmt.Errorf("running the timed launches: %w", err)
+	}
+	t, err := cuda.Elapsed(b.start, b.stop)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the events: %w", err)
+	}
+	return float64(t), b.blockerTimedOut(), nil
+}
+
+// coldSample times one pair after writing 2 × L2 of flush buffer, so that
+// no K/V line survives in L2 from the previous sample: the case of a
+// decode step whose other layers evicted this layer's cache. The flush is
+// enqueued before the blocker and is not timed. A memset (what nvbench's
+// L2 flush does too) leaves L2 full of dirty lines whose write-back then
+// overlaps the timed kernels, as the rest of a real layer's writes would;
+// for the latency-bound decode kernels that traffic is a few percent of
+// the bus at most.
+func (r *pointRun) coldSample() (float64, bool, error) {
+	b := r.b
+	if err := b.ctx.MemsetD32Async(b.flush, 0, flushBytes(b.env.L2Bytes)/4, b.stream); err != nil {
+		return 0, false, fmt.Errorf("flushing L2: %w", err)
+	}
+	ms, drop, err := r.timed(func() error { return b.launchPair(r.k, &r.p.Config, r.g, r.ws) })
+	return ms * 1e6, drop, err
+}
+
+// hotSample times batch back-to-back pairs over warm caches; the sample is
+// the time per pair.
+func (r *pointRun) hotSample(batch int) sampler {
+	return func() (float64, bool, error) {
+		ms, drop, err := r.timed(func() error {
+			for range batch {
+				if err := r.b.launchPair(r.k, &r.p.Config, r.g, r.ws); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		return ms * 1e6 / float64(batch), drop, err
+	}
+}
+
+// graphSample times one replay of a graph of batch pairs; the sample is
+// the time per pair.
+func (r *pointRun) graphSample(g *cuda.Graph, batch int) sampler {
+	return func() (float64, bool, error) {
+		ms, drop, err := r.timed(func() error {
+			if err := g.Launch(r.b.stream); err != nil {
+				return fmt.Errorf("replaying the graph: %w", err)
+			}
+			return nil
+		})
+		return ms * 1e6 / float64(batch), drop, err
+	}
+}

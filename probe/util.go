@@ -1,0 +1,189 @@
+package probe
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/stats"
+)
+
+// The measurement kernels of kernels/util.cu.
+type utilKernels struct {
+	mod                  *cuda.Module
+	readBW, block, clock *cuda.Function
+}
+
+const (
+	// blockerTimeout bounds how long ktune_block holds the stream. The host
+	// enqueues a sample's launches in microseconds; a second means the
+	// host was descheduled or the launch queue filled up (a huge HotBatch),
+	// and that sample is dropped.
+	blockerTimeout = time.Second
+	// clockCycles is ktune_clock's spin: about half a millisecond at 2 GHz,
+	// so the ~1 µs resolution of %globaltimer costs under 0.2%.
+	clockCycles = 1 << 20
+	// bwReps is the number of timed passes of the bandwidth kernel.
+	bwReps = 10
+	// bwBlock is the bandwidth kernel's block size.
+	bwBlock = 256
+)
+
+func (b *Backend) loadUtil() (*utilKernels, error) {
+	src, err := utilSource()
+	if err != nil {
+		return nil, err
+	}
+	bld, err := b.compile(src, compileOptions(b.arch, nil, nil))
+	if err != nil {
+		return nil, fmt.Errorf("compiling the measurement kernels: %w", err)
+	}
+	if bld.failed {
+		return nil, fmt.Errorf("compiling the measurement kernels (util.cu) for %s: NVRTC rejected it:\n%s", b.arch, bld.record.Log)
+	}
+	u := &utilKernels{}
+	if u.mod, err = b.ctx.LoadModule(bld.cubin); err != nil {
+		return nil, fmt.Errorf("loading the measurement kernels: %w", err)
+	}
+	for _, f := range []struct {
+		fn   **cuda.Function
+		name string
+	}{{&u.readBW, "ktune_read_bw"}, {&u.block, "ktune_block"}, {&u.clock, "ktune_clock"}} {
+		if *f.fn, err = u.mod.Function(f.name); err != nil {
+			u.mod.Unload()
+			return nil, fmt.Errorf("finding %s in util.cu: %w", f.name, err)
+		}
+	}
+	return u, nil
+}
+
+// block enqueues the stream blocker: the launches enqueued after it wait
+// until releaseBlocker, so that the timed region starts with all of them
+// already queued on the device and host launch overhead is not measured.
+// Every block must be followed by releaseBlocker, on error paths too.
+func (b *Backend) block() error {
+	atomic.StoreUint32(b.flag(0), 0)
+	atomic.StoreUint32(b.flag(1), 0)
+	err := b.ctx.Launch(b.util.block, [3]int{1, 1, 1}, [3]int{1, 1, 1}, 0, b.stream,
+		b.flagsDev, uint64(blockerTimeout.Nanoseconds()), b.flagsDev+4)
+	if err != nil {
+		return fmt.Errorf("launching the stream blocker: %w", err)
+	}
+	return nil
+}
+
+// blockerTimedOut reports whether the last blocker gave up waiting; read
+// it after the stream synchronized.
+func (b *Backend) blockerTimedOut() bool { return atomic.LoadUint32(b.flag(1)) != 0 }
+
+// sampleClock returns the SM clock in MHz measured by ktune_clock.
+func (b *Backend) sampleClock() (float64, error) {
+	err := b.ctx.Launch(b.util.clock, [3]int{1, 1, 1}, [3]int{1, 1, 1}, 0, b.stream, uint64(clockCycles), b.scratch)
+	if err != nil {
+		return 0, fmt.Errorf("launching the clock probe: %w", err)
+	}
+	if err := b.stream.Synchronize(); err != nil {
+		return 0, fmt.Errorf("running the clock probe: %w", err)
+	}
+	var out [16]byte
+	if err := b.ctx.CopyDtoH(out[:], b.scratch); err != nil {
+		return 0, fmt.Errorf("reading the clock probe: %w", err)
+	}
+	return clockMHz(binary.LittleEndian.Uint64(out[0:]), binary.LittleEndian.Uint64(out[8:])), nil
+}
+
+// clockMHz converts elapsed cycles over elapsed nanoseconds to MHz.
+func clockMHz(cycles, ns uint64) float64 {
+	if ns == 0 {
+		return 0
+	}
+	return 1000 * float64(cycles) / float64(ns)
+}
+
+// bwBufferBytes is the bandwidth buffer: at least 1 GiB and 16 × L2, so
+// that L2 hits are a negligible share of the bytes read, shrunk to half of
+// what is free when the device is short of memory.
+func bwBufferBytes(l2, free int64) (int64, error) {
+	n := max(int64(1)<<30, 16*l2)
+	if avail := (free - headroom) / 2; n > avail {
+		n = avail
+	}
+	n &^= 1<<20 - 1 // whole MiB: a multiple of every float4 stride
+	if n < 4*l2 || n <= 0 {
+		return 0, fmt.Errorf("only %s of device memory is free: too little to measure bandwidth past the %s L2", gib(free), gib(l2))
+	}
+	return n, nil
+}
+
+// readBandwidth measures the streaming read bandwidth in GB/s (1e9 B/s):
+// the median over bwReps passes, each timed alone with events, of a
+// float4 grid-stride read over a buffer far larger than L2.
+func (b *Backend) readBandwidth(ctx context.Context) (float64, error) {
+	free, _, err := b.ctx.MemInfo()
+	if err != nil {
+		return 0, err
+	}
+	n, err := bwBufferBytes(b.env.L2Bytes, free)
+	if err != nil {
+		return 0, err
+	}
+	buf, err := b.ctx.Alloc(n)
+	if err != nil {
+		return 0, fmt.Errorf("allocating %s: %w", gib(n), err)
+	}
+	defer b.ctx.Free(buf)
+	// Zeros: the kernel's conditional store then never fires.
+	if err := b.ctx.MemsetD32Async(buf, 0, n/4, b.stream); err != nil {
+		return 0, err
+	}
+	// Enough resident blocks to fill every SM; the grid-stride loop makes
+	// the count a matter of occupancy only, not of coverage.
+	grid := [3]int{b.env.SMs * max(1, b.maxThreadsPerSM/bwBlock), 1, 1}
+	launch := func() error {
+		return b.ctx.Launch(b.util.readBW, grid, [3]int{bwBlock, 1, 1}, 0, b.stream, buf, uint64(n/16), b.scratch)
+	}
+	// One untimed pass: module load and first-touch costs stay out.
+	if err := launch(); err != nil {
+		return 0, err
+	}
+	var ms []float64
+	for range bwReps {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if err := b.start.Record(b.stream); err != nil {
+			return 0, err
+		}
+		if err := launch(); err != nil {
+			return 0, err
+		}
+		if err := b.stop.Record(b.stream); err != nil {
+			return 0, err
+		}
+		if err := b.stop.Synchronize(); err != nil {
+			return 0, err
+		}
+		t, err := cuda.Elapsed(b.start, b.stop)
+		if err != nil {
+			return 0, err
+		}
+		ms = append(ms, float64(t))
+	}
+	med := stats.Summarize(ms).Median
+	if med <= 0 {
+		return 0, fmt.Errorf("the bandwidth kernel took no measurable time")
+	}
+	return float64(n) / (med * 1e6), nil // bytes per ns = GB/s
+}
+
+// SMClockMHz samples the current SM clock (MHz) with ktune_clock: cycles
+// counted over a fixed spin divided by the global timer's elapsed time.
+func (b *Backend) SMClockMHz() (float64, error) {
+	if b.dead != nil {
+		return 0, fmt.Errorf("probe: device unusable after an earlier fault: %w", b.dead)
+	}
+	return b.sampleClock()
+}
