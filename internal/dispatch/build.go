@@ -1,0 +1,198 @@
+package dispatch
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// A candidate is one configuration's measurement at one shape and nkv.
+type candidate struct {
+	id     string // identity across nkv: kernel, variant, defines, geometry
+	label  string // "d2 NR=4 SPLITS=32", for people
+	rec    *results.Record
+	m      *results.Measurement
+	median float64
+	landed bool
+}
+
+// A decision is the outcome at one measured nkv.
+type decision struct {
+	nkv    int
+	cands  []*candidate // every candidate, fastest median first
+	tied   []*candidate // the fastest and those not significantly slower
+	winner *candidate   // nil until decided
+	rule   Rule
+	margin string
+}
+
+// Build chooses, per shape and measured nkv, the fastest configuration
+// that passed its gates and merges the choices into nkv ranges (see the
+// package documentation for the rules). sources only label the output.
+func Build(recs []results.Record, sources []Source, opt Options) (*Table, error) {
+	if opt.Probe == "" {
+		opt.Probe = results.ProbeCold
+	}
+	if opt.Alpha == 0 {
+		opt.Alpha = DefaultAlpha
+	}
+	t := &Table{Probe: opt.Probe, Alpha: opt.Alpha, Sources: sources}
+
+	groups := map[results.Shape]map[int]map[string]*candidate{}
+	devices := map[string]bool{}
+	seen := map[results.Shape]map[int]bool{} // every measured nkv, passing or not
+	for i := range recs {
+		r := &recs[i]
+		if opt.Spec != "" && r.Config.Spec != opt.Spec {
+			continue
+		}
+		key := shapeKey(r.Config.Shape)
+		if seen[key] == nil {
+			seen[key] = map[int]bool{}
+		}
+		seen[key][r.Config.NKV] = true
+		if r.Status != results.StatusOK || !r.GatesPass() {
+			continue
+		}
+		m := r.Probe(opt.Probe)
+		if m == nil || len(m.SamplesNS) == 0 {
+			continue
+		}
+		devices[r.Env.Device] = true
+		if groups[key] == nil {
+			groups[key] = map[int]map[string]*candidate{}
+		}
+		byNKV := groups[key]
+		if byNKV[r.Config.NKV] == nil {
+			byNKV[r.Config.NKV] = map[string]*candidate{}
+		}
+		c := newCandidate(r, m)
+		// A later file's measurement of the same configuration replaces an
+		// earlier one: files are given oldest first.
+		byNKV[r.Config.NKV][c.id] = c
+	}
+	if len(groups) == 0 {
+		of := ""
+		if opt.Spec != "" {
+			of = fmt.Sprintf(" of spec %q", opt.Spec)
+		}
+		return nil, fmt.Errorf("building dispatch table: no record%s with status ok, passing gates and %s samples", of, opt.Probe)
+	}
+	if len(devices) > 1 {
+		return nil, fmt.Errorf("building dispatch table: records from several devices (%s): tune one device at a time",
+			strings.Join(sortedKeys(devices), ", "))
+	}
+	t.Device = sortedKeys(devices)[0]
+	t.Warnings = uncovered(seen, groups, opt.Probe)
+
+	shapes := make([]results.Shape, 0, len(groups))
+	for s := range groups {
+		shapes = append(shapes, s)
+	}
+	slices.SortFunc(shapes, compareShapes)
+	for _, s := range shapes {
+		decs := decide(groups[s], opt.Alpha)
+		t.Shapes = append(t.Shapes, ShapeTable{Shape: s, Ranges: mergeRanges(decs)})
+	}
+	return t, nil
+}
+
+func newCandidate(r *results.Record, m *results.Measurement) *candidate {
+	c := r.Config
+	var defs []string
+	for _, d := range sortedDefines(c.Defines) {
+		defs = append(defs, d.Name+"="+d.Value)
+	}
+	label := strings.Join(append([]string{c.Variant}, defs...), " ")
+	id := fmt.Sprintf("%s|%s|%v|%v|%v|%v|%d", c.Kernel, label, c.Grid, c.Block, c.CombineGrid, c.CombineBlock, c.SharedBytes)
+	return &candidate{id: id, label: label, rec: r, m: m, median: median(m), landed: r.Landed}
+}
+
+// median is the recorded summary's median, which is what reports show;
+// records written without a summary fall back to the samples.
+func median(m *results.Measurement) float64 {
+	if m.Summary.N > 0 {
+		return m.Summary.Median
+	}
+	s := slices.Clone(m.SamplesNS)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// shapeKey drops what does not select a kernel: the label of a shape is
+// kept (it names the table), the buffer capacity is not.
+func shapeKey(s results.Shape) results.Shape {
+	s.Capacity = 0
+	return s
+}
+
+func compareShapes(a, b results.Shape) int {
+	return cmp.Or(
+		cmp.Compare(a.Name, b.Name),
+		cmp.Compare(a.Heads, b.Heads),
+		cmp.Compare(a.KVHeads, b.KVHeads),
+		cmp.Compare(a.HeadDim, b.HeadDim),
+		cmp.Compare(a.KVDtype, b.KVDtype),
+		cmp.Compare(a.Batch, b.Batch),
+	)
+}
+
+func sortedDefines(ds []results.Define) []results.Define {
+	out := slices.Clone(ds)
+	slices.SortStableFunc(out, func(a, b results.Define) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// uncovered lists the shapes and measured nkv where no configuration
+// qualified: the table still covers them, by the neighbouring ranges, and
+// the user should know that this is extrapolation.
+func uncovered(seen map[results.Shape]map[int]bool, groups map[results.Shape]map[int]map[string]*candidate, p results.Probe) []string {
+	shapes := make([]results.Shape, 0, len(seen))
+	for s := range seen {
+		shapes = append(shapes, s)
+	}
+	slices.SortFunc(shapes, compareShapes)
+	var out []string
+	for _, s := range shapes {
+		if groups[s] == nil {
+			out = append(out, fmt.Sprintf("%s: no configuration passed its gates with %s samples; shape left out", shapeLabel(s), p))
+			continue
+		}
+		var missing []int
+		for n := range seen[s] {
+			if groups[s][n] == nil {
+				missing = append(missing, n)
+			}
+		}
+		slices.Sort(missing)
+		for _, n := range missing {
+			out = append(out, fmt.Sprintf("%s: nkv %d: no configuration passed its gates with %s samples; covered by the neighbouring ranges", shapeLabel(s), n, p))
+		}
+	}
+	return out
+}
+
+// shapeLabel names a shape in messages and tables.
+func shapeLabel(s results.Shape) string {
+	name := s.Name
+	if name == "" {
+		name = "shape"
+	}
+	return fmt.Sprintf("%s (h%d/kv%d/d%d %s, batch %d)", name, s.Heads, s.KVHeads, s.HeadDim, s.KVDtype, s.Batch)
+}

@@ -1,0 +1,84 @@
+package dispatch
+
+import "github.com/ktune/ktune/internal/results"
+
+// DefaultAlpha is the significance level below which a faster median
+// counts as a real difference.
+const DefaultAlpha = 0.05
+
+// Options control how a table is built.
+type Options struct {
+	// Probe is the measurement compared: results.ProbeCold (the default)
+	// or results.ProbeGraph.
+	Probe results.Probe
+	// Alpha is the Mann-Whitney significance level; 0 means DefaultAlpha.
+	Alpha float64
+	// Spec, when set, keeps only the records of the spec of that name: a
+	// sweep directory may hold the results of more than one spec.
+	Spec string
+}
+
+// A Table is a dispatch table: per shape, the configuration to launch for
+// each range of context lengths.
+type Table struct {
+	Probe    results.Probe // the probe whose medians decided
+	Alpha    float64       // the significance level used
+	Device   string        // the device every record was measured on
+	Sources  []Source      // the results files, in the order given
+	Shapes   []ShapeTable  // sorted by name, then dimensions, then batch
+	Warnings []string      // measured nkv left without a candidate, and similar
+}
+
+// A ShapeTable is the dispatch of one shape.
+type ShapeTable struct {
+	// Shape is the problem shape. Capacity is zero: it only sizes the
+	// benchmark's buffers and takes no part in the choice.
+	Shape  results.Shape
+	Ranges []Range // ascending, contiguous, from nkv 1 to no upper bound
+}
+
+// A Range is one nkv interval [MinNKV, MaxNKV) and what to launch there.
+type Range struct {
+	MinNKV int // inclusive, ≥ 1
+	MaxNKV int // exclusive; 0 = no upper bound
+	// Variant and Kernel name the configuration as in the results:
+	// Kernel is a built-in name or a user .cu path as written in the spec.
+	Variant string
+	Kernel  string
+	Defines []results.Define // sorted by name; HEAD_DIM and KV_F16 follow from the shape
+	Splits  int              // the SPLITS define
+	// Grid and Block are the partial kernel's launch geometry;
+	// CombineGrid and CombineBlock the combine kernel's.
+	Grid, Block               [3]int
+	CombineGrid, CombineBlock [3]int
+	// MedianNS and Margin are those of the largest measured nkv in the
+	// range, where the choice costs or saves the most time.
+	MedianNS float64
+	Margin   string
+	// Picks lists every measured nkv the range rests on, ascending.
+	Picks []Pick
+}
+
+// A Pick is the decision at one measured nkv.
+type Pick struct {
+	NKV      int
+	MedianNS float64 // the winner's median of the probe
+	Rule     Rule    // why it won
+	// Margin says by how much, against whom and with which p-value, e.g.
+	// "-25.0% vs r4 SPLITS=32 (p=0.000 n=15)" or
+	// "~ d2 NR=4 SPLITS=32 (p=0.967 n=15); landed".
+	Margin string
+}
+
+// Rule is the reason a configuration won at one nkv.
+type Rule string
+
+const (
+	RuleOnly        Rule = "only"        // the only candidate that passed its gates
+	RuleSignificant Rule = "significant" // faster than the runner-up beyond noise
+	RuleLanded      Rule = "landed"      // tied within noise; the landed configuration
+	RuleNeighbours  Rule = "neighbours"  // tied; wins at more neighbouring nkv
+	RuleSplits      Rule = "splits"      // tied; smaller SPLITS
+	RuleMedian      Rule = "median"      // tied; lower median
+	RuleName        Rule = "name"        // tied in every respect; first by name
+)
