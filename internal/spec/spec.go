@@ -1,11 +1,13 @@
-// Package spec owns ktune's experiment spec format: a YAML file naming the
-// kernel variants, the shapes and the axes to sweep, how to gate and how to
-// measure. It is specified in doc.go with a complete example; this file
-// holds the decoded form.
+// The decoded form of a spec. The format is specified in doc.go, with a
+// complete example.
+
 package spec
+
+import "github.com/ktune/ktune/variants"
 
 // A Spec is a decoded, validated experiment spec.
 type Spec struct {
+	Version     int    // format version, SpecVersion when the file omits it
 	Path        string // file the spec was read from
 	Dir         string // directory of Path; user kernels resolve against it
 	Name        string
@@ -61,6 +63,12 @@ type Variant struct {
 	Shared      string // dynamic shared memory bytes expression; empty: the kernel's default
 	BitwiseWith string // numerics class: byte-identical to this variant; empty: tolerance
 	Pos         Pos
+
+	// Builtin is the built-in kernel Kernel names, nil for a user kernel.
+	Builtin *variants.Kernel
+	// Path is a user kernel's file, resolved against the spec's directory;
+	// empty for a built-in.
+	Path string
 }
 
 // Gates configures the numerics gates.

@@ -1,0 +1,61 @@
+/*
+Ktune autotunes, benchmarks and gates split-KV ("flash-decoding") decode
+attention kernels.
+
+Usage:
+
+	ktune <command> [arguments]
+
+# Check the machine
+
+	$ ktune doctor
+
+prints the driver, the GPU (SMs, L2, memory, clocks), the NVRTC library it
+loaded and the streaming read bandwidth it measured — or exactly which
+library is missing, where it looked, and what to install or set
+(KTUNE_NVRTC=/path/to/libnvrtc.so.13 or CUDA_HOME).
+
+# Plan and sweep
+
+	$ ktune plan experiments/slice.yaml
+	$ ktune sweep experiments/slice.yaml -o out/slice
+
+A spec (internal/spec/doc.go specifies the format, with a complete example)
+names the kernel variants, the shapes and the axes. plan prints the points
+and the combinations a kernel forbids, without a GPU. sweep compiles each
+point with NVRTC for the device, runs the gates (float64 oracle, byte
+identity against a declared twin, graph replay safety) and then the probes
+(cold L2, hot L2, graph replay), appending one fsync'd record per point to
+out/slice/results.jsonl. Interrupt it and run the same command again: the
+points already recorded are skipped. --only 'variant=d2,SPLITS=32|64' runs a
+subset; --force measures again.
+
+# Read the results
+
+	$ ktune report out/slice -o out/slice/report
+	$ ktune compare before/results.jsonl after/results.jsonl
+	$ ktune export --format gobench out/slice | benchstat -
+
+report writes tables (terminal, Markdown, CSV), plots and report.md with the
+landed kernel and the memory floor drawn in. compare matches points and
+says, with a Mann-Whitney test, which changes are real and which are noise.
+
+# Gate a candidate
+
+	$ ktune gate --candidate d2 out/slice
+	$ echo $?
+
+exits 0 when the candidate passes its numerics class at every point and is
+not significantly slower than the landed kernel beyond the threshold; 3 on
+a numerics failure, 4 on a regression, 1 when points are missing, 2 on bad
+input. --json prints a machine-readable verdict for CI.
+
+# Export a dispatch table
+
+	$ ktune tune --from out/frontier -o out/dispatch
+
+writes dispatch.yaml and dispatch.h: per shape and nkv range, the fastest
+configuration that passed its gates, a winner declared only where the
+difference is significant.
+*/
+package main

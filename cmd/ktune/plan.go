@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/sweep"
+)
+
+func init() {
+	register(&command{
+		name:    "plan",
+		summary: "show the points a spec expands to (no GPU needed)",
+		run:     planCmd,
+	})
+}
+
+const planUsage = `Usage: ktune plan SPEC [--arch sm_90]
+
+Plan reads an experiment spec, validates it and prints every point the
+sweep would run, in order: variant, shape, defines, nkv, launch geometry,
+numerics class and the start of the point's hash, then the counts and the
+combinations a kernel cannot run, with the reason. It needs no GPU, so it
+is the way to check a spec before a sweep.
+
+A mistake in the spec is reported as file:line:col: message and exits 2.
+
+Examples:
+  $ ktune plan experiments/slice.yaml
+  $ ktune plan my.yaml --arch sm_100    # hashes for another architecture
+
+Flags:
+`
+
+func planCmd(stdout, stderr io.Writer, args []string) error {
+	fl := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	arch := fl.String("arch", "sm_90", "GPU architecture the points are hashed for (NVRTC -arch)")
+	fl.Usage = func() {
+		fmt.Fprint(fl.Output(), planUsage)
+		fl.PrintDefaults()
+	}
+	// The spec path may come before or after the flags.
+	var paths []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return withCode(exitUsage, errSilent)
+		}
+		if fl.NArg() == 0 {
+			break
+		}
+		paths = append(paths, fl.Arg(0))
+		args = fl.Args()[1:]
+	}
+	if len(paths) != 1 {
+		fl.Usage()
+		return usageErrorf("plan: want exactly one SPEC, got %d", len(paths))
+	}
+	s, err := spec.Load(paths[0])
+	if err != nil {
+		var list spec.ErrorList
+		if errors.As(err, &list) || errors.Is(err, fs.ErrNotExist) {
+			return withCode(exitUsage, err)
+		}
+		return err
+	}
+	p, err := sweep.Build(s, *arch)
+	if err != nil {
+		return fmt.Errorf("planning %s: %w", paths[0], err)
+	}
+	return p.WriteTable(stdout)
+}

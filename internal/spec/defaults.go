@@ -1,0 +1,33 @@
+package spec
+
+import "github.com/ktune/ktune/internal/results"
+
+// SpecVersion is the version of the spec format this build reads. A spec
+// may say `version: 1`; a larger version is refused by name rather than
+// half-understood.
+const SpecVersion = 1
+
+// NKV is the name of the context-length axis.
+const NKV = "nkv"
+
+// Symbols are the names a geometry expression may use besides the defines:
+// the shape's sizes, group = heads/kv_heads, capacity (rows allocated per
+// sequence) and nkv. A grid that depends on nkv cannot be replayed from a
+// captured CUDA graph; the plan warns and the replay gate fails it.
+var Symbols = []string{"heads", "kv_heads", "head_dim", "batch", "group", "capacity", NKV}
+
+// ProbeNames are the measurement methods a spec may name.
+var ProbeNames = []string{string(results.ProbeCold), string(results.ProbeHot), string(results.ProbeGraph)}
+
+// defaultGates are the gate settings of a spec without a gates section.
+// The context lengths cover a single row (1), lengths that are not a
+// multiple of any power-of-two split count or row window (29, 52, 1641) and
+// a round one (512); the planner adds each point's chunk boundaries.
+func defaultGates() Gates {
+	return Gates{NKV: []int{1, 29, 52, 512, 1641}, MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6, Seed: 1}
+}
+
+// defaultMeasure is the stopping rule of a spec without a measure section.
+func defaultMeasure() Measure {
+	return Measure{Warmup: 3, MinSamples: 10, MaxSamples: 200, MaxNoise: 0.03, BudgetSec: 2, HotBatch: 20, TimeoutSec: 120}
+}

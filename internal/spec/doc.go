@@ -1,0 +1,156 @@
+// Package spec owns ktune's experiment spec format: a YAML file naming the
+// kernel variants, the shapes and the axes to sweep, how to gate and how to
+// measure. This comment is the one specification of the format; spec.go
+// holds the decoded form, and `ktune plan SPEC` shows what a spec expands
+// to without a GPU.
+//
+// # A complete example
+//
+// Every key is shown; the comments say which are required and what the
+// defaults are. The file internal/spec/testdata/full.yaml is this example
+// verbatim (a test keeps the two equal and checks what it decodes to).
+//
+//	# Optional: the format version, 1 (the only one so far).
+//	version: 1
+//	# Required. Letters, digits, '.', '_', '-': it names output directories.
+//	name: slice
+//	# Optional free text, carried into reports.
+//	description: R4 against D2 on the 7B decode shape
+//
+//	# Optional: the configuration the engine ships today, the baseline of
+//	# every comparison. The short form `landed: d2` pins no define; the
+//	# long form pins defines to one of the values the variant sweeps.
+//	landed: {variant: d2, defines: {SPLITS: 32}}
+//
+//	# Required, at least one. name, heads, kv_heads, head_dim and kv_dtype
+//	# are required; batch defaults to 1; capacity (rows allocated per
+//	# sequence) defaults to the largest nkv of the axes and the gates.
+//	shapes:
+//	  - {name: 7b, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16, batch: 1}
+//	  - name: 7b-long
+//	    heads: 28
+//	    kv_heads: 4
+//	    head_dim: 128
+//	    kv_dtype: f32
+//	    batch: 2
+//	    capacity: 65536
+//
+//	# Required: nkv (the context lengths timed at every point). Every other
+//	# key is a -D define swept as a cartesian product, for every variant
+//	# that takes it.
+//	axes:
+//	  nkv: [1, 512, 2048, 32768]
+//	  SPLITS: [16, 32]
+//
+//	# Required, at least one.
+//	variants:
+//	  - name: r4
+//	    kernel: r4            # a built-in (ktune plan lists them in errors)
+//	    defines: {NR: [4, 8]} # variant-local axes; a scalar is a fixed value
+//	  - name: d2
+//	    kernel: d2
+//	    bitwise_with: r4      # numerics class; absent: tolerance class
+//	  - name: mine
+//	    kernel: kernels/mine.cu  # a user kernel: a path relative to this file
+//	    defines: {SPLITS: [64], WARPS: 2}
+//	    grid: [SPLITS, heads, batch]   # launch geometry: 1 to 3 expressions
+//	    block: [32 * WARPS]
+//	    shared: WARPS * (head_dim + 4) * 4
+//
+//	# Optional, default [cold, hot]. cold: L2 flushed before each sample;
+//	# hot: back-to-back launches; graph: partial+combine replayed from a
+//	# captured CUDA graph.
+//	probes: [cold, hot, graph]
+//
+//	# Optional; these are the defaults.
+//	gates: {nkv: [1, 29, 52, 512, 1641], max_abs: 2e-3, max_rel: 2e-2, nmse: 1e-6, seed: 1}
+//
+//	# Optional; these are the defaults. Durations are Go durations ("2s",
+//	# "500ms") or plain seconds.
+//	measure: {warmup: 3, min_samples: 10, max_samples: 200, max_noise: 0.03, budget: 2s, hot_batch: 20, timeout: 120s}
+//
+//	# Optional: whole-step figures, for wall-clock projections in reports.
+//	engine: {layers: 28, step_ms: 21.0}
+//
+// # Keys
+//
+// Unknown keys, repeated keys and values of the wrong type are errors,
+// each reported as file:line:col: message; Parse collects every mistake it
+// can find in one pass.
+//
+// name, shapes, axes (with nkv) and variants are required. Names of the
+// spec, shapes and variants use letters, digits, '.', '_' and '-'; shape
+// and variant names are unique.
+//
+// A shape has heads, kv_heads and batch from 1 to 65535 (the default
+// launch puts heads and batch in grid y and z), heads a multiple of
+// kv_heads (query head h reads KV head h / (heads/kv_heads)), head_dim a
+// multiple of 4 up to 1024 (partial rows are float4-aligned; the combine
+// kernel runs one thread per dimension), kv_dtype f16 or f32. A capacity
+// below the largest nkv is an error, and so is a shape whose K and V
+// together exceed 1 TiB. Gate lengths above a shape's capacity are dropped
+// for that shape.
+//
+// # Defines
+//
+// Define names are C identifiers. HEAD_DIM and KV_F16 (1 for f16, 0 for
+// f32) come from each shape and cannot be axes; PSTR is fixed by the ABI;
+// the expression symbols below cannot be define names. Values are strings,
+// written as YAML scalars, one token each; a value may not repeat within
+// an axis. SPLITS and NR count something and must be integers ≥ 1.
+//
+// A user kernel receives every define of the axes and its own. A built-in
+// receives SPLITS (part of the ABI), the defines it declares and sets
+// nowhere else at their defaults, and the axes it declares; an axis define
+// a built-in does not declare is not applied to it and does not multiply
+// its points. Naming an undeclared define among a built-in's own defines
+// is an error. Every variant needs a value for SPLITS.
+//
+// A built-in may bound a define or refuse a shape. A value it refuses that
+// is written among the variant's own defines is an error; one that comes
+// from a global axis, or a shape it refuses, makes the planner skip that
+// combination with the reason. Only when a built-in can run no point of
+// the sweep at all is the spec refused.
+//
+// # Expressions
+//
+// grid, block (1 to 3 entries; missing dimensions are 1) and shared are
+// integer expressions: literals, + - * / % with C precedence and
+// truncation, unary minus, parentheses, min(a, b), max(a, b) and
+// cdiv(a, b) = ceil(a/b). YAML splits a flow list at commas, so an
+// expression with a comma is quoted there: grid: ["cdiv(nkv, 64)", heads].
+// Their symbols are heads, kv_heads, head_dim,
+// batch, group (= heads/kv_heads), capacity, nkv, HEAD_DIM, KV_F16 and the
+// variant's defines, which must then be integers. Without overrides a
+// variant uses its built-in's geometry; a user kernel uses the ABI's
+// default, grid [SPLITS, heads, batch] and block [32] with no dynamic
+// shared memory. A grid that reads nkv changes with the context length, so
+// a captured CUDA graph cannot replay it: the plan warns and the replay
+// gate fails such a kernel.
+//
+// # Numerics classes
+//
+// bitwise_with names another variant of the spec: the candidate must be
+// byte-identical to it at the same shape, nkv and SPLITS (its other
+// defines take the candidate's value when the twin takes that define, else
+// the twin's first value). A variant cannot be bitwise_with itself, and
+// chains may not loop (a → b → a). Without bitwise_with a variant is in
+// the tolerance class, gated against the float64 oracle by max_abs,
+// max_rel and nmse.
+//
+// # Gates and measurement
+//
+// gates.nkv lists the context lengths the gates run at (each ≥ 1; the
+// planner adds the split boundaries of each point), seed seeds the random
+// inputs. measure: warmup ≥ 0 launches before the first sample; between
+// min_samples ≥ 1 and max_samples samples, stopping once the interquartile
+// range is within max_noise (a fraction in (0, 1)) of the median or when
+// budget runs out; hot_batch ≥ 1 launches per hot or graph sample; timeout
+// bounds a whole point, gates included. engine (layers ≥ 1 and step_ms >
+// 0, both required when present) lets reports project kernel time onto a
+// decode step.
+//
+// The landed configuration must name a variant of the spec and pin only
+// defines it sweeps, to values it sweeps, so that it is a point of the
+// plan. A sweep may not exceed one million points.
+package spec

@@ -1,0 +1,122 @@
+package spec
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/variants"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// testKernels stands in for the built-ins: two kernels shaped like the
+// seed's R4 and D2, so that these tests do not change when the real
+// built-ins do.
+func testKernels(t testing.TB) variants.Set {
+	t.Helper()
+	only128 := func(s results.Shape, _ map[string]string) error {
+		if s.HeadDim != 128 {
+			return fmt.Errorf("head_dim %d: each of the 32 lanes owns 4 dimensions, so head_dim must be 128", s.HeadDim)
+		}
+		return nil
+	}
+	r4 := &variants.Kernel{Name: "r4", File: "r4.cu", Partial: "attn_partial", Combine: "attn_combine",
+		Defines: []variants.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 8, Doc: "rows per register window"}},
+		Grid:    [3]string{"SPLITS", "heads", "batch"}, Block: [3]string{"32", "1", "1"}, Shared: "0",
+		Class: variants.Tolerance, Check: only128}
+	d2 := &variants.Kernel{Name: "d2", File: "d2.cu", Partial: "attn_partial", Combine: "attn_combine",
+		Defines: []variants.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 4, Doc: "rows per staged K+V window"}},
+		Grid:    [3]string{"SPLITS", "heads", "batch"}, Block: [3]string{"32", "1", "1"}, Shared: "0",
+		Class: variants.Bitwise, Twin: "r4", Check: only128}
+	set, err := variants.NewSet(r4, d2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// golden compares got with the golden file, or rewrites it under -update.
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", path, diff(string(want), got))
+	}
+}
+
+// diff is a line diff by longest common subsequence: golden files are
+// small, so the quadratic table is fine.
+func diff(a, b string) string {
+	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
+	lcs := make([][]int, len(x)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(y)+1)
+	}
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out strings.Builder
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case i < len(x) && j < len(y) && x[i] == y[j]:
+			out.WriteString("  " + x[i] + "\n")
+			i, j = i+1, j+1
+		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
+			out.WriteString("+ " + y[j] + "\n")
+			j++
+		default:
+			out.WriteString("- " + x[i] + "\n")
+			i++
+		}
+	}
+	return out.String()
+}
+
+// TestErrors parses each testdata/errors/*.yaml, one mistake per file, and
+// compares the message with its .golden file.
+func TestErrors(t *testing.T) {
+	files, err := filepath.Glob("testdata/errors/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no error cases: %v", err)
+	}
+	kernels := testKernels(t)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			s, err := LoadWith(f, kernels)
+			if err == nil {
+				t.Fatalf("accepted: %+v", s)
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %T is not a *spec.Error: %v", err, err)
+			}
+			if e.File != f {
+				t.Errorf("error names file %q, want %q", e.File, f)
+			}
+			golden(t, strings.TrimSuffix(f, ".yaml")+".golden", err.Error()+"\n")
+		})
+	}
+}

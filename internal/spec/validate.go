@@ -1,0 +1,315 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ktune/ktune/internal/expr"
+	"github.com/ktune/ktune/variants"
+)
+
+const (
+	// maxPoints bounds the sweep: a spec past it is almost always an axis
+	// written by mistake, and the plan would not fit in memory anyway.
+	maxPoints = 1_000_000
+	// maxKVBytes refuses shapes whose K and V alone exceed 1 TiB: no GPU
+	// holds them, and the number is usually a typo in capacity or batch.
+	maxKVBytes = 1 << 40
+)
+
+// validate checks what spans sections: references between variants, the
+// landed configuration, kernels, expressions and the size of the sweep.
+func (d *decoder) validate(s *Spec, w *where, kernels variants.Set) {
+	d.shapes(s, w)
+	d.kernels(s, w, kernels)
+	d.references(s, w)
+	if len(d.errs) > 0 {
+		return
+	}
+	d.geometry(s, w)
+	d.landedRefs(s, w)
+	if len(d.errs) > 0 {
+		return
+	}
+	d.coverage(s, w)
+}
+
+func (d *decoder) shapes(s *Spec, w *where) {
+	largest := 0
+	for _, n := range s.NKVs() {
+		largest = max(largest, n)
+	}
+	gateMax := 0
+	for _, n := range s.Gates.NKV {
+		gateMax = max(gateMax, n)
+	}
+	names := map[string]int{}
+	for i := range s.Shapes {
+		sh := &s.Shapes[i]
+		at := sh.Pos
+		if prev, dup := names[sh.Name]; dup {
+			d.errorAt(at, "shapes[%d]: shape name %q repeated (first at line %d)", i, sh.Name, prev)
+		}
+		names[sh.Name] = sh.Pos.Line
+		switch {
+		case sh.Capacity == 0:
+			sh.Capacity = max(largest, gateMax)
+		case sh.Capacity < largest:
+			d.errorAt(at, "shapes[%d] (%s): capacity %d is below the largest nkv %d of the axes", i, sh.Name, sh.Capacity, largest)
+		}
+		if b := sh.KVBytes(); b > maxKVBytes {
+			d.errorAt(at, "shapes[%d] (%s): K and V take %.1f TiB (2 × batch %d × capacity %d × kv_heads %d × head_dim %d × %s); ktune refuses more than 1 TiB",
+				i, sh.Name, b/maxKVBytes, sh.Batch, sh.Capacity, sh.KVHeads, sh.HeadDim, sh.KVDtype)
+		}
+	}
+}
+
+// isPath tells a user kernel path from a built-in name.
+func isPath(k string) bool {
+	return strings.ContainsAny(k, `/\`) || strings.HasSuffix(k, ".cu") || strings.HasSuffix(k, ".cuh")
+}
+
+func (d *decoder) kernels(s *Spec, w *where, kernels variants.Set) {
+	for i := range s.Variants {
+		v, vn := &s.Variants[i], w.variants[i]
+		where := fmt.Sprintf("variants[%d] (%s)", i, v.Name)
+		if isPath(v.Kernel) {
+			p := v.Kernel
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(s.Dir, p)
+			}
+			switch fi, err := os.Stat(p); {
+			case err != nil:
+				d.errorf(vn.kernel, "%s: kernel file %s not found (a path resolves against the spec's directory)", where, p)
+			case !fi.Mode().IsRegular():
+				d.errorf(vn.kernel, "%s: kernel %s is not a regular file", where, p)
+			}
+			v.Path = p
+			continue
+		}
+		k, ok := kernels.Lookup(v.Kernel)
+		if !ok {
+			known := "none are registered"
+			if names := kernels.Names(); len(names) > 0 {
+				known = "built-ins: " + strings.Join(names, ", ")
+			}
+			d.errorf(vn.kernel, "%s: unknown built-in kernel %q (%s; a user kernel is a path to a .cu file)", where, v.Kernel, known)
+			continue
+		}
+		v.Builtin = k
+		for _, name := range v.DefineOrder {
+			def, ok := k.Define(name)
+			if !ok {
+				if name != Splits {
+					d.errorf(vn.defKeys[name], "%s: kernel %s takes no define %s (it takes %s)", where, k.Name, name, declared(k))
+				}
+				continue
+			}
+			// A value written for this variant alone is a mistake when the
+			// kernel refuses it; a global axis value is a skip instead.
+			for j, val := range v.Defines[name] {
+				if err := def.CheckValue(val); err != nil {
+					d.errorf(vn.defines[name][j], "%s: kernel %s: %v", where, k.Name, err)
+				}
+			}
+		}
+	}
+}
+
+func declared(k *variants.Kernel) string {
+	names := []string{Splits}
+	for _, def := range k.Defines {
+		if def.Name != Splits {
+			names = append(names, def.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func (d *decoder) references(s *Spec, w *where) {
+	first := map[string]int{}
+	var names []string
+	for i, v := range s.Variants {
+		if prev, dup := first[v.Name]; dup {
+			d.errorf(w.variants[i].name, "variants[%d]: variant name %q repeated (first at line %d)", i, v.Name, prev)
+			continue
+		}
+		first[v.Name] = pos(w.variants[i].name).Line
+		names = append(names, v.Name)
+	}
+	index := map[string]int{}
+	for i, v := range s.Variants {
+		if _, ok := index[v.Name]; !ok {
+			index[v.Name] = i
+		}
+	}
+	for i, v := range s.Variants {
+		at := w.variants[i].bitwise
+		switch _, ok := index[v.BitwiseWith]; {
+		case v.BitwiseWith == "":
+		case v.BitwiseWith == v.Name:
+			d.errorf(at, "variants[%d] (%s): bitwise_with names the variant itself", i, v.Name)
+		case !ok:
+			d.errorf(at, "variants[%d] (%s): bitwise_with: unknown variant %q (variants: %s)", i, v.Name, v.BitwiseWith, strings.Join(names, ", "))
+		}
+	}
+	// A cycle (a → b → a) leaves no variant to compare against; report it
+	// once, at its first variant in file order.
+	for i, v := range s.Variants {
+		chain := []string{v.Name}
+		for j := i; ; {
+			next, ok := index[s.Variants[j].BitwiseWith]
+			if !ok || next == j || len(chain) > len(s.Variants) {
+				break
+			}
+			chain = append(chain, s.Variants[next].Name)
+			if next == i {
+				d.errorf(w.variants[i].bitwise, "variants[%d] (%s): bitwise_with cycle %s: a bitwise class needs a variant outside it to compare against",
+					i, v.Name, strings.Join(chain, " → "))
+				break
+			}
+			if next < i {
+				break
+			}
+			j = next
+		}
+	}
+}
+
+func (d *decoder) geometry(s *Spec, w *where) {
+	for i := range s.Variants {
+		v, vn := &s.Variants[i], w.variants[i]
+		axes := s.DefineAxes(v)
+		check := func(src string, n *yaml.Node, key string) {
+			e, err := expr.Parse(src)
+			if err != nil {
+				ee := err.(*expr.Error)
+				p := exprPos(n)
+				p.Col += ee.Col - 1
+				d.errorAt(p, "variants[%d] (%s).%s: %s", i, v.Name, key, ee.Msg)
+				return
+			}
+			for _, sym := range e.Symbols() {
+				if contains(Symbols, sym) || sym == "HEAD_DIM" || sym == "KV_F16" {
+					continue
+				}
+				ax := slices.IndexFunc(axes, func(a Axis) bool { return a.Name == sym })
+				if ax < 0 {
+					d.errorf(n, "variants[%d] (%s).%s: unknown symbol %q in %q (symbols: %s, and the variant's defines)",
+						i, v.Name, key, sym, src, strings.Join(Symbols, ", "))
+					continue
+				}
+				for _, val := range axes[ax].Values {
+					if _, err := strconv.Atoi(val); err != nil {
+						d.errorf(n, "variants[%d] (%s).%s: define %s=%s is not an integer", i, v.Name, key, sym, val)
+					}
+				}
+			}
+		}
+		for j, src := range v.Grid {
+			check(src, vn.grid[j], fmt.Sprintf("grid[%d]", j))
+		}
+		for j, src := range v.Block {
+			check(src, vn.block[j], fmt.Sprintf("block[%d]", j))
+		}
+		if v.Shared != "" {
+			check(v.Shared, vn.shared, "shared")
+		}
+	}
+}
+
+func (d *decoder) landedRefs(s *Spec, w *where) {
+	l := s.Landed
+	if w.landedVariant == nil || l.Variant == "" {
+		return
+	}
+	v := s.Variant(l.Variant)
+	if v == nil {
+		d.errorf(w.landedVariant, "landed: unknown variant %q", l.Variant)
+		return
+	}
+	axes := s.DefineAxes(v)
+	for name, val := range l.Defines {
+		at := w.landedDefines[name]
+		i := slices.IndexFunc(axes, func(a Axis) bool { return a.Name == name })
+		if i < 0 {
+			d.errorf(at, "landed.defines.%s: variant %s takes no define %s", name, v.Name, name)
+			continue
+		}
+		if !contains(axes[i].Values, val) {
+			d.errorf(at, "landed.defines.%s: %s is not among the values swept for %s (%s): the landed configuration must be a point of the plan",
+				name, val, v.Name, strings.Join(axes[i].Values, ", "))
+		}
+	}
+}
+
+// coverage checks that every variant has a value for each define it needs,
+// that a built-in can run at least one combination, and that the sweep has
+// a sane size.
+func (d *decoder) coverage(s *Spec, w *where) {
+	nkv := len(s.NKVs())
+	total := 0.0
+	for i := range s.Variants {
+		v, vn := &s.Variants[i], w.variants[i]
+		where := fmt.Sprintf("variants[%d] (%s)", i, v.Name)
+		axes := s.DefineAxes(v)
+		has := func(name string) bool {
+			return slices.ContainsFunc(axes, func(a Axis) bool { return a.Name == name })
+		}
+		if !has(Splits) {
+			d.errorf(vn.node, "%s: no value for SPLITS: add an axis SPLITS or defines: {SPLITS: …} to the variant", where)
+		}
+		if v.Builtin != nil {
+			for _, def := range v.Builtin.Defines {
+				if !has(def.Name) {
+					d.errorf(vn.node, "%s: kernel %s needs a value for %s (%s): add it to the axes or the variant's defines", where, v.Builtin.Name, def.Name, def.Doc)
+				}
+			}
+		}
+		combos := 1.0
+		for _, ax := range axes {
+			combos *= float64(len(ax.Values))
+		}
+		total += combos * float64(len(s.Shapes)) * float64(nkv)
+	}
+	if total > maxPoints {
+		d.errorf(w.root, "the sweep has %.0f points; ktune refuses more than %d (check the axes)", math.Min(total, 1e18), maxPoints)
+	}
+	if len(d.errs) > 0 {
+		return
+	}
+	for i := range s.Variants {
+		v := &s.Variants[i]
+		if v.Builtin == nil {
+			continue
+		}
+		axes := s.DefineAxes(v)
+		var first error
+		ok := false
+		for j := range s.Shapes {
+			sh := &s.Shapes[j]
+			Combinations(axes, func(vals []string) bool {
+				err := v.Builtin.Accepts(sh.Results(), sh.Defines(axes, vals))
+				if err == nil {
+					ok = true
+				} else if first == nil {
+					first = err
+				}
+				return !ok
+			})
+			if ok {
+				break
+			}
+		}
+		if !ok {
+			d.errorf(w.variants[i].kernel, "variants[%d] (%s): kernel %s cannot run any point of this sweep: %v", i, v.Name, v.Builtin.Name, first)
+		}
+	}
+}

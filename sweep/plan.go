@@ -1,0 +1,540 @@
+package sweep
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+
+	"github.com/ktune/ktune/internal/expr"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/kernels"
+)
+
+// A Plan is a spec expanded into points, in the order they run.
+type Plan struct {
+	Spec    *spec.Spec
+	Points  []*Point
+	Skipped []Skip
+	// Warnings are choices the plan accepts but that will not do what the
+	// user probably wants (a grid that reads nkv, a bitwise kernel gated in
+	// the tolerance class).
+	Warnings []string
+}
+
+// A Skip is a combination of a variant's defines and a shape that its
+// kernel cannot run, with the kernel's reason. Skips are reported, not
+// errors: a sweep space usually holds a few combinations that one kernel
+// of several forbids.
+type Skip struct {
+	Variant string
+	Shape   string
+	Defines []results.Define // sorted by name
+	Reason  string
+}
+
+// compileFlags are the NVRTC options of every point besides -D and -arch:
+// -lineinfo so that profiles map SASS to source lines, --std=c++17 for the
+// kernels' constexpr functions.
+func compileFlags() []string { return []string{"-lineinfo", "--std=c++17"} }
+
+// abiGrid and abiBlock are the ABI's default partial launch, used by user
+// kernels that give no geometry: one warp per (split, head, sequence).
+var (
+	abiGrid  = []string{spec.Splits, "heads", "batch"}
+	abiBlock = []string{"32"}
+)
+
+// Build expands a spec into its plan for the given GPU architecture
+// (e.g. "sm_90"), reading built-in kernel sources from package kernels.
+//
+// Points come in a fixed order: shapes (file order) × variants (file order)
+// × define combinations (the variant's axes in file order, the first
+// varying slowest, values in file order) × nkv (ascending).
+//
+// Point.Hash is the first 16 hex digits of a SHA-256 over a canonical,
+// length-prefixed encoding of everything that determines a record: the
+// kernel source and every header offered to it, the entry points, the
+// defines, the shape (capacity included) with its label and the variant's
+// name (a record carries both, so a record found by hash has the labels
+// the plan expects), nkv, the partial and combine geometry, the compile
+// flags, the architecture, the gate settings (lengths, seed, tolerances),
+// the numerics class with the twin's GateKey, the measure settings and the
+// probes. Point.GateKey is the same without nkv, the measure settings and
+// the probes: the gates of points that share it run once. The Landed mark
+// is derived from the spec on every run and is not hashed.
+func Build(s *spec.Spec, arch string) (*Plan, error) { return BuildFrom(s, arch, kernels.FS) }
+
+// BuildFrom is Build reading built-in kernel sources and headers from files
+// (a test passes its own).
+func BuildFrom(s *spec.Spec, arch string, files fs.FS) (*Plan, error) {
+	b := &builder{s: s, arch: arch, files: files, text: map[string]string{}, memo: map[string]*Point{}}
+	if err := b.loadHeaders(); err != nil {
+		return nil, err
+	}
+	p := &Plan{Spec: s}
+	b.warn(p)
+	nkvs := s.NKVs()
+	for i := range s.Shapes {
+		sh := &s.Shapes[i]
+		for j := range s.Variants {
+			v := &s.Variants[j]
+			axes := s.DefineAxes(v)
+			var err error
+			spec.Combinations(axes, func(vals []string) bool {
+				defs := sh.Defines(axes, vals)
+				if reason := b.refuse(v, sh, defs); reason != "" {
+					p.Skipped = append(p.Skipped, Skip{Variant: v.Name, Shape: sh.Name, Defines: sorted(defs, false), Reason: reason})
+					return true
+				}
+				for _, nkv := range nkvs {
+					var pt *Point
+					if pt, err = b.point(v, sh, defs, nkv); err != nil {
+						return false
+					}
+					pt.Index = len(p.Points)
+					p.Points = append(p.Points, pt)
+				}
+				return true
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+type builder struct {
+	s     *spec.Spec
+	arch  string
+	files fs.FS
+	// headers is every *.cuh of files, shared read-only by the Source of
+	// every point: a kernel may include any of them.
+	headers map[string]string
+	text    map[string]string // kernel source by variant name
+	memo    map[string]*Point // by identity, so a twin is built once
+}
+
+func (b *builder) loadHeaders() error {
+	names, err := fs.Glob(b.files, "*.cuh")
+	if err != nil {
+		return fmt.Errorf("listing kernel headers: %w", err)
+	}
+	b.headers = make(map[string]string, len(names))
+	for _, n := range names {
+		data, err := fs.ReadFile(b.files, n)
+		if err != nil {
+			return fmt.Errorf("reading kernel header %s: %w", n, err)
+		}
+		b.headers[n] = string(data)
+	}
+	return nil
+}
+
+func (b *builder) warn(p *Plan) {
+	for _, v := range b.s.Variants {
+		var reads []string
+		for _, e := range append(append(append([]string{}, v.Grid...), v.Block...), v.Shared) {
+			if x, err := expr.Parse(e); err == nil && contains(x.Symbols(), spec.NKV) {
+				reads = append(reads, e)
+			}
+		}
+		if len(reads) > 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: geometry reads nkv (%s): a captured CUDA graph cannot replay it, so its replay gate will fail",
+				v.Name, strings.Join(reads, ", ")))
+		}
+		if k := v.Builtin; k != nil && k.Twin != "" && v.BitwiseWith == "" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: kernel %s is byte-identical to %s by design, but the spec gates it in the tolerance class (add bitwise_with)",
+				v.Name, k.Name, k.Twin))
+		}
+	}
+}
+
+// refuse returns why the variant's kernel (or its bitwise twin) cannot run
+// the combination, or "" when it can.
+func (b *builder) refuse(v *spec.Variant, sh *spec.Shape, defs map[string]string) string {
+	if v.Builtin != nil {
+		if err := v.Builtin.Accepts(sh.Results(), defs); err != nil {
+			return err.Error()
+		}
+	}
+	if v.BitwiseWith == "" {
+		return ""
+	}
+	tv, tdefs := b.twinDefines(v, sh, defs)
+	if reason := b.refuse(tv, sh, tdefs); reason != "" {
+		return fmt.Sprintf("bitwise twin %s (%s) cannot run: %s", tv.Name, defineList(sorted(tdefs, false)), reason)
+	}
+	return ""
+}
+
+// twinDefines resolves the defines of v's bitwise twin at a combination:
+// each define the twin takes keeps the candidate's value when the
+// candidate has that define (SPLITS always), else the twin's first value.
+// The twin need not be a point of the plan.
+func (b *builder) twinDefines(v *spec.Variant, sh *spec.Shape, defs map[string]string) (*spec.Variant, map[string]string) {
+	tv := b.s.Variant(v.BitwiseWith)
+	axes := b.s.DefineAxes(tv)
+	vals := make([]string, len(axes))
+	for i, ax := range axes {
+		vals[i] = ax.Values[0]
+		if val, ok := defs[ax.Name]; ok {
+			vals[i] = val
+		}
+	}
+	return tv, sh.Defines(axes, vals)
+}
+
+// point builds (or finds) the point of variant v at one shape, define
+// combination and nkv, with its twin.
+func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int) (*Point, error) {
+	defines := sorted(defs, true)
+	id := fmt.Sprintf("%s\x00%s\x00%s\x00%d", v.Name, sh.Name, defineList(defines), nkv)
+	if pt, ok := b.memo[id]; ok {
+		return pt, nil
+	}
+	src, err := b.source(v)
+	if err != nil {
+		return nil, err
+	}
+	splits, _ := strconv.Atoi(defs[spec.Splits])
+	cfg := results.Config{
+		Spec: b.s.Name, Variant: v.Name, Kernel: v.Kernel, Defines: defines,
+		Shape: sh.Results(), NKV: nkv, Splits: splits,
+		CombineGrid:  [3]int{sh.Heads, sh.Batch, 1},
+		CombineBlock: [3]int{sh.HeadDim, 1, 1},
+		BitwiseWith:  v.BitwiseWith,
+	}
+	if err := b.geometry(v, sh, defs, nkv, &cfg); err != nil {
+		return nil, err
+	}
+	g, m := b.s.Gates, b.s.Measure
+	pt := &Point{
+		Index: -1, Config: cfg, Source: src, Flags: compileFlags(),
+		GateNKV: gateNKV(g.NKV, splits, sh.Capacity), Seed: g.Seed,
+		Tol: Tolerance{MaxAbs: g.MaxAbs, MaxRel: g.MaxRel, NMSE: g.NMSE},
+		Measure: Measure{Warmup: m.Warmup, MinSamples: m.MinSamples, MaxSamples: m.MaxSamples, MaxNoise: m.MaxNoise,
+			BudgetSec: m.BudgetSec, HotBatch: m.HotBatch, TimeoutSec: m.TimeoutSec},
+		Landed: b.landed(v, defs),
+	}
+	for _, name := range b.s.Probes {
+		pt.Probes = append(pt.Probes, results.Probe(name))
+	}
+	if v.BitwiseWith != "" {
+		tv, tdefs := b.twinDefines(v, sh, defs)
+		if pt.Twin, err = b.point(tv, sh, tdefs, nkv); err != nil {
+			return nil, err
+		}
+	}
+	pt.GateKey, pt.Hash = b.keys(pt)
+	b.memo[id] = pt
+	return pt, nil
+}
+
+func (b *builder) source(v *spec.Variant) (Source, error) {
+	src := Source{Headers: b.headers, Partial: "attn_partial", Combine: "attn_combine"}
+	var name string
+	var read func() ([]byte, error)
+	if k := v.Builtin; k != nil {
+		name, read = k.File, func() ([]byte, error) { return fs.ReadFile(b.files, k.File) }
+		if k.Partial != "" {
+			src.Partial = k.Partial
+		}
+		if k.Combine != "" {
+			src.Combine = k.Combine
+		}
+	} else {
+		name, read = filepath.Base(v.Path), func() ([]byte, error) { return os.ReadFile(v.Path) }
+	}
+	src.Name = name
+	text, ok := b.text[v.Name]
+	if !ok {
+		data, err := read()
+		if err != nil {
+			return Source{}, fmt.Errorf("reading the source of variant %s: %w", v.Name, err)
+		}
+		text = string(data)
+		b.text[v.Name] = text
+	}
+	src.Text = text
+	return src, nil
+}
+
+// geometry evaluates the partial launch of a point: the variant's
+// overrides, else its built-in's geometry, else the ABI default.
+func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) error {
+	env := expr.Env{"heads": int64(sh.Heads), "kv_heads": int64(sh.KVHeads), "head_dim": int64(sh.HeadDim),
+		"batch": int64(sh.Batch), "group": int64(sh.Heads / sh.KVHeads), "capacity": int64(sh.Capacity), spec.NKV: int64(nkv)}
+	for name, val := range defs {
+		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
+			env[name] = n
+		}
+	}
+	grid, block, shared := v.Grid, v.Block, v.Shared
+	if k := v.Builtin; k != nil {
+		if len(grid) == 0 && k.Grid != [3]string{} {
+			grid = k.Grid[:]
+		}
+		if len(block) == 0 && k.Block != [3]string{} {
+			block = k.Block[:]
+		}
+		if shared == "" {
+			shared = k.Shared
+		}
+	}
+	if len(grid) == 0 {
+		grid = abiGrid
+	}
+	if len(block) == 0 {
+		block = abiBlock
+	}
+	eval := func(what, src string, lowest int64) (int, error) {
+		if src == "" {
+			src = strconv.FormatInt(lowest, 10)
+		}
+		x, err := expr.Parse(src)
+		var n int64
+		if err == nil {
+			n, err = x.Eval(env)
+		}
+		if err == nil && (n < lowest || n > 1<<31-1) {
+			err = fmt.Errorf("%d is outside %d..%d", n, lowest, 1<<31-1)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s:%d:%d: variant %s, shape %s, %s, nkv %d: %s %q: %w",
+				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, sh.Name, defineList(sorted(defs, false)), nkv, what, src, err)
+		}
+		return int(n), nil
+	}
+	var err error
+	for i := range 3 {
+		cfg.Grid[i], cfg.Block[i] = 1, 1
+		if i < len(grid) {
+			if cfg.Grid[i], err = eval(fmt.Sprintf("grid[%d]", i), grid[i], 1); err != nil {
+				return err
+			}
+		}
+		if i < len(block) {
+			if cfg.Block[i], err = eval(fmt.Sprintf("block[%d]", i), block[i], 1); err != nil {
+				return err
+			}
+		}
+	}
+	cfg.SharedBytes, err = eval("shared", shared, 0)
+	return err
+}
+
+func (b *builder) landed(v *spec.Variant, defs map[string]string) bool {
+	l := b.s.Landed
+	if l.Variant != v.Name {
+		return false
+	}
+	for name, val := range l.Defines {
+		if defs[name] != val {
+			return false
+		}
+	}
+	return true
+}
+
+// gateNKV returns the context lengths a point's gates run at: the spec's
+// gate lengths plus the lengths where a split's row range changes shape.
+// With chunk = ceil(nkv/SPLITS), nkv = k·SPLITS gives every split exactly k
+// rows, k·SPLITS+1 grows the chunk by one and leaves the tail splits idle,
+// and k·SPLITS−1 leaves the last split one row short; k = 1, 2 covers the
+// first two chunk sizes, and SPLITS·c ± 1 with c = ceil(max gate/SPLITS)
+// repeats the test around the longest gated length. Below SPLITS (SPLITS/2
+// and SPLITS−1) most splits get no row at all, which is where the idle-split
+// path (max −inf, sum 0) shows. Lengths above the capacity are dropped.
+func gateNKV(gates []int, splits, capacity int) []int {
+	set := map[int]bool{}
+	add := func(n int) {
+		if n >= 1 && n <= capacity {
+			set[n] = true
+		}
+	}
+	most := 0
+	for _, n := range gates {
+		add(n)
+		most = max(most, n)
+	}
+	if splits >= 1 {
+		for k := 1; k <= 2; k++ {
+			add(k*splits - 1)
+			add(k * splits)
+			add(k*splits + 1)
+		}
+		c := (most + splits - 1) / splits
+		add(splits*c - 1)
+		add(splits*c + 1)
+		add(splits / 2)
+		add(splits - 1)
+	}
+	out := make([]int, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// keys computes the point's GateKey and Hash (see Build).
+func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
+	h := sha256.New()
+	field := func(name, value string) { fmt.Fprintf(h, "%s %d\n%s\n", name, len(value), value) }
+	num := func(name string, x float64) { field(name, strconv.FormatFloat(x, 'g', -1, 64)) }
+	c, s := &pt.Config, &pt.Source
+	field("format", "ktune point v1")
+	field("variant", c.Variant)
+	field("source", s.Name)
+	field("text", s.Text)
+	names := make([]string, 0, len(s.Headers))
+	for n := range s.Headers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		field("header", n)
+		field("header-text", s.Headers[n])
+	}
+	field("entry", s.Partial+" "+s.Combine)
+	for _, d := range c.Defines {
+		field("define", d.Name+"="+d.Value)
+	}
+	sh := c.Shape
+	field("shape", fmt.Sprintf("%s %d %d %d %s %d %d", sh.Name, sh.Heads, sh.KVHeads, sh.HeadDim, sh.KVDtype, sh.Batch, sh.Capacity))
+	field("geometry", fmt.Sprint(c.Grid, c.Block, c.SharedBytes, c.CombineGrid, c.CombineBlock))
+	field("flags", strings.Join(pt.Flags, " "))
+	field("arch", b.arch)
+	field("gate-nkv", fmt.Sprint(pt.GateNKV))
+	field("seed", strconv.FormatUint(pt.Seed, 10))
+	num("max-abs", pt.Tol.MaxAbs)
+	num("max-rel", pt.Tol.MaxRel)
+	num("nmse", pt.Tol.NMSE)
+	field("bitwise-with", c.BitwiseWith)
+	if pt.Twin != nil {
+		field("twin", pt.Twin.GateKey)
+	}
+	gateKey = digest(h)
+	field("nkv", strconv.Itoa(c.NKV))
+	m := pt.Measure
+	for _, x := range []float64{float64(m.Warmup), float64(m.MinSamples), float64(m.MaxSamples), m.MaxNoise,
+		m.BudgetSec, float64(m.HotBatch), m.TimeoutSec} {
+		num("measure", x)
+	}
+	for _, p := range pt.Probes {
+		field("probe", string(p))
+	}
+	return gateKey, digest(h)
+}
+
+// digest returns the first 16 hex digits of the hash so far; h stays
+// usable, so the Hash extends the GateKey's encoding.
+func digest(h hash.Hash) string {
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// sorted returns the defines sorted by name, without HEAD_DIM and KV_F16
+// unless all is set (the shape already says them).
+func sorted(defs map[string]string, all bool) []results.Define {
+	out := make([]results.Define, 0, len(defs))
+	for n, v := range defs {
+		if all || (n != "HEAD_DIM" && n != "KV_F16") {
+			out = append(out, results.Define{Name: n, Value: v})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func defineList(ds []results.Define) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Name + "=" + d.Value
+	}
+	return strings.Join(parts, " ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteTable prints the plan: one row per point, then the counts, the
+// skipped combinations with their reasons and the warnings. HEAD_DIM and
+// KV_F16 are left out of the defines column: the shape column says them.
+func (p *Plan) WriteTable(w io.Writer) error {
+	t := tablewriter.NewTable(w)
+	t.Header("#", "variant", "shape", "defines", "nkv", "grid", "block", "numerics", "landed", "hash")
+	dims := func(d [3]int) string { return fmt.Sprintf("%d×%d×%d", d[0], d[1], d[2]) }
+	for _, pt := range p.Points {
+		c := &pt.Config
+		numerics := "tolerance"
+		if c.BitwiseWith != "" {
+			numerics = "bitwise_with " + c.BitwiseWith
+		}
+		landed := ""
+		if pt.Landed {
+			landed = "yes"
+		}
+		var ds []results.Define
+		for _, d := range c.Defines {
+			if d.Name != "HEAD_DIM" && d.Name != "KV_F16" {
+				ds = append(ds, d)
+			}
+		}
+		if err := t.Append(strconv.Itoa(pt.Index), c.Variant, c.Shape.Name, defineList(ds), strconv.Itoa(c.NKV),
+			dims(c.Grid), dims(c.Block), numerics, landed, pt.Hash[:8]); err != nil {
+			return fmt.Errorf("writing the plan table: %w", err)
+		}
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("writing the plan table: %w", err)
+	}
+	perVariant := map[string]int{}
+	keys := map[string]bool{}
+	for _, pt := range p.Points {
+		perVariant[pt.Config.Variant]++
+		keys[pt.GateKey] = true
+	}
+	var counts []string
+	if p.Spec != nil {
+		for _, v := range p.Spec.Variants {
+			counts = append(counts, fmt.Sprintf("%s %d", v.Name, perVariant[v.Name]))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\npoints: %d (%s)\n", len(p.Points), strings.Join(counts, ", "))
+	fmt.Fprintf(&b, "compiled kernels: %d (distinct gate keys: one compile and one set of gates each)\n", len(keys))
+	if len(p.Skipped) > 0 {
+		fmt.Fprintf(&b, "\nskipped combinations: %d\n", len(p.Skipped))
+		for _, s := range p.Skipped {
+			fmt.Fprintf(&b, "  %s at %s (%s): %s\n", s.Variant, s.Shape, defineList(s.Defines), s.Reason)
+		}
+	}
+	if len(p.Warnings) > 0 {
+		b.WriteString("\nwarnings:\n")
+		for _, wn := range p.Warnings {
+			fmt.Fprintf(&b, "  %s\n", wn)
+		}
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("writing the plan table: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,518 @@
+package sweep
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/kernels"
+	"github.com/ktune/ktune/variants"
+)
+
+// update is the package's -update flag: go test ./sweep -update rewrites
+// the golden files under testdata/ (run_test.go's included).
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// fixedFS stands in for package kernels: the golden tables must not change
+// whenever a kernel's text does (TestBuildReadsKernels covers the real
+// files; TestHashSensitivity covers source changes).
+var fixedFS = fstest.MapFS{
+	"r4.cu":       {Data: []byte("// r4\n#include \"abi.cuh\"\n")},
+	"d2.cu":       {Data: []byte("// d2\n#include \"abi.cuh\"\n")},
+	"abi.cuh":     {Data: []byte("#pragma once\n")},
+	"combine.cuh": {Data: []byte("#pragma once\n")},
+}
+
+// testKernels are two kernels shaped like the seed's R4 and D2, under
+// names of their own, with bounds that make skips easy to provoke.
+func testKernels(t testing.TB) variants.Set {
+	t.Helper()
+	only128 := func(s results.Shape, _ map[string]string) error {
+		if s.HeadDim != 128 {
+			return fmt.Errorf("head_dim %d: 32 lanes × 4 dims need head_dim 128", s.HeadDim)
+		}
+		return nil
+	}
+	grid, block := [3]string{"SPLITS", "heads", "batch"}, [3]string{"32", "1", "1"}
+	tr4 := &variants.Kernel{Name: "tr4", File: "r4.cu",
+		Defines: []variants.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 8}},
+		Grid:    grid, Block: block, Shared: "0", Class: variants.Tolerance, Check: only128}
+	td2 := &variants.Kernel{Name: "td2", File: "d2.cu",
+		Defines: []variants.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 4}},
+		Grid:    grid, Block: block, Shared: "0", Class: variants.Bitwise, Twin: "tr4", Check: only128}
+	set, err := variants.NewSet(tr4, td2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func load(t *testing.T, path string, kernels variants.Set) *spec.Spec {
+	t.Helper()
+	s, err := spec.LoadWith(path, kernels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func build(t *testing.T, path string) *Plan {
+	t.Helper()
+	p, err := BuildFrom(load(t, path, testKernels(t)), "sm_90", fixedFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func planGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", path, planDiff(string(want), got))
+	}
+}
+
+// planDiff is a line diff by longest common subsequence.
+func planDiff(a, b string) string {
+	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
+	lcs := make([][]int, len(x)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(y)+1)
+	}
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out strings.Builder
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case i < len(x) && j < len(y) && x[i] == y[j]:
+			out.WriteString("  " + x[i] + "\n")
+			i, j = i+1, j+1
+		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
+			out.WriteString("+ " + y[j] + "\n")
+			j++
+		default:
+			out.WriteString("- " + x[i] + "\n")
+			i++
+		}
+	}
+	return out.String()
+}
+
+func table(t *testing.T, p *Plan) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := p.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// TestSliceGolden plans experiments/slice.yaml against the registered
+// built-ins r4 and d2.
+func TestSliceGolden(t *testing.T) {
+	for _, name := range []string{"r4", "d2"} {
+		if _, ok := variants.Lookup(name); !ok {
+			t.Fatalf("built-in %s is not registered", name)
+		}
+	}
+	s := load(t, "../experiments/slice.yaml", variants.Builtins())
+	p, err := BuildFrom(s, "sm_90", fixedFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 SPLITS × 8 nkv for each of the two variants.
+	if len(p.Points) != 64 || len(p.Skipped) != 0 {
+		t.Errorf("%d points, %d skipped; want 64 and 0", len(p.Points), len(p.Skipped))
+	}
+	planGolden(t, "testdata/plan/slice.golden", table(t, p))
+}
+
+func TestMixedGolden(t *testing.T) {
+	planGolden(t, "testdata/plan/mixed.golden", table(t, build(t, "testdata/plan/mixed.yaml")))
+}
+
+// TestBuildReadsKernels checks Build against package kernels: the source
+// of a built-in is its file, and every header is offered.
+func TestBuildReadsKernels(t *testing.T) {
+	p, err := Build(load(t, "../experiments/slice.yaml", variants.Builtins()), "sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pt := range p.Points[:1] {
+		want, err := kernels.Read(pt.Source.Name)
+		if err != nil || pt.Source.Text != want {
+			t.Errorf("source of %s is not %s (%v)", pt.Config.Variant, pt.Source.Name, err)
+		}
+		for _, h := range []string{"abi.cuh", "combine.cuh"} {
+			if want, err := kernels.Read(h); err == nil && pt.Source.Headers[h] != want {
+				t.Errorf("header %s missing or different", h)
+			}
+		}
+	}
+}
+
+func TestOrder(t *testing.T) {
+	p := build(t, "testdata/plan/mixed.yaml")
+	var got []string
+	for i, pt := range p.Points {
+		if pt.Index != i {
+			t.Errorf("point %d has Index %d", i, pt.Index)
+		}
+		c := pt.Config
+		nr, _ := c.Define("NR")
+		got = append(got, fmt.Sprintf("%s/%s/S%d/NR%s/%d", c.Shape.Name, c.Variant, c.Splits, nr, c.NKV))
+	}
+	// Shape, then variant, then SPLITS then NR (axis file order), then nkv
+	// ascending although the file lists 2048 first. td2 takes no NR=8 (its
+	// bound is 4); at shape small, only the user kernel runs (head_dim 64).
+	want := []string{
+		"big/tr4/S16/NR4/5", "big/tr4/S16/NR4/2048", "big/tr4/S16/NR8/5", "big/tr4/S16/NR8/2048",
+		"big/tr4/S32/NR4/5", "big/tr4/S32/NR4/2048", "big/tr4/S32/NR8/5", "big/tr4/S32/NR8/2048",
+		"big/td2/S16/NR4/5", "big/td2/S16/NR4/2048", "big/td2/S32/NR4/5", "big/td2/S32/NR4/2048",
+		"big/user/S8/NR4/5", "big/user/S8/NR4/2048", "big/user/S8/NR8/5", "big/user/S8/NR8/2048",
+		"small/user/S8/NR4/5", "small/user/S8/NR4/2048", "small/user/S8/NR8/5", "small/user/S8/NR8/2048",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestDeterminism(t *testing.T) {
+	a, b := build(t, "testdata/plan/mixed.yaml"), build(t, "testdata/plan/mixed.yaml")
+	if len(a.Points) != len(b.Points) {
+		t.Fatalf("%d points, then %d", len(a.Points), len(b.Points))
+	}
+	seen := map[string]int{}
+	for i := range a.Points {
+		if a.Points[i].Hash != b.Points[i].Hash || a.Points[i].GateKey != b.Points[i].GateKey {
+			t.Errorf("point %d: hash %s then %s", i, a.Points[i].Hash, b.Points[i].Hash)
+		}
+		if j, dup := seen[a.Points[i].Hash]; dup {
+			t.Errorf("points %d and %d share hash %s", j, i, a.Points[i].Hash)
+		}
+		seen[a.Points[i].Hash] = i
+	}
+}
+
+func TestGateNKV(t *testing.T) {
+	gates := []int{1, 29, 52, 512, 1641}
+	for _, c := range []struct {
+		splits, capacity int
+		want             []int
+	}{
+		// Boundaries of SPLITS 32: 31 32 33 and 63 64 65 (k = 1, 2);
+		// c = ceil(1641/32) = 52, so 1663 and 1665; below SPLITS, 16 and 31.
+		{32, 32768, []int{1, 16, 29, 31, 32, 33, 52, 63, 64, 65, 512, 1641, 1663, 1665}},
+		// The same, cut at the capacity.
+		{32, 40, []int{1, 16, 29, 31, 32, 33}},
+		// SPLITS 1: 0 is dropped; c = 1641, so 1640 and 1642.
+		{1, 32768, []int{1, 2, 3, 29, 52, 512, 1640, 1641, 1642}},
+		// SPLITS 64: 1641 → c = 26, 1663 and 1665 again; below: 32 and 63.
+		{64, 32768, []int{1, 29, 32, 52, 63, 64, 65, 127, 128, 129, 512, 1641, 1663, 1665}},
+	} {
+		if got := gateNKV(gates, c.splits, c.capacity); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("gateNKV(SPLITS %d, capacity %d) = %v, want %v", c.splits, c.capacity, got, c.want)
+		}
+	}
+}
+
+func TestPointFields(t *testing.T) {
+	p := build(t, "testdata/plan/mixed.yaml")
+	pt := p.Points[0] // big/tr4/S16/NR4/5
+	c := pt.Config
+	wantDefs := []results.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "4"}, {Name: "SPLITS", Value: "16"}}
+	if !reflect.DeepEqual(c.Defines, wantDefs) {
+		t.Errorf("defines %v, want %v", c.Defines, wantDefs)
+	}
+	if c.Grid != [3]int{16, 28, 1} || c.Block != [3]int{32, 1, 1} || c.CombineGrid != [3]int{28, 1, 1} || c.CombineBlock != [3]int{128, 1, 1} {
+		t.Errorf("geometry %v %v %v %v", c.Grid, c.Block, c.CombineGrid, c.CombineBlock)
+	}
+	if c.Spec != "mixed" || c.Kernel != "tr4" || c.Splits != 16 || c.Shape.Capacity != 2048 || c.NKV != 5 {
+		t.Errorf("config %+v", c)
+	}
+	if pt.Source.Name != "r4.cu" || pt.Source.Partial != "attn_partial" || pt.Source.Combine != "attn_combine" || len(pt.Source.Headers) != 2 {
+		t.Errorf("source %+v", pt.Source)
+	}
+	if !reflect.DeepEqual(pt.Probes, []results.Probe{results.ProbeCold, results.ProbeGraph}) || pt.Seed != 1 || pt.Tol.MaxAbs != 2e-3 {
+		t.Errorf("probes %v seed %d tol %+v", pt.Probes, pt.Seed, pt.Tol)
+	}
+	if !reflect.DeepEqual(pt.Flags, []string{"-lineinfo", "--std=c++17"}) {
+		t.Errorf("flags %v", pt.Flags)
+	}
+	// The user kernel: grid [cdiv(nkv, 64), group, batch], block [32 *
+	// WARPS], shared WARPS * (head_dim + 4) * 4, at small (group 1, batch 2,
+	// head_dim 64, f32) and nkv 2048.
+	u := p.Points[17].Config
+	if u.Variant != "user" || u.Shape.Name != "small" || u.NKV != 2048 {
+		t.Fatalf("point 17 is %s/%s/%d", u.Variant, u.Shape.Name, u.NKV)
+	}
+	if u.Grid != [3]int{32, 1, 2} || u.Block != [3]int{64, 1, 1} || u.SharedBytes != 2*68*4 {
+		t.Errorf("user geometry %v %v %d", u.Grid, u.Block, u.SharedBytes)
+	}
+	if v, _ := u.Define("KV_F16"); v != "0" {
+		t.Errorf("f32 shape: KV_F16=%s", v)
+	}
+	if v, _ := u.Define("WARPS"); v != "2" {
+		t.Errorf("user kernel: WARPS=%s", v)
+	}
+}
+
+func TestLanded(t *testing.T) {
+	p := build(t, "testdata/plan/mixed.yaml")
+	n := 0
+	for _, pt := range p.Points {
+		want := pt.Config.Variant == "td2" && pt.Config.Splits == 16
+		if pt.Landed != want {
+			t.Errorf("point %d (%s SPLITS=%d): landed %v", pt.Index, pt.Config.Variant, pt.Config.Splits, pt.Landed)
+		}
+		if pt.Landed {
+			n++
+		}
+	}
+	if n != 2 { // SPLITS 16, NR 4, nkv 5 and 2048
+		t.Errorf("%d landed points, want 2", n)
+	}
+}
+
+func TestTwins(t *testing.T) {
+	p := build(t, "testdata/plan/mixed.yaml")
+	byKey := map[string]*Point{}
+	for _, pt := range p.Points {
+		c := pt.Config
+		nr, _ := c.Define("NR")
+		byKey[fmt.Sprintf("%s/%s/%d/%s/%d", c.Variant, c.Shape.Name, c.Splits, nr, c.NKV)] = pt
+	}
+	for _, pt := range p.Points {
+		if pt.Config.BitwiseWith == "" {
+			if pt.Twin != nil {
+				t.Errorf("tolerance point %d has a twin", pt.Index)
+			}
+			continue
+		}
+		c := pt.Config
+		nr, _ := c.Define("NR")
+		want := byKey[fmt.Sprintf("tr4/%s/%d/%s/%d", c.Shape.Name, c.Splits, nr, c.NKV)]
+		if want == nil || pt.Twin != want {
+			t.Errorf("point %d: twin %v, want the plan's own point %v", pt.Index, pt.Twin, want)
+		}
+	}
+
+	// A twin outside the plan: tr4 sweeps only NR=8, td2 only NR=4, so the
+	// twin of td2 is tr4 at NR=4 (tr4 takes NR: the candidate's value).
+	s := load(t, "testdata/plan/mixed.yaml", testKernels(t))
+	s.Variants = s.Variants[:2]
+	s.Variants[0].Defines = map[string][]string{"NR": {"8"}}
+	s.Variants[0].DefineOrder = []string{"NR"}
+	s.Variants[1].Defines = map[string][]string{"NR": {"4"}}
+	s.Variants[1].DefineOrder = []string{"NR"}
+	q, err := BuildFrom(s, "sm_90", fixedFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pt := range q.Points {
+		if pt.Config.Variant != "td2" {
+			continue
+		}
+		tw := pt.Twin
+		if tw == nil || tw.Index != -1 || tw.Config.Variant != "tr4" {
+			t.Fatalf("td2 point %d: twin %+v, want tr4 outside the plan", pt.Index, tw)
+		}
+		nr, _ := tw.Config.Define("NR")
+		if nr != "4" || tw.Config.Splits != pt.Config.Splits || tw.Config.NKV != pt.Config.NKV || tw.Config.Shape != pt.Config.Shape {
+			t.Errorf("twin %+v of %+v", tw.Config, pt.Config)
+		}
+	}
+}
+
+// TestTwinFirstValue: a define the twin takes but the candidate lacks is
+// the twin's first value.
+func TestTwinFirstValue(t *testing.T) {
+	s, err := spec.ParseWith("testdata/plan/inline.yaml", []byte(`
+name: tw
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
+axes: {nkv: [100], SPLITS: [8]}
+variants:
+  - {name: u, kernel: user.cu, defines: {WARPS: [4, 2]}}
+  - {name: c, kernel: tr4, bitwise_with: u}
+`), testKernels(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := BuildFrom(s, "sm_90", fixedFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := p.Points[len(p.Points)-1]
+	if pt.Config.Variant != "c" || pt.Twin == nil {
+		t.Fatalf("last point %+v", pt.Config)
+	}
+	if w, _ := pt.Twin.Config.Define("WARPS"); w != "4" || pt.Twin != p.Points[0] {
+		t.Errorf("twin WARPS=%s (index %d), want 4 and the plan's point 0", w, pt.Twin.Index)
+	}
+}
+
+func TestSkipReasons(t *testing.T) {
+	p := build(t, "testdata/plan/mixed.yaml")
+	var got []string
+	for _, s := range p.Skipped {
+		got = append(got, fmt.Sprintf("%s@%s[%s]: %s", s.Variant, s.Shape, defineList(s.Defines), s.Reason))
+	}
+	want := []string{
+		"td2@big[NR=8 SPLITS=16]: td2: NR=8 is above the maximum 4",
+		"td2@big[NR=8 SPLITS=32]: td2: NR=8 is above the maximum 4",
+		// SPLITS varies slowest (file order of the axes), then NR.
+		"tr4@small[NR=4 SPLITS=16]: tr4: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"tr4@small[NR=8 SPLITS=16]: tr4: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"tr4@small[NR=4 SPLITS=32]: tr4: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"tr4@small[NR=8 SPLITS=32]: tr4: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		// The bound is checked before the kernel's own Check.
+		"td2@small[NR=4 SPLITS=16]: td2: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"td2@small[NR=8 SPLITS=16]: td2: NR=8 is above the maximum 4",
+		"td2@small[NR=4 SPLITS=32]: td2: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"td2@small[NR=8 SPLITS=32]: td2: NR=8 is above the maximum 4",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("skipped:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A candidate whose twin refuses the combination is skipped with the
+	// twin's reason: the user kernel takes NR=16, its twin tr4 stops at 8.
+	s, err := spec.ParseWith("testdata/plan/inline.yaml", []byte(`
+name: tw
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
+axes: {nkv: [100], SPLITS: [8], NR: [4, 16]}
+variants:
+  - {name: r, kernel: tr4, defines: {NR: [4]}}
+  - {name: u, kernel: user.cu, bitwise_with: r}
+`), testKernels(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := BuildFrom(s, "sm_90", fixedFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Skipped) != 1 || q.Skipped[0].Reason != "bitwise twin r (NR=16 SPLITS=8) cannot run: tr4: NR=16 is above the maximum 8" {
+		t.Errorf("skipped %+v", q.Skipped)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	p := build(t, "testdata/plan/mixed.yaml")
+	want := []string{"variant user: geometry reads nkv (cdiv(nkv, 64)): a captured CUDA graph cannot replay it, so its replay gate will fail"}
+	if !reflect.DeepEqual(p.Warnings, want) {
+		t.Errorf("warnings %q, want %q", p.Warnings, want)
+	}
+}
+
+func TestGeometryError(t *testing.T) {
+	s, err := spec.ParseWith("testdata/plan/inline.yaml", []byte(`
+name: g
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
+axes: {nkv: [100], SPLITS: [8]}
+variants:
+  - {name: u, kernel: user.cu, defines: {WARPS: [3, 2]}, block: [64 / (WARPS - 3)]}
+`), testKernels(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = BuildFrom(s, "sm_90", fixedFS)
+	want := `testdata/plan/inline.yaml:6:5: variant u, shape s, SPLITS=8 WARPS=3, nkv 100: block[0] "64 / (WARPS - 3)": col 4: division by zero`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v\nwant    %s", err, want)
+	}
+	s.Variants[0].Block = []string{"WARPS - 2"} // 0 at WARPS=2
+	_, err = BuildFrom(s, "sm_90", fixedFS)
+	if err == nil || !strings.Contains(err.Error(), `block[0] "WARPS - 2": 0 is outside 1..2147483647`) {
+		t.Errorf("error %v, want a launch dimension below 1 refused", err)
+	}
+}
+
+// TestHashSensitivity changes one input at a time and checks which keys
+// move: every input moves Hash; nkv, the measure settings and the probes
+// leave GateKey alone.
+func TestHashSensitivity(t *testing.T) {
+	base := build(t, "testdata/plan/mixed.yaml").Points[8] // td2, with a twin
+	if base.Twin == nil {
+		t.Fatal("point 8 has no twin")
+	}
+	b := &builder{arch: "sm_90"}
+	clone := func() *Point {
+		c := *base
+		c.Config.Defines = append([]results.Define(nil), base.Config.Defines...)
+		c.Source.Headers = map[string]string{}
+		for k, v := range base.Source.Headers {
+			c.Source.Headers[k] = v
+		}
+		c.Flags = append([]string(nil), base.Flags...)
+		c.GateNKV = append([]int(nil), base.GateNKV...)
+		c.Probes = append([]results.Probe(nil), base.Probes...)
+		tw := *base.Twin
+		c.Twin = &tw
+		return &c
+	}
+	g0, h0 := b.keys(base)
+	if g0 != base.GateKey || h0 != base.Hash {
+		t.Fatalf("keys not reproducible: %s %s vs %s %s", g0, h0, base.GateKey, base.Hash)
+	}
+	for _, c := range []struct {
+		name     string
+		change   func(p *Point, b *builder)
+		gateMove bool
+	}{
+		{"source byte", func(p *Point, _ *builder) { p.Source.Text += " " }, true},
+		{"header byte", func(p *Point, _ *builder) { p.Source.Headers["abi.cuh"] += " " }, true},
+		{"source name", func(p *Point, _ *builder) { p.Source.Name = "r5.cu" }, true},
+		{"define", func(p *Point, _ *builder) { p.Config.Defines[2].Value = "2" }, true},
+		{"flag", func(p *Point, _ *builder) { p.Flags[0] = "-G" }, true},
+		{"arch", func(_ *Point, b *builder) { b.arch = "sm_100" }, true},
+		{"capacity", func(p *Point, _ *builder) { p.Config.Shape.Capacity++ }, true},
+		{"grid", func(p *Point, _ *builder) { p.Config.Grid[0]++ }, true},
+		{"block", func(p *Point, _ *builder) { p.Config.Block[0] = 64 }, true},
+		{"shared", func(p *Point, _ *builder) { p.Config.SharedBytes = 16 }, true},
+		{"gate nkv", func(p *Point, _ *builder) { p.GateNKV = append(p.GateNKV, 7) }, true},
+		{"seed", func(p *Point, _ *builder) { p.Seed++ }, true},
+		{"tolerance", func(p *Point, _ *builder) { p.Tol.NMSE = 1e-7 }, true},
+		{"numerics class", func(p *Point, _ *builder) { p.Config.BitwiseWith = "" }, true},
+		{"twin", func(p *Point, _ *builder) { p.Twin.GateKey = "0000000000000000" }, true},
+		{"nkv", func(p *Point, _ *builder) { p.Config.NKV++ }, false},
+		{"measure", func(p *Point, _ *builder) { p.Measure.MaxNoise = 0.05 }, false},
+		{"budget", func(p *Point, _ *builder) { p.Measure.BudgetSec = 3 }, false},
+		{"probes", func(p *Point, _ *builder) { p.Probes = p.Probes[:1] }, false},
+	} {
+		p, bb := clone(), *b
+		c.change(p, &bb)
+		g, h := bb.keys(p)
+		if h == h0 {
+			t.Errorf("%s: hash unchanged", c.name)
+		}
+		if (g != g0) != c.gateMove {
+			t.Errorf("%s: gate key moved %v, want %v", c.name, g != g0, c.gateMove)
+		}
+	}
+}
