@@ -1,0 +1,139 @@
+package variants
+
+import (
+	"fmt"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// The frontier family: kernels that give one block to a whole GQA group
+// (every query head that reads one KV head), so each K/V row is read from
+// memory once per sequence rather than once per query head. On the H200's
+// 28/4-head shape the seed family reads K/V seven times over; these two aim
+// at the memory floor instead. Both share kernels/gqa_block.cuh (nkv-aware
+// split count, base-2 softmax, block merge) and the common combine.
+
+// frontierSplits is SPLITS for the group kernels (mma's default; gqa's is
+// gqaSplits). Their grid is SPLITS x
+// kv_heads x batch, a seventh of the seeds' at group 7, so a single sequence
+// needs far more splits to fill 132 SMs; the partial buffer and the combine
+// bound it at 256.
+var frontierSplits = DefineSpec{Name: "SPLITS", Default: "64", Min: 1, Max: 256,
+	Doc: "KV splits per (KV head, sequence); how many are used follows nkv (MINROWS)"}
+
+// gqaSplits is gqa's SPLITS: with 8 warps a block, 32 splits measured as
+// fast as 64 at batch 1 and faster at batch 16 (fewer partials to combine).
+var gqaSplits = DefineSpec{Name: "SPLITS", Default: "32", Min: 1, Max: 256, Doc: frontierSplits.Doc}
+
+// minrowsDefine is the smallest split worth its fixed costs.
+var minrowsDefine = DefineSpec{Name: "MINROWS", Default: "128", Min: 1, Max: 1 << 20,
+	Doc: "rows a split must get before another split is used; the rest write neutral slots"}
+
+// warpsDefine is the number of warps sharing one split (mma's default: 4
+// warps at 127 registers let 4 blocks share an SM, which batch 16 needs).
+var warpsDefine = DefineSpec{Name: "WARPS", Default: "4", Min: 1, Max: 8,
+	Doc: "warps per block; they interleave over the split and merge in shared memory"}
+
+// gqaWarps is gqa's WARPS: at 228 registers only one or two blocks fit an
+// SM, so each block brings 8 warps.
+var gqaWarps = DefineSpec{Name: "WARPS", Default: "8", Min: 1, Max: 8, Doc: warpsDefine.Doc}
+
+var (
+	groupGrid  = [3]string{"SPLITS", "kv_heads", "batch"}
+	groupBlock = [3]string{"32*WARPS", "1", "1"}
+)
+
+// gqaMaxGroup is GMAX in gqa.cu: a lane holds its dims for 8 heads, and the
+// transposed reduction packs 8 heads x 2 rows into the 16 lanes of a row.
+const gqaMaxGroup = 8
+
+// checkGroupShape is what both group kernels need of the shape: whole GQA
+// groups and head_dim 128 (gqa: 16 lanes x 8 dims; mma: 8 k-steps of 16).
+func checkGroupShape(s results.Shape) error {
+	if err := checkGQA(s); err != nil {
+		return err
+	}
+	if s.HeadDim != 128 {
+		return fmt.Errorf("head_dim %d: needs head_dim 128", s.HeadDim)
+	}
+	return nil
+}
+
+func checkGQAKernel(s results.Shape, defines map[string]string) error {
+	if err := checkGroupShape(s); err != nil {
+		return err
+	}
+	if g := s.Heads / s.KVHeads; g > gqaMaxGroup {
+		return fmt.Errorf("group %d (heads/kv_heads): at most %d query heads per KV head", g, gqaMaxGroup)
+	}
+	if s.KVDtype != "f16" && s.KVDtype != "f32" {
+		return fmt.Errorf("kv_dtype %q: needs f16 or f32", s.KVDtype)
+	}
+	nr, err := defineInt(defines, "NR", 4)
+	if err != nil {
+		return err
+	}
+	if nr%2 != 0 {
+		return fmt.Errorf("NR=%d: must be even (rows are reduced in pairs)", nr)
+	}
+	return nil
+}
+
+func checkMMAKernel(s results.Shape, defines map[string]string) error {
+	if err := checkGroupShape(s); err != nil {
+		return err
+	}
+	if s.KVDtype != "f16" {
+		return fmt.Errorf("kv_dtype %q: the tensor-core kernel takes f16 K/V only", s.KVDtype)
+	}
+	gn, err := defineInt(defines, "GN", 1)
+	if err != nil {
+		return err
+	}
+	warps, err := defineInt(defines, "WARPS", 4)
+	if err != nil {
+		return err
+	}
+	if g := s.Heads / s.KVHeads; g > 8*gn {
+		return fmt.Errorf("group %d (heads/kv_heads) exceeds 8*GN = %d: set GN=%d", g, 8*gn, (g+7)/8)
+	}
+	if warps*gn > 8 {
+		return fmt.Errorf("WARPS*GN = %d: the merge area (WARPS x 8*GN heads x 128 dims f32) must stay within 32 KiB of static shared memory (WARPS*GN <= 8)", warps*gn)
+	}
+	return nil
+}
+
+func init() {
+	register(&Kernel{
+		Name:    "gqa",
+		File:    "gqa.cu",
+		Doc:     "block per GQA group on CUDA cores: half-warp per row, lane owns 8 dims of every head, transposed score reduction",
+		Partial: "attn_partial", Combine: "attn_combine",
+		Defines: []DefineSpec{
+			gqaSplits,
+			{Name: "NR", Default: "4", Min: 2, Max: 8, Doc: "rows per half-warp per step (even): loads staged before the step's reduction"},
+			gqaWarps,
+			minrowsDefine,
+		},
+		Grid: groupGrid, Block: groupBlock, Shared: "0",
+		Class: Tolerance,
+		Check: checkGQAKernel,
+	})
+	register(&Kernel{
+		Name:    "mma",
+		File:    "mma.cu",
+		Doc:     "block per GQA group on tensor cores: mma.sync m16n8k16, S^T = K.Q^T and O^T = V^T.P^T, f16 q and weights",
+		Partial: "attn_partial", Combine: "attn_combine",
+		Defines: []DefineSpec{
+			frontierSplits,
+			{Name: "NR", Default: "1", Min: 1, Max: 4, Doc: "16-row tiles per warp step, all loaded before the first mma"},
+			warpsDefine,
+			minrowsDefine,
+			{Name: "GN", Default: "1", Min: 1, Max: 2, Doc: "8-head n-tiles: the group must fit in 8*GN"},
+			{Name: "PF", Default: "0", Max: 1, Doc: "1: the next step's loads go out before this step's mma (register double buffering); 0: load, then compute"},
+		},
+		Grid: groupGrid, Block: groupBlock, Shared: "0",
+		Class: Tolerance,
+		Check: checkMMAKernel,
+	})
+}
