@@ -34,7 +34,8 @@ type Options struct {
 	// $XDG_CACHE_HOME/ktune or ~/.cache/ktune. "off" disables the cache.
 	CacheDir string
 	// SASSDir, when set, receives a copy of every CUBIN the backend loads,
-	// named <variant>-<key>.cubin, for `cuobjdump -sass` and nvdisasm.
+	// named <variant>-<key>.cubin, and, when a CUDA disassembler is
+	// installed, its SASS listing next to it as <variant>-<key>.sass.
 	SASSDir string
 	// Log receives progress and debug lines; nil discards them.
 	Log io.Writer
@@ -59,6 +60,10 @@ type Backend struct {
 	maxThreadsPerSM int
 	env             results.Env
 	haveBW          bool
+
+	// disasm disassembles CUBINs; nil when no cuobjdump or nvdisasm is
+	// installed (Resource.LoadsBeforeChain then stays -1).
+	disasm disassembler
 
 	util *utilKernels
 	// hostFlags is mapped host memory: word 0 is the stream blocker's
@@ -87,6 +92,7 @@ func New(opts Options) (*Backend, error) {
 		log:    opts.Log,
 		loaded: map[string]*kernelPair{},
 		gates:  map[string]*gateVerdict{},
+		disasm: findDisassembler(),
 	}
 	if b.log == nil {
 		b.log = io.Discard

@@ -23,6 +23,10 @@ const headroom = 256 << 20
 type layout struct {
 	Q, K, V, Positions, Partial, Out int64
 	splits, pstr                     int
+	// elt is the size of one K/V element. Two layouts of equal byte sizes
+	// but different dtypes (f32 at capacity C, f16 at 2C) must not share a
+	// workspace: its random fill holds elements of one dtype.
+	elt int
 }
 
 // align16 rounds n up to 16 bytes: cuMemsetD32 works in 4-byte words and
@@ -68,6 +72,7 @@ func layoutOf(c *results.Config) (layout, error) {
 		Out:       align16(b * h * d * 4),
 		splits:    splits,
 		pstr:      pstr,
+		elt:       oracle.EltBytes(s.KVDtype),
 	}, nil
 }
 
@@ -114,9 +119,10 @@ func (w *workspace) free(c *cuda.Context) error {
 	return first
 }
 
-// alloc allocates every buffer of l and zero-fills K and V, so that rows
-// no gate writes hold finite values (the timed probes read them).
-func allocWorkspace(c *cuda.Context, s *cuda.Stream, l layout) (*workspace, error) {
+// allocWorkspace allocates every buffer of l and fills q, K and V with the
+// seeded random fill (fill.go) over their whole capacity, so that every row
+// a timed probe may read holds real-looking data, never zeros.
+func allocWorkspace(c *cuda.Context, l layout) (*workspace, error) {
 	w := &workspace{l: l}
 	for _, a := range []struct {
 		p *cuda.DevPtr
@@ -129,16 +135,34 @@ func allocWorkspace(c *cuda.Context, s *cuda.Stream, l layout) (*workspace, erro
 		}
 		*a.p = p
 	}
-	for _, p := range []struct {
-		p cuda.DevPtr
-		n int64
-	}{{w.k, l.K}, {w.v, l.V}} {
-		if err := c.MemsetD32Async(p.p, 0, p.n/4, s); err != nil {
+	for _, f := range w.fills() {
+		write := func(off int64, b []byte) error { return c.CopyHtoD(f.p+devOff(off), b) }
+		if err := fillBuffer(write, f.n, f.elt, f.seed, fillChunkBytes); err != nil {
 			w.free(c)
-			return nil, err
+			return nil, fmt.Errorf("filling %s with random data: %w", f.name, err)
 		}
 	}
 	return w, nil
+}
+
+// A bufferFill is one buffer's share of the random fill.
+type bufferFill struct {
+	name string
+	p    cuda.DevPtr
+	n    int64 // bytes, the whole allocation
+	elt  int
+	seed uint64
+}
+
+// fills lists the buffers the random fill covers: q (f32), K and V (the
+// KV dtype), each over its whole allocation and with its own seed, so that
+// K and V are not the same numbers.
+func (w *workspace) fills() []bufferFill {
+	return []bufferFill{
+		{"q", w.q, w.l.Q, 4, fillSeed},
+		{"K", w.k, w.l.K, w.l.elt, fillSeed + 1},
+		{"V", w.v, w.l.V, w.l.elt, fillSeed + 2},
+	}
 }
 
 // lengthsOf returns the per-sequence context lengths of a timed point.

@@ -126,29 +126,45 @@ func (r *pointRun) numericGates(ctx context.Context) ([]results.Gate, error) {
 }
 
 // upload writes q and the generated rows of K and V; rows past in.Rows keep
-// whatever they held (zeros from allocation or an earlier gate's values).
+// the workspace's random fill (or an earlier gate's inputs, random too).
 func (r *pointRun) upload(in *oracle.Inputs) error {
 	b, w, s := r.b, r.ws, r.p.Config.Shape
-	// The stream may still hold the buffers' zero fill: a synchronous copy
-	// does not order itself after work on a non-default stream.
+	// A synchronous copy does not order itself after work on a
+	// non-default stream: an earlier point's launches may still read q.
 	if err := b.stream.Synchronize(); err != nil {
 		return fmt.Errorf("waiting for the stream: %w", err)
 	}
 	if err := b.ctx.CopyHtoD(w.q, in.QBytes()); err != nil {
 		return fmt.Errorf("uploading q: %w", err)
 	}
-	rb := int64(in.RowBytes())
-	for seq := 0; seq < s.Batch; seq++ {
-		dst := int64(seq) * int64(s.Capacity) * rb
-		src := int64(seq) * int64(in.Rows) * rb
-		if err := b.ctx.CopyHtoD(w.k+devOff(dst), in.KBytes[src:src+int64(in.Rows)*rb]); err != nil {
+	for _, sp := range rowSpans(s, in.Rows, int64(in.RowBytes())) {
+		if err := b.ctx.CopyHtoD(w.k+devOff(sp.dst), in.KBytes[sp.src:sp.src+sp.n]); err != nil {
 			return fmt.Errorf("uploading K: %w", err)
 		}
-		if err := b.ctx.CopyHtoD(w.v+devOff(dst), in.VBytes[src:src+int64(in.Rows)*rb]); err != nil {
+		if err := b.ctx.CopyHtoD(w.v+devOff(sp.dst), in.VBytes[sp.src:sp.src+sp.n]); err != nil {
 			return fmt.Errorf("uploading V: %w", err)
 		}
 	}
 	return nil
+}
+
+// A span is one copy: n bytes from offset src of the oracle's K or V to
+// offset dst of the device buffer.
+type span struct{ dst, src, n int64 }
+
+// rowSpans places the oracle's rows rows of each sequence (packed, rows
+// per sequence) at the start of that sequence's capacity rows on the
+// device ([batch][capacity][kv_heads][head_dim]).
+func rowSpans(s results.Shape, rows int, rowBytes int64) []span {
+	out := make([]span, s.Batch)
+	for seq := range out {
+		out[seq] = span{
+			dst: int64(seq) * int64(s.Capacity) * rowBytes,
+			src: int64(seq) * int64(rows) * rowBytes,
+			n:   int64(rows) * rowBytes,
+		}
+	}
+	return out
 }
 
 // setPositions writes the ABI's positions for lengths.

@@ -293,6 +293,9 @@ func TestGPUBuiltinD2(t *testing.T) {
 					splits, nkv, m.Probe, m.Summary.Median/1e3, m.Summary.RelNoise, m.Summary.N, m.GBps, m.PctBW, m.ClockMHz, m.Note)
 			}
 			t.Logf("resources: %+v", rec.Resources)
+			if b.disasm != nil && rec.Resources[0].LoadsBeforeChain < 0 {
+				t.Errorf("a disassembler is installed but attn_partial has no SASS load count")
+			}
 		}
 	}
 }

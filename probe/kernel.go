@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/ktune/ktune/internal/cuda"
@@ -19,6 +18,9 @@ type kernelPair struct {
 	partial, combine *cuda.Function
 	build            *build
 	resources        []results.Resource
+	// loadsBeforeChain is the SASS count for Resource.LoadsBeforeChain of
+	// the partial entry point, -1 when no disassembler was available.
+	loadsBeforeChain int
 }
 
 // A geometry is how a pair is launched.
@@ -89,27 +91,22 @@ func (b *Backend) load(src sweep.Source, c *results.Config, flags []string) (*ke
 	}
 	b.loaded[key] = k
 	if b.opts.SASSDir != "" {
-		b.saveCUBIN(c.Variant, key, bld.cubin)
+		b.keep(c.Variant, key, ".cubin", bld.cubin)
 	}
+	b.inspect(k, c.Variant, key, names[0])
 	return k, bld, nil
 }
 
-// saveCUBIN keeps a copy for SASS inspection; failing to is only logged.
-func (b *Backend) saveCUBIN(variant, key string, cubin []byte) {
+// artefactName is <variant>-<first 16 hex digits of the key><ext>, the
+// variant name made safe for a file name.
+func artefactName(variant, key, ext string) string {
 	name := strings.Map(func(r rune) rune {
 		if r == '/' || r == os.PathSeparator || r == ' ' {
 			return '_'
 		}
 		return r
 	}, variant)
-	path := filepath.Join(b.opts.SASSDir, fmt.Sprintf("%s-%s.cubin", name, key[:16]))
-	err := os.MkdirAll(b.opts.SASSDir, 0o755)
-	if err == nil {
-		err = os.WriteFile(path, cubin, 0o644)
-	}
-	if err != nil {
-		b.logf("warning: keeping %s for SASS: %v", path, err)
-	}
+	return fmt.Sprintf("%s-%s%s", name, key[:16], ext)
 }
 
 // resources reads the compiled footprint of both entry points for the
@@ -122,7 +119,7 @@ func (b *Backend) resources(k *kernelPair, g geometry) ([]results.Resource, erro
 		threads, dyn int
 	}
 	var out []results.Resource
-	for _, e := range []entry{
+	for i, e := range []entry{
 		{k.partial, "attn_partial", threads(g.block), g.shared},
 		{k.combine, "attn_combine", threads(g.cblock), 0},
 	} {
@@ -132,6 +129,9 @@ func (b *Backend) resources(k *kernelPair, g geometry) ([]results.Resource, erro
 			}
 		}
 		r := results.Resource{Kernel: e.name, DynamicShared: e.dyn, LoadsBeforeChain: -1}
+		if i == 0 {
+			r.LoadsBeforeChain = k.loadsBeforeChain
+		}
 		var err error
 		if r.Registers, err = e.f.Attr(cuda.FuncNumRegs); err != nil {
 			return nil, fmt.Errorf("reading the registers of %s: %w", e.name, err)

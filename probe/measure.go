@@ -215,17 +215,19 @@ func (r *pointRun) timed(enqueue func() error) (ms float64, dropped bool, err er
 	return float64(t), b.blockerTimedOut(), nil
 }
 
-// coldSample times one pair after writing 2 × L2 of flush buffer, so that
+// coldSample times one pair after reading 2 × L2 of flush buffer, so that
 // no K/V line survives in L2 from the previous sample: the case of a
 // decode step whose other layers evicted this layer's cache. The flush is
-// enqueued before the blocker and is not timed. A memset (what nvbench's
-// L2 flush does too) leaves L2 full of dirty lines whose write-back then
-// overlaps the timed kernels, as the rest of a real layer's writes would;
-// for the latency-bound decode kernels that traffic is a few percent of
-// the bus at most.
+// enqueued before the blocker and is not timed. It reads rather than
+// writes: a memset flush (nvbench's) leaves L2 full of dirty lines whose
+// write-back then runs inside the timed kernels — measured on the H200 at
+// 0.5–2.6% of d2's time and 6–7 µs (about 20%) of a 36 µs tensor-core
+// kernel at nkv 32768 — which would make the cold number depend on how fast
+// the kernel is rather than on the kernel alone, and disagree with Nsight
+// Compute's --cache-control all, which flushes clean.
 func (r *pointRun) coldSample() (float64, bool, error) {
 	b := r.b
-	if err := b.ctx.MemsetD32Async(b.flush, 0, flushBytes(b.env.L2Bytes)/4, b.stream); err != nil {
+	if err := b.flushL2(); err != nil {
 		return 0, false, fmt.Errorf("flushing L2: %w", err)
 	}
 	ms, drop, err := r.timed(func() error { return b.launchPair(r.k, &r.p.Config, r.g, r.ws) })

@@ -218,9 +218,13 @@ func (b *Backend) workspaceFor(l layout, cold bool) (*workspace, error) {
 		if b.flush, err = b.ctx.Alloc(flush); err != nil {
 			return nil, &pointError{results.StatusOOM, fmt.Errorf("allocating the %s L2 flush buffer: %w", gib(flush), err)}
 		}
+		// Zeros, once: the read flush's conditional store then never fires.
+		if err = b.ctx.MemsetD32Async(b.flush, 0, flush/4, b.stream); err != nil {
+			return nil, fmt.Errorf("clearing the L2 flush buffer: %w", err)
+		}
 	}
 	if !reuse {
-		if b.ws, err = allocWorkspace(b.ctx, b.stream, l); err != nil {
+		if b.ws, err = allocWorkspace(b.ctx, l); err != nil {
 			if cuda.IsOutOfMemory(err) {
 				return nil, &pointError{results.StatusOOM, fmt.Errorf("allocating %s of buffers: %w", gib(l.Total()), err)}
 			}

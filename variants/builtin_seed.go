@@ -133,6 +133,16 @@ func init() {
 		Check: checkLaneDims,
 	})
 	register(&Kernel{
+		Name:    "d2full",
+		File:    "d2full.cu",
+		Doc:     "d2 with unguarded full windows and one guarded tail window, so the staged loads really issue together",
+		Partial: "attn_partial", Combine: "attn_combine",
+		Defines: []DefineSpec{splitsDefine, nrDefine},
+		Grid:    warpGrid, Block: warpBlock, Shared: "0",
+		Class: Bitwise, Twin: "d2",
+		Check: checkLaneDims,
+	})
+	register(&Kernel{
 		Name:    "rows",
 		File:    "rows.cu",
 		Doc:     "pre-R4 specimen: lane owns rows, runtime-indexed accumulator in local memory, 4-byte row walk",

@@ -11,6 +11,7 @@
 //
 // Usage: kcheck [-kernels DIR] [-quick] [-full FILE]
 // It exits 1 when any check fails. See README.md for the build line.
+// kcheck -time ... is the timing mode instead (ktime.cu).
 #include <cuda.h>
 #include <nvrtc.h>
 
@@ -286,7 +287,11 @@ struct Summary {
     std::string twin;
 };
 
+int time_main(int argc, char** argv);  // ktime.cu
+
 int main(int argc, char** argv) {
+    for (int i = 1; i < argc; i++)
+        if (std::string(argv[i]) == "-time") return time_main(argc, argv);
     std::string dir = "../../kernels", full_path;
     bool quick = false;
     for (int i = 1; i < argc; i++) {

@@ -1,0 +1,236 @@
+package probe
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/results"
+)
+
+// fakeBuffer is device memory on the host: what the fill's writes land in.
+type fakeBuffer struct {
+	b      []byte
+	writes int
+}
+
+func (f *fakeBuffer) write(off int64, b []byte) error {
+	f.writes++
+	copy(f.b[off:], b)
+	return nil
+}
+
+// fillLayout fills q, K and V of layout l into host buffers exactly as
+// allocWorkspace does on the device, with the given chunk size.
+func fillLayout(t *testing.T, l layout, chunk int64) map[string]*fakeBuffer {
+	t.Helper()
+	w := &workspace{l: l}
+	out := map[string]*fakeBuffer{}
+	for _, f := range w.fills() {
+		fb := &fakeBuffer{b: make([]byte, f.n)}
+		if err := fillBuffer(fb.write, f.n, f.elt, f.seed, chunk); err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		out[f.name] = fb
+	}
+	return out
+}
+
+// elementValue decodes element i of a buffer of elt-byte elements.
+func elementValue(b []byte, elt, i int) float64 {
+	if elt == 2 {
+		return oracle.F16ToF64(binary.LittleEndian.Uint16(b[2*i:]))
+	}
+	return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+}
+
+// TestFillCoversEveryRow checks the property the timed probes rely on:
+// every capacity row of every sequence of K and V, and all of q, holds
+// random values in [−1, 1), none of them left at zero, including the last
+// row, with a chunk size that cuts rows in the middle.
+func TestFillCoversEveryRow(t *testing.T) {
+	for _, dtype := range []string{"f16", "f32"} {
+		t.Run(dtype, func(t *testing.T) {
+			c := results.Config{
+				Shape:  results.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: dtype, Batch: 3, Capacity: 37},
+				Splits: 4,
+			}
+			l, err := layoutOf(&c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			elt := oracle.EltBytes(dtype)
+			rowElts := c.Shape.KVHeads * c.Shape.HeadDim
+			bufs := fillLayout(t, l, 3*int64(elt)*int64(rowElts)/2+int64(elt)) // 1.5 rows + 1 element
+			for _, name := range []string{"K", "V"} {
+				b := bufs[name].b
+				if bufs[name].writes < 2 {
+					t.Errorf("%s: %d writes; the chunk size should have forced several", name, bufs[name].writes)
+				}
+				for row := 0; row < c.Shape.Batch*c.Shape.Capacity; row++ {
+					nonzero := 0
+					for e := row * rowElts; e < (row+1)*rowElts; e++ {
+						v := elementValue(b, elt, e)
+						if !(v >= -1 && v < 1) {
+							t.Fatalf("%s row %d element %d = %v, outside [-1, 1)", name, row, e-row*rowElts, v)
+						}
+						if v != 0 {
+							nonzero++
+						}
+					}
+					// A random row of 16 values from a 2048-value grid has at
+					// most a zero or two; a row the fill skipped is all zeros.
+					if nonzero < rowElts/2 {
+						t.Errorf("%s sequence %d row %d: only %d of %d elements non-zero", name,
+							row/c.Shape.Capacity, row%c.Shape.Capacity, nonzero, rowElts)
+					}
+				}
+			}
+			if bytes.Equal(bufs["K"].b, bufs["V"].b) {
+				t.Error("K and V hold the same bytes: their seeds must differ")
+			}
+			q := bufs["q"].b
+			for i := 0; i < len(q)/4; i++ {
+				if v := elementValue(q, 4, i); !(v >= -1 && v < 1) {
+					t.Fatalf("q[%d] = %v", i, v)
+				}
+			}
+		})
+	}
+}
+
+// TestFillIndependentOfChunking: the bytes are a function of the element
+// index only, so the chunk size and the goroutine split (fillParallelMin
+// elements and up go parallel) leave them unchanged.
+func TestFillIndependentOfChunking(t *testing.T) {
+	const n = 3*fillParallelMin*2 + 48 // bytes of f16: several parallel pieces
+	var ref []byte
+	for _, chunk := range []int64{n, 1 << 20, 4096 + 2, 6} {
+		fb := &fakeBuffer{b: make([]byte, n)}
+		if err := fillBuffer(fb.write, n, 2, 7, chunk); err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref = fb.b
+			continue
+		}
+		if i := firstDiff(ref, fb.b); i >= 0 {
+			t.Errorf("chunk %d: byte %d differs from the single-chunk fill", chunk, i)
+		}
+	}
+	// Another seed gives other bytes.
+	fb := &fakeBuffer{b: make([]byte, n)}
+	if err := fillBuffer(fb.write, n, 2, 8, n); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(ref, fb.b) {
+		t.Error("seeds 7 and 8 gave the same fill")
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestFillDistribution checks that the f16 fill spreads over its whole
+// grid: a mean near 0, a variance near that of U(−1, 1) (1/3), and every
+// value an exact half.
+func TestFillDistribution(t *testing.T) {
+	const n = 1 << 16
+	var sum, sq float64
+	seen := map[uint16]bool{}
+	for i := int64(0); i < n; i++ {
+		h := fillF16(fillSeed, i)
+		v := oracle.F16ToF64(h)
+		if oracle.F32ToF16(float32(v)) != h {
+			t.Fatalf("element %d: %v does not round-trip through f16", i, v)
+		}
+		sum += v
+		sq += v * v
+		seen[h] = true
+	}
+	mean, variance := sum/n, sq/n-(sum/n)*(sum/n)
+	// Standard error of the mean: sqrt(1/3/n) ≈ 0.0023; 5 of them.
+	if math.Abs(mean) > 0.012 || math.Abs(variance-1.0/3) > 0.01 {
+		t.Errorf("mean %.4f variance %.4f, want about 0 and 1/3", mean, variance)
+	}
+	if len(seen) < 2000 {
+		t.Errorf("%d distinct values of the 2048 possible", len(seen))
+	}
+	for i := int64(0); i < 1000; i++ {
+		if f := fillF32(fillSeed, i); !(f >= -1 && f < 1) {
+			t.Fatalf("f32 element %d = %v", i, f)
+		}
+	}
+}
+
+func TestFillRejects(t *testing.T) {
+	fb := &fakeBuffer{b: make([]byte, 16)}
+	if err := fillBuffer(fb.write, 16, 3, 1, 8); err == nil {
+		t.Error("3-byte elements accepted")
+	}
+	if err := fillBuffer(fb.write, 15, 2, 1, 8); err == nil {
+		t.Error("15 bytes of 2-byte elements accepted")
+	}
+}
+
+// TestLayoutDtypeKeepsWorkspacesApart: f32 at capacity C and f16 at 2C
+// have the same byte sizes, but a workspace filled with halves must not be
+// reused as floats.
+func TestLayoutDtypeKeepsWorkspacesApart(t *testing.T) {
+	a := sevenB(1, 1024, 32)
+	a.Shape.KVDtype = "f32"
+	b := sevenB(1, 2048, 32)
+	la, _ := layoutOf(&a)
+	lb, _ := layoutOf(&b)
+	if la.K != lb.K {
+		t.Fatalf("K sizes %d and %d: the premise of the test is gone", la.K, lb.K)
+	}
+	if la == lb {
+		t.Error("f32 and f16 layouts of equal sizes compare equal: the workspace would be reused")
+	}
+}
+
+// TestGateRowsOverFill: the gates' oracle rows land at the start of each
+// sequence's capacity rows and the fill stays above them, so the timed
+// probes read oracle rows below the largest gate nkv and random rows above.
+func TestGateRowsOverFill(t *testing.T) {
+	s := results.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: "f16", Batch: 2, Capacity: 20}
+	c := results.Config{Shape: s, Splits: 4}
+	l, err := layoutOf(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := fillLayout(t, l, fillChunkBytes)["K"]
+	filled := bytes.Clone(k.b)
+	in, err := oracle.Generate(s, 7, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := int64(in.RowBytes())
+	for _, sp := range rowSpans(s, in.Rows, rb) {
+		k.write(sp.dst, in.KBytes[sp.src:sp.src+sp.n])
+	}
+	for seq := 0; seq < s.Batch; seq++ {
+		for row := 0; row < s.Capacity; row++ {
+			dev := k.b[(int64(seq*s.Capacity+row))*rb:][:rb]
+			if row < in.Rows {
+				want := in.KBytes[int64(seq*in.Rows+row)*rb:][:rb]
+				if !bytes.Equal(dev, want) {
+					t.Errorf("sequence %d row %d: not the oracle's row", seq, row)
+				}
+				continue
+			}
+			if !bytes.Equal(dev, filled[(int64(seq*s.Capacity+row))*rb:][:rb]) {
+				t.Errorf("sequence %d row %d: the fill above the gate rows was overwritten", seq, row)
+			}
+		}
+	}
+}
