@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
@@ -153,6 +154,30 @@ func Run(ctx context.Context, b Backend, plan *Plan, opts RunOptions) (sum Summa
 
 	prog := newProgress(opts.Progress, opts.IsTTY, len(todo), clock, newLabeler(points))
 	defer prog.finish()
+	// keep records the outcome of point i of todo.
+	keep := func(i int, p *Point, rec results.Record, t0 time.Time) error {
+		fill(&rec, p, env, clock, t0)
+		if err := appendRecord(w, &rec); err != nil {
+			return fmt.Errorf("recording point %s: %w", prog.label(p), err)
+		}
+		recorded[p.Hash] = rec
+		sum.Ran++
+		switch rec.Status {
+		case results.StatusOK:
+			sum.OK++
+		case results.StatusGateFailed:
+			sum.GateFailed++
+		default:
+			sum.Failed++
+		}
+		prog.end(i, p, &rec, clock().Sub(t0))
+		return nil
+	}
+	if cb, ok := b.(Concurrent); ok && cb.Slots() > 1 {
+		return sum, runConcurrent(ctx, cb, todo, prog, clock, keep, func(i int, p *Point, err error) error {
+			return backendStopped(i, len(todo), sum.Ran, prog.label(p), path, err)
+		}, interrupted)
+	}
 	for i, p := range todo {
 		if ctx.Err() != nil {
 			return sum, interrupted(false)
@@ -166,33 +191,90 @@ func Run(ctx context.Context, b Backend, plan *Plan, opts RunOptions) (sum Summa
 			return sum, interrupted(true)
 		}
 		if rerr != nil && rec.Status == "" {
-			return sum, backendStopped(i, len(todo), prog.label(p), path, rerr)
+			return sum, backendStopped(i, len(todo), i, prog.label(p), path, rerr)
 		}
-		fill(&rec, p, env, clock, t0)
-		if err := appendRecord(w, &rec); err != nil {
-			return sum, fmt.Errorf("recording point %s: %w", prog.label(p), err)
+		if err := keep(i, p, rec, t0); err != nil {
+			return sum, err
 		}
-		recorded[p.Hash] = rec
-		sum.Ran++
-		switch rec.Status {
-		case results.StatusOK:
-			sum.OK++
-		case results.StatusGateFailed:
-			sum.GateFailed++
-		default:
-			sum.Failed++
-		}
-		prog.end(i, p, &rec, clock().Sub(t0))
 		if rerr != nil {
-			return sum, backendStopped(i, len(todo), prog.label(p), path, rerr)
+			return sum, backendStopped(i, len(todo), i, prog.label(p), path, rerr)
 		}
 	}
 	return sum, nil
 }
 
-func backendStopped(i, n int, label, path string, err error) error {
+// runConcurrent is Run's loop for a backend with several slots: a shared
+// queue in plan order, one goroutine per slot pulling from it, and this
+// goroutine recording each point as it finishes (the file is in finishing
+// order; Summary.Records stays in plan order). When one point stops the
+// backend, no new point starts and the ones in flight are still recorded.
+func runConcurrent(ctx context.Context, b Concurrent, todo []*Point, prog *progress, clock func() time.Time,
+	keep func(int, *Point, results.Record, time.Time) error,
+	stopped func(int, *Point, error) error, interrupted func(bool) error) error {
+	type job struct {
+		i  int
+		p  *Point
+		t0 time.Time
+	}
+	type done struct {
+		job
+		rec results.Record
+		err error
+	}
+	jobs := make(chan job)
+	dones := make(chan done)
+	var wg sync.WaitGroup
+	for range b.Slots() {
+		wg.Go(func() {
+			for j := range jobs {
+				rec, err := b.Run(ctx, j.p)
+				dones <- done{j, rec, err}
+			}
+		})
+	}
+	defer wg.Wait()
+	defer close(jobs)
+	next, inFlight := 0, 0
+	var first error // the error that ends the sweep, once one has
+	for {
+		for first == nil && inFlight < b.Slots() && next < len(todo) {
+			if ctx.Err() != nil {
+				first = interrupted(inFlight > 0)
+				break
+			}
+			prog.begin(next, todo[next])
+			jobs <- job{next, todo[next], clock()}
+			next++
+			inFlight++
+		}
+		if inFlight == 0 {
+			return first
+		}
+		d := <-dones
+		inFlight--
+		switch {
+		case ctx.Err() != nil:
+			if first == nil {
+				first = interrupted(true)
+			}
+		case d.err != nil && d.rec.Status == "":
+			if first == nil {
+				first = stopped(d.i, d.p, d.err)
+			}
+		default:
+			if err := keep(d.i, d.p, d.rec, d.t0); err != nil && first == nil {
+				first = err
+			}
+			if d.err != nil && first == nil {
+				first = stopped(d.i, d.p, d.err)
+			}
+		}
+	}
+}
+
+func backendStopped(i, n, recorded int, label, path string, err error) error {
 	return fmt.Errorf("point %d of %d (%s): the backend stopped: %w; %d points recorded in %s; %s",
-		i+1, n, label, err, i, path, resumeHint)
+		i+1, n, label, err, recorded, path, resumeHint)
 }
 
 // fill completes a backend's record with what the driver owns: the point's

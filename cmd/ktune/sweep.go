@@ -9,9 +9,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/probe"
@@ -26,7 +30,7 @@ func init() {
 		run: func(stdout, stderr io.Writer, args []string) error {
 			ctx, stop := interruptible(stderr)
 			defer stop()
-			return runSweep(ctx, stdout, stderr, args, sweepDeps{open: openProbe, isTTY: isTerminal})
+			return runSweep(ctx, stdout, stderr, args, sweepDeps{open: openBackend, isTTY: isTerminal})
 		},
 	})
 }
@@ -61,6 +65,33 @@ Examples:
 hold); a term may list alternatives with |. Keys: variant, shape, nkv and
 any define (SPLITS, NR, …).
 
+# Faults, several GPUs, several machines
+
+Each point runs in a worker process (the same binary), one per GPU. A
+kernel that faults (illegal address, trap), crashes the process, hangs
+past the spec's measure.timeout or runs out of memory ends its worker
+only: the point is recorded as fault, timeout or oom with the worker's
+last stderr lines, a fresh worker starts (compiled kernels come from the
+shared on-disk cache) and the sweep goes on. --in-process runs points in
+the sweep's own process instead, where the first fault ends the sweep.
+
+--devices spreads the points over several GPUs of this machine, each
+taking the next point as it frees up; every record names its device
+(env.device_index, env.uuid) with that device's measured bandwidth and
+clocks, and the sweep warns when the devices differ by more than 3%.
+
+--shard i/n runs a deterministic 1/n of the plan, for a job array: whole
+groups of points that share one compiled kernel and shape (they differ
+only in nkv) are dealt in plan order, group g to shard g mod n, so each
+kernel compiles and gates on one machine only. Each shard writes to its
+own directory (DIR/shard.json says which part of which plan it holds);
+'ktune merge' joins them. experiments/slurm holds a Slurm job array and
+a Kubernetes indexed Job that do this.
+
+  $ ktune sweep experiments/slice.yaml -o out/slice --devices all
+  $ ktune sweep experiments/slice.yaml -o out/shard-2 --shard 2/8
+  $ ktune merge -o out/slice out/shard-*
+
 Flags:
 `
 
@@ -73,8 +104,52 @@ interrupted (re-run the same command to resume).
 // sweepDeps are the outside world of the sweep command, passed in so that
 // a test can run the command with a replay backend.
 type sweepDeps struct {
-	open  func(probe.Options) (sweep.Backend, error)
+	open  func(backendSpec) (sweep.Backend, error)
 	isTTY func(io.Writer) bool
+}
+
+// backendSpec says what runs a sweep's points.
+type backendSpec struct {
+	devices    []int // CUDA ordinals; nil with allDevices
+	allDevices bool
+	inProcess  bool // no worker processes (one device only)
+	sassDir    string
+	verbose    bool
+	log        io.Writer // the backend's log and the pool's warnings
+}
+
+// openBackend returns a pool of worker processes, one per device, or the
+// CUDA backend itself with --in-process.
+func openBackend(s backendSpec) (sweep.Backend, error) {
+	if s.inProcess {
+		var blog io.Writer = io.Discard
+		if s.verbose {
+			blog = s.log
+		}
+		return openProbe(probe.Options{Device: s.devices[0], SASSDir: s.sassDir, Log: blog})
+	}
+	devs := s.devices
+	if s.allDevices {
+		// The parent only counts: it never makes a context, so that each
+		// GPU's memory goes to its worker.
+		drv, err := cuda.Open()
+		if err != nil {
+			return nil, fmt.Errorf("counting CUDA devices: %w", err)
+		}
+		n, err := drv.DeviceCount()
+		if err != nil {
+			return nil, fmt.Errorf("counting CUDA devices: %w", err)
+		}
+		devs = nil
+		for i := range n {
+			devs = append(devs, i)
+		}
+	}
+	command, err := workerCommand(s.sassDir, s.verbose)
+	if err != nil {
+		return nil, err
+	}
+	return sweep.NewPool(sweep.PoolOptions{Command: command, Devices: devs, Log: s.log, Verbose: s.verbose})
 }
 
 func openProbe(o probe.Options) (sweep.Backend, error) {
@@ -90,6 +165,8 @@ type sweepFlags struct {
 	force, noGates    bool
 	wait, verbose     bool
 	device            int
+	devices, shard    string
+	inProcess         bool
 }
 
 func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps sweepDeps) error {
@@ -102,6 +179,9 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	fs.StringVar(&f.probes, "probes", "", "measure only these `PROBES` (cold,hot,graph) instead of the spec's")
 	fs.BoolVar(&f.noGates, "no-gates", false, "skip the numerics gates (for cross-checks under an outside profiler)")
 	fs.IntVar(&f.device, "device", 0, "CUDA device `N`")
+	fs.StringVar(&f.devices, "devices", "", "spread the points over these CUDA devices: `LIST` such as 0,1, or all")
+	fs.StringVar(&f.shard, "shard", "", "run only shard `i/n` of the plan (0 ≤ i < n), for a job array; see ktune merge")
+	fs.BoolVar(&f.inProcess, "in-process", false, "run points in this process: no worker, so a fault ends the sweep")
 	fs.BoolVar(&f.wait, "wait", false, "wait for another sweep holding DIR instead of refusing")
 	fs.BoolVar(&f.verbose, "v", false, "print the backend's compile and measurement log")
 	fs.Usage = func() {
@@ -135,6 +215,27 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 			return usageErrorf("--only: %v", err)
 		}
 	}
+	bs := backendSpec{devices: []int{f.device}, inProcess: f.inProcess,
+		sassDir: filepath.Join(f.out, "sass"), verbose: f.verbose, log: stderr}
+	if f.devices != "" {
+		if flagSet(fs, "device") {
+			return usageErrorf("--device and --devices: give one of them")
+		}
+		if bs.devices, bs.allDevices, err = parseDevices(f.devices); err != nil {
+			return usageErrorf("--devices: %v", err)
+		}
+		if f.inProcess && (bs.allDevices || len(bs.devices) > 1) {
+			return usageErrorf("--in-process runs one device; drop it to use several")
+		}
+	}
+	var shard *sweep.Shard
+	if f.shard != "" {
+		sh, err := sweep.ParseShard(f.shard)
+		if err != nil {
+			return usageErrorf("--shard: %v", err)
+		}
+		shard = &sh
+	}
 
 	// The spec and the plan are checked before the GPU is touched: a
 	// mistake in the file is reported in a second, on any machine.
@@ -165,22 +266,19 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	}
 	defer lock.Unlock()
 
-	var blog io.Writer = io.Discard
-	if f.verbose {
-		blog = stderr
-	}
-	b, err := deps.open(probe.Options{Device: f.device, SASSDir: filepath.Join(f.out, "sass"), Log: blog})
+	where := describeDevices(bs)
+	const needs = "\nktune sweep needs an NVIDIA GPU with its driver's libcuda.so.1 and NVRTC's libnvrtc.so.13 " +
+		"in the loader path (LD_LIBRARY_PATH); 'ktune doctor' checks each piece"
+	b, err := deps.open(bs)
 	if err != nil {
-		return fmt.Errorf("opening CUDA device %d: %w\n"+
-			"ktune sweep needs an NVIDIA GPU with its driver's libcuda.so.1 and NVRTC's libnvrtc.so.13 "+
-			"in the loader path (LD_LIBRARY_PATH); 'ktune doctor' checks each piece", f.device, err)
+		return fmt.Errorf("opening %s: %w"+needs, where, err)
 	}
 	defer b.Close()
 	// The plan hash covers the architecture, which only the device knows;
 	// the draft above was built for validation only.
 	env, err := b.Env(ctx)
 	if err != nil {
-		return interruptedOr(ctx, fmt.Errorf("describing device %d: %w", f.device, err))
+		return interruptedOr(ctx, fmt.Errorf("describing %s: %w"+needs, where, err))
 	}
 	plan, err := sweep.Build(s, env.Arch)
 	if err != nil {
@@ -188,11 +286,34 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	}
 	over.Apply(plan.Points)
 
+	// A shard is cut from the whole plan, before --only, so that every
+	// machine of a job array deals the same groups whatever it selects.
+	selected := func(*sweep.Point) bool { return true }
+	if shard != nil {
+		m := &sweep.Manifest{Spec: s.Name, Plan: sweep.PlanHash(plan.Points), Points: len(plan.Points),
+			Count: shard.Count, Shards: []int{shard.Index}}
+		if err := sweep.CheckManifest(f.out, m); err != nil {
+			return usageErrorf("--shard %s: %v", shard, err)
+		}
+		if err := sweep.WriteManifest(f.out, m); err != nil {
+			return err
+		}
+		selected = shard.Filter(plan.Points)
+	}
 	fmt.Fprintf(stderr, "%s: %d points", pos[0], len(plan.Points))
+	if shard != nil {
+		n := 0
+		for _, p := range plan.Points {
+			if selected(p) {
+				n++
+			}
+		}
+		fmt.Fprintf(stderr, ", %d in shard %s", n, shard)
+	}
 	if filter != nil {
 		n := 0
 		for _, p := range plan.Points {
-			if filter.Match(p) {
+			if selected(p) && filter.Match(p) {
 				n++
 			}
 		}
@@ -201,7 +322,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	if n := len(plan.Skipped); n > 0 {
 		fmt.Fprintf(stderr, " (%d configurations the kernels cannot run are left out)", n)
 	}
-	fmt.Fprintf(stderr, " on %s (%s, device %d) into %s\n", env.Device, env.Arch, f.device, results.FilePath(f.out))
+	fmt.Fprintf(stderr, " on %s (%s, %s) into %s\n", env.Device, env.Arch, where, results.FilePath(f.out))
 
 	opts := sweep.RunOptions{
 		Dir:      f.out,
@@ -210,8 +331,11 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 		IsTTY:    deps.isTTY(stderr),
 		Log:      stderr,
 	}
-	if filter != nil {
-		opts.Filter = filter.Match
+	switch {
+	case filter != nil:
+		opts.Filter = func(p *sweep.Point) bool { return selected(p) && filter.Match(p) }
+	case shard != nil:
+		opts.Filter = selected
 	}
 	sum, runErr := sweep.Run(ctx, b, plan, opts)
 	if len(sum.Records) > 0 {
@@ -226,6 +350,47 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 		return interruptedOr(ctx, runErr)
 	}
 	return nil
+}
+
+// parseDevices parses --devices: "all" or a comma-separated list of
+// ordinals.
+func parseDevices(s string) (devs []int, all bool, err error) {
+	if strings.TrimSpace(s) == "all" {
+		return nil, true, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 0 {
+			return nil, false, fmt.Errorf("%q: want device ordinals such as 0,1, or all", s)
+		}
+		if slices.Contains(devs, n) {
+			return nil, false, fmt.Errorf("%q: device %d is listed twice", s, n)
+		}
+		devs = append(devs, n)
+	}
+	return devs, false, nil
+}
+
+// describeDevices names the devices of a sweep for messages.
+func describeDevices(s backendSpec) string {
+	switch {
+	case s.allDevices:
+		return "every CUDA device"
+	case len(s.devices) == 1:
+		return fmt.Sprintf("CUDA device %d", s.devices[0])
+	}
+	parts := make([]string, len(s.devices))
+	for i, d := range s.devices {
+		parts[i] = strconv.Itoa(d)
+	}
+	return "CUDA devices " + strings.Join(parts, ",")
+}
+
+// flagSet reports whether the named flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // interruptedOr gives err the interrupt exit code when ctx was cancelled.

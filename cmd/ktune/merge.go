@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/sweep"
+)
+
+func init() {
+	register(&command{
+		name:    "merge",
+		summary: "join the results directories of a sharded sweep into one",
+		run: func(stdout, stderr io.Writer, args []string) error {
+			return runMerge(context.Background(), stdout, stderr, args)
+		},
+	})
+}
+
+const mergeUsage = `Usage: ktune merge -o DIR SHARDDIR...
+
+Merge joins the results of the shards of one sweep ('ktune sweep
+--shard i/n', one directory each) into a new results directory DIR, so
+that report, compare and gate see one sweep. A SHARDDIR may also be a
+results file. No GPU is needed.
+
+It refuses, and writes nothing, when the inputs are not parts of one
+sweep: records of different specs, shards of different plans (the spec,
+a kernel or the flags changed between them: DIR/shard.json records the
+plan's hash), the same shard twice, or one point recorded with different
+results in two inputs (measured twice: leave out the input that should
+not count). A record found identical in two inputs is kept once. Missing
+shards are reported and the rest is merged.
+
+The output lists the inputs' records in the order the inputs are given,
+each in its file order, so the same command always writes the same file.
+
+Examples:
+
+  $ ktune merge -o out/slice out/shard-0 out/shard-1 out/shard-2 out/shard-3
+  $ ktune merge -o out/slice out/shard-*
+  $ ktune report out/slice -o out/report
+
+Flags:
+`
+
+func runMerge(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := flag.NewFlagSet("merge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "the new results `DIR` (created; must not hold results yet)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), mergeUsage)
+		fs.PrintDefaults()
+	}
+	inputs, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return withCode(exitUsage, errSilent)
+	}
+	if *out == "" {
+		return usageErrorf("merge wants -o DIR: the directory to write the joined results.jsonl to (ktune help merge)")
+	}
+	if len(inputs) == 0 {
+		return usageErrorf("merge wants the shard directories to join (ktune help merge)")
+	}
+	outAbs, _ := filepath.Abs(*out)
+	for _, in := range inputs {
+		st, err := os.Stat(in)
+		if err != nil {
+			return usageErrorf("merge: %v", err)
+		}
+		if st.IsDir() {
+			// A shard still being swept would be merged half done.
+			l, err := results.LockDir(ctx, in, results.LockOptions{Holder: results.ThisProcess(time.Now())})
+			if err != nil {
+				return fmt.Errorf("merge: %w", err)
+			}
+			l.Unlock()
+		}
+		if a, _ := filepath.Abs(in); a == outAbs || a == results.FilePath(outAbs) {
+			return usageErrorf("merge: %s is both an input and the output; write the merge to a new directory", in)
+		}
+	}
+	if st, err := os.Stat(results.FilePath(*out)); err == nil && st.Size() > 0 {
+		return usageErrorf("merge: %s already holds results; merge writes a new directory", *out)
+	}
+
+	m, err := sweep.Merge(inputs)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	for _, w := range m.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+
+	lock, err := results.LockDir(ctx, *out, results.LockOptions{Holder: results.ThisProcess(time.Now())})
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	w, err := results.OpenWriter(*out)
+	if err != nil {
+		return err
+	}
+	for i := range m.Records {
+		if err := w.Append(&m.Records[i]); err != nil {
+			w.Close()
+			return fmt.Errorf("writing the merged results: %w", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if m.Manifest != nil {
+		if err := sweep.WriteManifest(*out, m.Manifest); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "merged %d records from %d inputs", len(m.Records), len(inputs))
+	if m.Identical > 0 {
+		fmt.Fprintf(stdout, " (%d found identical in two inputs, kept once)", m.Identical)
+	}
+	if mf := m.Manifest; mf != nil {
+		fmt.Fprintf(stdout, "; shards %d of %d", len(mf.Shards), mf.Count)
+	}
+	fmt.Fprintf(stdout, " into %s\n", results.FilePath(*out))
+	return nil
+}
