@@ -18,14 +18,15 @@ without it: `cd experiments && python3 -m unittest`.
 
 Method, and where it differs from ktune's:
 
-* cold: before each sample, a memset of a buffer 2 x the L2 size evicts
-  K/V from L2 (ktune does the same). ktune then holds the stream with a
+* cold: before each sample, a read of a buffer 2 x the L2 size evicts
+  K/V from L2 and leaves clean lines (ktune does the same; a memset would
+  leave dirty lines whose write-back lands in the timed call). ktune then holds the stream with a
   spin kernel while it enqueues start event, launches and stop event, so
   that host launch latency is never timed. Plain PyTorch has no such
   blocker; here the flush itself is the blocker: it is queued first, and
-  while the GPU writes 2 x L2 (tens of microseconds) the host records the
+  while the GPU reads 2 x L2 (tens of microseconds) the host records the
   start event, calls SDPA and records the stop event. Host-side dispatch
-  that outlasts the memset would be timed; the minimum over many samples
+  that outlasts the flush would be timed; the minimum over many samples
   and the spread (q1/q3) show whether that happened.
 * hot: HotBatch back-to-back calls over warm caches between two events,
   time / HotBatch (ktune: the same, behind its blocker).
@@ -380,8 +381,9 @@ class Bench:
     def __init__(self, torch, args, l2_bytes):
         self.torch = torch
         self.args = args
-        # 2 x L2: writing it leaves no line of the previous sample's K/V.
-        self.flush = torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda")
+        # 2 x L2: reading it leaves no line of the previous sample's K/V.
+        self.flush = torch.zeros(2 * l2_bytes // 4, dtype=torch.float32, device="cuda")
+        self.sink = torch.empty((), dtype=torch.float32, device="cuda")
         self.rule = StopRule(args.min_samples, args.max_samples, args.max_noise, args.budget)
         self.start = torch.cuda.Event(enable_timing=True)
         self.stop = torch.cuda.Event(enable_timing=True)
@@ -400,7 +402,7 @@ class Bench:
             if name == "cold":
                 # Queued before the start event: it is the flush and,
                 # while the GPU runs it, the stand-in for ktune's blocker.
-                self.flush.zero_()
+                torch.sum(self.flush, dim=0, out=self.sink)
             start.record()
             if graph is not None:
                 graph.replay()

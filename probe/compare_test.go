@@ -104,8 +104,8 @@ func TestToleranceGate(t *testing.T) {
 	if !g.Pass || g.Detail != "" || g.MaxAbs != 1e-4 {
 		t.Errorf("within bounds: %+v", g)
 	}
-	g = toleranceGate(29, 1, oracle.Metrics{MaxAbs: 3e-3, MaxRel: 1e-3, NMSE: 1e-9, NaNs: 2}, b)
-	if g.Pass || !strings.Contains(g.Detail, "2 NaN/Inf outputs, max_abs 0.003 > 0.002") {
+	g = toleranceGate(29, 1, oracle.Metrics{MaxAbs: 3e-3, MaxRel: 1e-3, NMSE: 1e-9, NaNs: 2, Outside: 3, Worst: 1.5}, b)
+	if g.Pass || !strings.Contains(g.Detail, "2 NaN/Inf outputs, 3 outputs outside |err| <= 0.002 + 0.02*|ref| (worst 1.5x") {
 		t.Errorf("failing: %+v", g)
 	}
 }

@@ -16,6 +16,11 @@ type Metrics struct {
 	MaxRel float64 // max |out − ref| / |ref| over |ref| > RelFloor
 	NMSE   float64 // Σ(out − ref)² / Σ ref²
 	NaNs   int     // NaN or ±Inf elements of out
+	// Outside counts the elements outside the element-wise bound
+	// |out − ref| ≤ MaxAbs + MaxRel·|ref| of the Bounds given to Compare.
+	Outside int
+	// Worst is the largest |out − ref| / (MaxAbs + MaxRel·|ref|): ≤ 1 passes.
+	Worst float64
 }
 
 // Bounds are the limits of a tolerance gate.
@@ -23,10 +28,19 @@ type Bounds struct {
 	MaxAbs, MaxRel, NMSE float64
 }
 
-// Compare computes the metrics of out against ref. The NaN/Inf elements
-// are counted and left out of the other metrics, so that one NaN does not
-// hide how far the rest of the output is off.
-func Compare(out []float32, ref []float64) (Metrics, error) {
+// Compare computes the metrics of out against ref, and how many elements
+// lie outside b. The NaN/Inf elements are counted and left out of the
+// other metrics, so that one NaN does not hide how far the rest of the
+// output is off.
+//
+// The element-wise rule is the one numpy's allclose uses: an element
+// passes when |out − ref| ≤ MaxAbs + MaxRel·|ref|. Requiring the absolute
+// AND the relative bound of every element, as a first version did, fails
+// f16-input kernels on outputs that happen to sit near zero: on the H200
+// the tensor-core kernel had max |err| 1.6e-4 and NMSE 3e-8 at batch 16,
+// yet a 7.6% relative error on an output of 2e-3 — no kernel error, just a
+// small reference. MaxAbs and MaxRel are still reported on their own.
+func Compare(out []float32, ref []float64, b Bounds) (Metrics, error) {
 	if len(out) != len(ref) {
 		return Metrics{}, fmt.Errorf("oracle: comparing %d outputs with %d reference values", len(out), len(ref))
 	}
@@ -41,6 +55,16 @@ func Compare(out []float32, ref []float64) (Metrics, error) {
 		r := ref[i]
 		d := math.Abs(f - r)
 		m.MaxAbs = math.Max(m.MaxAbs, d)
+		if lim := b.MaxAbs + b.MaxRel*math.Abs(r); d > lim {
+			m.Outside++
+			if lim > 0 {
+				m.Worst = math.Max(m.Worst, d/lim)
+			} else {
+				m.Worst = math.Inf(1)
+			}
+		} else if lim > 0 {
+			m.Worst = math.Max(m.Worst, d/lim)
+		}
 		if math.Abs(r) > RelFloor {
 			m.MaxRel = math.Max(m.MaxRel, d/math.Abs(r))
 		}
@@ -59,7 +83,9 @@ func Compare(out []float32, ref []float64) (Metrics, error) {
 	return m, nil
 }
 
-// Pass reports whether m is within b. A NaN or Inf never passes.
+// Pass reports whether m is within b: no NaN or Inf, every element within
+// MaxAbs + MaxRel·|ref| (Compare must have been given the same b), and the
+// NMSE within its bound.
 func (m Metrics) Pass(b Bounds) bool {
-	return m.NaNs == 0 && m.MaxAbs <= b.MaxAbs && m.MaxRel <= b.MaxRel && m.NMSE <= b.NMSE
+	return m.NaNs == 0 && m.Outside == 0 && m.NMSE <= b.NMSE
 }

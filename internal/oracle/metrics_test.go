@@ -8,7 +8,7 @@ import (
 func TestCompare(t *testing.T) {
 	ref := []float64{1, -2, 0.0001, 4}
 	out := []float32{1.5, -2, 0.0003, 4}
-	m, err := Compare(out, ref)
+	m, err := Compare(out, ref, Bounds{MaxAbs: 0.1, MaxRel: 0.1, NMSE: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,18 +26,47 @@ func TestCompare(t *testing.T) {
 	if m.NaNs != 0 {
 		t.Errorf("NaNs %d", m.NaNs)
 	}
-	if m.Pass(Bounds{MaxAbs: 0.4, MaxRel: 1, NMSE: 1}) {
-		t.Error("MaxAbs 0.5 passed a 0.4 bound")
+	// Element-wise bound 0.1 + 0.1·|ref|: the 0.5 error on ref 1 (limit
+	// 0.2) is outside, 2.5× the bound; the 0.0002 error on ref 1e-4 (limit
+	// 0.10001) is inside.
+	if m.Outside != 1 || math.Abs(m.Worst-2.5) > 1e-9 {
+		t.Errorf("Outside %d Worst %v, want 1 and 2.5", m.Outside, m.Worst)
 	}
-	if !m.Pass(Bounds{MaxAbs: 0.5, MaxRel: 0.5, NMSE: 0.02}) {
-		t.Error("metrics at the bounds did not pass")
+	if m.Pass(Bounds{MaxAbs: 0.1, MaxRel: 0.1, NMSE: 1}) {
+		t.Error("an element outside its bound passed")
+	}
+}
+
+// TestCompareAbsOrRel: an element passes on the absolute OR the relative
+// part of its bound (allclose), so a small error on a near-zero output,
+// large relative to it, does not fail a kernel whose outputs are all
+// within the absolute bound.
+func TestCompareAbsOrRel(t *testing.T) {
+	ref := []float64{2e-3, 1}
+	out := []float32{2e-3 + 1.5e-4, 1 + 0.01}
+	b := Bounds{MaxAbs: 2e-4, MaxRel: 0.02, NMSE: 1e-3}
+	m, err := Compare(out, ref, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.MaxRel < 0.07 {
+		t.Fatalf("MaxRel %v: the test needs a large relative error on the small output", m.MaxRel)
+	}
+	if m.Outside != 0 || !m.Pass(b) {
+		t.Errorf("within 2e-4 + 0.02·|ref| everywhere, got %+v", m)
+	}
+	tight := Bounds{MaxAbs: 1e-4, MaxRel: 0.005, NMSE: 1e-3}
+	m, _ = Compare(out, ref, tight)
+	if m.Outside != 2 || m.Pass(tight) {
+		t.Errorf("both elements exceed 1e-4 + 0.005·|ref|, got %+v", m)
 	}
 }
 
 func TestCompareNaNNeverPasses(t *testing.T) {
 	ref := []float64{1, 2, 3}
 	out := []float32{1, float32(math.NaN()), float32(math.Inf(1))}
-	m, err := Compare(out, ref)
+	inf := Bounds{MaxAbs: math.Inf(1), MaxRel: math.Inf(1), NMSE: math.Inf(1)}
+	m, err := Compare(out, ref, inf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,13 +76,13 @@ func TestCompareNaNNeverPasses(t *testing.T) {
 	if m.MaxAbs != 0 || m.NMSE != 0 {
 		t.Errorf("the finite element is exact, got %+v", m)
 	}
-	if m.Pass(Bounds{MaxAbs: math.Inf(1), MaxRel: math.Inf(1), NMSE: math.Inf(1)}) {
+	if m.Pass(inf) {
 		t.Error("a NaN passed unbounded tolerances")
 	}
 }
 
 func TestCompareLengthMismatch(t *testing.T) {
-	if _, err := Compare(make([]float32, 2), make([]float64, 3)); err == nil {
+	if _, err := Compare(make([]float32, 2), make([]float64, 3), Bounds{}); err == nil {
 		t.Error("want an error")
 	}
 }

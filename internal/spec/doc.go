@@ -135,8 +135,10 @@
 // defines take the candidate's value when the twin takes that define, else
 // the twin's first value). A variant cannot be bitwise_with itself, and
 // chains may not loop (a → b → a). Without bitwise_with a variant is in
-// the tolerance class, gated against the float64 oracle by max_abs,
-// max_rel and nmse.
+// the tolerance class, gated against the float64 oracle: every output
+// element must satisfy |out − ref| ≤ max_abs + max_rel·|ref| (numpy's
+// allclose rule), the normalised squared error Σ(out−ref)²/Σref² must be
+// ≤ nmse, and no output may be NaN or Inf.
 //
 // # Gates and measurement
 //
