@@ -90,7 +90,7 @@ func (r *pointRun) numericGates(ctx context.Context) ([]results.Gate, error) {
 			return nil, err
 		}
 		lengths := gateLengths(nkv, s.Batch)
-		partial, out, err := r.runOnce(r.k, c, r.g, lengths)
+		partial, out, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
 		if err != nil {
 			return nil, fmt.Errorf("gate run at nkv %d: %w", nkv, err)
 		}

@@ -96,7 +96,7 @@ func (r *pointRun) replayGates(ctx context.Context) ([]results.Gate, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replay at nkv %d: %w", n, err)
 		}
-		fp, fout, err := r.runOnce(r.k, c, r.g, lengths)
+		fp, fout, err := r.runOnce(r.k, c, r.geometryAt(r.g, n), lengths)
 		if err != nil {
 			return nil, fmt.Errorf("fresh launch at nkv %d: %w", n, err)
 		}
@@ -114,6 +114,20 @@ func replayGate(nkv int, seed uint64, gp, fp, gout, fout []byte, captured int) r
 	}
 	if !g.Pass {
 		g.Detail = fmt.Sprintf("graph captured at nkv %d, replayed at %d: %s", captured, nkv, g.Detail)
+	}
+	return g
+}
+
+// geometryAt is g with the partial grid the point's geometry gives at nkv,
+// for kernels whose grid reads nkv (sweep.Point.Geometry); g itself for
+// every other kernel. An expression that cannot be evaluated at nkv keeps
+// the planned grid: the gates then judge what that launch produces.
+func (r *pointRun) geometryAt(g geometry, nkv int) geometry {
+	if r.p.Geometry == nil {
+		return g
+	}
+	if grid, err := r.p.Geometry.At(nkv); err == nil {
+		g.grid = grid
 	}
 	return g
 }

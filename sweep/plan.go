@@ -216,7 +216,8 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		CombineBlock: [3]int{sh.HeadDim, 1, 1},
 		BitwiseWith:  v.BitwiseWith,
 	}
-	if err := b.geometry(v, sh, defs, nkv, &cfg); err != nil {
+	geo, err := b.geometry(v, sh, defs, nkv, &cfg)
+	if err != nil {
 		return nil, err
 	}
 	g, m := b.s.Gates, b.s.Measure
@@ -226,7 +227,8 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		Tol: Tolerance{MaxAbs: g.MaxAbs, MaxRel: g.MaxRel, NMSE: g.NMSE},
 		Measure: Measure{Warmup: m.Warmup, MinSamples: m.MinSamples, MaxSamples: m.MaxSamples, MaxNoise: m.MaxNoise,
 			BudgetSec: m.BudgetSec, HotBatch: m.HotBatch, TimeoutSec: m.TimeoutSec},
-		Landed: b.landed(v, defs),
+		Landed:   b.landed(v, defs),
+		Geometry: geo,
 	}
 	for _, name := range b.s.Probes {
 		pt.Probes = append(pt.Probes, results.Probe(name))
@@ -273,7 +275,7 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 
 // geometry evaluates the partial launch of a point: the variant's
 // overrides, else its built-in's geometry, else the ABI default.
-func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) error {
+func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) (*Geometry, error) {
 	env := expr.Env{"heads": int64(sh.Heads), "kv_heads": int64(sh.KVHeads), "head_dim": int64(sh.HeadDim),
 		"batch": int64(sh.Batch), "group": int64(sh.Heads / sh.KVHeads), "capacity": int64(sh.Capacity), spec.NKV: int64(nkv)}
 	for name, val := range defs {
@@ -318,21 +320,31 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 		return int(n), nil
 	}
 	var err error
+	var geo *Geometry
 	for i := range 3 {
 		cfg.Grid[i], cfg.Block[i] = 1, 1
 		if i < len(grid) {
 			if cfg.Grid[i], err = eval(fmt.Sprintf("grid[%d]", i), grid[i], 1); err != nil {
-				return err
+				return nil, err
+			}
+			if x, perr := expr.Parse(grid[i]); perr == nil && contains(x.Symbols(), spec.NKV) && geo == nil {
+				geo = &Geometry{Symbols: map[string]int64{}}
+				for k, val := range env {
+					if k != spec.NKV {
+						geo.Symbols[k] = val
+					}
+				}
+				copy(geo.Grid[:], grid)
 			}
 		}
 		if i < len(block) {
 			if cfg.Block[i], err = eval(fmt.Sprintf("block[%d]", i), block[i], 1); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	cfg.SharedBytes, err = eval("shared", shared, 0)
-	return err
+	return geo, err
 }
 
 func (b *builder) landed(v *spec.Variant, defs map[string]string) bool {

@@ -2,7 +2,9 @@ package sweep
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -54,6 +56,47 @@ type Point struct {
 	Probes  []results.Probe
 	Measure Measure
 	Landed  bool // this point is the landed kernel's configuration
+	// Geometry is set only when the partial grid reads nkv. The gates then
+	// launch fresh at each length with the grid that length gives — what an
+	// engine that recomputes its launch every step would do — so that a
+	// captured graph, which keeps the grid of its capture, disagrees with
+	// them and the replay gate fails, as it must for such a kernel.
+	Geometry *Geometry `json:",omitempty"`
+}
+
+// Geometry is a partial grid as expressions, with the symbols they read
+// other than nkv.
+type Geometry struct {
+	Grid    [3]string
+	Symbols map[string]int64
+}
+
+// At evaluates the grid at context length nkv.
+func (g *Geometry) At(nkv int) ([3]int, error) {
+	env := expr.Env{}
+	for k, v := range g.Symbols {
+		env[k] = v
+	}
+	env["nkv"] = int64(nkv)
+	out := [3]int{1, 1, 1}
+	for i, src := range g.Grid {
+		if src == "" {
+			continue
+		}
+		x, err := expr.Parse(src)
+		if err != nil {
+			return out, fmt.Errorf("grid[%d] %q: %w", i, src, err)
+		}
+		n, err := x.Eval(env)
+		if err != nil {
+			return out, fmt.Errorf("grid[%d] %q at nkv %d: %w", i, src, nkv, err)
+		}
+		if n < 1 || n > 1<<31-1 {
+			return out, fmt.Errorf("grid[%d] %q at nkv %d is %d", i, src, nkv, n)
+		}
+		out[i] = int(n)
+	}
+	return out, nil
 }
 
 // A Backend compiles, gates and measures points. The CUDA backend lives in
