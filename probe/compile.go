@@ -1,14 +1,17 @@
 package probe
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/ktune/ktune/internal/cuda"
@@ -143,36 +146,225 @@ type build struct {
 	failed bool
 }
 
-// compile returns the CUBIN for src with opts from the disk cache or from
-// NVRTC. An error means NVRTC itself could not run; a source NVRTC rejects
-// comes back as a build with failed set.
+// compile returns the CUBIN for src with opts from the disk cache, from
+// the process that is compiling it right now (the sweep's precompiler,
+// another worker) or from NVRTC. An error means NVRTC itself could not
+// run; a source NVRTC rejects comes back as a build with failed set.
+//
+// The record says Cached when this process did not run NVRTC, and its
+// Seconds are what the point paid for its kernel on the measurement path:
+// NVRTC's run time when it compiled, the wait when another process was
+// compiling the same key, zero for a plain cache hit.
 func (b *Backend) compile(src sweep.Source, opts []string) (*build, error) {
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
 	out := &build{key: key, record: results.Compile{Flags: opts}}
-	if cubin, log, ok := b.cache.get(key); ok {
-		out.cubin, out.record.Cached, out.record.Log = cubin, true, log
-		return out, nil
+	got, err := b.cache.obtain(context.Background(), key, src, opts, b.nvrtc.Compile, cacheWait{}, b.logf)
+	if err != nil {
+		return nil, err
 	}
-	start := time.Now()
-	cubin, log, err := b.nvrtc.Compile(src.Text, src.Name, src.Headers, opts)
-	out.record.Seconds = time.Since(start).Seconds()
-	out.record.Log = log
+	out.cubin, out.record.Log, out.failed = got.cubin, got.log, got.rejected
+	out.record.Cached = got.origin != fromNVRTC
+	out.record.Seconds = got.compileSec + got.waitSec
+	return out, nil
+}
+
+// A compileFunc runs NVRTC: (*cuda.NVRTC).Compile, or a fake in tests.
+type compileFunc func(src, name string, headers map[string]string, opts []string) (cubin []byte, log string, err error)
+
+// An origin says where obtain found a CUBIN.
+type origin int
+
+const (
+	fromCache origin = iota // in the cache when first asked for
+	fromNVRTC               // compiled by this call
+	fromOther               // compiled by another claimant while this call waited
+)
+
+// A fetched CUBIN and how it was come by.
+type fetched struct {
+	cubin  []byte
+	log    string
+	origin origin
+	// rejected: NVRTC refused the source (log says why); cubin is nil.
+	rejected bool
+	// compileSec is NVRTC's run time (fromNVRTC), waitSec the time spent
+	// waiting for another claimant.
+	compileSec, waitSec float64
+}
+
+// cacheWait tunes how obtain waits for another claimant; the zero value
+// means the defaults.
+type cacheWait struct {
+	poll  time.Duration // between looks at the cache; 0: 25 ms
+	stale time.Duration // a claim older than this is abandoned; 0: staleClaim
+	now   func() time.Time
+}
+
+// staleClaim bounds how long a claim is honoured whatever its holder:
+// no kernel of ktune takes NVRTC anywhere near this long, so an older
+// claim was left by a process that died on another host (a shared cache
+// on NFS) where its pid cannot be checked.
+const staleClaim = 10 * time.Minute
+
+// obtain returns the CUBIN of key. Several processes share one cache (the
+// sweep's precompiler and its workers, shards of a job array on a shared
+// file system), so that a key is compiled once: whoever misses the cache
+// claims the key with an exclusive lock file and compiles; whoever finds
+// the key claimed waits until the CUBIN appears, or the claim goes away
+// without one (NVRTC rejected the source or its holder failed: then it
+// compiles the key itself, which also gets it the log), or the claim is
+// stale (its holder is dead). Waiting rather than compiling a second copy
+// is the point: a worker whose kernel is already in the precompiler's
+// hands gets it sooner, and the CPU stays with the compiles ahead.
+//
+// A cache that cannot hold the lock (disabled, read-only) degrades to
+// compiling without one; the atomic put keeps a duplicate compile
+// harmless. warn receives non-fatal problems.
+func (c diskCache) obtain(ctx context.Context, key string, src sweep.Source, opts []string,
+	compile compileFunc, w cacheWait, warn func(string, ...any)) (fetched, error) {
+	if w.poll <= 0 {
+		w.poll = 25 * time.Millisecond
+	}
+	if w.stale <= 0 {
+		w.stale = staleClaim
+	}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	start := w.now()
+	waited := false
+	hit := func(cubin []byte, log string) fetched {
+		f := fetched{cubin: cubin, log: log, origin: fromCache}
+		if waited {
+			f.origin, f.waitSec = fromOther, w.now().Sub(start).Seconds()
+		}
+		return f
+	}
+	for {
+		if cubin, log, ok := c.get(key); ok {
+			return hit(cubin, log), nil
+		}
+		release, held, err := c.claim(key, w.now, w.stale)
+		if err != nil {
+			warn("warning: %v; compiling without it", err)
+			release, held = func() {}, true
+		}
+		if held {
+			defer release()
+			// The previous claimant may have finished between the look
+			// above and the claim.
+			if cubin, log, ok := c.get(key); ok {
+				return hit(cubin, log), nil
+			}
+			var waitSec float64
+			if waited {
+				waitSec = w.now().Sub(start).Seconds()
+			}
+			f, err := compileInto(c, key, src, opts, compile, w.now, warn)
+			f.waitSec = waitSec
+			return f, err
+		}
+		waited = true
+		select {
+		case <-ctx.Done():
+			return fetched{}, fmt.Errorf("waiting for another process to compile %s: %w", src.Name, ctx.Err())
+		case <-time.After(w.poll):
+		}
+	}
+}
+
+// compileInto runs NVRTC and stores a CUBIN it makes.
+func compileInto(c diskCache, key string, src sweep.Source, opts []string, compile compileFunc,
+	now func() time.Time, warn func(string, ...any)) (fetched, error) {
+	t0 := now()
+	cubin, log, err := compile(src.Text, src.Name, src.Headers, opts)
+	f := fetched{origin: fromNVRTC, log: log, compileSec: now().Sub(t0).Seconds()}
 	if err != nil {
 		var ce *cuda.CompileError
 		if errors.As(err, &ce) {
-			if out.record.Log == "" {
-				out.record.Log = ce.Log
+			if f.log == "" {
+				f.log = ce.Log
 			}
-			out.failed = true
-			return out, nil
+			f.rejected = true
+			return f, nil
 		}
-		return nil, fmt.Errorf("compiling %s: %w", src.Name, err)
+		return f, fmt.Errorf("compiling %s: %w", src.Name, err)
 	}
-	out.cubin = cubin
-	if err := b.cache.put(key, cubin, log); err != nil {
+	f.cubin = cubin
+	if err := c.put(key, cubin, log); err != nil {
 		// A read-only cache slows the next run down; it does not make this
 		// one wrong.
-		b.logf("warning: %v", err)
+		warn("warning: %v", err)
 	}
-	return out, nil
+	return f, nil
+}
+
+// claim takes the compile claim of key: a lock file made with O_EXCL (also
+// exclusive on NFS v3 and later) naming its holder as "host pid". held is
+// false when a live holder has it. A claim whose holder is gone (a pid
+// that no longer exists on this host, or a file older than stale) is
+// removed and taken over. A disabled cache always grants the claim.
+func (c diskCache) claim(key string, now func() time.Time, stale time.Duration) (release func(), held bool, err error) {
+	if c.dir == "" {
+		return func() {}, true, nil
+	}
+	path := c.path(key, ".lock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, false, fmt.Errorf("claiming CUBIN %s: %w", key[:12], err)
+	}
+	host, _ := os.Hostname()
+	me := fmt.Sprintf("%s %d\n", host, os.Getpid())
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			_, werr := f.WriteString(me)
+			if err := errors.Join(werr, f.Close()); err != nil {
+				os.Remove(path)
+				return nil, false, fmt.Errorf("claiming CUBIN %s: %w", key[:12], err)
+			}
+			return func() { os.Remove(path) }, true, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, false, fmt.Errorf("claiming CUBIN %s: %w", key[:12], err)
+		}
+		if attempt > 0 || !claimStale(path, host, now(), stale) {
+			return nil, false, nil
+		}
+		// Two waiters may both find the claim stale and both take it
+		// over; each then compiles, and the atomic put keeps that
+		// harmless.
+		os.Remove(path)
+	}
+}
+
+// claimStale reports whether the claim file at path has lost its holder.
+func claimStale(path, host string, now time.Time, stale time.Duration) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false // gone already: the next attempt takes it
+	}
+	if now.Sub(st.ModTime()) > stale {
+		return true
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var h string
+	var pid int
+	if _, err := fmt.Sscanf(string(b), "%s %d", &h, &pid); err != nil {
+		// Being written this instant, or damaged: the age bound decides.
+		return false
+	}
+	return h == host && !processAlive(pid)
+}
+
+// processAlive reports whether pid names a process of this host. Signal
+// 0 checks without sending; EPERM means it exists under another user.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

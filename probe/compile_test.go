@@ -1,11 +1,20 @@
 package probe
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/sweep"
 )
@@ -122,4 +131,232 @@ func TestDefaultCacheDir(t *testing.T) {
 	if d, _ := defaultCacheDir(); d != "/home/u/.cache/ktune" {
 		t.Errorf("without XDG_CACHE_HOME: %s", d)
 	}
+}
+
+// TestCachePutAtomic has readers look at an entry while a writer keeps
+// replacing it with CUBINs of another size and content: a reader must see
+// either no entry or one whole CUBIN, never a mix or a prefix.
+func TestCachePutAtomic(t *testing.T) {
+	c := diskCache{dir: t.TempDir()}
+	key := cacheKey(sweep.Source{Text: "atomic"}, nil, "sm_90", "13.0")
+	// Entry i is 64 KiB·(i%3+1) bytes, every byte equal to i: a torn write
+	// shows as a wrong length or a byte that differs from the first.
+	entry := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, (64<<10)*(i%3+1)) }
+	const writes = 200
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var seen, bad atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				cubin, _, ok := c.get(key)
+				if !ok {
+					continue
+				}
+				seen.Add(1)
+				if !bytes.Equal(cubin, entry(int(cubin[0]))) {
+					bad.Add(1)
+				}
+			}
+		})
+	}
+	for i := 1; i <= writes; i++ {
+		if err := c.put(key, entry(i), fmt.Sprint("log ", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if bad.Load() > 0 {
+		t.Errorf("%d of %d reads saw a partial CUBIN", bad.Load(), seen.Load())
+	}
+	if seen.Load() == 0 {
+		t.Error("no reader ever saw the entry")
+	}
+	if cubin, log, _ := c.get(key); !bytes.Equal(cubin, entry(writes)) || log != fmt.Sprint("log ", writes) {
+		t.Errorf("final entry: %d bytes, log %q", len(cubin), log)
+	}
+	if m, _ := filepath.Glob(filepath.Join(c.dir, key[:2], ".tmp-*")); len(m) != 0 {
+		t.Errorf("temporary files left: %v", m)
+	}
+}
+
+// fakeNVRTC is a compileFunc that counts its calls and makes a CUBIN from
+// the options, rejecting sources that contain "bad".
+type fakeNVRTC struct {
+	calls   atomic.Int64
+	running atomic.Int64
+	peak    atomic.Int64
+	delay   time.Duration
+	gate    chan struct{} // non-nil: every compile waits for a receive from it
+}
+
+func (f *fakeNVRTC) compile(src, name string, _ map[string]string, opts []string) ([]byte, string, error) {
+	f.calls.Add(1)
+	n := f.running.Add(1)
+	defer f.running.Add(-1)
+	for {
+		p := f.peak.Load()
+		if n <= p || f.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	if f.gate != nil {
+		<-f.gate
+	}
+	time.Sleep(f.delay)
+	if strings.Contains(src, "bad") {
+		return nil, name + "(1): error: bad", &cuda.CompileError{Name: name, Log: name + "(1): error: bad"}
+	}
+	return []byte("cubin:" + strings.Join(opts, " ")), "", nil
+}
+
+func noWarn(t *testing.T) func(string, ...any) {
+	return func(f string, a ...any) { t.Errorf("unexpected warning: "+f, a...) }
+}
+
+func TestObtainCompilesOnceThenHits(t *testing.T) {
+	c := diskCache{dir: t.TempDir()}
+	var nv fakeNVRTC
+	src := sweep.Source{Name: "k.cu", Text: "k"}
+	opts := []string{"-arch=sm_90"}
+	key := cacheKey(src, opts, "sm_90", "13.0")
+	f, err := c.obtain(context.Background(), key, src, opts, nv.compile, cacheWait{}, noWarn(t))
+	if err != nil || f.origin != fromNVRTC || string(f.cubin) != "cubin:-arch=sm_90" {
+		t.Fatalf("first obtain: %+v, %v", f, err)
+	}
+	f, err = c.obtain(context.Background(), key, src, opts, nv.compile, cacheWait{}, noWarn(t))
+	if err != nil || f.origin != fromCache || f.compileSec != 0 || f.waitSec != 0 || string(f.cubin) != "cubin:-arch=sm_90" {
+		t.Fatalf("second obtain: %+v, %v", f, err)
+	}
+	if n := nv.calls.Load(); n != 1 {
+		t.Errorf("%d compiles, want 1", n)
+	}
+	if _, err := os.Stat(c.path(key, ".lock")); !os.IsNotExist(err) {
+		t.Errorf("the claim was not released: %v", err)
+	}
+	// A rejected source is not cached and comes back with its log.
+	bad := sweep.Source{Name: "bad.cu", Text: "bad"}
+	bkey := cacheKey(bad, opts, "sm_90", "13.0")
+	f, err = c.obtain(context.Background(), bkey, bad, opts, nv.compile, cacheWait{}, noWarn(t))
+	if err != nil || !f.rejected || f.cubin != nil || !strings.Contains(f.log, "error: bad") {
+		t.Fatalf("rejected source: %+v, %v", f, err)
+	}
+	if _, _, ok := c.get(bkey); ok {
+		t.Error("a rejected source was cached")
+	}
+}
+
+// TestObtainWaitsForClaimant: a worker asking for a kernel another process
+// is compiling waits for that CUBIN and never runs NVRTC itself.
+func TestObtainWaitsForClaimant(t *testing.T) {
+	c := diskCache{dir: t.TempDir()}
+	src := sweep.Source{Name: "k.cu", Text: "k"}
+	opts := []string{"-arch=sm_90"}
+	key := cacheKey(src, opts, "sm_90", "13.0")
+	release, held, err := c.claim(key, time.Now, time.Hour)
+	if err != nil || !held {
+		t.Fatalf("claim: held %v, %v", held, err)
+	}
+	// A second claim, by anyone, is refused while this process lives.
+	if _, again, err := c.claim(key, time.Now, time.Hour); err != nil || again {
+		t.Fatalf("second claim: held %v, %v", again, err)
+	}
+	var nv fakeNVRTC
+	type result struct {
+		f   fetched
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		f, err := c.obtain(context.Background(), key, src, opts, nv.compile, cacheWait{poll: time.Millisecond}, noWarn(t))
+		got <- result{f, err}
+	}()
+	time.Sleep(30 * time.Millisecond)
+	select {
+	case r := <-got:
+		t.Fatalf("obtain returned while the key was claimed: %+v", r)
+	default:
+	}
+	if err := c.put(key, []byte("theirs"), "their log"); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	r := <-got
+	if r.err != nil || r.f.origin != fromOther || string(r.f.cubin) != "theirs" || r.f.log != "their log" || r.f.waitSec <= 0 {
+		t.Errorf("obtain after the claimant finished: %+v, %v", r.f, r.err)
+	}
+	if nv.calls.Load() != 0 {
+		t.Error("the waiter ran NVRTC")
+	}
+}
+
+// TestObtainAfterFailedClaimant: when the claim goes away without a CUBIN
+// (NVRTC rejected the source, or the claimant failed) the waiter compiles
+// the key itself; a claim whose holder is dead is taken over.
+func TestObtainAfterFailedClaimant(t *testing.T) {
+	src := sweep.Source{Name: "k.cu", Text: "k"}
+	opts := []string{"-arch=sm_90"}
+	key := cacheKey(src, opts, "sm_90", "13.0")
+
+	t.Run("released without a CUBIN", func(t *testing.T) {
+		c := diskCache{dir: t.TempDir()}
+		release, _, _ := c.claim(key, time.Now, time.Hour)
+		go func() { time.Sleep(20 * time.Millisecond); release() }()
+		var nv fakeNVRTC
+		f, err := c.obtain(context.Background(), key, src, opts, nv.compile, cacheWait{poll: time.Millisecond}, noWarn(t))
+		if err != nil || f.origin != fromNVRTC || nv.calls.Load() != 1 || f.waitSec <= 0 {
+			t.Errorf("%+v, %v, %d compiles", f, err, nv.calls.Load())
+		}
+	})
+	stale := func(t *testing.T, c diskCache, content string, age time.Duration) {
+		p := c.path(key, ".lock")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-age)
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host, _ := os.Hostname()
+	for _, tc := range []struct {
+		name, content string
+		age           time.Duration
+	}{
+		// A pid above Linux's pid_max (2^22) never exists.
+		{"holder's pid is gone", fmt.Sprintf("%s %d\n", host, 1<<30), 0},
+		{"claim older than the bound", "elsewhere 1\n", 2 * staleClaim},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := diskCache{dir: t.TempDir()}
+			stale(t, c, tc.content, tc.age)
+			var nv fakeNVRTC
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			f, err := c.obtain(ctx, key, src, opts, nv.compile, cacheWait{poll: time.Millisecond}, noWarn(t))
+			if err != nil || f.origin != fromNVRTC || nv.calls.Load() != 1 {
+				t.Errorf("%+v, %v, %d compiles", f, err, nv.calls.Load())
+			}
+		})
+	}
+	t.Run("live holder on another host is waited for", func(t *testing.T) {
+		c := diskCache{dir: t.TempDir()}
+		stale(t, c, "elsewhere 1\n", 0)
+		var nv fakeNVRTC
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, err := c.obtain(ctx, key, src, opts, nv.compile, cacheWait{poll: time.Millisecond}, noWarn(t))
+		if !errors.Is(err, context.DeadlineExceeded) || nv.calls.Load() != 0 {
+			t.Errorf("err %v, %d compiles; want a wait cut by the deadline and no compile", err, nv.calls.Load())
+		}
+	})
 }

@@ -30,7 +30,7 @@ func init() {
 		run: func(stdout, stderr io.Writer, args []string) error {
 			ctx, stop := interruptible(stderr)
 			defer stop()
-			return runSweep(ctx, stdout, stderr, args, sweepDeps{open: openBackend, isTTY: isTerminal})
+			return runSweep(ctx, stdout, stderr, args, sweepDeps{open: openBackend, isTTY: isTerminal, precompile: precompile})
 		},
 	})
 }
@@ -47,6 +47,14 @@ to a directory.
 At the end it prints a summary table; 'ktune report DIR' renders the full
 report. A point that fails a gate is a result, not an error: it is listed
 in the table and the sweep goes on.
+
+Kernels compile ahead of the measurements: when the sweep starts, every
+distinct kernel of the points to run is compiled with NVRTC on all CPU
+cores into the CUBIN cache ($XDG_CACHE_HOME/ktune, else ~/.cache/ktune)
+while the GPU measures, and a point whose kernel is still compiling waits
+for it rather than compiling it again. The last line counts them, e.g.
+"31 kernels: 24 compiled (3.1 s CPU, 1.2 s wall, 16 threads), 7 from
+cache"; a second sweep of the same plan compiles nothing.
 
 Examples:
 
@@ -106,6 +114,10 @@ interrupted (re-run the same command to resume).
 type sweepDeps struct {
 	open  func(backendSpec) (sweep.Backend, error)
 	isTTY func(io.Writer) bool
+	// precompile starts compiling the kernels of the points about to run,
+	// for the architecture arch, and returns the function that stops it
+	// and reports what it did; nil compiles nothing ahead.
+	precompile func(arch string, todo []*sweep.Point, log io.Writer) (stop func() sweep.CompileStats, err error)
 }
 
 // backendSpec says what runs a sweep's points.
@@ -150,6 +162,16 @@ func openBackend(s backendSpec) (sweep.Backend, error) {
 		return nil, err
 	}
 	return sweep.NewPool(sweep.PoolOptions{Command: command, Devices: devs, Log: s.log, Verbose: s.verbose})
+}
+
+// precompile compiles the kernels of todo into the shared CUBIN cache on
+// every CPU core while the workers measure; it needs NVRTC but no GPU.
+func precompile(arch string, todo []*sweep.Point, log io.Writer) (func() sweep.CompileStats, error) {
+	pc, err := probe.StartPrecompile(todo, probe.PrecompileOptions{Arch: arch, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	return pc.Stop, nil
 }
 
 func openProbe(o probe.Options) (sweep.Backend, error) {
@@ -331,6 +353,16 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 		IsTTY:    deps.isTTY(stderr),
 		Log:      stderr,
 	}
+	if deps.precompile != nil {
+		opts.Precompile = func(todo []*sweep.Point) func() sweep.CompileStats {
+			stop, err := deps.precompile(env.Arch, todo, stderr)
+			if err != nil {
+				fmt.Fprintf(stderr, "warning: %v; each point compiles its kernels when it runs\n", err)
+				return func() sweep.CompileStats { return sweep.CompileStats{} }
+			}
+			return stop
+		}
+	}
 	switch {
 	case filter != nil:
 		opts.Filter = func(p *sweep.Point) bool { return selected(p) && filter.Match(p) }
@@ -346,6 +378,9 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	fmt.Fprintf(stdout, "%d planned, %d already recorded, %d run (%d ok, %d gate failed, %d failed) in %s; results in %s\n",
 		sum.Planned, sum.Skipped, sum.Ran, sum.OK, sum.GateFailed, sum.Failed,
 		sum.Elapsed.Round(time.Second), results.FilePath(f.out))
+	if sum.Compile.Kernels > 0 {
+		fmt.Fprintln(stdout, sum.Compile)
+	}
 	if runErr != nil {
 		return interruptedOr(ctx, runErr)
 	}

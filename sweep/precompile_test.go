@@ -1,0 +1,75 @@
+package sweep
+
+import (
+	"context"
+	"testing"
+)
+
+// TestRunPrecompile: the hook gets the points that will run, in order,
+// before the first one starts; its stop function runs after the last one
+// and its statistics land in the Summary.
+func TestRunPrecompile(t *testing.T) {
+	pl := testPlan(6)
+	e := newRunEnv(t)
+	first := e.opts()
+	first.Filter = func(p *Point) bool { return p.Index < 2 }
+	if _, err := Run(context.Background(), NewReplay(recordsFor(pl)), pl, first); err != nil {
+		t.Fatal(err)
+	}
+
+	rp := NewReplay(recordsFor(pl))
+	var got []string
+	var callsAtStart, callsAtStop, stops int
+	want := CompileStats{Kernels: 2, Compiled: 1, Cached: 1, CPUSeconds: 2.5, WallSeconds: 1.5, Threads: 16}
+	opts := e.opts()
+	opts.Precompile = func(todo []*Point) func() CompileStats {
+		for _, p := range todo {
+			got = append(got, p.Hash)
+		}
+		callsAtStart = len(rp.Calls())
+		return func() CompileStats {
+			stops++
+			callsAtStop = len(rp.Calls())
+			return want
+		}
+	}
+	sum, err := Run(context.Background(), rp, pl, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, "points given to the precompiler", got, planHashes(pl, 2, 3, 4, 5))
+	if callsAtStart != 0 || callsAtStop != 4 || stops != 1 {
+		t.Errorf("precompiler started after %d points, stopped %d times after %d; want 0, 1, 4", callsAtStart, stops, callsAtStop)
+	}
+	if sum.Compile != want {
+		t.Errorf("summary compile %+v, want %+v", sum.Compile, want)
+	}
+
+	// Nothing left to run: nothing to compile either.
+	opts.Precompile = func([]*Point) func() CompileStats {
+		t.Error("precompiler started with no point to run")
+		return func() CompileStats { return CompileStats{} }
+	}
+	if sum, err := Run(context.Background(), NewReplay(nil), pl, opts); err != nil || sum.Compile != (CompileStats{}) {
+		t.Errorf("second run: %+v, %v", sum.Compile, err)
+	}
+}
+
+func TestCompileStatsString(t *testing.T) {
+	for _, tc := range []struct {
+		s    CompileStats
+		want string
+	}{
+		{CompileStats{Kernels: 31, Compiled: 24, Cached: 7, CPUSeconds: 3.14, WallSeconds: 1.23, Threads: 16},
+			"31 kernels: 24 compiled (3.1 s CPU, 1.2 s wall, 16 threads), 7 from cache"},
+		// A warm cache: no compile, so no times.
+		{CompileStats{Kernels: 31, Cached: 31, WallSeconds: 0.01, Threads: 16},
+			"31 kernels: 0 compiled, 31 from cache"},
+		{CompileStats{Kernels: 9, Compiled: 3, Cached: 1, Elsewhere: 2, Rejected: 1, Pending: 2, CPUSeconds: 4, WallSeconds: 2, Threads: 1},
+			"9 kernels: 3 compiled (4.0 s CPU, 2.0 s wall, 1 thread), 1 from cache, 2 compiled by another process, 1 rejected by NVRTC, 2 not reached"},
+	} {
+		if got := tc.s.String(); got != tc.want {
+			t.Errorf("%+v:\n got %q\nwant %q", tc.s, got, tc.want)
+		}
+	}
+}
