@@ -17,6 +17,8 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	@if command -v python3 >/dev/null; then cd experiments && python3 -m unittest -q; \
+	 else echo "python3 not found: skipping experiments/test_sdpa_ref.py"; fi
 
 ## sweep: the main job on a GPU machine: doctor, then sweep SPEC into OUT.
 sweep: build

@@ -14,31 +14,28 @@ import (
 	"github.com/ktune/ktune/internal/results"
 )
 
-func TestCompare(t *testing.T) {
-	old, cur := loadJSONL(t, "fixture.jsonl"), loadJSONL(t, "fixture_new.jsonl")
+// rerun.jsonl is the landed point of slice.jsonl (d2 SPLITS=32 at
+// nkv=32768) measured again in a separate process: the same kernel, so
+// the comparison must say "~" and list the other points as old only.
+func TestCompareRerun(t *testing.T) {
+	old, cur := loadH200(t, "slice.jsonl"), loadH200(t, "rerun.jsonl")
 	c, err := Compare(old, cur)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The new fixture scales d2 by 0.9 and leaves r4 and tc alone: d2 rows
-	// must be significant and about −10%, and no unchanged row may be
-	// reported as a change beyond noise by more than a couple of percent.
-	var d2, other int
-	for _, r := range c.Rows {
-		if strings.HasPrefix(r.Config, "d2 ") {
-			d2++
-			if !r.Significant || math.Abs(r.DeltaPct+10) > 2 {
-				t.Errorf("%s nkv=%d %s: delta %s (%.2f%%, p=%.3g), want significant ≈ −10%%", r.Config, r.NKV, r.Probe, r.Delta(), r.DeltaPct, r.P)
-			}
-		} else {
-			other++
-			if math.Abs(r.DeltaPct) > 2 {
-				t.Errorf("%s nkv=%d %s: delta %.2f%% for an unchanged kernel", r.Config, r.NKV, r.Probe, r.DeltaPct)
-			}
+	probes := 0
+	for _, m := range cur[0].Probes {
+		if len(m.SamplesNS) > 0 {
+			probes++
 		}
 	}
-	if d2 != 2*3*3 || other != 2*3*3 {
-		t.Errorf("%d d2 rows and %d others, want 18 and 18", d2, other)
+	if len(c.Rows) != probes || len(c.OnlyNew) != 0 || len(c.OnlyOld) != len(old)-1 {
+		t.Errorf("%d rows, %d only-old, %d only-new; want %d, %d, 0", len(c.Rows), len(c.OnlyOld), len(c.OnlyNew), probes, len(old)-1)
+	}
+	for _, r := range c.Rows {
+		if r.Significant || r.Delta() != "~" {
+			t.Errorf("%s nkv=%d %s: %s (p=%.3g) for the same kernel measured twice", r.Config, r.NKV, r.Probe, r.Delta(), r.P)
+		}
 	}
 	var out bytes.Buffer
 	if err := c.WriteText(&out, false); err != nil {
@@ -47,12 +44,72 @@ func TestCompare(t *testing.T) {
 	golden(t, "compare.txt.golden", out.Bytes())
 }
 
+// scaledVariant returns a copy of recs in which every sample of variant v
+// is multiplied by f.
+func scaledVariant(recs []results.Record, v string, f float64) []results.Record {
+	out := make([]results.Record, len(recs))
+	for i, r := range recs {
+		if r.Config.Variant == v {
+			r = relabel(r, v)
+			r.Landed = recs[i].Landed
+			scaleSamples(&r, f)
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// A real change is found: slice.jsonl against itself with every d2
+// sample ×0.9. The d2 rows must be significant and about −10%, and no
+// other row may move.
+func TestCompareFindsChange(t *testing.T) {
+	old := loadH200(t, "slice.jsonl")
+	cur := scaledVariant(old, "d2", 0.9)
+	c, err := Compare(old, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantD2, wantOther := 0, 0
+	for _, r := range old {
+		for _, m := range r.Probes {
+			if len(m.SamplesNS) == 0 {
+				continue
+			}
+			if r.Config.Variant == "d2" {
+				wantD2++
+			} else {
+				wantOther++
+			}
+		}
+	}
+	var d2, other int
+	for _, r := range c.Rows {
+		if strings.HasPrefix(r.Config, "d2 ") {
+			d2++
+			if !r.Significant || math.Abs(r.DeltaPct+10) > 0.01 {
+				t.Errorf("%s nkv=%d %s: delta %s (%.2f%%, p=%.3g), want significant −10%%", r.Config, r.NKV, r.Probe, r.Delta(), r.DeltaPct, r.P)
+			}
+		} else {
+			other++
+			if r.Significant || r.DeltaPct != 0 {
+				t.Errorf("%s nkv=%d %s: delta %.2f%% for an unchanged kernel", r.Config, r.NKV, r.Probe, r.DeltaPct)
+			}
+		}
+	}
+	if d2 != wantD2 || other != wantOther {
+		t.Errorf("%d d2 rows and %d others, want %d and %d", d2, other, wantD2, wantOther)
+	}
+}
+
 // A record compared with itself is never a change.
 func TestCompareIdentical(t *testing.T) {
-	recs := loadJSONL(t, "fixture.jsonl")
+	recs := loadH200(t, "slice.jsonl")
 	c, err := Compare(recs, recs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(c.Rows) == 0 {
+		t.Fatal("no rows")
 	}
 	for _, r := range c.Rows {
 		if r.Significant || r.Delta() != "~" {
@@ -64,29 +121,38 @@ func TestCompareIdentical(t *testing.T) {
 // Matching ignores the hash and the device: the same point measured on
 // another machine still matches.
 func TestCompareMatchesAcrossDevices(t *testing.T) {
-	old := loadJSONL(t, "fixture.jsonl")
-	cur := loadJSONL(t, "fixture.jsonl")
+	old := loadH200(t, "slice.jsonl")
+	cur := loadH200(t, "slice.jsonl")
+	want := 0
 	for i := range cur {
 		cur[i].Hash = "other"
 		cur[i].Env.Device = "NVIDIA H100"
 		cur[i].Env.Arch = "sm_90a"
+		want += len(cur[i].Probes)
 	}
 	c, err := Compare(old, cur)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Rows) != 36 || len(c.OnlyOld)+len(c.OnlyNew) != 0 {
-		t.Errorf("%d rows, %d only-old, %d only-new; want 36, 0, 0", len(c.Rows), len(c.OnlyOld), len(c.OnlyNew))
+	if len(c.Rows) != want || len(c.OnlyOld)+len(c.OnlyNew) != 0 {
+		t.Errorf("%d rows, %d only-old, %d only-new; want %d, 0, 0", len(c.Rows), len(c.OnlyOld), len(c.OnlyNew), want)
 	}
 }
 
+// The golden is the one-record rerun (a short file); the round trip runs
+// over all of slice.jsonl.
 func TestGoBenchRoundTrip(t *testing.T) {
-	recs := loadJSONL(t, "fixture.jsonl")
+	var small bytes.Buffer
+	if err := WriteGoBench(&small, loadH200(t, "rerun.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "export.gobench.golden", small.Bytes())
+
+	recs := loadH200(t, "slice.jsonl")
 	var buf bytes.Buffer
 	if err := WriteGoBench(&buf, recs); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "export.gobench.golden", buf.Bytes())
 
 	// Every sample of every measured record, in order.
 	type want struct {
@@ -138,18 +204,29 @@ func TestGoBenchRoundTrip(t *testing.T) {
 	}
 }
 
+// gateInput is the real slice experiment plus the transformed
+// candidates of testdata/gate.jsonl (see fixture_test.go).
+func gateInput(t *testing.T) []results.Record {
+	return append(loadH200(t, "slice.jsonl"), loadJSONL(t, "gate.jsonl")...)
+}
+
 func TestGate(t *testing.T) {
-	recs := loadJSONL(t, "gate.jsonl")
+	recs := gateInput(t)
 	for _, tc := range []struct {
 		name    string
 		opts    GateOptions
 		verdict Verdict
 	}{
+		// Every sample of the landed kernel ×1.10.
 		{"slower", GateOptions{Candidate: "slow", Threshold: 0.02}, VerdictRegression},
+		// The landed kernel with one byte off r4 at one gate point.
 		{"onebyte", GateOptions{Candidate: "onebyte", Threshold: 0.02}, VerdictNumerics},
+		// The landed kernel's samples resampled.
 		{"noise", GateOptions{Candidate: "same", Threshold: 0.02}, VerdictPass},
-		// Pinned to its slow configuration, "same" regresses.
-		{"pinned", GateOptions{Candidate: "same", Defines: map[string]string{"SPLITS": "64"}, Threshold: 0.02}, VerdictRegression},
+		// Real data: r4 pinned to SPLITS=64 against the landed d2
+		// SPLITS=32 is slower at short contexts (12.4 µs against 9.3 µs
+		// cold at nkv=1), where 64 splits mostly idle.
+		{"pinned", GateOptions{Candidate: "r4", Defines: map[string]string{"SPLITS": "64"}, Threshold: 0.02}, VerdictRegression},
 		// A threshold above the slowdown lets the slow candidate through.
 		{"threshold", GateOptions{Candidate: "slow", Threshold: 0.2}, VerdictPass},
 	} {
@@ -175,8 +252,25 @@ func TestGate(t *testing.T) {
 	}
 }
 
+// The slow candidate is 10% slower at every point and probe, so every
+// point is a regression by about 10%.
+func TestGateSlowerEverywhere(t *testing.T) {
+	res, err := Gate(gateInput(t), GateOptions{Candidate: "slow", Threshold: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) == 0 {
+		t.Fatal("no points")
+	}
+	for _, p := range res.Points {
+		if !p.Regression || math.Abs(p.DeltaPct-10) > 0.01 {
+			t.Errorf("nkv=%d %s: regression=%v delta %.3f%%, want a 10%% regression", p.NKV, p.Probe, p.Regression, p.DeltaPct)
+		}
+	}
+}
+
 func TestGateMissingAndErrors(t *testing.T) {
-	recs := loadJSONL(t, "gate.jsonl")
+	recs := gateInput(t)
 	if _, err := Gate(recs, GateOptions{Candidate: "nosuch"}); err == nil {
 		t.Error("no error for an unknown candidate")
 	}
@@ -213,7 +307,7 @@ func TestGateMissingAndErrors(t *testing.T) {
 }
 
 func TestReportMarkdown(t *testing.T) {
-	rep, err := Build(loadJSONL(t, "fixture.jsonl"), Options{Layers: 28, StepMS: 12})
+	rep, err := Build(loadH200(t, "slice.jsonl"), Options{Layers: 28, StepMS: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,8 +334,9 @@ func TestReportMarkdown(t *testing.T) {
 	golden(t, "tables.csv.golden", csv)
 }
 
+// splits.jsonl measured the graph probe, which the projection prefers.
 func TestProjection(t *testing.T) {
-	rep, err := Build(loadJSONL(t, "fixture.jsonl"), Options{Layers: 28, StepMS: 12})
+	rep, err := Build(loadH200(t, "splits.jsonl"), Options{Layers: 28, StepMS: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +349,7 @@ func TestProjection(t *testing.T) {
 		if math.Abs(r.TokensPerSec-want) > 1e-9 || r.LandedTokensPerSec != 1000.0/12 {
 			t.Errorf("%s nkv=%d: %.3f tokens/s, want %.3f", r.Config, r.NKV, r.TokensPerSec, want)
 		}
-		if strings.HasPrefix(r.Config, "r4") && r.DeltaStepMS != 0 {
+		if r.Config == "d2 SPLITS=32 NR=4" && r.DeltaStepMS != 0 {
 			t.Errorf("landed row has Δstep %v", r.DeltaStepMS)
 		}
 	}

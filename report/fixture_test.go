@@ -1,56 +1,56 @@
 package report
 
-// This file generates the results fixtures under testdata/: small,
-// deterministic stand-ins for a real sweep (fixed seeds, a simple
-// bandwidth model), so that the golden files exercise every column and
-// flag. They are regenerated with `go test ./report/... -update` and a
-// test checks the committed files still equal the generator's output.
+// The tests of this package run on the committed H200 results under
+// experiments/results/h200. Three gate cases cannot come from a real run,
+// because no committed kernel is slower than the landed one by a known
+// amount, differs from its twin by one byte, or repeats it within noise
+// under another name. testdata/gate.jsonl holds those candidates, made by
+// transforming the real records of the landed configuration (d2
+// SPLITS=32 in slice.jsonl):
+//
+//   - slow: every sample ×1.10, a 10% slowdown;
+//   - onebyte: the bitwise gate of out against r4 at nkv=29 flipped to
+//     failed with one differing byte, the point then ending as gate_failed
+//     without timings, as a sweep records it;
+//   - same: a bootstrap resample (with replacement, fixed seed) of the
+//     landed samples: the landed kernel again, within its own noise.
+//
+// The file is regenerated with `go test ./report/... -update` and a test
+// checks the committed file still equals the generator's output.
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/ktune/ktune/internal/results"
 )
 
-var fixtureEnv = results.Env{
-	Device: "NVIDIA H200", Arch: "sm_90", SMs: 132, L2Bytes: 60 << 20, MemBytes: 141 << 30,
-	Driver: "13.0", NVRTC: "13.0", ClockMHz: 1980, MemClockMHz: 3201, ReadBWGBps: 4560, Ktune: "fixture",
-}
+// h200Dir holds the committed results of the H200 runs, relative to this
+// package's directory (where go test runs).
+const h200Dir = "../experiments/results/h200"
 
-var fixtureShape = results.Shape{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: 1, Capacity: 32768}
-
-// fixtureVariant describes one configuration of the fixture: its
-// efficiency (fraction of the read bandwidth it reaches at large nkv) and
-// how its point ends.
-type fixtureVariant struct {
-	variant, twin string
-	splits        int
-	defines       []results.Define
-	eff           float64 // fraction of read bandwidth reached
-	landed        bool
-	failGate      *results.Gate // the point fails this gate
-	spill         int
-	throttle      bool // the hot probe ran throttled at the largest nkv
-	unconverged   bool // the graph probe ran out of budget at the smallest nkv
-}
-
-var fixtureNKV = []int{2048, 8192, 32768}
-
-func kvBytes(s results.Shape, nkv int) int64 {
-	elem := int64(2)
-	if s.KVDtype == "f32" {
-		elem = 4
+// loadH200 reads one committed results file with the project's reader and
+// fails on any line it had to skip: these files are the test inputs.
+func loadH200(t testing.TB, name string) []results.Record {
+	t.Helper()
+	recs, warns, err := results.ReadFile(filepath.Join(h200Dir, name))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return 2 * int64(s.Batch) * int64(nkv) * int64(s.KVHeads) * int64(s.HeadDim) * elem
+	for _, w := range warns {
+		t.Errorf("%s: %v", name, w)
+	}
+	if len(recs) == 0 {
+		t.Fatalf("%s: no records", name)
+	}
+	return recs
 }
 
 // quantile is the linear-interpolation quantile of sorted xs.
@@ -64,143 +64,104 @@ func quantile(xs []float64, q float64) float64 {
 	return xs[i]*(1-f) + xs[i+1]*f
 }
 
-func measurement(p results.Probe, samples []float64, bytes int64) results.Measurement {
-	s := append([]float64(nil), samples...)
+// resummarise recomputes m's summary and bandwidth from its samples after
+// a transformation changed them.
+func resummarise(m *results.Measurement, readBW float64) {
+	s := append([]float64(nil), m.SamplesNS...)
 	sort.Float64s(s)
 	med := quantile(s, 0.5)
-	m := results.Measurement{
-		Probe: p, SamplesNS: samples, Converged: true, Bytes: bytes,
-		Summary: results.Summary{N: len(s), Median: med, Min: s[0], Max: s[len(s)-1],
-			Q1: quantile(s, 0.25), Q3: quantile(s, 0.75)},
-	}
+	m.Summary = results.Summary{N: len(s), Median: med, Min: s[0], Max: s[len(s)-1],
+		Q1: quantile(s, 0.25), Q3: quantile(s, 0.75)}
 	m.Summary.RelNoise = (m.Summary.Q3 - m.Summary.Q1) / med
-	m.GBps = float64(bytes) / med
-	m.PctBW = m.GBps / fixtureEnv.ReadBWGBps * 100
-	return m
+	m.GBps = float64(m.Bytes) / med
+	m.PctBW = 0
+	if readBW > 0 {
+		m.PctBW = m.GBps / readBW * 100
+	}
 }
 
-// samples draws n times around median with relative noise rel; rounded to
-// 0.1 ns so that the JSON text is short and exact.
-func samples(rng *rand.Rand, n int, median, rel float64) []float64 {
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = math.Round(median*(1+rel*rng.NormFloat64())*10) / 10
+// relabel returns a deep copy of r as variant name: not landed, with a
+// hash of its own so that it never stands for the record it came from.
+func relabel(r results.Record, name string) results.Record {
+	out := r
+	out.Config.Variant = name
+	out.Landed = false
+	h := fnv.New64a()
+	fmt.Fprint(h, name, "/", r.Hash)
+	out.Hash = fmt.Sprintf("%016x", h.Sum64())
+	out.Gates = append([]results.Gate(nil), r.Gates...)
+	out.Probes = make([]results.Measurement, len(r.Probes))
+	for i, m := range r.Probes {
+		m.SamplesNS = append([]float64(nil), m.SamplesNS...)
+		out.Probes[i] = m
 	}
 	return out
 }
 
-// fixtureRecord builds the record of one fixture configuration at nkv.
-// scale multiplies every time (1 for the base fixture).
-func fixtureRecord(rng *rand.Rand, v fixtureVariant, nkv int, scale float64, idx int) results.Record {
-	defs := append([]results.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"},
-		{Name: "SPLITS", Value: fmt.Sprint(v.splits)}}, v.defines...)
-	defs = sortedDefines(defs)
-	r := results.Record{
-		Schema: results.SchemaVersion, Hash: fmt.Sprintf("%016x", rng.Uint64()),
-		Time: time.Date(2026, 11, 30, 22, 0, idx, 0, time.UTC),
-		Config: results.Config{
-			Spec: "fixture", Variant: v.variant, Kernel: v.variant, Defines: defs, Shape: fixtureShape,
-			NKV: nkv, Splits: v.splits, Grid: [3]int{v.splits, 28, 1}, Block: [3]int{32, 1, 1},
-			CombineGrid: [3]int{28, 1, 1}, CombineBlock: [3]int{128, 1, 1}, BitwiseWith: v.twin,
-		},
-		Env: fixtureEnv, Status: results.StatusOK, Landed: v.landed,
-		Compile: results.Compile{Seconds: 0.25},
-		Resources: []results.Resource{
-			{Kernel: "attn_partial", Registers: 40 + v.splits/4, LocalBytes: v.spill, MaxBlocksPerSM: 32, Occupancy: 0.5, LoadsBeforeChain: 4},
-			{Kernel: "attn_combine", Registers: 24, MaxBlocksPerSM: 16, Occupancy: 1},
-		},
-		WallSec: 3,
-	}
-	kind := results.GateTolerance
-	if v.twin != "" {
-		kind = results.GateBitwise
-	}
-	for _, g := range []int{1, 29, 1641} {
-		r.Gates = append(r.Gates, results.Gate{Kind: kind, NKV: g, Pass: true, Seed: 1, Twin: v.twin, FirstDiff: -1, MaxAbs: 1e-4})
-	}
-	if v.failGate != nil {
-		r.Gates = append(r.Gates, *v.failGate)
-		r.Status = results.StatusGateFailed
-		return r
-	}
-	bytes := kvBytes(fixtureShape, nkv)
-	// A launch costs ~4 µs; the rest is streaming K/V at eff × bandwidth,
-	// less efficient when few splits leave SMs idle at short contexts.
-	cold := 4000 + float64(bytes)/(fixtureEnv.ReadBWGBps*v.eff)
-	for _, p := range probeOrder {
-		med := cold
-		switch p {
-		case results.ProbeHot:
-			med = cold * 0.8 // K/V partly in L2
-		case results.ProbeGraph:
-			med = cold*0.8 - 1500 // launch overhead amortised
+// scaleSamples multiplies every sample of every probe of r by f, the
+// transformation of a kernel uniformly f times as slow.
+func scaleSamples(r *results.Record, f float64) {
+	for i := range r.Probes {
+		m := &r.Probes[i]
+		for j := range m.SamplesNS {
+			m.SamplesNS[j] *= f
 		}
-		m := measurement(p, samples(rng, 15, med*scale, 0.01), bytes)
-		if p != results.ProbeCold {
-			m.Batch = 20
-		}
-		if v.throttle && p == results.ProbeHot && nkv == fixtureNKV[len(fixtureNKV)-1] {
-			m.Throttled = 3
-		}
-		if v.unconverged && p == results.ProbeGraph && nkv == fixtureNKV[0] {
-			m.Converged = false
-			m.Note = "budget spent before the noise bound"
-		}
-		r.Probes = append(r.Probes, m)
-	}
-	return r
-}
-
-func baseVariants() []fixtureVariant {
-	return []fixtureVariant{
-		{variant: "r4", splits: 32, eff: 0.05, landed: true},
-		{variant: "d2", twin: "r4", splits: 32, defines: []results.Define{{Name: "NR", Value: "4"}}, eff: 0.09},
-		{variant: "d2", twin: "r4", splits: 64, defines: []results.Define{{Name: "NR", Value: "4"}}, eff: 0.16, throttle: true},
-		{variant: "tc", splits: 16, eff: 0.4, spill: 16, unconverged: true},
-		{variant: "tc", splits: 64, eff: 0.3, failGate: &results.Gate{Kind: results.GateTolerance, NKV: 1641, Seed: 1,
-			MaxAbs: 3.1e-2, MaxRel: 0.41, NMSE: 2.2e-5, FirstDiff: -1, Detail: "worst at head 5, dim 17"}},
+		resummarise(m, r.Env.ReadBWGBps)
 	}
 }
 
-// fixtureRecords is the main fixture: five configurations × three nkv.
-// scale and seed produce the "new" side of compare tests; d2Scale scales
-// only d2 (the change under comparison).
-func fixtureRecords(seed uint64, d2Scale float64) []results.Record {
-	rng := rand.New(rand.NewPCG(seed, 7))
+// landedRecords returns the records marked landed, in file order.
+func landedRecords(recs []results.Record) []results.Record {
 	var out []results.Record
-	for _, v := range baseVariants() {
-		for _, nkv := range fixtureNKV {
-			s := 1.0
-			if v.variant == "d2" {
-				s = d2Scale
-			}
-			out = append(out, fixtureRecord(rng, v, nkv, s, len(out)))
+	for _, r := range recs {
+		if r.Landed {
+			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// gateRecords is the gate fixture: the landed r4 and three candidates
-// measured against it. "slow" is 10% slower, "onebyte" differs from its
-// twin by one byte at nkv=29, "same" is r4 again within noise.
-func gateRecords() []results.Record {
+// oneByteNKV is the gate nkv at which the onebyte candidate differs.
+const oneByteNKV = 29
+
+// gateRecords derives the gate candidates from the landed records of
+// slice.jsonl (see the file comment).
+func gateRecords(t testing.TB) []results.Record {
+	landed := landedRecords(loadH200(t, "slice.jsonl"))
+	if len(landed) == 0 {
+		t.Fatal("slice.jsonl: no landed records")
+	}
 	rng := rand.New(rand.NewPCG(11, 13))
 	var out []results.Record
-	vs := []struct {
-		v     fixtureVariant
-		scale float64
-	}{
-		{fixtureVariant{variant: "r4", splits: 32, eff: 0.05, landed: true}, 1},
-		{fixtureVariant{variant: "slow", twin: "r4", splits: 32, eff: 0.05}, 1.10},
-		{fixtureVariant{variant: "onebyte", twin: "r4", splits: 32, eff: 0.05, failGate: &results.Gate{
-			Kind: results.GateBitwise, NKV: 29, Seed: 1, Twin: "r4", DiffBytes: 1, FirstDiff: 4242, Buffer: "out"}}, 1},
-		{fixtureVariant{variant: "same", twin: "r4", splits: 32, eff: 0.05}, 1},
-		{fixtureVariant{variant: "same", twin: "r4", splits: 64, eff: 0.05}, 1.3},
-	}
-	for _, x := range vs {
-		for _, nkv := range fixtureNKV {
-			out = append(out, fixtureRecord(rng, x.v, nkv, x.scale, len(out)))
+	for _, r := range landed {
+		slow := relabel(r, "slow")
+		scaleSamples(&slow, 1.10)
+
+		one := relabel(r, "onebyte")
+		flipped := false
+		for i := range one.Gates {
+			g := &one.Gates[i]
+			if g.Kind == results.GateBitwise && g.NKV == oneByteNKV && g.Buffer == "out" {
+				// Byte 2628 is float 657 of out: head 5, dim 17.
+				g.Pass, g.DiffBytes, g.FirstDiff = false, 1, 4*(5*128+17)
+				flipped = true
+			}
 		}
+		if !flipped {
+			t.Fatalf("landed record %s has no bitwise gate at nkv=%d to flip", r.Hash, oneByteNKV)
+		}
+		one.Status, one.Probes = results.StatusGateFailed, nil
+
+		same := relabel(r, "same")
+		for i := range same.Probes {
+			m := &same.Probes[i]
+			orig := r.Probes[i].SamplesNS
+			for j := range m.SamplesNS {
+				m.SamplesNS[j] = orig[rng.IntN(len(orig))]
+			}
+			resummarise(m, same.Env.ReadBWGBps)
+		}
+		out = append(out, slow, one, same)
 	}
 	return out
 }
@@ -216,30 +177,66 @@ func encodeJSONL(recs []results.Record) []byte {
 	return b.Bytes()
 }
 
-// fixtureFiles maps each fixture file to its generated content.
-func fixtureFiles() map[string][]byte {
-	return map[string][]byte{
-		"fixture.jsonl":     encodeJSONL(fixtureRecords(1, 1)),
-		"fixture_new.jsonl": encodeJSONL(fixtureRecords(2, 0.9)),
-		"gate.jsonl":        encodeJSONL(gateRecords()),
+func TestFixturesUpToDate(t *testing.T) {
+	want := encodeJSONL(gateRecords(t))
+	path := filepath.Join("testdata", "gate.jsonl")
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report/... -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from its generator; run go test ./report/... -update", path)
 	}
 }
 
-func TestFixturesUpToDate(t *testing.T) {
-	for name, want := range fixtureFiles() {
-		path := filepath.Join("testdata", name)
-		if *update {
-			if err := os.WriteFile(path, want, 0o644); err != nil {
-				t.Fatal(err)
+// The transformations do what their names say: slow is 10% slower at
+// every probe, same keeps the landed median within the landed spread, and
+// onebyte carries exactly one failing gate with one differing byte.
+func TestGateFixtureTransforms(t *testing.T) {
+	landed := map[int]*results.Record{}
+	real := loadH200(t, "slice.jsonl")
+	for i := range real {
+		if real[i].Landed {
+			landed[real[i].Config.NKV] = &real[i]
+		}
+	}
+	for _, r := range loadJSONL(t, "gate.jsonl") {
+		base := landed[r.Config.NKV]
+		if base == nil {
+			t.Fatalf("%s nkv=%d: no landed record", r.Config.Variant, r.Config.NKV)
+		}
+		switch r.Config.Variant {
+		case "slow":
+			for i, m := range r.Probes {
+				if got := m.Summary.Median / base.Probes[i].Summary.Median; got < 1.0999 || got > 1.1001 {
+					t.Errorf("slow nkv=%d %s: median ratio %.4f, want 1.10", r.Config.NKV, m.Probe, got)
+				}
 			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run go test ./report/... -update)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from its generator; run go test ./report/... -update", path)
+		case "same":
+			for i, m := range r.Probes {
+				b := base.Probes[i].Summary
+				if m.Summary.Median < b.Min || m.Summary.Median > b.Max {
+					t.Errorf("same nkv=%d %s: median %.0f outside the landed range [%.0f, %.0f]", r.Config.NKV, m.Probe, m.Summary.Median, b.Min, b.Max)
+				}
+			}
+		case "onebyte":
+			var failed []results.Gate
+			for _, g := range r.Gates {
+				if !g.Pass {
+					failed = append(failed, g)
+				}
+			}
+			if len(failed) != 1 || failed[0].DiffBytes != 1 || failed[0].Kind != results.GateBitwise || len(r.Probes) != 0 {
+				t.Errorf("onebyte nkv=%d: failed gates %+v, %d probes", r.Config.NKV, failed, len(r.Probes))
+			}
+		default:
+			t.Errorf("unexpected variant %q in gate.jsonl", r.Config.Variant)
 		}
 	}
 }

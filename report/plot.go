@@ -89,7 +89,7 @@ func (rep *Report) Plots(dir string) ([]PlotFile, error) {
 			pf.Base = filepath.Join(dir, pf.Base)
 			for _, f := range plotFormats {
 				name := pf.Base + "." + f
-				if err := p.Save(18*vg.Centimeter, 11*vg.Centimeter, name); err != nil {
+				if err := savePlot(p, name, f); err != nil {
 					return nil, fmt.Errorf("writing plot %s: %w", name, err)
 				}
 				pf.Files = append(pf.Files, name)
@@ -150,6 +150,20 @@ func slugify(s string) string {
 	}, s)
 }
 
+// The data part of every plot has one size; a legend is drawn to the
+// right of it and widens the image. A legend inside the axes covered data
+// as soon as a report held more than a few variants, whatever headroom the
+// axes were given.
+const (
+	plotWidth  = 18 * vg.Centimeter
+	plotHeight = 11 * vg.Centimeter
+	legendGap  = 4 * vg.Millimeter
+)
+
+// yLabel names what every time plot shows: one decode-attention launch
+// pair of one layer, not a whole decode step.
+const yLabel = "partial+combine time (µs)"
+
 func newPlot(title, x, y string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
@@ -157,8 +171,48 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Y.Label.Text = y
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+// savePlot writes p to name in format ("png", "svg"), with its legend, if
+// it has entries, in a column right of the axes, aligned with their top.
+func savePlot(p *plot.Plot, name, format string) error {
+	leg := p.Legend
+	lw := leg.Rectangle(draw.Canvas{}).Size().X
+	w := plotWidth
+	if lw > 0 {
+		w += legendGap + lw
+	}
+	c, err := draw.NewFormattedCanvas(w, plotHeight, format)
+	if err != nil {
+		return err
+	}
+	dc := draw.New(c)
+	if lw > 0 {
+		// Draw the axes without the legend, then the legend beside them.
+		p.Legend = plot.NewLegend()
+		p.Draw(draw.Crop(dc, 0, -(legendGap + lw), 0, 0))
+		p.Legend = leg
+		top := vg.Length(0)
+		if p.Title.Text != "" {
+			top = p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+		}
+		leg.Top, leg.Left = true, true
+		leg.Draw(draw.Crop(dc, plotWidth+legendGap, 0, 0, -top))
+	} else {
+		p.Draw(dc)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // addSeries draws a line with point markers and adds it to the legend.
@@ -226,7 +280,7 @@ func (rep *Report) plotSplits(g shapeGroup, nkv int, col colours) (*plot.Plot, P
 		return nil, pf, nil
 	}
 	sort.Strings(variants)
-	p := newPlot(pf.Title, "SPLITS (log scale)", "time per step (µs)")
+	p := newPlot(pf.Title, "SPLITS (log scale)", yLabel)
 	p.X.Scale = plot.LogScale{}
 	var ticks []plot.Tick
 	var splits []int
@@ -239,7 +293,7 @@ func (rep *Report) plotSplits(g shapeGroup, nkv int, col colours) (*plot.Plot, P
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Min = 0
-	// Room on both sides of the outer SPLITS and above the data for the legend.
+	// Room on both sides of the outer SPLITS and a little above the data.
 	p.X.Min, p.X.Max = float64(splits[0])/1.3, float64(splits[len(splits)-1])*1.3
 	top := 0.0
 	for _, m := range best {
@@ -250,7 +304,7 @@ func (rep *Report) plotSplits(g shapeGroup, nkv int, col colours) (*plot.Plot, P
 	if base, ok := landedBest(g.rows)[landedKey{g.device, g.rows[0].key.Shape, nkv, results.ProbeCold}]; ok {
 		top = math.Max(top, us(base))
 	}
-	p.Y.Max = top * 1.45
+	p.Y.Max = top * 1.1
 	for _, v := range variants {
 		var xys plotter.XYs
 		for _, s := range splits {
@@ -306,9 +360,9 @@ func (rep *Report) plotNKV(g shapeGroup, col colours) (*plot.Plot, PlotFile, err
 		return nil, pf, nil
 	}
 	sort.Strings(variants)
-	p := newPlot(pf.Title, "context length nkv (tokens, log scale)", "time per step (µs, log scale)")
+	p := newPlot(pf.Title, "context length nkv (tokens, log scale)", "partial+combine time (µs, log scale)")
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker = valueTicks(g.nkvs)
+	p.X.Tick.Marker = sweptTicks(g.nkvs)
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	for _, v := range variants {
 		xys := byVariant[v]
@@ -335,32 +389,62 @@ func (rep *Report) plotNKV(g shapeGroup, col colours) (*plot.Plot, PlotFile, err
 		}
 		pf.Series = append(pf.Series, name)
 	}
-	// Headroom above the data for the legend: a factor on a log axis.
-	p.Y.Max = 0
-	for _, xys := range byVariant {
+	// The y range follows the kernels, not the floor: at short contexts the
+	// floor is a fraction of a microsecond, launch latency dominates, and an
+	// axis reaching down to it squeezes every kernel into the top band. The
+	// floor line is clipped where it leaves the range.
+	lo, hi := math.Inf(1), 0.0
+	for _, xys := range append([]plotter.XYs{lxy}, mapValues(byVariant)...) {
 		for _, xy := range xys {
-			p.Y.Max = math.Max(p.Y.Max, xy.Y*4)
+			lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
 		}
 	}
-	for _, xy := range lxy {
-		p.Y.Max = math.Max(p.Y.Max, xy.Y*4)
-	}
 	if len(fxy) > 0 {
-		name := fmt.Sprintf("memory floor (K+V bytes / %.0f GB/s)", g.readBW)
+		name := fmt.Sprintf("memory floor (K+V bytes at %.0f GB/s)", g.readBW)
 		if err := addRef(p, name, fxy, color.RGBA{160, 160, 160, 255}); err != nil {
 			return nil, pf, err
 		}
 		pf.Series = append(pf.Series, name)
 	}
+	// Set after every p.Add, which widens the axes to the data it adds.
+	p.Y.Min, p.Y.Max = lo/2, hi*1.5
 	return p, pf, nil
 }
 
-// valueTicks labels exactly the swept values: powers of ten alone would
-// leave most nkv values unlabelled.
-func valueTicks(vs []int) plot.Ticker {
-	var t []plot.Tick
-	for _, v := range vs {
-		t = append(t, plot.Tick{Value: float64(v), Label: fmt.Sprint(v)})
+func mapValues(m map[string]plotter.XYs) []plotter.XYs {
+	out := make([]plotter.XYs, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
 	}
-	return plot.ConstantTicks(t)
+	return out
+}
+
+// sweptTicks labels exactly the swept values of a log axis: powers of ten
+// alone would leave most nkv values unlabelled. A value too close to the
+// previous label to be printed beside it (1641 next to 2048) keeps its
+// tick mark without a label.
+type sweptTicks []int
+
+// labelCharFrac is the width of one tick-label character as a fraction of
+// the axis length (10 pt labels on an axis of about 16 cm).
+const labelCharFrac = 1.0 / 80
+
+// Ticks implements plot.Ticker.
+func (t sweptTicks) Ticks(min, max float64) []plot.Tick {
+	span := math.Log10(max) - math.Log10(min)
+	var out []plot.Tick
+	last, lastLen := math.Inf(-1), 0
+	for _, v := range t {
+		label := fmt.Sprint(v)
+		x := math.Log10(float64(v))
+		// Half of each label plus one character of space between them.
+		need := span * (float64(len(label)+lastLen)/2 + 1) * labelCharFrac
+		if x-last < need {
+			out = append(out, plot.Tick{Value: float64(v)})
+			continue
+		}
+		out = append(out, plot.Tick{Value: float64(v), Label: label})
+		last, lastLen = x, len(label)
+	}
+	return out
 }

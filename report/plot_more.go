@@ -15,16 +15,30 @@ import (
 	"github.com/ktune/ktune/internal/results"
 )
 
-// plotProbes shows cold, hot and graph medians per variant at the
-// largest nkv of the shape, each variant through its best configuration
-// by cold time. Points joined per variant rather than grouped bars: the
-// colour then keeps meaning "variant" as in every other plot.
+// plotProbes shows cold, hot and graph medians per variant at one nkv,
+// each variant through its best configuration by cold time. Points joined
+// per variant rather than grouped bars: the colour then keeps meaning
+// "variant" as in every other plot.
+//
+// The nkv is the largest one at which the most variants were measured:
+// the largest of all may hold a single extra experiment's variants only,
+// which would hide the comparison the plot is for.
 func (rep *Report) plotProbes(g shapeGroup, col colours) (*plot.Plot, PlotFile, error) {
+	best := BestRows(g.rows, results.ProbeCold)
+	count := map[int]int{}
+	for _, r := range best {
+		count[r.NKV]++
+	}
 	nkv := g.nkvs[len(g.nkvs)-1]
+	for _, n := range g.nkvs {
+		if count[n] >= count[nkv] {
+			nkv = n
+		}
+	}
 	pf := PlotFile{Kind: "probes", Title: fmt.Sprintf("%s, nkv=%d: cold vs hot vs graph (best SPLITS by cold)", g.label, nkv),
 		Base: "probes_" + g.slug}
 	var rows []*Row
-	for _, r := range BestRows(g.rows, results.ProbeCold) {
+	for _, r := range best {
 		if r.NKV == nkv {
 			rows = append(rows, r)
 		}
@@ -33,7 +47,7 @@ func (rep *Report) plotProbes(g shapeGroup, col colours) (*plot.Plot, PlotFile, 
 		return nil, pf, nil
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Variant < rows[j].Variant })
-	p := newPlot(pf.Title, "probe", "time per step (µs)")
+	p := newPlot(pf.Title, "probe", yLabel)
 	names := make([]string, len(probeOrder))
 	for i, pr := range probeOrder {
 		names[i] = string(pr)
@@ -46,7 +60,7 @@ func (rep *Report) plotProbes(g shapeGroup, col colours) (*plot.Plot, PlotFile, 
 			top = math.Max(top, us(st.MedianNS))
 		}
 	}
-	p.Y.Max = top * 1.4
+	p.Y.Max = top * 1.1
 	for _, r := range rows {
 		var xys plotter.XYs
 		for i, pr := range probeOrder {
@@ -60,9 +74,7 @@ func (rep *Report) plotProbes(g shapeGroup, col colours) (*plot.Plot, PlotFile, 
 		}
 		pf.Series = append(pf.Series, name)
 	}
-	// Leave room on the left for the legend above the cold points.
 	p.X.Min, p.X.Max = -0.5, float64(len(probeOrder))-0.5
-	p.Legend.Left = false
 	return p, pf, nil
 }
 

@@ -6,10 +6,64 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/ktune/ktune/internal/results"
 )
 
+// measuredVariants and measuredNKVs are what the plots must show, read
+// from the records themselves.
+func measuredVariants(recs []results.Record) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range recs {
+		if r.Status == results.StatusOK && r.Probe(results.ProbeCold) != nil {
+			out[r.Config.Variant] = true
+		}
+	}
+	return out
+}
+
+func measuredNKVs(recs []results.Record) map[int]bool {
+	out := map[int]bool{}
+	for _, r := range recs {
+		if r.Status == results.StatusOK && r.Probe(results.ProbeCold) != nil {
+			out[r.Config.NKV] = true
+		}
+	}
+	return out
+}
+
+func landedConfig(t *testing.T, recs []results.Record) string {
+	t.Helper()
+	for _, r := range recs {
+		if r.Landed {
+			return ConfigLabel(&r.Config)
+		}
+	}
+	t.Fatal("no landed record")
+	return ""
+}
+
+// The splits experiment: rows, r4 and d2 over SPLITS 8..64 and eight
+// context lengths, with all three probes.
 func TestPlots(t *testing.T) {
-	rep, err := Build(loadJSONL(t, "fixture.jsonl"), Options{})
+	recs := loadH200(t, "splits.jsonl")
+	plots := writePlots(t, recs)
+	checkPlots(t, recs, plots)
+}
+
+// Every committed file at once, as `make report` renders them: seven
+// variants, some measured at a few context lengths only.
+func TestPlotsAllH200(t *testing.T) {
+	var recs []results.Record
+	for _, f := range []string{"slice.jsonl", "splits.jsonl", "window.jsonl", "staging.jsonl", "multiwarp.jsonl", "rerun.jsonl"} {
+		recs = append(recs, loadH200(t, f)...)
+	}
+	checkPlots(t, recs, writePlots(t, recs))
+}
+
+func writePlots(t *testing.T, recs []results.Record) []PlotFile {
+	t.Helper()
+	rep, err := Build(recs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,11 +75,22 @@ func TestPlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return plots
+}
+
+// checkPlots decodes every file, checks its size and that the series the
+// records call for are drawn.
+func checkPlots(t *testing.T, recs []results.Record, plots []PlotFile) {
+	t.Helper()
+	variants, nkvs := measuredVariants(recs), measuredNKVs(recs)
 	kinds := map[string]int{}
 	for _, pf := range plots {
 		kinds[pf.Kind]++
 		if len(pf.Series) == 0 {
 			t.Errorf("%s: no series", pf.Base)
+		}
+		if len(pf.Files) != len(plotFormats) {
+			t.Errorf("%s: files %q", pf.Base, pf.Files)
 		}
 		for _, name := range pf.Files {
 			switch {
@@ -38,22 +103,58 @@ func TestPlots(t *testing.T) {
 			}
 		}
 	}
-	// One nkv, probes and speedup plot for the shape, one SPLITS plot per nkv.
-	want := map[string]int{"nkv": 1, "probes": 1, "speedup": 1, "splits": len(fixtureNKV)}
+	// One shape: one nkv, probes and speedup plot, one SPLITS plot per nkv.
+	want := map[string]int{"nkv": 1, "probes": 1, "speedup": 1, "splits": len(nkvs)}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d %q plots, want %d", kinds[k], k, n)
 		}
 	}
-	// The nkv plot carries every passing variant, the landed line and the floor.
+	landed := "landed: " + landedConfig(t, recs)
 	for _, pf := range plots {
-		if pf.Kind != "nkv" {
-			continue
-		}
-		got := strings.Join(pf.Series, "|")
-		for _, s := range []string{"d2", "r4", "tc", "landed: r4 SPLITS=32", "memory floor"} {
-			if !strings.Contains(got, s) {
-				t.Errorf("nkv plot series %q lack %q", got, s)
+		got := "|" + strings.Join(pf.Series, "|") + "|"
+		switch pf.Kind {
+		case "nkv":
+			// Every variant, the landed line and the floor.
+			for v := range variants {
+				if !strings.Contains(got, "|"+v+"|") {
+					t.Errorf("nkv plot series %q lack %q", got, v)
+				}
+			}
+			for _, s := range []string{"|" + landed + "|", "|memory floor"} {
+				if !strings.Contains(got, s) {
+					t.Errorf("nkv plot series %q lack %q", got, s)
+				}
+			}
+		case "speedup":
+			// Every variant has a row: each was measured where the landed
+			// kernel was.
+			for v := range variants {
+				if !strings.Contains(got, "|"+v+"|") {
+					t.Errorf("speedup plot rows %q lack %q", got, v)
+				}
+			}
+		case "probes":
+			// The plot's nkv is one at which the most variants were measured.
+			most := 0
+			for n := range nkvs {
+				c := 0
+				for v := range variants {
+					for _, r := range recs {
+						if r.Config.Variant == v && r.Config.NKV == n && r.Status == results.StatusOK {
+							c++
+							break
+						}
+					}
+				}
+				most = max(most, c)
+			}
+			if len(pf.Series) != most {
+				t.Errorf("probes plot series %q: %d, want %d", got, len(pf.Series), most)
+			}
+		case "splits":
+			if !strings.Contains(got, "|"+landed+"|") {
+				t.Errorf("%s series %q lack %q", pf.Base, got, landed)
 			}
 		}
 	}
@@ -70,8 +171,10 @@ func checkPNG(t *testing.T, name string) {
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 350 {
-		t.Errorf("%s: %v is too small to read", name, b)
+	// The axes are 18 × 11 cm (680 × 416 px at 96 dpi); a legend widens
+	// the image but never past twice that.
+	if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 350 || b.Dx() > 1400 || b.Dy() > 600 {
+		t.Errorf("%s: %v is not the size of a readable plot", name, b)
 	}
 }
 

@@ -63,14 +63,25 @@ func (g *grid) render(w io.Writer, markdown bool) error {
 // would either hide differences or print noise.
 func fmtUS(ns float64) string {
 	us := ns / 1000
+	// The bounds sit half a unit of the next format's last digit below
+	// 100 and 10, so that 9.9999 prints as 10.00, not 10.000.
 	switch {
-	case us >= 100:
+	case us >= 99.95:
 		return fmt.Sprintf("%.1f", us)
-	case us >= 10:
+	case us >= 9.995:
 		return fmt.Sprintf("%.2f", us)
 	default:
 		return fmt.Sprintf("%.3f", us)
 	}
+}
+
+// fmtGBps keeps a decimal below 10 GB/s: a one-token context reads 2 KiB,
+// and "0" would read as "nothing measured".
+func fmtGBps(v float64) string {
+	if v < 9.95 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 // fmtSpread is half the interquartile range as a percentage of the
@@ -153,7 +164,7 @@ func (rep *Report) fullGrid(markdown bool) *grid {
 			}
 		}
 		if st := bwProbe(r); st != nil && st.GBps > 0 {
-			c = append(c, fmt.Sprintf("%.0f", st.GBps), pct(st.PctBW))
+			c = append(c, fmtGBps(st.GBps), pct(st.PctBW))
 		} else {
 			c = append(c, "-", "-")
 		}
@@ -173,8 +184,11 @@ func (rep *Report) fullGrid(markdown bool) *grid {
 }
 
 func pct(v float64) string {
-	if v <= 0 {
+	switch {
+	case v <= 0:
 		return "-"
+	case v < 0.05:
+		return "<0.1%"
 	}
 	return fmt.Sprintf("%.1f%%", v)
 }
@@ -279,7 +293,7 @@ func SummaryTable(w io.Writer, recs []results.Record) error {
 		cold, hot := r.Probe(results.ProbeCold), r.Probe(results.ProbeHot)
 		c = append(c, usOrDash(cold), usOrDash(hot))
 		if cold != nil && cold.GBps > 0 {
-			c = append(c, fmt.Sprintf("%.0f", cold.GBps), pct(cold.PctBW), fmtSpeedup(cold.Speedup))
+			c = append(c, fmtGBps(cold.GBps), pct(cold.PctBW), fmtSpeedup(cold.Speedup))
 		} else {
 			c = append(c, "-", "-", "-")
 		}

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ktune/ktune/internal/results"
 )
 
 func TestGateExitCodes(t *testing.T) {
@@ -17,13 +20,13 @@ func TestGateExitCodes(t *testing.T) {
 		{[]string{"--candidate", "onebyte"}, exitNumerics}, // one byte off its twin
 		{[]string{"--candidate", "same"}, exitOK},          // within noise
 		{[]string{"--candidate", "slow", "--threshold", "0.2"}, exitOK},
-		{[]string{"--candidate", "same", "--define", "SPLITS=64"}, exitRegression},
+		{[]string{"--candidate", "r4", "--define", "SPLITS=64"}, exitRegression}, // real: slower at short contexts
 		{[]string{"--candidate", "nosuch"}, exitError},
 		{[]string{"--candidate", "same", "--probes", "warm"}, exitUsage},
 		{[]string{"--threshold", "0.02"}, exitUsage}, // no candidate
 	} {
 		args := append([]string{"gate"}, tc.args...)
-		args = append(args, fixtureGate)
+		args = append(args, h200Slice, fixtureGate)
 		_, stderr, code := runCmd(args...)
 		if code != tc.code {
 			t.Errorf("%q: exit %d, want %d; stderr: %s", args, code, tc.code, stderr)
@@ -35,7 +38,7 @@ func TestGateExitCodes(t *testing.T) {
 }
 
 func TestGateJSON(t *testing.T) {
-	stdout, _, code := runCmd("gate", "--candidate", "slow", "--json", fixtureGate)
+	stdout, _, code := runCmd("gate", "--candidate", "slow", "--json", h200Slice, fixtureGate)
 	if code != exitRegression {
 		t.Fatalf("exit %d", code)
 	}
@@ -65,19 +68,33 @@ func TestGateJSON(t *testing.T) {
 }
 
 // In the SPEC form the baseline is the spec's landed entry (slice.yaml
-// lands d2 with SPLITS=32), not the records marked landed (r4 in the
-// fixture).
+// lands d2 with SPLITS=32), not the records marked landed. The results
+// given here mark r4 SPLITS=32 landed instead, so that the two readings
+// differ: against r4 SPLITS=32 (faster than d2 at long contexts) the
+// resampled d2 "same" would regress.
 func TestGateSpecForm(t *testing.T) {
 	dir := t.TempDir()
-	data, err := os.ReadFile(fixtureOld)
+	recs, _, err := results.ReadFiles(h200Slice, fixtureGate)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), data, 0o644); err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, r := range recs {
+		r.Landed = r.Config.Variant == "r4" && r.Config.Splits == 32
+		if err := enc.Encode(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The records' reading: a regression against r4.
+	if _, _, code := runCmd("gate", "--candidate", "same", filepath.Join(dir, "results.jsonl")); code != exitRegression {
+		t.Fatalf("against the records marked landed: exit %d, want %d", code, exitRegression)
+	}
 	const spec = "../../experiments/slice.yaml"
-	stdout, stderr, code := runCmd("gate", spec, "--candidate", "tc", "--define", "SPLITS=16", "--results", dir, "--json")
+	stdout, stderr, code := runCmd("gate", spec, "--candidate", "same", "--results", dir, "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
 	}
@@ -93,11 +110,11 @@ func TestGateSpecForm(t *testing.T) {
 	if doc.Baseline != "d2 SPLITS=32" || len(doc.Points) == 0 || !strings.HasPrefix(doc.Points[0].Baseline, "d2 SPLITS=32") {
 		t.Errorf("baseline %q, points %+v; want the spec's landed d2 SPLITS=32", doc.Baseline, doc.Points)
 	}
-	// Every tc configuration: SPLITS=64 failed its tolerance gate.
-	if _, _, code := runCmd("gate", spec, "--candidate", "tc", "--results", dir); code != exitNumerics {
-		t.Errorf("tc with a failed gate: exit %d, want %d", code, exitNumerics)
+	// One byte off its twin fails numerics whatever the baseline.
+	if _, _, code := runCmd("gate", spec, "--candidate", "onebyte", "--results", dir); code != exitNumerics {
+		t.Errorf("onebyte with a failed gate: exit %d, want %d", code, exitNumerics)
 	}
-	if _, _, code := runCmd("gate", spec, "--candidate", "tc", "--results", dir, "--against", "r4"); code != exitUsage {
+	if _, _, code := runCmd("gate", spec, "--candidate", "same", "--results", dir, "--against", "r4"); code != exitUsage {
 		t.Errorf("--against with SPEC: exit %d, want %d", code, exitUsage)
 	}
 }
