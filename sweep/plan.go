@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,7 +61,11 @@ var (
 //
 // Points come in a fixed order: shapes (file order) × variants (file order)
 // × define combinations (the variant's axes in file order, the first
-// varying slowest, values in file order) × nkv (ascending).
+// varying slowest, values in file order) × nkv (ascending). A point of a
+// dispatch variant is built from the arm that serves its nkv, as a variant
+// of the arm's kernel under the dispatch's name (Config.Kernel names the
+// arm); combinations that differ only in a define that arm does not take
+// give one point, at its first place.
 //
 // Point.Hash is the first 16 hex digits of a SHA-256 over a canonical,
 // length-prefixed encoding of everything that determines a record: the
@@ -78,7 +83,7 @@ func Build(s *spec.Spec, arch string) (*Plan, error) { return BuildFrom(s, arch,
 // BuildFrom is Build reading built-in kernel sources and headers from files
 // (a test passes its own).
 func BuildFrom(s *spec.Spec, arch string, files fs.FS) (*Plan, error) {
-	b := &builder{s: s, arch: arch, files: files, text: map[string]string{}, memo: map[string]*Point{}}
+	b := &builder{s: s, arch: arch, files: files, text: map[string]string{}, memo: map[string]*Point{}, arms: map[*spec.Arm]*spec.Variant{}}
 	if err := b.loadHeaders(); err != nil {
 		return nil, err
 	}
@@ -89,6 +94,12 @@ func BuildFrom(s *spec.Spec, arch string, files fs.FS) (*Plan, error) {
 		sh := &s.Shapes[i]
 		for j := range s.Variants {
 			v := &s.Variants[j]
+			if len(v.Dispatch) > 0 {
+				if err := b.dispatch(p, v, sh); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			axes := s.DefineAxes(v)
 			var err error
 			spec.Combinations(axes, func(vals []string) bool {
@@ -115,6 +126,65 @@ func BuildFrom(s *spec.Spec, arch string, files fs.FS) (*Plan, error) {
 	return p, nil
 }
 
+// dispatch appends the points of a dispatch variant at one shape: each
+// combination of its axes at each nkv, built from the arm that serves the
+// nkv. The gates of a point run its arm's kernel alone, at the arm's own
+// gate lengths, some beyond the threshold: an arm must be correct
+// everywhere, and its replay gate stays within one static grid.
+func (b *builder) dispatch(p *Plan, v *spec.Variant, sh *spec.Shape) error {
+	axes := b.s.DefineAxes(v)
+	skipped := map[string]bool{}
+	var err error
+	spec.Combinations(axes, func(vals []string) bool {
+		combo := sh.Defines(axes, vals)
+		for _, nkv := range b.s.NKVs() {
+			a := v.Arm(nkv)
+			av := b.armVariant(v, a)
+			defs := sh.ArmDefines(a, axes, vals)
+			if reason := b.refuse(av, sh, defs); reason != "" {
+				ds := sorted(defs, false)
+				if key := a.Kernel + "\x00" + defineList(ds); !skipped[key] {
+					skipped[key] = true
+					i := 0
+					for &v.Dispatch[i] != a {
+						i++
+					}
+					p.Skipped = append(p.Skipped, Skip{Variant: v.Name, Shape: sh.Name, Defines: ds,
+						Reason: fmt.Sprintf("arm %s (%s): %s", a.Kernel, v.ArmRange(i), reason)})
+				}
+				continue
+			}
+			var pt *Point
+			if pt, err = b.point(av, sh, defs, nkv); err != nil {
+				return false
+			}
+			// Combinations that differ only in a define this arm does not
+			// take build the same point: it runs once.
+			landed := b.landed(v, combo)
+			if pt.Index >= 0 {
+				pt.Landed = pt.Landed || landed
+				continue
+			}
+			pt.Index, pt.Landed = len(p.Points), landed
+			p.Points = append(p.Points, pt)
+		}
+		return true
+	})
+	return err
+}
+
+// armVariant is the single-kernel variant the builder compiles for one
+// arm of a dispatch variant: the variant's name (records group by it) with
+// the arm's kernel, the arm's position for messages and no overrides.
+func (b *builder) armVariant(v *spec.Variant, a *spec.Arm) *spec.Variant {
+	if av, ok := b.arms[a]; ok {
+		return av
+	}
+	av := &spec.Variant{Name: v.Name, Kernel: a.Kernel, Builtin: a.Builtin, Path: a.Path, Pos: a.Pos}
+	b.arms[a] = av
+	return av
+}
+
 type builder struct {
 	s     *spec.Spec
 	arch  string
@@ -122,8 +192,9 @@ type builder struct {
 	// headers is every *.cuh of files, shared read-only by the Source of
 	// every point: a kernel may include any of them.
 	headers map[string]string
-	text    map[string]string // kernel source by variant name
+	text    map[string]string // kernel source by file
 	memo    map[string]*Point // by identity, so a twin is built once
+	arms    map[*spec.Arm]*spec.Variant
 }
 
 func (b *builder) loadHeaders() error {
@@ -153,6 +224,13 @@ func (b *builder) warn(p *Plan) {
 		if len(reads) > 0 {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: geometry reads nkv (%s): a captured CUDA graph cannot replay it, so its replay gate will fail",
 				v.Name, strings.Join(reads, ", ")))
+		}
+		for i := range v.Dispatch {
+			lo, hi := v.ArmBounds(i)
+			if !slices.ContainsFunc(b.s.NKVs(), func(n int) bool { return n >= lo && n < hi }) {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: arm %s (%s) has no point: no nkv of the axes falls in its range",
+					v.Name, v.Dispatch[i].Kernel, v.ArmRange(i)))
+			}
 		}
 		if k := v.Builtin; k != nil && k.Twin != "" && v.BitwiseWith == "" {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: kernel %s is byte-identical to %s by design, but the spec gates it in the tolerance class (add bitwise_with)",
@@ -200,7 +278,7 @@ func (b *builder) twinDefines(v *spec.Variant, sh *spec.Shape, defs map[string]s
 // combination and nkv, with its twin.
 func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int) (*Point, error) {
 	defines := sorted(defs, true)
-	id := fmt.Sprintf("%s\x00%s\x00%s\x00%d", v.Name, sh.Name, defineList(defines), nkv)
+	id := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d", v.Name, v.Kernel, sh.Name, defineList(defines), nkv)
 	if pt, ok := b.memo[id]; ok {
 		return pt, nil
 	}
@@ -246,10 +324,10 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 
 func (b *builder) source(v *spec.Variant) (Source, error) {
 	src := Source{Headers: b.headers, Partial: "attn_partial", Combine: "attn_combine"}
-	var name string
+	var name, key string
 	var read func() ([]byte, error)
 	if k := v.Builtin; k != nil {
-		name, read = k.File, func() ([]byte, error) { return fs.ReadFile(b.files, k.File) }
+		name, key, read = k.File, "builtin:"+k.File, func() ([]byte, error) { return fs.ReadFile(b.files, k.File) }
 		if k.Partial != "" {
 			src.Partial = k.Partial
 		}
@@ -257,17 +335,17 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 			src.Combine = k.Combine
 		}
 	} else {
-		name, read = filepath.Base(v.Path), func() ([]byte, error) { return os.ReadFile(v.Path) }
+		name, key, read = filepath.Base(v.Path), "path:"+v.Path, func() ([]byte, error) { return os.ReadFile(v.Path) }
 	}
 	src.Name = name
-	text, ok := b.text[v.Name]
+	text, ok := b.text[key]
 	if !ok {
 		data, err := read()
 		if err != nil {
-			return Source{}, fmt.Errorf("reading the source of variant %s: %w", v.Name, err)
+			return Source{}, fmt.Errorf("reading the source of variant %s (kernel %s): %w", v.Name, v.Kernel, err)
 		}
 		text = string(data)
-		b.text[v.Name] = text
+		b.text[key] = text
 	}
 	src.Text = text
 	return src, nil
@@ -510,7 +588,13 @@ func (p *Plan) WriteTable(w io.Writer) error {
 				ds = append(ds, d)
 			}
 		}
-		if err := t.Append(strconv.Itoa(pt.Index), c.Variant, c.Shape.Name, defineList(ds), strconv.Itoa(c.NKV),
+		variant := c.Variant
+		if p.Spec != nil {
+			if v := p.Spec.Variant(c.Variant); v != nil && len(v.Dispatch) > 0 {
+				variant += " → " + c.Kernel // the arm this nkv dispatches to
+			}
+		}
+		if err := t.Append(strconv.Itoa(pt.Index), variant, c.Shape.Name, defineList(ds), strconv.Itoa(c.NKV),
 			dims(c.Grid), dims(c.Block), numerics, landed, pt.Hash[:8]); err != nil {
 			return fmt.Errorf("writing the plan table: %w", err)
 		}

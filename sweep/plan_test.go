@@ -516,3 +516,182 @@ func TestHashSensitivity(t *testing.T) {
 		}
 	}
 }
+
+// TestDispatchGolden plans a dispatch variant: the table shows the arm
+// each nkv runs, switching at 512 and 2048.
+func TestDispatchGolden(t *testing.T) {
+	planGolden(t, "testdata/plan/dispatch.golden", table(t, build(t, "testdata/plan/dispatch.yaml")))
+}
+
+// TestDispatch checks the points of a dispatch variant against the arms
+// worked out by hand from testdata/plan/dispatch.yaml: td2 (NR fixed at 2)
+// below 512, the user kernel below 2048, tr4 from 2048 on.
+func TestDispatch(t *testing.T) {
+	p := build(t, "testdata/plan/dispatch.yaml")
+	var got []string
+	byKey := map[string]*Point{}
+	for _, pt := range p.Points {
+		c := pt.Config
+		nr, _ := c.Define("NR")
+		key := fmt.Sprintf("%s/%s/%s/S%d/NR%s/%d", c.Shape.Name, c.Variant, c.Kernel, c.Splits, nr, c.NKV)
+		byKey[key] = pt
+		if c.Variant == "hybrid" && c.Shape.Name == "big" && c.Splits == 16 {
+			got = append(got, key)
+		}
+	}
+	// NR varies slower than nkv; at NR=8 the td2 arm's points (NR fixed at
+	// 2) repeat those of NR=4 and are not planned twice.
+	want := []string{
+		"big/hybrid/td2/S16/NR2/5", "big/hybrid/td2/S16/NR2/511", "big/hybrid/user.cu/S16/NR4/512",
+		"big/hybrid/user.cu/S16/NR4/2047", "big/hybrid/tr4/S16/NR4/2048",
+		"big/hybrid/user.cu/S16/NR8/512", "big/hybrid/user.cu/S16/NR8/2047", "big/hybrid/tr4/S16/NR8/2048",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("hybrid points at big, SPLITS 16:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// 5 of the plain tr4; per SPLITS 8 hybrid points at big and 4 at small
+	// (only the user arm takes head_dim 64).
+	if len(p.Points) != 5+2*8+2*4 {
+		t.Errorf("%d points, want %d", len(p.Points), 5+2*8+2*4)
+	}
+	for i, pt := range p.Points {
+		if pt.Index != i {
+			t.Errorf("point %d has Index %d", i, pt.Index)
+		}
+		c := pt.Config
+		if want := c.Variant == "hybrid" && c.Splits == 32; pt.Landed != want {
+			t.Errorf("point %d (%s SPLITS=%d): landed %v", i, c.Variant, c.Splits, pt.Landed)
+		}
+		if c.BitwiseWith != "" || pt.Twin != nil {
+			t.Errorf("point %d: numerics %q twin %v, want the tolerance class", i, c.BitwiseWith, pt.Twin)
+		}
+	}
+
+	below, above := byKey["big/hybrid/td2/S16/NR2/511"], byKey["big/hybrid/user.cu/S16/NR4/512"]
+	if below == nil || above == nil {
+		t.Fatal("points at the threshold missing")
+	}
+	// Each arm is its own compiled kernel: its source, its gates.
+	if below.Source.Name != "d2.cu" || above.Source.Name != "user.cu" {
+		t.Errorf("sources %s and %s, want d2.cu and user.cu", below.Source.Name, above.Source.Name)
+	}
+	if below.GateKey == above.GateKey || below.Hash == above.Hash {
+		t.Errorf("arms share a key: gate %s/%s hash %s/%s", below.GateKey, above.GateKey, below.Hash, above.Hash)
+	}
+	// Within an arm, the points share their gates; the gate lengths are the
+	// standard ones for SPLITS 16, beyond the threshold included.
+	if first := byKey["big/hybrid/td2/S16/NR2/5"]; first.GateKey != below.GateKey || first.Hash == below.Hash {
+		t.Errorf("td2 arm at nkv 5 and 511: gate keys %s %s, hashes %s %s", first.GateKey, below.GateKey, first.Hash, below.Hash)
+	}
+	if want := gateNKV([]int{1, 29}, 16, 2048); !reflect.DeepEqual(below.GateNKV, want) {
+		t.Errorf("gate lengths %v, want %v", below.GateNKV, want)
+	}
+	// The record names the arm's kernel and defines; the variant stays.
+	wantDefs := []results.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "2"}, {Name: "SPLITS", Value: "16"}}
+	if c := below.Config; c.Variant != "hybrid" || c.Kernel != "td2" || !reflect.DeepEqual(c.Defines, wantDefs) {
+		t.Errorf("config %s/%s %v, want hybrid/td2 %v", c.Variant, c.Kernel, c.Defines, wantDefs)
+	}
+	// The tr4 arm compiles what the plain tr4 variant compiles, but the
+	// records differ by variant, so their hashes do too.
+	arm, plain := byKey["big/hybrid/tr4/S32/NR4/2048"], byKey["big/tr4/tr4/S32/NR4/2048"]
+	if arm == nil || plain == nil {
+		t.Fatal("tr4 points missing")
+	}
+	if arm.Source.Text != plain.Source.Text || arm.Config.Grid != plain.Config.Grid || arm.Hash == plain.Hash {
+		t.Errorf("hybrid tr4 arm %+v vs plain tr4 %+v", arm.Config, plain.Config)
+	}
+
+	var skips []string
+	for _, s := range p.Skipped {
+		skips = append(skips, fmt.Sprintf("%s@%s[%s]: %s", s.Variant, s.Shape, defineList(s.Defines), s.Reason))
+	}
+	wantSkips := []string{
+		"tr4@small[NR=4 SPLITS=32]: tr4: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"hybrid@small[NR=2 SPLITS=16]: arm td2 (nkv < 512): td2: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"hybrid@small[NR=4 SPLITS=16]: arm tr4 (nkv ≥ 2048): tr4: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"hybrid@small[NR=8 SPLITS=16]: arm tr4 (nkv ≥ 2048): tr4: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"hybrid@small[NR=2 SPLITS=32]: arm td2 (nkv < 512): td2: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"hybrid@small[NR=4 SPLITS=32]: arm tr4 (nkv ≥ 2048): tr4: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+		"hybrid@small[NR=8 SPLITS=32]: arm tr4 (nkv ≥ 2048): tr4: head_dim 64: 32 lanes × 4 dims need head_dim 128",
+	}
+	if !reflect.DeepEqual(skips, wantSkips) {
+		t.Errorf("skipped:\n%s\nwant:\n%s", strings.Join(skips, "\n"), strings.Join(wantSkips, "\n"))
+	}
+}
+
+// TestDispatchArmWithoutPoints: an arm whose range holds no nkv of the
+// axes is planned nowhere, and the plan says so.
+func TestDispatchArmWithoutPoints(t *testing.T) {
+	s, err := spec.ParseWith("testdata/plan/inline.yaml", []byte(`
+name: d
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
+axes: {nkv: [100, 8192], SPLITS: [8]}
+variants:
+  - name: h
+    dispatch: [{below: 512, kernel: td2}, {below: 4096, kernel: user.cu}, {kernel: tr4}]
+`), testKernels(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := BuildFrom(s, "sm_90", fixedFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kernels []string
+	for _, pt := range p.Points {
+		kernels = append(kernels, fmt.Sprintf("%s@%d", pt.Config.Kernel, pt.Config.NKV))
+	}
+	if want := []string{"td2@100", "tr4@8192"}; !reflect.DeepEqual(kernels, want) {
+		t.Errorf("points %v, want %v", kernels, want)
+	}
+	want := []string{"variant h: arm user.cu (512 ≤ nkv < 4096) has no point: no nkv of the axes falls in its range"}
+	if !reflect.DeepEqual(p.Warnings, want) {
+		t.Errorf("warnings %q, want %q", p.Warnings, want)
+	}
+}
+
+// TestMultiwarpHybrid plans experiments/multiwarp.yaml against the
+// built-ins: its hybrid runs d2 below nkv 512 and warp4 from 512 on, each
+// arm compiled as the plain variant of that kernel would be.
+func TestMultiwarpHybrid(t *testing.T) {
+	s := load(t, "../experiments/multiwarp.yaml", variants.Builtins())
+	p, err := Build(s, "sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := map[string]*Point{}
+	for _, pt := range p.Points {
+		if c := pt.Config; c.Variant != "hybrid" {
+			plain[fmt.Sprintf("%s/%d/%d", c.Variant, c.Splits, c.NKV)] = pt
+		}
+	}
+	n := 0
+	for _, pt := range p.Points {
+		c := pt.Config
+		if c.Variant != "hybrid" {
+			continue
+		}
+		n++
+		want := "warp4"
+		if c.NKV < 512 {
+			want = "d2"
+		}
+		twin := plain[fmt.Sprintf("%s/%d/%d", want, c.Splits, c.NKV)]
+		if c.Kernel != want || c.Splits != 32 || twin == nil {
+			t.Errorf("hybrid at nkv %d: kernel %s SPLITS %d, want %s at SPLITS 32", c.NKV, c.Kernel, c.Splits, want)
+			continue
+		}
+		if pt.Source.Name != twin.Source.Name || !reflect.DeepEqual(c.Defines, twin.Config.Defines) || c.Grid != twin.Config.Grid || c.Block != twin.Config.Block {
+			t.Errorf("hybrid at nkv %d compiles %s %v %v, variant %s compiles %s %v %v",
+				c.NKV, pt.Source.Name, c.Defines, c.Block, want, twin.Source.Name, twin.Config.Defines, twin.Config.Block)
+		}
+	}
+	if n != len(s.NKVs()) {
+		t.Errorf("%d hybrid points, want one per nkv (%d)", n, len(s.NKVs()))
+	}
+	for _, w := range p.Warnings {
+		if strings.Contains(w, "hybrid") {
+			t.Errorf("warning %q", w)
+		}
+	}
+}

@@ -27,7 +27,11 @@ func (v *Variant) takes(name string) bool {
 // order (a variant-local define of the same name replaces the values),
 // then the variant-local defines that are not global axes, in file order,
 // then, for a built-in, each declared define set nowhere, at its default.
+// A dispatch variant's axes are those its arms sweep (see ArmDefines).
 func (s *Spec) DefineAxes(v *Variant) []Axis {
+	if len(v.Dispatch) > 0 {
+		return s.dispatchAxes(v)
+	}
 	var out []Axis
 	set := map[string]bool{}
 	for _, ax := range s.Axes {

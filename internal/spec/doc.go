@@ -56,6 +56,10 @@
 //	    grid: [SPLITS, heads, batch]   # launch geometry: 1 to 3 expressions
 //	    block: [32 * WARPS]
 //	    shared: WARPS * (head_dim + 4) * 4
+//	  - name: hybrid          # a dispatch by context length instead of kernel:
+//	    dispatch:             # each nkv runs the first arm whose below exceeds it
+//	      - {below: 2048, kernel: d2, defines: {NR: 2}}
+//	      - {kernel: r4}      # the last arm has no below: every longer nkv
 //
 //	# Optional, default [cold, hot]. cold: L2 flushed before each sample;
 //	# hot: back-to-back launches; graph: partial+combine replayed from a
@@ -139,6 +143,43 @@
 // element must satisfy |out − ref| ≤ max_abs + max_rel·|ref| (numpy's
 // allclose rule), the normalised squared error Σ(out−ref)²/Σref² must be
 // ≤ nmse, and no output may be NaN or Inf.
+//
+// # Dispatch
+//
+// An engine often picks its kernel by context length on the host: one warp
+// per split below a threshold, four above. A variant expresses that with
+// dispatch instead of kernel: a list of arms, each {below: N, kernel:
+// NAME, defines: {…}}, the last one without below (the catch-all).
+//
+//	variants:
+//	  - name: hybrid
+//	    dispatch:
+//	      - {below: 4096, kernel: d2, defines: {NR: 4}}
+//	      - {kernel: warp4}
+//
+// A point at context length nkv runs the first arm whose below exceeds nkv
+// (here d2 for nkv < 4096, warp4 from 4096 on), built from that arm's
+// kernel and defines as if it were a variant of its own: each arm is its
+// own compiled kernel with a static grid, as in an engine that switches
+// between captured CUDA graphs at the threshold, so a point's graph replay
+// stays within its arm. Its record carries the variant's name and the
+// arm's kernel and defines. Each point gates its arm's kernel alone, at the
+// usual gate lengths, which may lie beyond the arm's threshold: an arm must
+// be correct at every length.
+//
+// below is an integer ≥ 1 and strictly increases from arm to arm; exactly
+// the last arm omits it. An arm's defines are single values that apply to
+// it alone (a built-in arm declares them, as for a variant). The variant's
+// own defines and the global axes apply to every arm that takes them and
+// does not fix them, and multiply the points; combinations that differ
+// only in a define the chosen arm does not take make one point. Every arm
+// needs a value for SPLITS; a variant define that reaches no arm is an
+// error. A dispatch variant cannot have kernel, grid, block or shared, and
+// it is in the tolerance class: its arms are different kernels, so it
+// cannot be bitwise_with a twin, nor be one. It may be the landed
+// variant. `ktune plan` shows each point's arm (hybrid → d2), skips an
+// arm's combination its kernel refuses with the arm's range in the
+// reason, and warns about an arm no nkv of the axes reaches.
 //
 // # Gates and measurement
 //

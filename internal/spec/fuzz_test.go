@@ -45,18 +45,51 @@ func FuzzParse(f *testing.F) {
 		for i := range s.Variants {
 			v := &s.Variants[i]
 			splits := false
-			for _, a := range s.DefineAxes(v) {
+			axes := s.DefineAxes(v)
+			for _, a := range axes {
 				splits = splits || a.Name == Splits
 				if len(a.Values) == 0 {
 					t.Fatalf("variant %s: empty axis %s", v.Name, a.Name)
 				}
 			}
-			if !splits {
+			if len(v.Dispatch) > 0 {
+				dispatchInvariants(t, s, v, axes)
+			} else if !splits {
 				t.Fatalf("variant %s has no SPLITS", v.Name)
 			}
-			if v.BitwiseWith != "" && (v.BitwiseWith == v.Name || s.Variant(v.BitwiseWith) == nil) {
+			if v.BitwiseWith != "" && (v.BitwiseWith == v.Name || s.Variant(v.BitwiseWith) == nil || len(s.Variant(v.BitwiseWith).Dispatch) > 0) {
 				t.Fatalf("variant %s: bad bitwise_with %q accepted", v.Name, v.BitwiseWith)
 			}
 		}
 	})
+}
+
+// dispatchInvariants checks an accepted dispatch variant: thresholds
+// strictly increase to a single catch-all, every nkv has an arm, and
+// every arm has SPLITS at the first combination of the axes.
+func dispatchInvariants(t *testing.T, s *Spec, v *Variant, axes []Axis) {
+	t.Helper()
+	if v.Kernel != "" || v.BitwiseWith != "" || len(v.Grid)+len(v.Block) > 0 || v.Shared != "" {
+		t.Fatalf("dispatch variant %s accepted with kernel, bitwise_with or geometry: %+v", v.Name, v)
+	}
+	last := len(v.Dispatch) - 1
+	for j, a := range v.Dispatch {
+		if (j == last) != (a.Below == 0) || (j > 0 && j < last && a.Below <= v.Dispatch[j-1].Below) {
+			t.Fatalf("variant %s: arms %+v accepted", v.Name, v.Dispatch)
+		}
+	}
+	for _, n := range s.NKVs() {
+		if v.Arm(n) == nil {
+			t.Fatalf("variant %s: no arm for nkv %d", v.Name, n)
+		}
+	}
+	vals := make([]string, len(axes))
+	for i, ax := range axes {
+		vals[i] = ax.Values[0]
+	}
+	for j := range v.Dispatch {
+		if _, ok := s.Shapes[0].ArmDefines(&v.Dispatch[j], axes, vals)[Splits]; !ok {
+			t.Fatalf("variant %s: arm %d has no SPLITS", v.Name, j)
+		}
+	}
 }

@@ -117,6 +117,7 @@ type variantNodes struct {
 	node    *yaml.Node
 	name    *yaml.Node
 	kernel  *yaml.Node
+	arms    []*armNodes
 	bitwise *yaml.Node
 	defines map[string][]*yaml.Node
 	defKeys map[string]*yaml.Node
@@ -372,7 +373,7 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 	return out
 }
 
-var variantKeys = []string{"name", "kernel", "defines", "bitwise_with", "grid", "block", "shared"}
+var variantKeys = []string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared"}
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -386,6 +387,8 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			d.label(val, k, v.Name)
 		case "kernel":
 			v.Kernel, vn.kernel = d.str(val, k), val
+		case "dispatch":
+			v.Dispatch, vn.arms = d.dispatch(val, k)
 		case "bitwise_with":
 			v.BitwiseWith, vn.bitwise = d.str(val, k), val
 		case "defines":
@@ -428,7 +431,12 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 		}
 	})
 	if deref(n).Kind == yaml.MappingNode {
-		d.require(n, where, seen, "name", "kernel")
+		d.require(n, where, seen, "name")
+		if _, ok := seen["dispatch"]; ok {
+			d.dispatchKeys(where, seen)
+		} else {
+			d.require(n, where, seen, "kernel")
+		}
 	}
 	return v, vn
 }

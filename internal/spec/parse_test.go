@@ -67,8 +67,14 @@ func TestFullExample(t *testing.T) {
 	for i := range s.Axes {
 		s.Axes[i].Pos = Pos{}
 	}
+	if a := s.Variants[3].Dispatch; len(a) != 2 || a[0].Builtin != kernels["d2"] || a[1].Builtin != kernels["r4"] || a[1].Pos != (Pos{Line: 50, Col: 9}) {
+		t.Errorf("dispatch arms %+v: want d2 then r4 (at 50:9)", a)
+	}
 	for i := range s.Variants {
 		s.Variants[i].Pos, s.Variants[i].Builtin, s.Variants[i].Path = Pos{}, nil, ""
+		for j := range s.Variants[i].Dispatch {
+			s.Variants[i].Dispatch[j].Pos, s.Variants[i].Dispatch[j].Builtin = Pos{}, nil
+		}
 	}
 	want := &Spec{
 		Version:     1,
@@ -93,6 +99,10 @@ func TestFullExample(t *testing.T) {
 				DefineOrder: []string{"SPLITS", "WARPS"},
 				Grid:        []string{"SPLITS", "heads", "batch"}, Block: []string{"32 * WARPS"},
 				Shared: "WARPS * (head_dim + 4) * 4"},
+			{Name: "hybrid", Defines: map[string][]string{}, Dispatch: []Arm{
+				{Below: 2048, Kernel: "d2", Defines: map[string]string{"NR": "2"}, DefineOrder: []string{"NR"}},
+				{Kernel: "r4", Defines: map[string]string{}},
+			}},
 		},
 		Probes:  []string{"cold", "hot", "graph"},
 		Gates:   Gates{NKV: []int{1, 29, 52, 512, 1641}, MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6, Seed: 1},
@@ -190,6 +200,9 @@ func TestDefineAxes(t *testing.T) {
 		{"d2", []ax{{"SPLITS", []string{"16", "32"}}, {"NR", []string{"4"}}}},
 		// A user kernel takes every define; its own SPLITS replaces the axis.
 		{"mine", []ax{{"SPLITS", []string{"64"}}, {"WARPS", []string{"2"}}}},
+		// The dispatch: d2 fixes NR and r4's default is per arm, so only
+		// SPLITS multiplies its points.
+		{"hybrid", []ax{{"SPLITS", []string{"16", "32"}}}},
 	} {
 		if got := flat(s.DefineAxes(s.Variant(c.variant))); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("DefineAxes(%s) = %v, want %v", c.variant, got, c.want)

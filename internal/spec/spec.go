@@ -52,16 +52,41 @@ type Axis struct {
 	Pos    Pos
 }
 
-// A Variant is one kernel with its own defines and launch geometry.
+// A Variant is one kernel with its own defines and launch geometry, or a
+// dispatch between kernels by context length.
 type Variant struct {
 	Name        string
-	Kernel      string              // built-in name or a .cu path relative to the spec
+	Kernel      string              // built-in name or a .cu path relative to the spec; empty for a dispatch
 	Defines     map[string][]string // variant-local axes; override global axes of the same name
 	DefineOrder []string            // keys of Defines in file order
 	Grid        []string            // expressions over shape symbols and defines; empty: the kernel's default
 	Block       []string
 	Shared      string // dynamic shared memory bytes expression; empty: the kernel's default
 	BitwiseWith string // numerics class: byte-identical to this variant; empty: tolerance
+	Pos         Pos
+
+	// Builtin is the built-in kernel Kernel names, nil for a user kernel.
+	Builtin *variants.Kernel
+	// Path is a user kernel's file, resolved against the spec's directory;
+	// empty for a built-in.
+	Path string
+
+	// Dispatch, when set, replaces Kernel: the arms in ascending order of
+	// their thresholds, the last one (Below 0) serving every longer
+	// context. Each point runs the arm that Arm(nkv) picks.
+	Dispatch []Arm
+}
+
+// An Arm is one branch of a dispatch variant: a kernel with fixed defines
+// that serves the context lengths below its threshold (and at or above
+// the previous arm's). Each arm is its own compiled kernel with a static
+// grid, as an engine that switches between captured CUDA graphs at the
+// threshold would run it.
+type Arm struct {
+	Below       int               // serves nkv < Below; 0 for the last arm, the catch-all
+	Kernel      string            // built-in name or a .cu path relative to the spec
+	Defines     map[string]string // fixed for this arm; they override the axes
+	DefineOrder []string          // keys of Defines in file order
 	Pos         Pos
 
 	// Builtin is the built-in kernel Kernel names, nil for a user kernel.

@@ -76,31 +76,44 @@ func isPath(k string) bool {
 	return strings.ContainsAny(k, `/\`) || strings.HasSuffix(k, ".cu") || strings.HasSuffix(k, ".cuh")
 }
 
+// kernel resolves a kernel name: a path to a user kernel (returned
+// resolved against the spec's directory) or a built-in of the set.
+func (d *decoder) kernel(s *Spec, name string, at *yaml.Node, where string, kernels variants.Set) (*variants.Kernel, string, bool) {
+	if isPath(name) {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.Dir, p)
+		}
+		switch fi, err := os.Stat(p); {
+		case err != nil:
+			d.errorf(at, "%s: kernel file %s not found (a path resolves against the spec's directory)", where, p)
+		case !fi.Mode().IsRegular():
+			d.errorf(at, "%s: kernel %s is not a regular file", where, p)
+		}
+		return nil, p, true
+	}
+	k, ok := kernels.Lookup(name)
+	if !ok {
+		known := "none are registered"
+		if names := kernels.Names(); len(names) > 0 {
+			known = "built-ins: " + strings.Join(names, ", ")
+		}
+		d.errorf(at, "%s: unknown built-in kernel %q (%s; a user kernel is a path to a .cu file)", where, name, known)
+	}
+	return k, "", ok
+}
+
 func (d *decoder) kernels(s *Spec, w *where, kernels variants.Set) {
 	for i := range s.Variants {
 		v, vn := &s.Variants[i], w.variants[i]
 		where := fmt.Sprintf("variants[%d] (%s)", i, v.Name)
-		if isPath(v.Kernel) {
-			p := v.Kernel
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(s.Dir, p)
-			}
-			switch fi, err := os.Stat(p); {
-			case err != nil:
-				d.errorf(vn.kernel, "%s: kernel file %s not found (a path resolves against the spec's directory)", where, p)
-			case !fi.Mode().IsRegular():
-				d.errorf(vn.kernel, "%s: kernel %s is not a regular file", where, p)
-			}
-			v.Path = p
+		if len(v.Dispatch) > 0 {
+			d.armKernels(s, i, w, kernels)
 			continue
 		}
-		k, ok := kernels.Lookup(v.Kernel)
-		if !ok {
-			known := "none are registered"
-			if names := kernels.Names(); len(names) > 0 {
-				known = "built-ins: " + strings.Join(names, ", ")
-			}
-			d.errorf(vn.kernel, "%s: unknown built-in kernel %q (%s; a user kernel is a path to a .cu file)", where, v.Kernel, known)
+		k, path, ok := d.kernel(s, v.Kernel, vn.kernel, where, kernels)
+		v.Path = path
+		if !ok || k == nil {
 			continue
 		}
 		v.Builtin = k
@@ -152,12 +165,18 @@ func (d *decoder) references(s *Spec, w *where) {
 	}
 	for i, v := range s.Variants {
 		at := w.variants[i].bitwise
-		switch _, ok := index[v.BitwiseWith]; {
+		switch j, ok := index[v.BitwiseWith]; {
 		case v.BitwiseWith == "":
+		case len(v.Dispatch) > 0:
+			// Each arm would need its own twin, byte-identical within the
+			// arm's range; one name cannot say that.
+			d.errorf(at, "variants[%d] (%s): bitwise_with on a dispatch variant: its arms are different kernels, and no one twin is byte-identical to all of them (give each arm's kernel a variant of its own with bitwise_with; the dispatch is gated in the tolerance class)", i, v.Name)
 		case v.BitwiseWith == v.Name:
 			d.errorf(at, "variants[%d] (%s): bitwise_with names the variant itself", i, v.Name)
 		case !ok:
 			d.errorf(at, "variants[%d] (%s): bitwise_with: unknown variant %q (variants: %s)", i, v.Name, v.BitwiseWith, strings.Join(names, ", "))
+		case len(s.Variants[j].Dispatch) > 0:
+			d.errorf(at, "variants[%d] (%s): bitwise_with: %s is a dispatch variant, which runs a different kernel on each side of a threshold; name a single-kernel variant", i, v.Name, v.BitwiseWith)
 		}
 	}
 	// A cycle (a → b → a) leaves no variant to compare against; report it
@@ -263,7 +282,9 @@ func (d *decoder) coverage(s *Spec, w *where) {
 		has := func(name string) bool {
 			return slices.ContainsFunc(axes, func(a Axis) bool { return a.Name == name })
 		}
-		if !has(Splits) {
+		if len(v.Dispatch) > 0 {
+			d.armCoverage(s, i, w, has)
+		} else if !has(Splits) {
 			d.errorf(vn.node, "%s: no value for SPLITS: add an axis SPLITS or defines: {SPLITS: …} to the variant", where)
 		}
 		if v.Builtin != nil {
@@ -287,6 +308,10 @@ func (d *decoder) coverage(s *Spec, w *where) {
 	}
 	for i := range s.Variants {
 		v := &s.Variants[i]
+		if len(v.Dispatch) > 0 {
+			d.armRunnable(s, i, w)
+			continue
+		}
 		if v.Builtin == nil {
 			continue
 		}
