@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
-	"io"
+
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,8 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/olekukonko/tablewriter"
 
 	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/results"
@@ -563,74 +561,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// WriteTable prints the plan: one row per point, then the counts, the
-// skipped combinations with their reasons and the warnings. HEAD_DIM and
-// KV_F16 are left out of the defines column: the shape column says them.
-func (p *Plan) WriteTable(w io.Writer) error {
-	t := tablewriter.NewTable(w)
-	t.Header("#", "variant", "shape", "defines", "nkv", "grid", "block", "numerics", "landed", "hash")
-	dims := func(d [3]int) string { return fmt.Sprintf("%d×%d×%d", d[0], d[1], d[2]) }
-	for _, pt := range p.Points {
-		c := &pt.Config
-		numerics := "tolerance"
-		if c.BitwiseWith != "" {
-			numerics = "bitwise_with " + c.BitwiseWith
-		}
-		landed := ""
-		if pt.Landed {
-			landed = "yes"
-		}
-		var ds []results.Define
-		for _, d := range c.Defines {
-			if d.Name != "HEAD_DIM" && d.Name != "KV_F16" {
-				ds = append(ds, d)
-			}
-		}
-		variant := c.Variant
-		if p.Spec != nil {
-			if v := p.Spec.Variant(c.Variant); v != nil && len(v.Dispatch) > 0 {
-				variant += " → " + c.Kernel // the arm this nkv dispatches to
-			}
-		}
-		if err := t.Append(strconv.Itoa(pt.Index), variant, c.Shape.Name, defineList(ds), strconv.Itoa(c.NKV),
-			dims(c.Grid), dims(c.Block), numerics, landed, pt.Hash[:8]); err != nil {
-			return fmt.Errorf("writing the plan table: %w", err)
-		}
-	}
-	if err := t.Render(); err != nil {
-		return fmt.Errorf("writing the plan table: %w", err)
-	}
-	perVariant := map[string]int{}
-	keys := map[string]bool{}
-	for _, pt := range p.Points {
-		perVariant[pt.Config.Variant]++
-		keys[pt.GateKey] = true
-	}
-	var counts []string
-	if p.Spec != nil {
-		for _, v := range p.Spec.Variants {
-			counts = append(counts, fmt.Sprintf("%s %d", v.Name, perVariant[v.Name]))
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\npoints: %d (%s)\n", len(p.Points), strings.Join(counts, ", "))
-	fmt.Fprintf(&b, "compiled kernels: %d (distinct gate keys: one compile and one set of gates each)\n", len(keys))
-	if len(p.Skipped) > 0 {
-		fmt.Fprintf(&b, "\nskipped combinations: %d\n", len(p.Skipped))
-		for _, s := range p.Skipped {
-			fmt.Fprintf(&b, "  %s at %s (%s): %s\n", s.Variant, s.Shape, defineList(s.Defines), s.Reason)
-		}
-	}
-	if len(p.Warnings) > 0 {
-		b.WriteString("\nwarnings:\n")
-		for _, wn := range p.Warnings {
-			fmt.Fprintf(&b, "  %s\n", wn)
-		}
-	}
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return fmt.Errorf("writing the plan table: %w", err)
-	}
-	return nil
 }
