@@ -42,8 +42,21 @@
 // follows nkv on the device (gq_range, MINROWS) and the other splits write
 // the neutral slot.
 #include "abi.cuh"
-#include "combine.cuh"
 #include "gqa_block.cuh"
+
+// CW = 1: the parallel combine of combine_wide.cuh (about three L2 round
+// trips at any SPLITS); CW = 2: the same with the first accumulator loads
+// issued together with the headers (one round trip fewer); CW = 0: the
+// shared combine of combine.cuh (serial over SPLITS), kept for comparison.
+#ifndef CW
+#define CW 2
+#endif
+#if CW
+#define CW_EARLY (CW == 2)
+#include "combine_wide.cuh"
+#else
+#include "combine.cuh"
+#endif
 
 #ifndef NR
 #define NR 4

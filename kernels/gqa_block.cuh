@@ -12,7 +12,7 @@
 //   - base-2 softmax: q is pre-multiplied by scale * log2(e) so every
 //     exponential is one ex2.approx; the running max is kept in those units
 //     and converted back (times ln 2) when the slot is written, because the
-//     shared combine weighs slots with expf(max - gmax);
+//     combine (ABI) weighs slots with expf(max - gmax);
 //   - the end-of-split merge of the block's warps in shared memory.
 #pragma once
 #include "abi.cuh"
@@ -32,13 +32,29 @@ __device__ __forceinline__ float gq_ex2(float x) {
     return y;
 }
 
+#ifndef LDH
+#define LDH 0
+#endif
+
 // gq_ld16 is one 16-byte read-only load. K/V never change during a launch,
-// so the non-coherent path is safe.
+// so the non-coherent path is safe. LDH = 1 adds two hints: L1::no_allocate
+// (a K/V line is used once, by one warp, so L1 gains nothing by keeping it)
+// and L2::256B (a miss fetches the whole 256-byte segment: one head's row,
+// which the warp's other three loads of that row then find in L2, instead
+// of four 64-byte requests that reach DRAM separately). Measured on the
+// H200 it is slower (up to 5% at batch 1, nkv 131072 and at batch 16;
+// experiments/results/h200/NOTES-frontier.md), so it is off by default.
 __device__ __forceinline__ uint4 gq_ld16(const void* p) {
     uint4 r;
+#if LDH
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+#else
     asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
                  : "l"(p));
+#endif
     return r;
 }
 

@@ -48,15 +48,33 @@
 // merge area is static shared memory). The grid never depends on nkv: the
 // split count in use follows nkv on the device (gq_range, MINROWS, chunks
 // of whole 16-row tiles) and the other splits write the neutral slot.
+//
+// Tuning on the H200 (experiments/results/h200/NOTES-frontier.md): 8 warps
+// (2 blocks of 125 registers per SM, so SPLITS = 64 at batch 1 is one wave
+// of 256 blocks), PF = 0, no load hints; SPLITS 33 with MINROWS 128 at
+// short contexts, 64 at long ones, 8 with MINROWS 1024 at batch 16.
 #include "abi.cuh"
-#include "combine.cuh"
 #include "gqa_block.cuh"
+
+// CW = 1: the parallel combine of combine_wide.cuh (about three L2 round
+// trips at any SPLITS); CW = 2: the same with the first accumulator loads
+// issued together with the headers (one round trip fewer); CW = 0: the
+// shared combine of combine.cuh (serial over SPLITS), kept for comparison.
+#ifndef CW
+#define CW 2
+#endif
+#if CW
+#define CW_EARLY (CW == 2)
+#include "combine_wide.cuh"
+#else
+#include "combine.cuh"
+#endif
 
 #ifndef NR
 #define NR 1
 #endif
 #ifndef WARPS
-#define WARPS 4
+#define WARPS 8
 #endif
 #ifndef GN
 #define GN 1
@@ -223,12 +241,12 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     const int h0 = hk * group;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
-
-    const kt_range r = gq_range<16 * NR>(positions, b, sp);
-    if (r.lo >= r.hi) {  // block-uniform
-        gq_store_idle<WARPS>(partial, b, sp, h0, group, heads);
-        return;
-    }
+#if PDL
+    // Let a programmatic dependent (the combine) launch now: its blocks wait
+    // for this grid's completion on the device, and their launch latency
+    // hides behind this kernel instead of following it.
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
 
     // B fragments of q^T (head nt*8+g), f16, pre-scaled for base 2.
     unsigned qb[GN][8][2];
@@ -249,6 +267,16 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
             qb[nt][2 * c + 1][0] = gq_pack2(hi.x * qs, hi.y * qs);
             qb[nt][2 * c + 1][1] = gq_pack2(hi.z * qs, hi.w * qs);
         }
+    }
+
+    // The range comes after q on purpose: both loads (positions and q) are
+    // then in flight together, and the first K/V load waits for one memory
+    // round trip instead of two (positions, then q behind the branch). An
+    // idle block loads q for nothing; q is 14 KB and shared by all blocks.
+    const kt_range r = gq_range<16 * NR>(positions, b, sp);
+    if (r.lo >= r.hi) {  // block-uniform
+        gq_store_idle<WARPS>(partial, b, sp, h0, group, heads);
+        return;
     }
 
     // State per head column: heads nt*8 + 2t + cc for cc = 0, 1. m is the

@@ -187,8 +187,8 @@ type builder struct {
 	s     *spec.Spec
 	arch  string
 	files fs.FS
-	// headers is every *.cuh of files, shared read-only by the Source of
-	// every point: a kernel may include any of them.
+	// headers is every *.cuh of files; a point's Source carries those its
+	// kernel includes.
 	headers map[string]string
 	text    map[string]string // kernel source by file
 	memo    map[string]*Point // by identity, so a twin is built once
@@ -321,7 +321,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 }
 
 func (b *builder) source(v *spec.Variant) (Source, error) {
-	src := Source{Headers: b.headers, Partial: "attn_partial", Combine: "attn_combine"}
+	src := Source{Partial: "attn_partial", Combine: "attn_combine"}
 	var name, key string
 	var read func() ([]byte, error)
 	if k := v.Builtin; k != nil {
@@ -346,7 +346,47 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 		b.text[key] = text
 	}
 	src.Text = text
+	src.Headers = b.included(text)
 	return src, nil
+}
+
+// included returns the kernel headers text #includes, directly or through
+// another header. Only those go into the source, and so into the hash: a
+// change to a header a kernel does not include must not invalidate its
+// recorded results. A quoted include that names no kernel header is left
+// to NVRTC, which reports it.
+func (b *builder) included(text string) map[string]string {
+	out := map[string]string{}
+	var walk func(string)
+	walk = func(t string) {
+		for _, line := range strings.Split(t, "\n") {
+			line = strings.TrimSpace(line)
+			if !strings.HasPrefix(line, "#") {
+				continue
+			}
+			rest := strings.TrimSpace(strings.TrimPrefix(line, "#"))
+			if !strings.HasPrefix(rest, "include") {
+				continue
+			}
+			rest = strings.TrimSpace(strings.TrimPrefix(rest, "include"))
+			if len(rest) < 2 || rest[0] != '"' {
+				continue
+			}
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				continue
+			}
+			name := rest[1 : 1+end]
+			if h, ok := b.headers[name]; ok {
+				if _, seen := out[name]; !seen {
+					out[name] = h
+					walk(h)
+				}
+			}
+		}
+	}
+	walk(text)
+	return out
 }
 
 // geometry evaluates the partial launch of a point: the variant's

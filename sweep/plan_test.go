@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 var fixedFS = fstest.MapFS{
 	"r4.cu":       {Data: []byte("// r4\n#include \"abi.cuh\"\n")},
 	"d2.cu":       {Data: []byte("// d2\n#include \"abi.cuh\"\n")},
-	"abi.cuh":     {Data: []byte("#pragma once\n")},
+	"abi.cuh":     {Data: []byte("#pragma once\n#include \"combine.cuh\"\n")},
 	"combine.cuh": {Data: []byte("#pragma once\n")},
 }
 
@@ -694,4 +694,37 @@ func TestMultiwarpHybrid(t *testing.T) {
 			t.Errorf("warning %q", w)
 		}
 	}
+}
+
+// TestHeadersFollowIncludes: a point carries, and hashes, the headers its
+// kernel includes (through other headers too), and no other: editing a
+// header that no kernel of the point includes keeps its recorded results.
+func TestHeadersFollowIncludes(t *testing.T) {
+	base := build(t, "testdata/plan/mixed.yaml")
+	pt := base.Points[0]
+	if _, ok := pt.Source.Headers["combine.cuh"]; !ok || len(pt.Source.Headers) != 2 {
+		t.Fatalf("headers %v: want abi.cuh and, through it, combine.cuh", keysOf(pt.Source.Headers))
+	}
+	extra := fstest.MapFS{"unrelated.cuh": {Data: []byte("#pragma once // v2\n")}}
+	for k, v := range fixedFS {
+		extra[k] = v
+	}
+	p, err := BuildFrom(load(t, "testdata/plan/mixed.yaml", testKernels(t)), "sm_90", extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Points[0].Hash != pt.Hash {
+		t.Errorf("an unrelated header changed the hash: %s → %s", pt.Hash, p.Points[0].Hash)
+	}
+	if _, ok := p.Points[0].Source.Headers["unrelated.cuh"]; ok {
+		t.Error("a header nothing includes was carried")
+	}
+}
+
+func keysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

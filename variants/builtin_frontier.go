@@ -11,7 +11,10 @@ import (
 // memory once per sequence rather than once per query head. On the H200's
 // 28/4-head shape the seed family reads K/V seven times over; these two aim
 // at the memory floor instead. Both share kernels/gqa_block.cuh (nkv-aware
-// split count, base-2 softmax, block merge) and the common combine.
+// split count, base-2 softmax, block merge) and, by default, the parallel
+// combine of kernels/combine_wide.cuh (CW): on the H200 the shared combine's
+// serial walk over the splits cost 3-5 µs of every pair
+// (experiments/results/h200/NOTES-frontier.md).
 
 // frontierSplits is SPLITS for the group kernels (mma's default; gqa's is
 // gqaSplits). Their grid is SPLITS x
@@ -29,14 +32,26 @@ var gqaSplits = DefineSpec{Name: "SPLITS", Default: "32", Min: 1, Max: 256, Doc:
 var minrowsDefine = DefineSpec{Name: "MINROWS", Default: "128", Min: 1, Max: 1 << 20,
 	Doc: "rows a split must get before another split is used; the rest write neutral slots"}
 
-// warpsDefine is the number of warps sharing one split (mma's default: 4
-// warps at 127 registers let 4 blocks share an SM, which batch 16 needs).
-var warpsDefine = DefineSpec{Name: "WARPS", Default: "4", Min: 1, Max: 8,
+// warpsDefine is the number of warps sharing one split. mma's default is
+// 8: at 125 registers two such blocks share an SM, and on the H200 they
+// were as fast as or faster than four 4-warp blocks at every batch and nkv
+// measured (NOTES-frontier.md).
+var warpsDefine = DefineSpec{Name: "WARPS", Default: "8", Min: 1, Max: 8,
 	Doc: "warps per block; they interleave over the split and merge in shared memory"}
+
+// cwDefine selects the combine compiled into the kernel's module. The
+// partials are the same either way; only the merge over splits differs.
+var cwDefine = DefineSpec{Name: "CW", Default: "2", Max: 2,
+	Doc: "combine: 2 parallel with early accumulator loads, 1 parallel, 0 the shared serial one (combine.cuh)"}
+
+// ldhDefine adds cache hints to the K/V loads. Measured slower on the H200
+// (up to 6% at batch 16), it stays off and sweepable.
+var ldhDefine = DefineSpec{Name: "LDH", Default: "0", Max: 1,
+	Doc: "1: K/V loads with L1::no_allocate and L2::256B prefetch hints"}
 
 // gqaWarps is gqa's WARPS: at 228 registers only one or two blocks fit an
 // SM, so each block brings 8 warps.
-var gqaWarps = DefineSpec{Name: "WARPS", Default: "8", Min: 1, Max: 8, Doc: warpsDefine.Doc}
+var gqaWarps = warpsDefine
 
 var (
 	groupGrid  = [3]string{"SPLITS", "kv_heads", "batch"}
@@ -114,6 +129,8 @@ func init() {
 			{Name: "NR", Default: "4", Min: 2, Max: 8, Doc: "rows per half-warp per step (even): loads staged before the step's reduction"},
 			gqaWarps,
 			minrowsDefine,
+			cwDefine,
+			ldhDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class: Tolerance,
@@ -131,6 +148,8 @@ func init() {
 			minrowsDefine,
 			{Name: "GN", Default: "1", Min: 1, Max: 2, Doc: "8-head n-tiles: the group must fit in 8*GN"},
 			{Name: "PF", Default: "0", Max: 1, Doc: "1: the next step's loads go out before this step's mma (register double buffering); 0: load, then compute"},
+			cwDefine,
+			ldhDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class: Tolerance,

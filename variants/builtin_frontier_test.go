@@ -76,6 +76,9 @@ func TestFrontierChecks(t *testing.T) {
 		{"mma", g16, map[string]string{"GN": "2"}, ""},
 		{"mma", g16, map[string]string{"GN": "2", "WARPS": "8"}, "WARPS*GN = 16"},
 		{"mma", hd64, nil, "head_dim 64"},
+		{"mma", h200Shape, map[string]string{"CW": "0", "LDH": "1"}, ""},
+		{"mma", h200Shape, map[string]string{"CW": "3"}, "maximum 2"},
+		{"gqa", h200Shape, map[string]string{"LDH": "2"}, "maximum 1"},
 	}
 	for _, c := range cases {
 		k, _ := Lookup(c.kernel)
@@ -92,11 +95,16 @@ func TestFrontierChecks(t *testing.T) {
 }
 
 // TestFrontierSources ties the registry to the sources: the file exists,
-// uses the shared ABI and combine, and every define the registry offers
+// uses the shared ABI and both combines (CW picks one), and every define the
+// registry offers
 // (other than SPLITS, always passed) has a default in the source, so a
 // spec that leaves it unset still compiles to what Default documents.
 func TestFrontierSources(t *testing.T) {
 	shared, err := kernels.Read("gqa_block.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide, err := kernels.Read("combine_wide.cuh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +114,7 @@ func TestFrontierSources(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		for _, inc := range []string{`#include "abi.cuh"`, `#include "combine.cuh"`, `#include "gqa_block.cuh"`} {
+		for _, inc := range []string{`#include "abi.cuh"`, `#include "combine.cuh"`, `#include "combine_wide.cuh"`, `#include "gqa_block.cuh"`} {
 			if !strings.Contains(src, inc) {
 				t.Errorf("%s: %s lacks %s", name, k.File, inc)
 			}
@@ -124,12 +132,41 @@ func TestFrontierSources(t *testing.T) {
 				m = re.FindStringSubmatch(shared)
 			}
 			if m == nil {
-				t.Errorf("%s: define %s has no #ifndef default in %s or gqa_block.cuh", name, d.Name, k.File)
+				m = re.FindStringSubmatch(wide)
+			}
+			if m == nil {
+				t.Errorf("%s: define %s has no #ifndef default in %s, gqa_block.cuh or combine_wide.cuh", name, d.Name, k.File)
 				continue
 			}
 			if m[1] != d.Default {
 				t.Errorf("%s: define %s defaults to %s in the source but %s in the registry", name, d.Name, m[1], d.Default)
 			}
+		}
+	}
+}
+
+// TestFrontierCombineSelection checks that CW's values select what its
+// documentation says: 0 the shared serial combine, 1 and 2 the parallel one
+// (2 with its early loads), so a spec sweeping CW compares what it names.
+func TestFrontierCombineSelection(t *testing.T) {
+	want := regexp.MustCompile(`(?s)#if CW\n#define CW_EARLY \(CW == 2\)\n#include "combine_wide.cuh"\n#else\n#include "combine.cuh"\n#endif`)
+	for _, name := range []string{"gqa", "mma"} {
+		k, _ := Lookup(name)
+		src, err := kernels.Read(k.File)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !want.MatchString(src) {
+			t.Errorf("%s: %s does not select the combine by CW as documented", name, k.File)
+		}
+	}
+	wide, err := kernels.Read("combine_wide.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"attn_combine(", "#if CW_EARLY", "griddepcontrol.wait"} {
+		if !strings.Contains(wide, s) {
+			t.Errorf("combine_wide.cuh lacks %q", s)
 		}
 	}
 }

@@ -1,33 +1,35 @@
 #!/usr/bin/env bash
 # Builds kfront and runs it on this machine's GPU (CUDA 13 toolkit at
-# /usr/local/cuda): checks of gqa.cu and mma.cu against a float64 reference,
-# then timings. Also prints ptxas resource lines and SASS instruction counts
-# of the default configurations. Usage: bash run.sh [quick]
+# /usr/local/cuda): checks of gqa.cu and mma.cu against a float64 reference
+# at the frontier spec's gate, then cold (read flush) and graph timings.
+# Also prints the ptxas resource lines and SASS load forms of two
+# configurations. Writes kfront.csv, kfront.log and the SASS under $OUT when
+# set. Usage: bash run.sh [quick]
 set -euo pipefail
 cd "$(dirname "$0")"
 CUDA=${CUDA:-/usr/local/cuda}
 NVCC=$CUDA/bin/nvcc
 K=../../kernels
-OUTDIR=/tmp/kfront
+OUTDIR=${OUT:-/tmp/kfront}
+MODE=${1:-full}
 mkdir -p "$OUTDIR"
 
 echo "== build"
-$NVCC -arch=sm_90 -O3 -lineinfo -std=c++17 -o kfront kfront.cu -lcuda -lnvrtc
+# KF_PDL: launch the combine as a programmatic dependent where a config
+# asks for it (cuLaunchKernelEx); without it those configs run plainly.
+$NVCC -arch=sm_90 -O3 -lineinfo -std=c++17 -DKF_PDL=1 -o kfront kfront.cu -lcuda -lnvrtc ||
+  $NVCC -arch=sm_90 -O3 -lineinfo -std=c++17 -o kfront kfront.cu -lcuda -lnvrtc
 
-echo "== ptxas resources (default defines, SPLITS=64)"
-for f in gqa mma; do
-  for nr in 1 2 4; do for pf in 0 1; do [ $f = gqa ] && [ $pf = 0 ] && continue
-    [ $f = gqa ] && [ $nr = 1 ] && continue
-    $NVCC -arch=sm_90 -O3 -lineinfo -cubin -Xptxas -v -I$K -DHEAD_DIM=128 -DKV_F16=1 -DSPLITS=64 -DNR=$nr -DPF=$pf \
-      -o "$OUTDIR/$f-nr$nr-pf$pf.cubin" $K/$f.cu 2>&1 | grep -E "attn_partial|registers|spill" | sed "s/^/$f NR=$nr PF=$pf: /" || true; done
-  done
+echo "== ptxas resources and load forms"
+for cfg in "mma -DSPLITS=64 -DWARPS=8 -DMINROWS=256 -DCW=2" "mma -DSPLITS=16 -DWARPS=8 -DMINROWS=1024 -DCW=2"; do
+  set -- $cfg; f=$1; shift
+  tag=$(echo "$f $*" | tr -c 'A-Za-z0-9\n' '_')
+  $NVCC -arch=sm_90 -O3 -cubin -Xptxas -v -I$K -DHEAD_DIM=128 -DKV_F16=1 "$@" -o "$OUTDIR/$tag.cubin" $K/$f.cu 2>&1 |
+    grep -E "registers|spill" | sed "s/^/$f $*: /" || true
+  $CUDA/bin/cuobjdump -sass "$OUTDIR/$tag.cubin" > "$OUTDIR/$tag.sass" 2>/dev/null || true
+  echo "$tag: HMMA $(grep -c HMMA "$OUTDIR/$tag.sass") LDG $(grep -c LDG "$OUTDIR/$tag.sass") forms: $(grep -o 'LDG[.A-Z0-9_]*' "$OUTDIR/$tag.sass" | sort | uniq -c | tr '\n' ' ')"
 done
-for c in "$OUTDIR"/gqa-nr4-pf1.cubin "$OUTDIR"/mma-nr1-pf1.cubin; do
-  $CUDA/bin/cuobjdump -sass "$c" > "${c%.cubin}.sass" 2>/dev/null || true
-  s="${c%.cubin}.sass"
-  [ -n "${OUT:-}" ] && cp "$s" "$OUT/" || true
-  echo "$(basename $c): HMMA $(grep -c HMMA $s) LDG $(grep -c 'LDG' $s) SHFL $(grep -c SHFL $s) MUFU $(grep -c MUFU $s) STL $(grep -c STL $s) LDL $(grep -c LDL $s) MOVM $(grep -c MOVM $s) PRMT $(grep -c PRMT $s)"
-done
+rm -f "$OUTDIR"/*.cubin
 
 echo "== run"
-./kfront "$K" "${1:-}"
+./kfront "$K" "$MODE" "$OUTDIR/kfront.csv" 2>&1 | tee "$OUTDIR/kfront.log"
