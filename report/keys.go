@@ -30,11 +30,13 @@ func shapeDims(s results.Shape) string {
 	return fmt.Sprintf("h%d-kv%d-d%d-%s-b%d", s.Heads, s.KVHeads, s.HeadDim, s.KVDtype, s.Batch)
 }
 
-// shapeKey identifies a shape for matching. The capacity is left out: it
-// is an allocation size, not work, and two specs may size the same shape
-// differently.
+// shapeKey identifies a shape for matching: its dimensions, not its
+// label, so that results from another tool or spec (a PyTorch reference
+// labelled "7b" next to a sweep's "7b-b1") line up when they measured the
+// same problem. The capacity is left out: it is an allocation size, not
+// work, and two specs may size the same shape differently.
 func shapeKey(s results.Shape) string {
-	return s.Name + "|" + shapeDims(s)
+	return shapeDims(s)
 }
 
 // OtherDefines renders the defines of c other than SPLITS and the ones

@@ -178,7 +178,14 @@ func newPlot(title, x, y string) *plot.Plot {
 
 // savePlot writes p to name in format ("png", "svg"), with its legend, if
 // it has entries, in a column right of the axes, aligned with their top.
-func savePlot(p *plot.Plot, name, format string) error {
+func savePlot(p *plot.Plot, name, format string) (err error) {
+	// gonum/plot panics on data its scales cannot draw (a zero on a log
+	// axis): one bad plot must cost that plot, not the report.
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("drawing %s: %v", name, v)
+		}
+	}()
 	leg := p.Legend
 	lw := leg.Rectangle(draw.Canvas{}).Size().X
 	w := plotWidth
@@ -261,10 +268,19 @@ func (rep *Report) plotSplits(g shapeGroup, nkv int, col colours) (*plot.Plot, P
 	best := map[string]map[int]float64{} // variant → SPLITS → median
 	var variants []string
 	splitsSeen := map[int]bool{}
+	refs := map[string]float64{} // variant without SPLITS → median
 	for i := range g.rows {
 		r := &g.rows[i]
 		st := r.Probe(results.ProbeCold)
 		if r.NKV != nkv || r.Status != results.StatusOK || st == nil {
+			continue
+		}
+		if r.Splits < 1 {
+			// An external reference (e.g. PyTorch SDPA) has no SPLITS: it is
+			// drawn as a horizontal line, like the landed kernel.
+			if v, ok := refs[r.Variant]; !ok || st.MedianNS < v {
+				refs[r.Variant] = st.MedianNS
+			}
 			continue
 		}
 		if best[r.Variant] == nil {
@@ -301,6 +317,9 @@ func (rep *Report) plotSplits(g shapeGroup, nkv int, col colours) (*plot.Plot, P
 			top = math.Max(top, us(v))
 		}
 	}
+	for _, v := range refs {
+		top = math.Max(top, us(v))
+	}
 	if base, ok := landedBest(g.rows)[landedKey{g.device, g.rows[0].key.Shape, nkv, results.ProbeCold}]; ok {
 		top = math.Max(top, us(base))
 	}
@@ -324,6 +343,17 @@ func (rep *Report) plotSplits(g shapeGroup, nkv int, col colours) (*plot.Plot, P
 			return nil, pf, err
 		}
 		pf.Series = append(pf.Series, name)
+	}
+	var refNames []string
+	for v := range refs {
+		refNames = append(refNames, v)
+	}
+	sort.Strings(refNames)
+	for _, v := range refNames {
+		if err := addRef(p, v, plotter.XYs{{X: p.X.Min, Y: us(refs[v])}, {X: p.X.Max, Y: us(refs[v])}}, col[v]); err != nil {
+			return nil, pf, err
+		}
+		pf.Series = append(pf.Series, v)
 	}
 	return p, pf, nil
 }
