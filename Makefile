@@ -8,7 +8,7 @@ OUT     ?= out/$(notdir $(basename $(SPEC)))
 RESULTS ?= $(wildcard experiments/results/h200/*.jsonl)
 export CGO_ENABLED = 0
 
-.PHONY: build test sweep report vet fuzz clean
+.PHONY: build test sweep report dispatch clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/ktune
@@ -28,6 +28,10 @@ sweep: build
 ## report: render the committed H200 results (no GPU needed).
 report: build
 	./$(BIN) report $(RESULTS) -o out/report
+
+## dispatch: regenerate the committed H200 dispatch table from its results.
+dispatch: build
+	./$(BIN) tune --from experiments/results/h200/h200-frontier.jsonl -o experiments/results/h200/dispatch
 
 clean:
 	rm -rf bin out

@@ -64,7 +64,9 @@ Examples:
 
   # One point under Nsight Compute: no gates and one probe, so that the
   # profile holds only the timed launches (the records get their own hash
-  # and never stand in for full points):
+  # and never stand in for full points). Read ncu's durations, not the
+  # record: ncu serialises kernels, so the stream blocker cannot be
+  # released and ktune's own samples come back empty ("gave up"):
   $ ncu --clock-control none --metrics gpu__time_duration.sum \
       ./bin/ktune sweep experiments/slice.yaml -o out/ncu \
       --only variant=d2,SPLITS=32,nkv=32768 --no-gates --probes cold
