@@ -185,29 +185,61 @@ func openProbe(o probe.Options) (sweep.Backend, error) {
 }
 
 type sweepFlags struct {
-	out, only, probes string
-	force, noGates    bool
-	wait, verbose     bool
-	device            int
-	devices, shard    string
-	inProcess         bool
+	backendFlags
+	only, probes   string
+	force, noGates bool
+	shard          string
+}
+
+// backendFlags are the flags of every command that measures points (sweep,
+// tune): where the records go and what runs the points.
+type backendFlags struct {
+	out           string
+	wait, verbose bool
+	device        int
+	devices       string
+	inProcess     bool
+}
+
+func (f *backendFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.out, "o", "", "results `DIR` (created if needed); records go to DIR/results.jsonl")
+	fs.IntVar(&f.device, "device", 0, "CUDA device `N`")
+	fs.StringVar(&f.devices, "devices", "", "spread the points over these CUDA devices: `LIST` such as 0,1, or all")
+	fs.BoolVar(&f.inProcess, "in-process", false, "run points in this process: no worker, so a fault ends the sweep")
+	fs.BoolVar(&f.wait, "wait", false, "wait for another sweep holding DIR instead of refusing")
+	fs.BoolVar(&f.verbose, "v", false, "print the backend's compile and measurement log")
+}
+
+// backend checks the device flags and says what runs the points.
+func (f *backendFlags) backend(fs *flag.FlagSet, log io.Writer) (backendSpec, error) {
+	bs := backendSpec{devices: []int{f.device}, inProcess: f.inProcess,
+		sassDir: filepath.Join(f.out, "sass"), verbose: f.verbose, log: log}
+	if f.devices == "" {
+		return bs, nil
+	}
+	if flagSet(fs, "device") {
+		return bs, usageErrorf("--device and --devices: give one of them")
+	}
+	var err error
+	if bs.devices, bs.allDevices, err = parseDevices(f.devices); err != nil {
+		return bs, usageErrorf("--devices: %v", err)
+	}
+	if f.inProcess && (bs.allDevices || len(bs.devices) > 1) {
+		return bs, usageErrorf("--in-process runs one device; drop it to use several")
+	}
+	return bs, nil
 }
 
 func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps sweepDeps) error {
 	var f sweepFlags
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.out, "o", "", "results `DIR` (created if needed); records go to DIR/results.jsonl")
+	f.register(fs)
 	fs.BoolVar(&f.force, "force", false, "measure again points already recorded in DIR (the new record supersedes)")
 	fs.StringVar(&f.only, "only", "", "run only the points matching `EXPR`, e.g. variant=d2,SPLITS=32,nkv=32768")
 	fs.StringVar(&f.probes, "probes", "", "measure only these `PROBES` (cold,hot,graph) instead of the spec's")
 	fs.BoolVar(&f.noGates, "no-gates", false, "skip the numerics gates (for cross-checks under an outside profiler)")
-	fs.IntVar(&f.device, "device", 0, "CUDA device `N`")
-	fs.StringVar(&f.devices, "devices", "", "spread the points over these CUDA devices: `LIST` such as 0,1, or all")
 	fs.StringVar(&f.shard, "shard", "", "run only shard `i/n` of the plan (0 ≤ i < n), for a job array; see ktune merge")
-	fs.BoolVar(&f.inProcess, "in-process", false, "run points in this process: no worker, so a fault ends the sweep")
-	fs.BoolVar(&f.wait, "wait", false, "wait for another sweep holding DIR instead of refusing")
-	fs.BoolVar(&f.verbose, "v", false, "print the backend's compile and measurement log")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), sweepUsage)
 		fs.PrintDefaults()
@@ -239,18 +271,9 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 			return usageErrorf("--only: %v", err)
 		}
 	}
-	bs := backendSpec{devices: []int{f.device}, inProcess: f.inProcess,
-		sassDir: filepath.Join(f.out, "sass"), verbose: f.verbose, log: stderr}
-	if f.devices != "" {
-		if flagSet(fs, "device") {
-			return usageErrorf("--device and --devices: give one of them")
-		}
-		if bs.devices, bs.allDevices, err = parseDevices(f.devices); err != nil {
-			return usageErrorf("--devices: %v", err)
-		}
-		if f.inProcess && (bs.allDevices || len(bs.devices) > 1) {
-			return usageErrorf("--in-process runs one device; drop it to use several")
-		}
+	bs, err := f.backend(fs, stderr)
+	if err != nil {
+		return err
 	}
 	var shard *sweep.Shard
 	if f.shard != "" {
@@ -261,53 +284,19 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 		shard = &sh
 	}
 
-	// The spec and the plan are checked before the GPU is touched: a
-	// mistake in the file is reported in a second, on any machine.
-	s, err := spec.Load(pos[0])
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	draft, err := sweep.Build(s, "")
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	if filter != nil {
-		if err := filter.Check(draft.Points); err != nil {
-			return usageErrorf("--only: %v", err)
+	bn, err := openBench(ctx, stderr, pos[0], f.backendFlags, bs, deps, func(draft *sweep.Plan) error {
+		if filter != nil {
+			if err := filter.Check(draft.Points); err != nil {
+				return usageErrorf("--only: %v", err)
+			}
 		}
-	}
-	for _, w := range draft.Warnings {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
-	}
-
-	lock, err := results.LockDir(ctx, f.out, results.LockOptions{
-		Holder: results.ThisProcess(time.Now()),
-		Wait:   f.wait,
-		OnWait: func(h results.Holder) { fmt.Fprintf(stderr, "waiting for %s to release %s\n", h, f.out) },
+		return nil
 	})
 	if err != nil {
-		return interruptedOr(ctx, err)
+		return err
 	}
-	defer lock.Unlock()
-
-	where := describeDevices(bs)
-	const needs = "\nktune sweep needs an NVIDIA GPU with its driver's libcuda.so.1 and NVRTC's libnvrtc.so.13 " +
-		"in the loader path (LD_LIBRARY_PATH); 'ktune doctor' checks each piece"
-	b, err := deps.open(bs)
-	if err != nil {
-		return fmt.Errorf("opening %s: %w"+needs, where, err)
-	}
-	defer b.Close()
-	// The plan hash covers the architecture, which only the device knows;
-	// the draft above was built for validation only.
-	env, err := b.Env(ctx)
-	if err != nil {
-		return interruptedOr(ctx, fmt.Errorf("describing %s: %w"+needs, where, err))
-	}
-	plan, err := sweep.Build(s, env.Arch)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
+	defer bn.close()
+	s, plan, env, where := bn.spec, bn.plan, bn.env, bn.where
 	over.Apply(plan.Points)
 
 	// A shard is cut from the whole plan, before --only, so that every
@@ -348,16 +337,124 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	}
 	fmt.Fprintf(stderr, " on %s (%s, %s) into %s\n", env.Device, env.Arch, where, results.FilePath(f.out))
 
-	opts := sweep.RunOptions{
+	opts := bn.opts
+	opts.Force = f.force
+	switch {
+	case filter != nil:
+		opts.Filter = func(p *sweep.Point) bool { return selected(p) && filter.Match(p) }
+	case shard != nil:
+		opts.Filter = selected
+	}
+	sum, runErr := sweep.Run(ctx, bn.backend, plan, opts)
+	printRunSummary(stdout, stderr, sum, f.out, true)
+	if runErr != nil {
+		return interruptedOr(ctx, runErr)
+	}
+	return nil
+}
+
+// printRunSummary prints the table of a run's records (when table is set)
+// and the line that counts them.
+func printRunSummary(stdout, stderr io.Writer, sum sweep.Summary, dir string, table bool) {
+	if table && len(sum.Records) > 0 {
+		if err := report.SummaryTable(stdout, sum.Records); err != nil {
+			fmt.Fprintf(stderr, "ktune: printing the summary table: %v\n", err)
+		}
+	}
+	fmt.Fprintf(stdout, "%d planned, %d already recorded, %d run (%d ok, %d gate failed, %d failed) in %s; results in %s\n",
+		sum.Planned, sum.Skipped, sum.Ran, sum.OK, sum.GateFailed, sum.Failed,
+		sum.Elapsed.Round(time.Second), results.FilePath(dir))
+	if sum.Compile.Kernels > 0 {
+		fmt.Fprintln(stdout, sum.Compile)
+	}
+}
+
+// A bench is the measuring stack a command runs points on: the results
+// directory locked, the backend open and described, the spec's plan built
+// for the device's architecture, and the run options every measuring
+// command shares (progress, log, precompiler).
+type bench struct {
+	spec    *spec.Spec
+	plan    *sweep.Plan
+	env     results.Env
+	where   string // the devices, for messages
+	backend sweep.Backend
+	opts    sweep.RunOptions
+	closers []func()
+}
+
+// close closes the backend and releases the directory.
+func (bn *bench) close() {
+	for i := len(bn.closers) - 1; i >= 0; i-- {
+		bn.closers[i]()
+	}
+}
+
+// openBench loads the spec at path and opens the bench for the results
+// directory f.out. The spec and a draft plan (checked further by check,
+// when set) are validated before the GPU is touched: a mistake in the file
+// is reported in a second, on any machine.
+func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlags, bs backendSpec, deps sweepDeps,
+	check func(draft *sweep.Plan) error) (*bench, error) {
+	s, err := spec.Load(path)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	draft, err := sweep.Build(s, "")
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	if check != nil {
+		if err := check(draft); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range draft.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+
+	bn := &bench{spec: s}
+	lock, err := results.LockDir(ctx, f.out, results.LockOptions{
+		Holder: results.ThisProcess(time.Now()),
+		Wait:   f.wait,
+		OnWait: func(h results.Holder) { fmt.Fprintf(stderr, "waiting for %s to release %s\n", h, f.out) },
+	})
+	if err != nil {
+		return nil, interruptedOr(ctx, err)
+	}
+	bn.closers = append(bn.closers, func() { lock.Unlock() })
+
+	bn.where = describeDevices(bs)
+	const needs = "\nktune needs an NVIDIA GPU with its driver's libcuda.so.1 and NVRTC's libnvrtc.so.13 " +
+		"in the loader path (LD_LIBRARY_PATH); 'ktune doctor' checks each piece"
+	b, err := deps.open(bs)
+	if err != nil {
+		bn.close()
+		return nil, fmt.Errorf("opening %s: %w"+needs, bn.where, err)
+	}
+	bn.backend = b
+	bn.closers = append(bn.closers, func() { b.Close() })
+	// The plan hash covers the architecture, which only the device knows;
+	// the draft above was built for validation only.
+	if bn.env, err = b.Env(ctx); err != nil {
+		bn.close()
+		return nil, interruptedOr(ctx, fmt.Errorf("describing %s: %w"+needs, bn.where, err))
+	}
+	if bn.plan, err = sweep.Build(s, bn.env.Arch); err != nil {
+		bn.close()
+		return nil, withCode(exitUsage, err)
+	}
+
+	bn.opts = sweep.RunOptions{
 		Dir:      f.out,
-		Force:    f.force,
 		Progress: stderr,
 		IsTTY:    deps.isTTY(stderr),
 		Log:      stderr,
 	}
 	if deps.precompile != nil {
-		opts.Precompile = func(todo []*sweep.Point) func() sweep.CompileStats {
-			stop, err := deps.precompile(env.Arch, todo, stderr)
+		arch := bn.env.Arch
+		bn.opts.Precompile = func(todo []*sweep.Point) func() sweep.CompileStats {
+			stop, err := deps.precompile(arch, todo, stderr)
 			if err != nil {
 				fmt.Fprintf(stderr, "warning: %v; each point compiles its kernels when it runs\n", err)
 				return func() sweep.CompileStats { return sweep.CompileStats{} }
@@ -365,28 +462,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 			return stop
 		}
 	}
-	switch {
-	case filter != nil:
-		opts.Filter = func(p *sweep.Point) bool { return selected(p) && filter.Match(p) }
-	case shard != nil:
-		opts.Filter = selected
-	}
-	sum, runErr := sweep.Run(ctx, b, plan, opts)
-	if len(sum.Records) > 0 {
-		if err := report.SummaryTable(stdout, sum.Records); err != nil {
-			fmt.Fprintf(stderr, "ktune: printing the summary table: %v\n", err)
-		}
-	}
-	fmt.Fprintf(stdout, "%d planned, %d already recorded, %d run (%d ok, %d gate failed, %d failed) in %s; results in %s\n",
-		sum.Planned, sum.Skipped, sum.Ran, sum.OK, sum.GateFailed, sum.Failed,
-		sum.Elapsed.Round(time.Second), results.FilePath(f.out))
-	if sum.Compile.Kernels > 0 {
-		fmt.Fprintln(stdout, sum.Compile)
-	}
-	if runErr != nil {
-		return interruptedOr(ctx, runErr)
-	}
-	return nil
+	return bn, nil
 }
 
 // parseDevices parses --devices: "all" or a comma-separated list of

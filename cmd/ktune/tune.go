@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,44 +13,98 @@ import (
 
 	"github.com/ktune/ktune/internal/dispatch"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/sweep"
 )
 
 func init() {
 	register(&command{
 		name:    "tune",
-		summary: "export a dispatch table (YAML and C header) from results",
-		run:     runTune,
+		summary: "search a spec's space and export a dispatch table (YAML and C header)",
+		run: func(stdout, stderr io.Writer, args []string) error {
+			ctx, stop := interruptible(stderr)
+			defer stop()
+			return runTune(ctx, stdout, stderr, args, sweepDeps{open: openBackend, isTTY: isTerminal, precompile: precompile})
+		},
 	})
 }
 
 const tuneUsage = `Usage:
+  ktune tune SPEC -o DIR [--search grid|random|halving] [flags]
   ktune tune --from RESULTS... -o DIR [--probe cold|graph]
-  ktune tune SPEC -o DIR [--probe cold|graph]
 
-Tune reads measured results and writes DIR/dispatch.yaml and DIR/dispatch.h:
-for each shape and batch, nkv ranges with the fastest configuration that
-passed all its gates. A faster median wins only when the difference is
-significant (Mann-Whitney U, alpha 0.05); ties keep the landed
-configuration, then the one winning at neighbouring nkv, then the smaller
-SPLITS. It prints the table with the evidence for each measured nkv.
+Tune searches the space of the experiment SPEC on the GPU, records every
+measured point in DIR/results.jsonl as 'ktune sweep' does, and exports
+DIR/dispatch.yaml and DIR/dispatch.h: for each shape and batch, nkv ranges
+with the fastest configuration that passed all its gates. A faster median
+wins only when the difference is significant (Mann-Whitney U, alpha 0.05);
+ties keep the landed configuration, then the one winning at neighbouring
+nkv, then the smaller SPLITS. It prints the table with the evidence for
+each measured nkv.
 
-Tune does not measure anything: searching the space is 'ktune sweep' (a
-grid over the spec's axes). With a SPEC, tune exports the records of that
-spec from DIR/results.jsonl, the file 'ktune sweep SPEC -o DIR' wrote.
-RESULTS are results files or sweep directories; when two hold the same
-configuration, the later wins.
+A configuration is a variant with its defines at one shape; the search
+keeps or drops whole configurations and runs a kept one at every nkv of
+the spec.
+
+# Searches
+
+--search grid (the default) measures every point, as 'ktune sweep' does.
+
+--search random measures --samples N configurations drawn with --seed S
+(the same seed draws the same configurations on every machine), plus the
+landed configuration, so that the table has its baseline. DIR/search.json
+records the seed and the configurations drawn.
+
+--search halving is successive halving. Round 1 measures every
+configuration with 5 samples (gates as usual); at each shape and nkv, a
+configuration whose samples are significantly slower than the fastest's
+(Mann-Whitney U, alpha 0.05) and whose median is slower by more than
+--keep is dropped there. A configuration survives when it survives at some
+nkv (it may win a range there); the landed one always survives. The
+survivors are screened again with twice the samples, up to --rounds
+rounds, or until one configuration per shape and nkv is left; the last
+round measures the survivors under the spec's own stopping rule.
+
+The screening rounds are recorded in DIR/screen/results.jsonl (their
+samples are too few for a table; each measurement's note says "halving
+round 1 of 3: screening, 5 samples"; 'ktune report DIR/screen' shows
+them). DIR/results.jsonl receives only full measurements, so the dispatch
+table, built from DIR/results.jsonl, rests on full measurements alone.
+DIR/search.json lists each round's configurations and those it dropped.
+
+Every round resumes: an interrupted search skips what it recorded when the
+same command runs again, and a point 'ktune sweep SPEC -o DIR' measured is
+not measured again. The table is built from every record of SPEC in
+DIR/results.jsonl, earlier searches included: use a fresh DIR for a
+table of one search alone.
+
+The devices, the worker processes and the compile cache are those of
+'ktune sweep' (ktune help sweep).
+
+# Export only
+
+With --from, tune measures nothing: it exports the table from results
+files or sweep directories (a directory means its results.jsonl); when two
+hold the same configuration, the later wins. 'ktune tune SPEC -o DIR'
+writes the same files as 'ktune tune --from DIR -o DIR' would after it.
 
 The outputs name their results files with a sha256, never a date:
 regenerating from the same files gives the same bytes.
 
 Examples:
-  $ ktune sweep experiments/slice.yaml -o out/slice
   $ ktune tune experiments/slice.yaml -o out/slice
+  $ ktune tune experiments/slice.yaml -o out/halving --search halving --devices all
+  $ ktune tune experiments/slice.yaml -o out/random --search random --samples 8 --seed 7
   $ ktune tune --from experiments/results/h200/slice.jsonl -o out/dispatch
   $ ktune tune --from out/run1 --from out/run2 --probe graph -o out/dispatch
 
 Flags:
+`
+
+const tuneExit = `
+Exit status: 0 when the table was written (gate failures included), 1 on a
+device or I/O error or when no configuration qualified for the table, 2 for
+a bad command line or spec, 130 when interrupted (re-run the same command
+to resume).
 `
 
 // tuneFiles collects --from values and the arguments after them in
@@ -65,16 +121,41 @@ func (f *tuneFiles) Set(v string) error {
 	return nil
 }
 
-func runTune(stdout, stderr io.Writer, args []string) error {
+// tuneFlags are the flags of the search; backendFlags those of sweep.
+type tuneFlags struct {
+	backendFlags
+	from    tuneFiles
+	probe   string
+	search  string
+	samples int
+	seed    uint64
+	rounds  int
+	keep    float64
+	force   bool
+}
+
+// searchFlagNames are the flags that only a search takes.
+var searchFlagNames = []string{"search", "samples", "seed", "rounds", "keep", "force",
+	"device", "devices", "in-process", "wait", "v"}
+
+func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps sweepDeps) error {
+	var f tuneFlags
 	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var from tuneFiles
-	fs.Var(&from, "from", "results file or sweep directory (repeatable; more may follow as arguments)")
-	out := fs.String("o", "", "output directory for dispatch.yaml and dispatch.h (required)")
-	probe := fs.String("probe", string(results.ProbeCold), "probe whose medians decide: cold or graph")
+	f.register(fs)
+	fs.Lookup("o").Usage = "`DIR` of the results and of dispatch.yaml and dispatch.h (required)"
+	fs.Var(&f.from, "from", "export only, from this results file or sweep directory (repeatable; more may follow as arguments)")
+	fs.StringVar(&f.probe, "probe", string(results.ProbeCold), "probe whose samples decide: cold or graph")
+	fs.StringVar(&f.search, "search", string(sweep.StrategyGrid), "search `STRATEGY`: grid, random or halving")
+	fs.IntVar(&f.samples, "samples", 0, "random: how many configurations to draw (`N`; the landed one is added)")
+	fs.Uint64Var(&f.seed, "seed", 1, "random: the `SEED` of the draw")
+	fs.IntVar(&f.rounds, "rounds", sweep.DefaultRounds, "halving: at most `R` rounds, the last under the spec's stopping rule")
+	fs.Float64Var(&f.keep, "keep", sweep.DefaultKeep, "halving: keep a configuration whose median is within `F` (a fraction) of the best's")
+	fs.BoolVar(&f.force, "force", false, "measure again points already recorded in DIR (the new record supersedes)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), tuneUsage)
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), tuneExit)
 	}
 	// Flags may come after the positional arguments (ktune tune SPEC -o
 	// DIR), which the flag package alone does not allow.
@@ -88,37 +169,110 @@ func runTune(stdout, stderr io.Writer, args []string) error {
 		if fs.NArg() == 0 {
 			break
 		}
-		from.paths = append(from.paths, fs.Arg(0))
+		f.from.paths = append(f.from.paths, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
 
-	p := results.Probe(*probe)
+	p := results.Probe(f.probe)
 	// hot is not offered: back-to-back launches over warm caches are not
 	// what a decode step sees, so they must not pick the engine's kernel.
 	if p != results.ProbeCold && p != results.ProbeGraph {
-		return usageErrorf("tune: --probe %q: want cold or graph", *probe)
+		return usageErrorf("tune: --probe %q: want cold or graph", f.probe)
 	}
-	if *out == "" {
+	if f.out == "" {
 		return usageErrorf("tune: -o DIR is required (run 'ktune help tune')")
 	}
-	files := from.paths
-	opt := dispatch.Options{Probe: p}
-	if !from.from {
-		if len(files) != 1 {
-			return usageErrorf("tune: want one SPEC or --from RESULTS... (run 'ktune help tune')")
+	if f.from.from {
+		for _, name := range searchFlagNames {
+			if flagSet(fs, name) {
+				return usageErrorf("tune: --%s measures, --from only exports: give one of them", name)
+			}
 		}
-		s, err := spec.Load(files[0])
-		if err != nil {
-			return withCode(exitUsage, err)
-		}
-		opt.Spec = s.Name
-		res := results.FilePath(*out)
-		if _, err := os.Stat(res); err != nil {
-			return usageErrorf("tune: %s: no results to export; measure first with 'ktune sweep %s -o %s'", res, files[0], *out)
-		}
-		files = []string{res}
+		return tuneExport(stdout, stderr, f.from.paths, dispatch.Options{Probe: p}, f.out)
 	}
+	if len(f.from.paths) != 1 {
+		return usageErrorf("tune: want one SPEC or --from RESULTS... (run 'ktune help tune')")
+	}
+	return tuneSearch(ctx, stdout, stderr, fs, &f, p, deps)
+}
 
+// tuneSearch runs the search of one spec into f.out and exports its table.
+func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet, f *tuneFlags, p results.Probe, deps sweepDeps) error {
+	specPath := f.from.paths[0]
+	st, err := sweep.ParseStrategy(f.search)
+	if err != nil {
+		return usageErrorf("tune: --search: %v", err)
+	}
+	switch {
+	case st == sweep.StrategyRandom && f.samples < 1:
+		return usageErrorf("tune: --search random wants --samples N (N ≥ 1 configurations to draw)")
+	case st != sweep.StrategyRandom && (flagSet(fs, "samples") || flagSet(fs, "seed")):
+		return usageErrorf("tune: --samples and --seed belong to --search random")
+	case st != sweep.StrategyHalving && (flagSet(fs, "rounds") || flagSet(fs, "keep")):
+		return usageErrorf("tune: --rounds and --keep belong to --search halving")
+	case f.rounds < 1:
+		return usageErrorf("tune: --rounds %d: want at least 1", f.rounds)
+	case f.keep < 0:
+		return usageErrorf("tune: --keep %g: want a fraction ≥ 0, e.g. 0.03", f.keep)
+	}
+	bs, err := f.backend(fs, stderr)
+	if err != nil {
+		return err
+	}
+	bn, err := openBench(ctx, stderr, specPath, f.backendFlags, bs, deps, nil)
+	if err != nil {
+		return err
+	}
+	defer bn.close()
+	opts := sweep.SearchOptions{Strategy: st, Samples: f.samples, Seed: f.seed, Rounds: f.rounds, Keep: f.keep,
+		Probe: p, Run: bn.opts}
+	opts.Run.Force = f.force
+	fmt.Fprintf(stderr, "%s: %d points, %d configurations; %s search on %s (%s, %s) into %s\n",
+		specPath, len(bn.plan.Points), len(sweep.Configurations(bn.plan.Points)), st,
+		bn.env.Device, bn.env.Arch, bn.where, results.FilePath(f.out))
+
+	res, runErr := sweep.Search(ctx, bn.backend, bn.plan, opts)
+	if err := writeSearch(f.out, res); err != nil {
+		fmt.Fprintf(stderr, "ktune: %v\n", err)
+	}
+	for _, r := range res.Rounds {
+		samples := "the spec's stopping rule"
+		if r.Samples > 0 {
+			samples = fmt.Sprintf("%d samples", r.Samples)
+		}
+		fmt.Fprintf(stdout, "round %d of %d (%s): %d configurations, %d points (%d already recorded, %d run)",
+			r.Number, r.Of, samples, len(r.Ran), r.Points, r.Skipped, r.Measured)
+		if len(r.Dropped) > 0 {
+			fmt.Fprintf(stdout, "; dropped %d", len(r.Dropped))
+		}
+		fmt.Fprintln(stdout)
+	}
+	printRunSummary(stdout, stderr, res.Summary, f.out, false)
+	if runErr != nil {
+		return interruptedOr(ctx, runErr)
+	}
+	// The same export as --from DIR, restricted to this spec: a directory
+	// may hold the results of others.
+	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name}, f.out)
+}
+
+// writeSearch records what a search ran in dir/search.json: the seed of a
+// random draw, the rounds of halving and what each dropped.
+func writeSearch(dir string, res *sweep.SearchResult) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the search log: %w", err)
+	}
+	path := filepath.Join(dir, "search.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing the search log: %w", err)
+	}
+	return nil
+}
+
+// tuneExport builds the dispatch table from results files and writes it
+// into dir, printing it on stdout.
+func tuneExport(stdout, stderr io.Writer, files []string, opt dispatch.Options, dir string) error {
 	in, err := dispatch.Load(files...)
 	if err != nil {
 		return fmt.Errorf("tune: %w", err)
@@ -133,7 +287,7 @@ func runTune(stdout, stderr io.Writer, args []string) error {
 	for _, w := range tab.Warnings {
 		fmt.Fprintf(stderr, "ktune: warning: %s\n", w)
 	}
-	if err := tuneWrite(*out, tab); err != nil {
+	if err := tuneWrite(dir, tab); err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
 	return tab.WriteText(stdout)

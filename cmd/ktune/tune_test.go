@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/sweep"
+)
+
+const tuneSpec = "../../experiments/slice.yaml"
+
+var tuneEnv = results.Env{Device: "NVIDIA H200", Arch: "sm_90", SMs: 132, ReadBWGBps: 4560}
+
+// modelled is a fake device whose cold times follow a model of the slice:
+// linear in nkv, cheapest at SPLITS=32, r4 and d2 alike; each point takes
+// its Measure.MinSamples samples with ±1% noise.
+type modelled struct{ runs int }
+
+func (m *modelled) Env(context.Context) (results.Env, error) { return tuneEnv, nil }
+func (m *modelled) Close() error                             { return nil }
+func (m *modelled) Run(_ context.Context, p *sweep.Point) (results.Record, error) {
+	m.runs++
+	splits := p.Config.Splits
+	penalty := map[int]float64{8: 1.6, 16: 1.2, 32: 1, 64: 1.01}[splits]
+	med := (5e3 + 2*float64(p.Config.NKV)) * penalty
+	h, _ := strconv.ParseUint(p.Hash, 16, 64)
+	r := rand.New(rand.NewPCG(h, 1))
+	s := make([]float64, p.Measure.MinSamples)
+	for i := range s {
+		s[i] = med * (1 + 0.01*(2*r.Float64()-1))
+	}
+	return results.Record{Config: p.Config, Env: tuneEnv, Status: results.StatusOK,
+		Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), WallSec: 1,
+		Gates:  []results.Gate{{Kind: results.GateTolerance, NKV: 29, Pass: true}},
+		Probes: []results.Measurement{{Probe: results.ProbeCold, SamplesNS: s, Converged: true}}}, nil
+}
+
+func tuneDeps(b sweep.Backend) sweepDeps {
+	return sweepDeps{
+		open:  func(backendSpec) (sweep.Backend, error) { return b, nil },
+		isTTY: func(io.Writer) bool { return false },
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestTuneSearchExportsAsFrom: after each search, DIR holds the table that
+// 'tune --from DIR' builds from DIR's results.
+func TestTuneSearchExportsAsFrom(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"grid", nil},
+		{"random", []string{"--search", "random", "--samples", "3", "--seed", "9"}},
+		{"halving", []string{"--search", "halving", "--rounds", "3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, again := t.TempDir(), t.TempDir()
+			var stdout, stderr bytes.Buffer
+			args := append([]string{tuneSpec, "-o", dir}, tc.args...)
+			if err := runTune(context.Background(), &stdout, &stderr, args, tuneDeps(&modelled{})); err != nil {
+				t.Fatalf("tune %q: %v\n%s", args, err, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "SPLITS=32") {
+				t.Errorf("the printed table does not name the fastest SPLITS:\n%s", stdout.String())
+			}
+			var from bytes.Buffer
+			if err := run(&from, &stderr, []string{"tune", "--from", dir, "-o", again}); err != nil {
+				t.Fatalf("tune --from: %v\n%s", err, stderr.String())
+			}
+			for _, f := range []string{"dispatch.yaml", "dispatch.h"} {
+				if a, b := readFile(t, filepath.Join(dir, f)), readFile(t, filepath.Join(again, f)); !bytes.Equal(a, b) {
+					t.Errorf("%s after the search differs from tune --from:\n%s\n----\n%s", f, a, b)
+				}
+			}
+			var log sweep.SearchResult
+			if err := json.Unmarshal(readFile(t, filepath.Join(dir, "search.json")), &log); err != nil {
+				t.Fatal(err)
+			}
+			if string(log.Strategy) != tc.name || log.Configurations != 8 {
+				t.Errorf("search.json: %+v", log)
+			}
+			switch tc.name {
+			case "random":
+				if log.Random == nil || log.Random.Seed != 9 || log.Random.Samples != 3 {
+					t.Errorf("search.json does not record the draw: %+v", log.Random)
+				}
+			case "halving":
+				// r4 and d2 at SPLITS 8 and 16 are far slower everywhere.
+				if len(log.Rounds) < 2 || len(log.Rounds[0].Dropped) != 4 {
+					t.Errorf("halving rounds: %+v", log.Rounds)
+				}
+				if _, err := os.Stat(results.FilePath(sweep.ScreenDir(dir))); err != nil {
+					t.Errorf("no screening records: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestTuneGridEqualsSweep: the default search records what sweep does.
+func TestTuneGridEqualsSweep(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := runTune(context.Background(), &stdout, &stderr, []string{tuneSpec, "-o", a}, tuneDeps(&modelled{})); err != nil {
+		t.Fatalf("tune: %v\n%s", err, stderr.String())
+	}
+	if err := runSweep(context.Background(), &stdout, &stderr, []string{tuneSpec, "-o", b}, tuneDeps(&modelled{})); err != nil {
+		t.Fatalf("sweep: %v\n%s", err, stderr.String())
+	}
+	ra, _, err := results.ReadFile(results.FilePath(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _, err := results.ReadFile(results.FilePath(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ra) != 64 || !reflect.DeepEqual(ra, rb) {
+		t.Errorf("tune recorded %d records, sweep %d, or they differ", len(ra), len(rb))
+	}
+	// A search run again resumes: nothing is measured twice.
+	m := &modelled{}
+	if err := runTune(context.Background(), &stdout, &stderr, []string{tuneSpec, "-o", b, "--search", "halving"}, tuneDeps(m)); err != nil {
+		t.Fatalf("tune: %v\n%s", err, stderr.String())
+	}
+	// Screening: 8 configurations × 8 nkv at 5 samples, then the 4 at
+	// SPLITS 32 and 64 (within 1%: kept) at 10; the final round finds every
+	// survivor's full points recorded by the sweep.
+	if m.runs != 64+32 {
+		t.Errorf("halving after a sweep ran %d points; want only the 96 screening points", m.runs)
+	}
+	if !strings.Contains(stdout.String(), "round 3 of 3 (the spec's stopping rule): 4 configurations, 32 points (32 already recorded, 0 run)") {
+		t.Errorf("the final round measured again what the sweep recorded:\n%s", stdout.String())
+	}
+}
+
+func TestTuneUsageErrors(t *testing.T) {
+	deps := sweepDeps{
+		open:  func(backendSpec) (sweep.Backend, error) { t.Fatal("opened a backend"); return nil, nil },
+		isTTY: func(io.Writer) bool { return false },
+	}
+	for _, args := range [][]string{
+		{tuneSpec},
+		{tuneSpec, "-o", "d", "--search", "anneal"},
+		{tuneSpec, "-o", "d", "--search", "random"},
+		{tuneSpec, "-o", "d", "--samples", "3"},
+		{tuneSpec, "-o", "d", "--search", "random", "--samples", "3", "--rounds", "2"},
+		{tuneSpec, "-o", "d", "--search", "halving", "--rounds", "0"},
+		{tuneSpec, "-o", "d", "--search", "halving", "--keep", "-1"},
+		{"--from", "x", "-o", "d", "--search", "halving"},
+		{"--from", "x", "-o", "d", "--devices", "all"},
+		{"a.yaml", "b.yaml", "-o", "d"},
+		{tuneSpec, "-o", "d", "--probe", "hot"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := runTune(context.Background(), &stdout, &stderr, args, deps); exitCode(err) != exitUsage {
+			t.Errorf("%q: exit %d (%v), want %d", args, exitCode(err), err, exitUsage)
+		}
+	}
+}
