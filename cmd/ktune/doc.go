@@ -50,12 +50,17 @@ not significantly slower than the landed kernel beyond the threshold; 3 on
 a numerics failure, 4 on a regression, 1 when points are missing, 2 on bad
 input. --json prints a machine-readable verdict for CI.
 
-# Export a dispatch table
+# Search, and export a dispatch table
 
+	$ ktune tune experiments/h200-frontier.yaml -o out/frontier --search halving
 	$ ktune tune --from out/frontier -o out/dispatch
 
-writes dispatch.yaml and dispatch.h: per shape and nkv range, the fastest
-configuration that passed its gates, a winner declared only where the
-difference is significant.
+tune SPEC measures (grid by default; --search random samples
+configurations; --search halving screens every configuration with a few
+samples and drops those significantly slower before measuring the rest in
+full), then writes dispatch.yaml and dispatch.h: per shape and nkv range,
+the fastest configuration that passed its gates, a winner declared only
+where the difference is significant. --from exports from results already
+measured.
 */
 package main
