@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -41,7 +42,7 @@ func TestCompareRerun(t *testing.T) {
 	if err := c.WriteText(&out, false); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.txt.golden", out.Bytes())
+	golden.Check(t, filepath.Join("testdata", "compare.txt.golden"), out.Bytes())
 }
 
 // scaledVariant returns a copy of recs in which every sample of variant v
@@ -146,7 +147,7 @@ func TestGoBenchRoundTrip(t *testing.T) {
 	if err := WriteGoBench(&small, loadH200(t, "rerun.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "export.gobench.golden", small.Bytes())
+	golden.Check(t, filepath.Join("testdata", "export.gobench.golden"), small.Bytes())
 
 	recs := loadH200(t, "slice.jsonl")
 	var buf bytes.Buffer
@@ -246,8 +247,8 @@ func TestGate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "gate_"+tc.name+".txt.golden", out.Bytes())
-			golden(t, "gate_"+tc.name+".json.golden", append(js, '\n'))
+			golden.Check(t, filepath.Join("testdata", "gate_"+tc.name+".txt.golden"), out.Bytes())
+			golden.Check(t, filepath.Join("testdata", "gate_"+tc.name+".json.golden"), append(js, '\n'))
 		})
 	}
 }
@@ -320,7 +321,7 @@ func TestReportMarkdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "report.md.golden", md)
+	golden.Check(t, filepath.Join("testdata", "report.md.golden"), md)
 	for _, p := range plots {
 		rel, _ := filepath.Rel(dir, p.Base)
 		if !bytes.Contains(md, []byte("]("+rel+".png)")) {
@@ -331,7 +332,7 @@ func TestReportMarkdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "tables.csv.golden", csv)
+	golden.Check(t, filepath.Join("testdata", "tables.csv.golden"), csv)
 }
 
 // splits.jsonl measured the graph probe, which the projection prefers.

@@ -24,11 +24,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 
+	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -178,21 +178,7 @@ func encodeJSONL(recs []results.Record) []byte {
 }
 
 func TestFixturesUpToDate(t *testing.T) {
-	want := encodeJSONL(gateRecords(t))
-	path := filepath.Join("testdata", "gate.jsonl")
-	if *update {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report/... -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from its generator; run go test ./report/... -update", path)
-	}
+	golden.Check(t, filepath.Join("testdata", "gate.jsonl"), encodeJSONL(gateRecords(t)))
 }
 
 // The transformations do what their names say: slow is 10% slower at

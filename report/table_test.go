@@ -2,7 +2,10 @@ package report
 
 import (
 	"bytes"
+	"path/filepath"
 	"testing"
+
+	"github.com/ktune/ktune/internal/golden"
 )
 
 // The table goldens render the slice experiment as measured on the H200:
@@ -27,10 +30,10 @@ func TestTables(t *testing.T) {
 	if err := rep.WriteCSV(&csv); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table.txt.golden", text.Bytes())
-	golden(t, "table.md.golden", md.Bytes())
-	golden(t, "summary.txt.golden", sum.Bytes())
-	golden(t, "tables.csv.golden", csv.Bytes())
+	golden.Check(t, filepath.Join("testdata", "table.txt.golden"), text.Bytes())
+	golden.Check(t, filepath.Join("testdata", "table.md.golden"), md.Bytes())
+	golden.Check(t, filepath.Join("testdata", "summary.txt.golden"), sum.Bytes())
+	golden.Check(t, filepath.Join("testdata", "tables.csv.golden"), csv.Bytes())
 }
 
 // A gate failure shows in the verdict column and in the failure list with
@@ -45,7 +48,7 @@ func TestTableGateFailure(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table_gatefail.txt.golden", text.Bytes())
+	golden.Check(t, filepath.Join("testdata", "table_gatefail.txt.golden"), text.Bytes())
 	if len(rep.Failures) != 1 {
 		t.Fatalf("%d failures, want the onebyte one: %+v", len(rep.Failures), rep.Failures)
 	}

@@ -2,23 +2,18 @@ package sweep
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/kernels"
 	"github.com/ktune/ktune/variants"
 )
-
-// update is the package's -update flag: go test ./sweep -update rewrites
-// the golden files under testdata/ (run_test.go's included).
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // fixedFS stands in for package kernels: the golden tables must not change
 // whenever a kernel's text does (TestBuildReadsKernels covers the real
@@ -72,57 +67,6 @@ func build(t *testing.T, path string) *Plan {
 	return p
 }
 
-func planGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", path, planDiff(string(want), got))
-	}
-}
-
-// planDiff is a line diff by longest common subsequence.
-func planDiff(a, b string) string {
-	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
-	lcs := make([][]int, len(x)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(y)+1)
-	}
-	for i := len(x) - 1; i >= 0; i-- {
-		for j := len(y) - 1; j >= 0; j-- {
-			if x[i] == y[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var out strings.Builder
-	i, j := 0, 0
-	for i < len(x) || j < len(y) {
-		switch {
-		case i < len(x) && j < len(y) && x[i] == y[j]:
-			out.WriteString("  " + x[i] + "\n")
-			i, j = i+1, j+1
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			out.WriteString("+ " + y[j] + "\n")
-			j++
-		default:
-			out.WriteString("- " + x[i] + "\n")
-			i++
-		}
-	}
-	return out.String()
-}
-
 func table(t *testing.T, p *Plan) string {
 	t.Helper()
 	var buf bytes.Buffer
@@ -149,11 +93,11 @@ func TestSliceGolden(t *testing.T) {
 	if len(p.Points) != 64 || len(p.Skipped) != 0 {
 		t.Errorf("%d points, %d skipped; want 64 and 0", len(p.Points), len(p.Skipped))
 	}
-	planGolden(t, "testdata/plan/slice.golden", table(t, p))
+	golden.Check(t, "testdata/plan/slice.golden", []byte(table(t, p)))
 }
 
 func TestMixedGolden(t *testing.T) {
-	planGolden(t, "testdata/plan/mixed.golden", table(t, build(t, "testdata/plan/mixed.yaml")))
+	golden.Check(t, "testdata/plan/mixed.golden", []byte(table(t, build(t, "testdata/plan/mixed.yaml"))))
 }
 
 // TestBuildReadsKernels checks Build against package kernels: the source
@@ -520,7 +464,7 @@ func TestHashSensitivity(t *testing.T) {
 // TestDispatchGolden plans a dispatch variant: the table shows the arm
 // each nkv runs, switching at 512 and 2048.
 func TestDispatchGolden(t *testing.T) {
-	planGolden(t, "testdata/plan/dispatch.golden", table(t, build(t, "testdata/plan/dispatch.yaml")))
+	golden.Check(t, "testdata/plan/dispatch.golden", []byte(table(t, build(t, "testdata/plan/dispatch.yaml"))))
 }
 
 // TestDispatch checks the points of a dispatch variant against the arms

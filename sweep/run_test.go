@@ -14,11 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
 )
-
-// The -update flag (update) is declared once for the package's tests, in
-// plan_test.go.
 
 // testPlan builds n points by hand: variant d2 over SPLITS {32, 64} and
 // nkv {2048, 8192, …}, with distinct hashes; the first is the landed one.
@@ -469,48 +467,8 @@ func TestProgressGolden(t *testing.T) {
 		// Make the terminal control sequences visible in the golden file,
 		// one redraw per line.
 		got := strings.NewReplacer("\r", "\n\\r", "\x1b[K", `\e[K`).Replace(e.out.String())
-		runGolden(t, filepath.Join("testdata", name), got)
+		golden.Check(t, filepath.Join("testdata", name), []byte(got))
 	}
-}
-
-func runGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update creates it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, runLineDiff(string(want), got))
-	}
-}
-
-// runLineDiff shows the lines that differ, - for the golden file and + for
-// the output.
-func runLineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		switch {
-		case i >= len(w):
-			b.WriteString("+ " + g[i] + "\n")
-		case i >= len(g):
-			b.WriteString("- " + w[i] + "\n")
-		case w[i] == g[i]:
-			b.WriteString("  " + w[i] + "\n")
-		default:
-			b.WriteString("- " + w[i] + "\n+ " + g[i] + "\n")
-		}
-	}
-	return b.String()
 }
 
 func TestRunUnencodableRecordBecomesError(t *testing.T) {

@@ -2,16 +2,14 @@ package cuda
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/ktune/ktune/internal/golden"
+)
 
 // fakeOpener stands in for dlopen: it fails every path with the dlerror text
 // a missing file produces, except those listed in loads.
@@ -196,52 +194,7 @@ func TestLoadErrorMessages(t *testing.T) {
 	lib := &fakeLib{missing: map[string]bool{"cuGraphInstantiateWithFlags": true}}
 	_, err = openDriver(&fakeOpener{loads: map[string]*fakeLib{"libcuda.so.1": lib}})
 	fmt.Fprintf(&b, "# old driver\n%v\n", err)
-	golden(t, "load_errors.golden", b.String())
-}
-
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, lineDiff(string(want), got))
-	}
-}
-
-// lineDiff marks the lines that differ: "-" from want, "+" from got.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := range max(len(w), len(g)) {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl == gl {
-			fmt.Fprintf(&b, "  %s\n", wl)
-			continue
-		}
-		if i < len(w) {
-			fmt.Fprintf(&b, "- %s\n", wl)
-		}
-		if i < len(g) {
-			fmt.Fprintf(&b, "+ %s\n", gl)
-		}
-	}
-	return b.String()
+	golden.Check(t, filepath.Join("testdata", "load_errors.golden"), []byte(b.String()))
 }
 
 func TestAttemptText(t *testing.T) {

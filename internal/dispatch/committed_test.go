@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"github.com/ktune/ktune/internal/golden"
 )
 
 // TestCommittedDispatchRegenerates rebuilds the committed H200 dispatch
@@ -37,7 +39,7 @@ func TestCommittedDispatchRegenerates(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got.Bytes(), want) {
-			t.Errorf("%s does not regenerate byte for byte from %s (run make dispatch)", c.file, src)
+			t.Errorf("%s does not regenerate byte for byte from %s (run make dispatch; -committed +regenerated):\n%s", c.file, src, golden.Diff(string(want), got.String()))
 		}
 	}
 }

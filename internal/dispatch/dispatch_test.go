@@ -5,17 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 var fixSources = []Source{{Name: "experiments/results/h200/fixture.jsonl", SHA256: strings.Repeat("ab", 32)}}
 
@@ -45,9 +43,9 @@ func render(t *testing.T, tab *Table) (yml, hdr, txt []byte) {
 
 func TestGolden(t *testing.T) {
 	yml, hdr, txt := render(t, buildFixture(t, Options{}))
-	golden(t, "dispatch.yaml.golden", yml)
-	golden(t, "dispatch.h.golden", hdr)
-	golden(t, "dispatch.txt.golden", txt)
+	golden.Check(t, filepath.Join("testdata", "dispatch.yaml.golden"), yml)
+	golden.Check(t, filepath.Join("testdata", "dispatch.h.golden"), hdr)
+	golden.Check(t, filepath.Join("testdata", "dispatch.txt.golden"), txt)
 }
 
 // TestExpectedRanges checks the fixture's table against the ranges worked
@@ -197,7 +195,7 @@ func TestReproducible(t *testing.T) {
 		a, b []byte
 	}{{"yaml", y1, y2}, {"header", h1, h2}, {"text", x1, x2}} {
 		if !bytes.Equal(c.a, c.b) {
-			t.Errorf("%s differs between two builds:\n%s", c.name, lineDiff(string(c.a), string(c.b)))
+			t.Errorf("%s differs between two builds:\n%s", c.name, golden.Diff(string(c.a), string(c.b)))
 		}
 	}
 }
@@ -254,7 +252,7 @@ func TestLoad(t *testing.T) {
 		}
 	}
 	if !bytes.Equal(outs[0], outs[1]) {
-		t.Errorf("two loads differ:\n%s", lineDiff(string(outs[0]), string(outs[1])))
+		t.Errorf("two loads differ:\n%s", golden.Diff(string(outs[0]), string(outs[1])))
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ktune/ktune/internal/golden"
 )
 
 // headerProbe is a C program that looks up (batch, nkv) pairs in the
@@ -84,7 +86,7 @@ func TestHeaderCompiles(t *testing.T) {
 			t.Fatalf("running the %s probe: %v", c.name, err)
 		}
 		if string(got) != want {
-			t.Errorf("%s lookups:\n%s", c.name, lineDiff(want, string(got)))
+			t.Errorf("%s lookups:\n%s", c.name, golden.Diff(want, string(got)))
 		}
 		ran++
 	}

@@ -3,16 +3,15 @@ package results
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/ktune/ktune/internal/golden"
+)
 
 // fullRecord returns a record with every field set to a non-zero value, so
 // that a round trip that drops or renames a field is caught.
@@ -362,7 +361,7 @@ func TestWarningsGolden(t *testing.T) {
 	for _, w := range warns {
 		out.WriteString(w.Error() + "\n")
 	}
-	golden(t, filepath.Join("testdata", "bad.golden"), out.String())
+	golden.Check(t, filepath.Join("testdata", "bad.golden"), []byte(out.String()))
 }
 
 func TestLoadKeepsLatestPerHash(t *testing.T) {
@@ -387,50 +386,4 @@ func TestLoadKeepsLatestPerHash(t *testing.T) {
 	if _, err := Load(filepath.Join(dir1, "nope.jsonl")); err == nil {
 		t.Error("Load of a missing file: no error")
 	}
-}
-
-// golden compares got with the file at path, or rewrites it with -update.
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, lineDiff(string(want), got))
-	}
-}
-
-// lineDiff marks the lines of want missing from got with - and the lines
-// of got missing from want with +; enough to see what changed in a short
-// golden file.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl == gl {
-			b.WriteString("  " + wl + "\n")
-			continue
-		}
-		if i < len(w) {
-			b.WriteString("- " + wl + "\n")
-		}
-		if i < len(g) {
-			b.WriteString("+ " + gl + "\n")
-		}
-	}
-	return b.String()
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ktune/ktune/internal/golden"
 )
 
 // TestDocExample keeps doc.go's complete example and testdata/full.yaml
@@ -35,7 +37,7 @@ func TestDocExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(file) != example {
-		t.Errorf("testdata/full.yaml differs from doc.go's example (-file +doc):\n%s", diff(string(file), example))
+		t.Errorf("testdata/full.yaml differs from doc.go's example (-file +doc):\n%s", golden.Diff(string(file), example))
 	}
 }
 

@@ -2,18 +2,15 @@ package spec
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/variants"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // testKernels stands in for the built-ins: two kernels shaped like the
 // seed's R4 and D2, so that these tests do not change when the real
@@ -41,59 +38,6 @@ func testKernels(t testing.TB) variants.Set {
 	return set
 }
 
-// golden compares got with the golden file, or rewrites it under -update.
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", path, diff(string(want), got))
-	}
-}
-
-// diff is a line diff by longest common subsequence: golden files are
-// small, so the quadratic table is fine.
-func diff(a, b string) string {
-	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
-	lcs := make([][]int, len(x)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(y)+1)
-	}
-	for i := len(x) - 1; i >= 0; i-- {
-		for j := len(y) - 1; j >= 0; j-- {
-			if x[i] == y[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var out strings.Builder
-	i, j := 0, 0
-	for i < len(x) || j < len(y) {
-		switch {
-		case i < len(x) && j < len(y) && x[i] == y[j]:
-			out.WriteString("  " + x[i] + "\n")
-			i, j = i+1, j+1
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			out.WriteString("+ " + y[j] + "\n")
-			j++
-		default:
-			out.WriteString("- " + x[i] + "\n")
-			i++
-		}
-	}
-	return out.String()
-}
-
 // TestErrors parses each testdata/errors/*.yaml, one mistake per file, and
 // compares the message with its .golden file.
 func TestErrors(t *testing.T) {
@@ -116,7 +60,7 @@ func TestErrors(t *testing.T) {
 			if e.File != f {
 				t.Errorf("error names file %q, want %q", e.File, f)
 			}
-			golden(t, strings.TrimSuffix(f, ".yaml")+".golden", err.Error()+"\n")
+			golden.Check(t, strings.TrimSuffix(f, ".yaml")+".golden", []byte(err.Error()+"\n"))
 		})
 	}
 }
