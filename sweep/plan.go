@@ -1,10 +1,7 @@
 package sweep
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"hash"
 
 	"io/fs"
 	"os"
@@ -474,103 +471,6 @@ func (b *builder) landed(v *spec.Variant, defs map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// gateNKV returns the context lengths a point's gates run at: the spec's
-// gate lengths plus the lengths where a split's row range changes shape.
-// With chunk = ceil(nkv/SPLITS), nkv = k·SPLITS gives every split exactly k
-// rows, k·SPLITS+1 grows the chunk by one and leaves the tail splits idle,
-// and k·SPLITS−1 leaves the last split one row short; k = 1, 2 covers the
-// first two chunk sizes, and SPLITS·c ± 1 with c = ceil(max gate/SPLITS)
-// repeats the test around the longest gated length. Below SPLITS (SPLITS/2
-// and SPLITS−1) most splits get no row at all, which is where the idle-split
-// path (max −inf, sum 0) shows. Lengths above the capacity are dropped.
-func gateNKV(gates []int, splits, capacity int) []int {
-	set := map[int]bool{}
-	add := func(n int) {
-		if n >= 1 && n <= capacity {
-			set[n] = true
-		}
-	}
-	most := 0
-	for _, n := range gates {
-		add(n)
-		most = max(most, n)
-	}
-	if splits >= 1 {
-		for k := 1; k <= 2; k++ {
-			add(k*splits - 1)
-			add(k * splits)
-			add(k*splits + 1)
-		}
-		c := (most + splits - 1) / splits
-		add(splits*c - 1)
-		add(splits*c + 1)
-		add(splits / 2)
-		add(splits - 1)
-	}
-	out := make([]int, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Ints(out)
-	return out
-}
-
-// keys computes the point's GateKey and Hash (see Build).
-func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
-	h := sha256.New()
-	field := func(name, value string) { fmt.Fprintf(h, "%s %d\n%s\n", name, len(value), value) }
-	num := func(name string, x float64) { field(name, strconv.FormatFloat(x, 'g', -1, 64)) }
-	c, s := &pt.Config, &pt.Source
-	field("format", "ktune point v1")
-	field("variant", c.Variant)
-	field("source", s.Name)
-	field("text", s.Text)
-	names := make([]string, 0, len(s.Headers))
-	for n := range s.Headers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		field("header", n)
-		field("header-text", s.Headers[n])
-	}
-	field("entry", s.Partial+" "+s.Combine)
-	for _, d := range c.Defines {
-		field("define", d.Name+"="+d.Value)
-	}
-	sh := c.Shape
-	field("shape", fmt.Sprintf("%s %d %d %d %s %d %d", sh.Name, sh.Heads, sh.KVHeads, sh.HeadDim, sh.KVDtype, sh.Batch, sh.Capacity))
-	field("geometry", fmt.Sprint(c.Grid, c.Block, c.SharedBytes, c.CombineGrid, c.CombineBlock))
-	field("flags", strings.Join(pt.Flags, " "))
-	field("arch", b.arch)
-	field("gate-nkv", fmt.Sprint(pt.GateNKV))
-	field("seed", strconv.FormatUint(pt.Seed, 10))
-	num("max-abs", pt.Tol.MaxAbs)
-	num("max-rel", pt.Tol.MaxRel)
-	num("nmse", pt.Tol.NMSE)
-	field("bitwise-with", c.BitwiseWith)
-	if pt.Twin != nil {
-		field("twin", pt.Twin.GateKey)
-	}
-	gateKey = digest(h)
-	field("nkv", strconv.Itoa(c.NKV))
-	m := pt.Measure
-	for _, x := range []float64{float64(m.Warmup), float64(m.MinSamples), float64(m.MaxSamples), m.MaxNoise,
-		m.BudgetSec, float64(m.HotBatch), m.TimeoutSec} {
-		num("measure", x)
-	}
-	for _, p := range pt.Probes {
-		field("probe", string(p))
-	}
-	return gateKey, digest(h)
-}
-
-// digest returns the first 16 hex digits of the hash so far; h stays
-// usable, so the Hash extends the GateKey's encoding.
-func digest(h hash.Hash) string {
-	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // sorted returns the defines sorted by name, without HEAD_DIM and KV_F16
