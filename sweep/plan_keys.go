@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
-
 	"sort"
 	"strconv"
 	"strings"
