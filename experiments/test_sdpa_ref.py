@@ -17,7 +17,8 @@ RECORD_GO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inte
 def go_json_fields():
     """struct name -> set of JSON field names, read from record.go, so that
     the records written here are checked against the Go schema itself."""
-    text = open(RECORD_GO, encoding="utf-8").read()
+    with open(RECORD_GO, encoding="utf-8") as f:
+        text = f.read()
     out = {}
     for m in re.finditer(r"^type (\w+) struct \{(.*?)^\}", text, re.S | re.M):
         out[m.group(1)] = set(re.findall(r'json:"([a-z0-9_]+)', m.group(2)))
@@ -151,7 +152,8 @@ class TestRecords(unittest.TestCase):
             path = os.path.join(d, "sdpa.jsonl")
             sdpa_ref.append_record(path, self.record())
             sdpa_ref.append_record(path, self.record())
-            lines = open(path, encoding="utf-8").read().splitlines()
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
             self.assertEqual(len(lines), 2)
             self.assertEqual(json.loads(lines[0])["hash"], self.record()["hash"])
 
