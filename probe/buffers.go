@@ -22,7 +22,13 @@ const headroom = 256 << 20
 // A layout is the size in bytes of every buffer of one point.
 type layout struct {
 	Q, K, V, Positions, Partial, Out int64
-	splits, pstr                     int
+	// Scratch holds the fused kernels' batch × kv_heads arrival counters
+	// (kernels/ABI.md). Every workspace has it, fused or not: it is a few
+	// bytes, and a layout that depended on the kernel would free and refill
+	// gigabytes of K/V whenever a sweep moves between a fused and a plain
+	// variant of one shape.
+	Scratch      int64
+	splits, pstr int
 	// elt is the size of one K/V element. Two layouts of equal byte sizes
 	// but different dtypes (f32 at capacity C, f16 at 2C) must not share a
 	// workspace: its random fill holds elements of one dtype.
@@ -70,6 +76,7 @@ func layoutOf(c *results.Config) (layout, error) {
 		Positions: align16(b * 4),
 		Partial:   align16(b * int64(splits) * h * int64(pstr) * 4),
 		Out:       align16(b * h * d * 4),
+		Scratch:   align16(b * int64(s.KVHeads) * 4),
 		splits:    splits,
 		pstr:      pstr,
 		elt:       oracle.EltBytes(s.KVDtype),
@@ -77,7 +84,7 @@ func layoutOf(c *results.Config) (layout, error) {
 }
 
 // Total is the sum of the buffers.
-func (l layout) Total() int64 { return l.Q + l.K + l.V + l.Positions + l.Partial + l.Out }
+func (l layout) Total() int64 { return l.Q + l.K + l.V + l.Positions + l.Partial + l.Out + l.Scratch }
 
 // flushBytes is the L2 flush buffer size: twice the L2, because writing
 // exactly L2-size bytes leaves lines of the previous contents behind under
@@ -93,7 +100,7 @@ func fitError(l layout, extra, free int64) error {
 		return nil
 	}
 	return fmt.Errorf("the point needs %s of device memory (K %s, V %s, partial %s, flush %s, other %s) plus %s headroom; %s is free",
-		gib(need), gib(l.K), gib(l.V), gib(l.Partial), gib(extra), gib(l.Q+l.Positions+l.Out), gib(headroom), gib(free))
+		gib(need), gib(l.K), gib(l.V), gib(l.Partial), gib(extra), gib(l.Q+l.Positions+l.Out+l.Scratch), gib(headroom), gib(free))
 }
 
 func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
@@ -103,11 +110,12 @@ func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
 type workspace struct {
 	l                                layout
 	q, k, v, positions, partial, out cuda.DevPtr
+	scratch                          cuda.DevPtr // zero between launches (kernels/ABI.md)
 }
 
 func (w *workspace) free(c *cuda.Context) error {
 	var first error
-	for _, p := range []cuda.DevPtr{w.q, w.k, w.v, w.positions, w.partial, w.out} {
+	for _, p := range []cuda.DevPtr{w.q, w.k, w.v, w.positions, w.partial, w.out, w.scratch} {
 		if p == 0 {
 			continue
 		}
@@ -121,13 +129,16 @@ func (w *workspace) free(c *cuda.Context) error {
 
 // allocWorkspace allocates every buffer of l and fills q, K and V with the
 // seeded random fill (fill.go) over their whole capacity, so that every row
-// a timed probe may read holds real-looking data, never zeros.
-func allocWorkspace(c *cuda.Context, l layout) (*workspace, error) {
+// a timed probe may read holds real-looking data, never zeros. The scratch
+// is zeroed once, on stream s: a fused kernel's last block re-arms each
+// counter it used, so it stays zero from launch to launch.
+func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, error) {
 	w := &workspace{l: l}
 	for _, a := range []struct {
 		p *cuda.DevPtr
 		n int64
-	}{{&w.q, l.Q}, {&w.k, l.K}, {&w.v, l.V}, {&w.positions, l.Positions}, {&w.partial, l.Partial}, {&w.out, l.Out}} {
+	}{{&w.q, l.Q}, {&w.k, l.K}, {&w.v, l.V}, {&w.positions, l.Positions}, {&w.partial, l.Partial}, {&w.out, l.Out},
+		{&w.scratch, l.Scratch}} {
 		p, err := c.Alloc(a.n)
 		if err != nil {
 			w.free(c)
@@ -141,6 +152,10 @@ func allocWorkspace(c *cuda.Context, l layout) (*workspace, error) {
 			w.free(c)
 			return nil, fmt.Errorf("filling %s with random data: %w", f.name, err)
 		}
+	}
+	if err := c.MemsetD32Async(w.scratch, 0, l.Scratch/4, s); err != nil {
+		w.free(c)
+		return nil, fmt.Errorf("clearing the fused kernels' scratch: %w", err)
 	}
 	return w, nil
 }

@@ -12,10 +12,13 @@ import (
 )
 
 // A kernelPair is one loaded build of a variant: its partial and combine
-// entry points, kept loaded for every point that shares the CUBIN.
+// entry points, kept loaded for every point that shares the CUBIN. A fused
+// build (kernels/ABI.md, "Fused kernels") has no combine: its partial
+// writes out.
 type kernelPair struct {
 	mod              *cuda.Module
 	partial, combine *cuda.Function
+	fused            bool
 	build            *build
 	resources        []results.Resource
 	// loadsBeforeChain is the SASS count for Resource.LoadsBeforeChain of
@@ -58,7 +61,13 @@ func threads(b [3]int) int { return b[0] * b[1] * b[2] }
 func (b *Backend) load(src sweep.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
 	opts := compileOptions(b.arch, c.Defines, flags)
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
-	if k, ok := b.loaded[key]; ok {
+	// The CUBIN does not depend on Fused, but which entry points are looked
+	// up and how they are launched does.
+	lkey := key
+	if src.Fused {
+		lkey += " fused"
+	}
+	if k, ok := b.loaded[lkey]; ok {
 		// The record says "cached": this point paid no compile.
 		rec := *k.build
 		rec.record.Cached, rec.record.Seconds = true, 0
@@ -75,26 +84,37 @@ func (b *Backend) load(src sweep.Source, c *results.Config, flags []string) (*ke
 	if err != nil {
 		return nil, bld, fmt.Errorf("loading the CUBIN of %s: %w", src.Name, err)
 	}
-	k := &kernelPair{mod: mod, build: bld}
-	names := [2]string{src.Partial, src.Combine}
-	if names[0] == "" {
-		names[0] = "attn_partial"
-	}
-	if names[1] == "" {
-		names[1] = "attn_combine"
-	}
-	for i, fn := range []**cuda.Function{&k.partial, &k.combine} {
+	k := &kernelPair{mod: mod, build: bld, fused: src.Fused}
+	names := entryPoints(src)
+	for i, fn := range []**cuda.Function{&k.partial, &k.combine}[:len(names)] {
 		if *fn, err = mod.Function(names[i]); err != nil {
 			mod.Unload()
 			return nil, bld, fmt.Errorf("finding %s in %s: %w", names[i], src.Name, err)
 		}
 	}
-	b.loaded[key] = k
+	b.loaded[lkey] = k
 	if b.opts.SASSDir != "" {
 		b.keep(c.Variant, key, ".cubin", bld.cubin)
 	}
 	b.inspect(k, c.Variant, key, names[0])
 	return k, bld, nil
+}
+
+// entryPoints names the functions to look up in a build of src: partial
+// then combine, with the ABI's names where src gives none; the partial
+// alone for a fused kernel.
+func entryPoints(src sweep.Source) []string {
+	partial, combine := src.Partial, src.Combine
+	if partial == "" {
+		partial = "attn_partial"
+	}
+	if src.Fused {
+		return []string{partial}
+	}
+	if combine == "" {
+		combine = "attn_combine"
+	}
+	return []string{partial, combine}
 }
 
 // artefactName is <variant>-<first 16 hex digits of the key><ext>, the
@@ -119,10 +139,14 @@ func (b *Backend) resources(k *kernelPair, g geometry) ([]results.Resource, erro
 		threads, dyn int
 	}
 	var out []results.Resource
-	for i, e := range []entry{
+	entries := []entry{
 		{k.partial, "attn_partial", threads(g.block), g.shared},
 		{k.combine, "attn_combine", threads(g.cblock), 0},
-	} {
+	}
+	if k.fused {
+		entries = entries[:1] // no combine is ever launched
+	}
+	for i, e := range entries {
 		if e.dyn > 48<<10 {
 			if err := e.f.SetMaxDynamicShared(e.dyn); err != nil {
 				return nil, fmt.Errorf("allowing %d bytes of dynamic shared memory for %s: %w", e.dyn, e.name, err)
@@ -160,17 +184,37 @@ func occupancy(blocks, threads, maxThreads int) float64 {
 	return math.Min(1, float64(blocks*threads)/float64(maxThreads))
 }
 
-// launchPair enqueues partial then combine on the backend's stream.
-func (b *Backend) launchPair(k *kernelPair, c *results.Config, g geometry, w *workspace) error {
+// A launch is one kernel launch of a pair, arguments included.
+type launch struct {
+	fn          *cuda.Function
+	name        string // ABI name, for messages
+	grid, block [3]int
+	shared      int
+	args        []any
+}
+
+// launches lists the launches of one pair, in stream order: partial then
+// combine, or, for a fused kernel, the partial alone with out and the
+// scratch counters as its two extra arguments (kernels/ABI.md). Every
+// launch path (gates, probes, graph capture, replay) goes through it.
+func launches(k *kernelPair, c *results.Config, g geometry, w *workspace) []launch {
 	s := c.Shape
 	scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
-	if err := b.ctx.Launch(k.partial, g.grid, g.block, g.shared, b.stream,
-		w.q, w.k, w.v, w.positions, w.partial,
-		int32(s.Heads), int32(s.KVHeads), int32(s.Capacity), scale); err != nil {
-		return fmt.Errorf("launching %s attn_partial (grid %v, block %v): %w", c.Variant, g.grid, g.block, err)
+	args := []any{w.q, w.k, w.v, w.positions, w.partial, int32(s.Heads), int32(s.KVHeads), int32(s.Capacity), scale}
+	partial := launch{k.partial, "attn_partial", g.grid, g.block, g.shared, args}
+	if k.fused {
+		partial.args = append(args, w.out, w.scratch)
+		return []launch{partial}
 	}
-	if err := b.ctx.Launch(k.combine, g.cgrid, g.cblock, 0, b.stream, w.partial, w.out, int32(s.Heads)); err != nil {
-		return fmt.Errorf("launching %s attn_combine (grid %v, block %v): %w", c.Variant, g.cgrid, g.cblock, err)
+	return []launch{partial, {k.combine, "attn_combine", g.cgrid, g.cblock, 0, []any{w.partial, w.out, int32(s.Heads)}}}
+}
+
+// launchPair enqueues one pair (launches) on the backend's stream.
+func (b *Backend) launchPair(k *kernelPair, c *results.Config, g geometry, w *workspace) error {
+	for _, l := range launches(k, c, g, w) {
+		if err := b.ctx.Launch(l.fn, l.grid, l.block, l.shared, b.stream, l.args...); err != nil {
+			return fmt.Errorf("launching %s %s (grid %v, block %v): %w", c.Variant, l.name, l.grid, l.block, err)
+		}
 	}
 	return nil
 }

@@ -224,7 +224,7 @@ func (b *Backend) workspaceFor(l layout, cold bool) (*workspace, error) {
 		}
 	}
 	if !reuse {
-		if b.ws, err = allocWorkspace(b.ctx, l); err != nil {
+		if b.ws, err = allocWorkspace(b.ctx, l, b.stream); err != nil {
 			if cuda.IsOutOfMemory(err) {
 				return nil, &pointError{results.StatusOOM, fmt.Errorf("allocating %s of buffers: %w", gib(l.Total()), err)}
 			}

@@ -329,6 +329,9 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 		if k.Combine != "" {
 			src.Combine = k.Combine
 		}
+		if k.Fused {
+			src.Fused, src.Combine = true, ""
+		}
 	} else {
 		name, key, read = filepath.Base(v.Path), "path:"+v.Path, func() ([]byte, error) { return os.ReadFile(v.Path) }
 	}

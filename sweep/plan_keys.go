@@ -71,6 +71,11 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 		field("header-text", s.Headers[n])
 	}
 	field("entry", s.Partial+" "+s.Combine)
+	if s.Fused {
+		// Only when set, so that the hashes of every plain kernel's
+		// recorded results stay what they were before the fused ABI.
+		field("fused", "true")
+	}
 	for _, d := range c.Defines {
 		field("define", d.Name+"="+d.Value)
 	}

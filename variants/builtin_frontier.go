@@ -118,6 +118,27 @@ func checkMMAKernel(s results.Shape, defines map[string]string) error {
 	return nil
 }
 
+// checkMMAFusedKernel is checkMMAKernel plus the fused merge's bound: the
+// weights (group × SPLITS floats) reuse the block's merge area, WARPS × 8·GN
+// heads × 128 dims, so SPLITS may not exceed 128·WARPS.
+func checkMMAFusedKernel(s results.Shape, defines map[string]string) error {
+	if err := checkMMAKernel(s, defines); err != nil {
+		return err
+	}
+	splits, err := defineInt(defines, "SPLITS", 64)
+	if err != nil {
+		return err
+	}
+	warps, err := defineInt(defines, "WARPS", 8)
+	if err != nil {
+		return err
+	}
+	if splits > 128*warps {
+		return fmt.Errorf("SPLITS=%d exceeds 128*WARPS = %d: the merge keeps its weights in the block's merge area", splits, 128*warps)
+	}
+	return nil
+}
+
 func init() {
 	register(&Kernel{
 		Name:    "gqa",
@@ -154,5 +175,30 @@ func init() {
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class: Tolerance,
 		Check: checkMMAKernel,
+	})
+	// mmaf is mma in one launch: the last block of each (KV head, sequence)
+	// merges the splits (kernels/mma_fused.cu). Its partial slots and out
+	// are byte-identical to mma's at CW 2 (tools/kfront, up to SPLITS 64),
+	// but it is gated in the tolerance class like mma: the identity holds
+	// only against that one combine. It takes mma's defines but CW: there
+	// is no combine to choose.
+	register(&Kernel{
+		Name:    "mmaf",
+		File:    "mma_fused.cu",
+		Doc:     "mma in one launch: the last block of each (KV head, sequence) merges the splits and writes out",
+		Partial: "attn_partial",
+		Defines: []DefineSpec{
+			frontierSplits,
+			{Name: "NR", Default: "1", Min: 1, Max: 4, Doc: "16-row tiles per warp step, all loaded before the first mma"},
+			warpsDefine,
+			minrowsDefine,
+			{Name: "GN", Default: "1", Min: 1, Max: 2, Doc: "8-head n-tiles: the group must fit in 8*GN"},
+			{Name: "PF", Default: "0", Max: 1, Doc: "1: the next step's loads go out before this step's mma (register double buffering); 0: load, then compute"},
+			ldhDefine,
+		},
+		Grid: groupGrid, Block: groupBlock, Shared: "0",
+		Class: Tolerance,
+		Check: checkMMAFusedKernel,
+		Fused: true,
 	})
 }

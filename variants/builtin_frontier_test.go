@@ -170,3 +170,123 @@ func TestFrontierCombineSelection(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedRegistry: mmaf is the only fused built-in, has no combine entry,
+// takes mma's defines but CW, and refuses what its merge cannot hold.
+func TestFusedRegistry(t *testing.T) {
+	for _, k := range All() {
+		if k.Fused != (k.Name == "mmaf") {
+			t.Errorf("%s: Fused %v", k.Name, k.Fused)
+		}
+	}
+	f, ok := Lookup("mmaf")
+	if !ok {
+		t.Fatal("mmaf is not registered")
+	}
+	m, _ := Lookup("mma")
+	if f.Combine != "" || f.Partial != "attn_partial" || f.Class != Tolerance || f.Twin != "" {
+		t.Errorf("mmaf: partial %q combine %q class %s twin %q", f.Partial, f.Combine, f.Class, f.Twin)
+	}
+	if f.Grid != m.Grid || f.Block != m.Block || f.Shared != m.Shared {
+		t.Errorf("mmaf geometry %v %v %q differs from mma's %v %v %q", f.Grid, f.Block, f.Shared, m.Grid, m.Block, m.Shared)
+	}
+	var want []DefineSpec
+	for _, d := range m.Defines {
+		if d.Name != "CW" {
+			want = append(want, d)
+		}
+	}
+	if len(f.Defines) != len(want) {
+		t.Fatalf("mmaf defines %d, want mma's without CW (%d)", len(f.Defines), len(want))
+	}
+	for i := range want {
+		if f.Defines[i] != want[i] {
+			t.Errorf("mmaf define %d: %+v, want %+v", i, f.Defines[i], want[i])
+		}
+	}
+	for _, c := range []struct {
+		defines map[string]string
+		reject  string
+	}{
+		{nil, ""},
+		{map[string]string{"SPLITS": "256", "WARPS": "2"}, ""},
+		{map[string]string{"SPLITS": "129", "WARPS": "1"}, "128*WARPS = 128"},
+		{map[string]string{"CW": "2"}, ""}, // not a define of mmaf: the spec layer reports it, not Check
+		{map[string]string{"WARPS": "8", "GN": "2"}, "WARPS*GN = 16"},
+	} {
+		err := f.Accepts(h200Shape, c.defines)
+		switch {
+		case c.reject == "" && err != nil:
+			t.Errorf("%v: rejected: %v", c.defines, err)
+		case c.reject != "" && (err == nil || !strings.Contains(err.Error(), c.reject)):
+			t.Errorf("%v: got %v, want a rejection mentioning %q", c.defines, err, c.reject)
+		}
+	}
+	f32 := h200Shape
+	f32.KVDtype = "f32"
+	if err := f.Accepts(f32, nil); err == nil {
+		t.Error("mmaf accepted f32 K/V")
+	}
+}
+
+// TestFusedSource ties mma_fused.cu to the fused ABI and to mma: the
+// extended attn_partial signature, no attn_combine anywhere it includes, an
+// #ifndef default matching the registry for each define, and mma.cu's
+// per-split code carried over verbatim into mma_core.cuh (the claim that
+// mmaf's partial slots are mma's rests on it).
+func TestFusedSource(t *testing.T) {
+	src, err := kernels.Read("mma_fused.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := kernels.Read("mma_core.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mma, err := kernels.Read("mma.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := kernels.Read("gqa_block.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := regexp.MustCompile(`(?s)extern "C" __global__ void __launch_bounds__\(WARPS \* 32\)\s+attn_partial\(const float\* __restrict__ q, const KV_T\* __restrict__ k, const KV_T\* __restrict__ v,\s+const int\* __restrict__ positions, float\* __restrict__ partial, int heads, int kv_heads,\s+int capacity, float scale, float\* __restrict__ out, unsigned int\* __restrict__ scratch\)`)
+	if !sig.MatchString(src) {
+		t.Error("mma_fused.cu: attn_partial does not have the fused ABI's signature")
+	}
+	for name, text := range map[string]string{"mma_fused.cu": src, "mma_core.cuh": core} {
+		if strings.Contains(text, "attn_combine(") || strings.Contains(text, `#include "combine`) {
+			t.Errorf("%s defines or includes a combine", name)
+		}
+	}
+	if !strings.Contains(src, `#include "mma_core.cuh"`) {
+		t.Error(`mma_fused.cu does not include "mma_core.cuh"`)
+	}
+	f, _ := Lookup("mmaf")
+	for _, d := range f.Defines {
+		if d.Name == "SPLITS" {
+			continue
+		}
+		re := regexp.MustCompile(`(?m)^#ifndef ` + d.Name + `\n#define ` + d.Name + ` (\S+)`)
+		var m []string
+		for _, text := range []string{src, core, shared} {
+			if m = re.FindStringSubmatch(text); m != nil {
+				break
+			}
+		}
+		if m == nil {
+			t.Errorf("define %s has no #ifndef default in mma_fused.cu, mma_core.cuh or gqa_block.cuh", d.Name)
+		} else if m[1] != d.Default {
+			t.Errorf("define %s defaults to %s in the source but %s in the registry", d.Name, m[1], d.Default)
+		}
+	}
+	// mma.cu from its first tuning default to its kernel: the helpers.
+	i, j := strings.Index(mma, "#ifndef NR\n"), strings.Index(mma, `extern "C"`)
+	if i < 0 || j < i {
+		t.Fatal("mma.cu: cannot find its helper section")
+	}
+	if !strings.Contains(core, mma[i:j]) {
+		t.Error("mma_core.cuh does not carry mma.cu's helpers verbatim")
+	}
+}

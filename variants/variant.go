@@ -52,6 +52,11 @@ type Kernel struct {
 	// Check returns a non-nil error (the skip reason) when the kernel cannot
 	// run a shape with the given defines. Nil Check accepts everything.
 	Check func(s results.Shape, defines map[string]string) error
+	// Fused kernels follow the fused ABI (kernels/ABI.md, "Fused kernels"):
+	// attn_partial takes two more arguments, out and a zeroed scratch of
+	// batch × kv_heads counters, merges the splits itself and writes out;
+	// no combine is launched and Combine is empty.
+	Fused bool
 }
 
 var registry = map[string]*Kernel{}

@@ -1,5 +1,6 @@
 // kfront: a standalone check-and-time harness for the frontier kernels
-// (kernels/gqa.cu, kernels/mma.cu) on one NVIDIA GPU.
+// (kernels/gqa.cu, kernels/mma.cu, and mma_fused.cu, the single-launch form
+// of the fused ABI) on one NVIDIA GPU.
 //
 // It compiles each kernel configuration at run time with NVRTC, exactly as
 // ktune does (same sources, same -D defines, sm_90 CUBIN), so one binary
@@ -16,7 +17,10 @@
 //     read of 2 x L2 before each sample, as ktune's cold probe) and graph
 //     (pairs replayed from a captured graph over warm caches).
 //
-// Build and run: see run.sh. Usage: kfront KERNELS_DIR [quick] [CSV]
+// Mode "fused" checks and times mma_fused.cu against mma.cu at the best
+// known tunings and compares the two byte for byte (fusedList()).
+//
+// Build and run: see run.sh. Usage: kfront KERNELS_DIR [quick|full|fused] [CSV]
 // (problem.h holds the data generators and the float64 reference.)
 #include <cuda.h>
 #include <nvrtc.h>
@@ -112,13 +116,14 @@ static std::vector<char> nvrtcCompile(const std::string& src, const std::string&
 }
 
 // load loads a compiled CUBIN (empty: the compile failed, log says why).
-static Module load(const std::vector<char>& cubin, const std::string& log) {
+// A fused module (ABI "Fused kernels") has no attn_combine.
+static Module load(const std::vector<char>& cubin, const std::string& log, bool fused) {
     Module m;
     m.log = log;
     if (cubin.empty()) return m;
     CK(cuModuleLoadData(&m.mod, cubin.data()));
     CK(cuModuleGetFunction(&m.partial, m.mod, "attn_partial"));
-    CK(cuModuleGetFunction(&m.combine, m.mod, "attn_combine"));
+    if (!fused) CK(cuModuleGetFunction(&m.combine, m.mod, "attn_combine"));
     CK(cuFuncGetAttribute(&m.regs, CU_FUNC_ATTRIBUTE_NUM_REGS, m.partial));
     CK(cuFuncGetAttribute(&m.local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, m.partial));
     CK(cuFuncGetAttribute(&m.sshared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, m.partial));
@@ -139,9 +144,11 @@ struct Config {
     int ldh = 0;  // 1: L1::no_allocate.L2::256B hints on the K/V loads
     int kvf16 = 1;
     int pdl = 0;  // 1: combine launched as a programmatic dependent (KF_PDL builds)
+    bool fused() const { return file == "mma_fused.cu"; }
     std::string name() const {
         char b[160];
-        snprintf(b, sizeof b, "%s S=%d NR=%d W=%d MIN=%d%s%s%s%s", file == "mma.cu" ? "mma" : "gqa", splits, nr, warps,
+        snprintf(b, sizeof b, "%s S=%d NR=%d W=%d MIN=%d%s%s%s%s",
+                 file == "mma.cu" ? "mma" : fused() ? "mmaf" : "gqa", splits, nr, warps,
                  minrows, pf ? " PF" : "", cw == 1 ? "" : cw == 2 ? " CW2" : " CW0", ldh ? " LDH" : "",
                  kvf16 ? (pdl ? " PDL" : "") : " f32");
         return b;
@@ -164,14 +171,15 @@ static void launchPartial(const Module& m, const Config& c, const Problem& P, CU
                           CUstream st) {
     int heads = HEADS, kvh = KVH;
     float scale = 1.0f / std::sqrt((float)HD);
-    CUdeviceptr q = P.q, pos = P.pos, part = P.partial;
-    void* a[] = {&q, &k, &v, &pos, &part, &heads, &kvh, &cap, &scale};
+    CUdeviceptr q = P.q, pos = P.pos, part = P.partial, out = P.out, scratch = P.scratch;
+    void* a[] = {&q, &k, &v, &pos, &part, &heads, &kvh, &cap, &scale, &out, &scratch};
     CK(cuLaunchKernel(m.partial, c.splits, KVH, P.batch, 32 * c.warps, 1, 1, 0, st, a, nullptr));
 }
 
 // launchCombine launches the combine; with c.pdl, as a programmatic
 // dependent of the partial launched just before it on the same stream.
 static void launchCombine(const Module& m, const Config& c, const Problem& P, CUstream st) {
+    if (c.fused()) return;  // the partial kernel wrote out
     int heads = HEADS;
     CUdeviceptr part = P.partial, out = P.out;
     void* b[] = {&part, &out, &heads};
@@ -306,15 +314,62 @@ static std::vector<Config> configList() {
     return v;
 }
 
+// fusedList pairs each best known mma tuning with its fused form: batch 1
+// short (S33 MIN128) and long (S64) contexts, batch 16 short (S8 MIN256
+// W4) and long (S8 MIN1024). mma first, mmaf at index + half.
+static std::vector<Config> fusedList() {
+    std::vector<Config> v;
+    for (const char* f : {"mma.cu", "mma_fused.cu"}) {
+        for (auto t : std::vector<std::vector<int>>{{33, 8, 128}, {64, 8, 128}, {8, 4, 256}, {8, 8, 1024}}) {
+            Config c{f, t[0], 1, t[1], t[2]};
+            c.cw = 2;
+            v.push_back(c);
+        }
+    }
+    return v;
+}
+
+// sameBytes launches mma (a) and mmaf (b) on identical inputs and counts
+// the bytes of partial and out that differ. mmaf runs twice over poison:
+// the second launch only merges if the first re-armed its counters.
+static long sameBytes(const Module& ma, const Config& a, const Module& mb, const Config& b, Problem& P,
+                      const std::vector<int>& lens, long* partialDiff) {
+    std::vector<int> pos(P.batch);
+    for (int i = 0; i < P.batch; i++) pos[i] = lens[i] - 1;
+    CK(cuMemcpyHtoD(P.pos, pos.data(), P.batch * 4));
+    const size_t np = (size_t)P.batch * a.splits * HEADS * PSTR, no = (size_t)P.batch * HEADS * HD;
+    std::vector<uint32_t> pa(np), pb(np), oa(no), ob(no);
+    CK(cuMemsetD32(P.partial, 0xffffffffu, np));
+    CK(cuMemsetD32(P.out, 0xffffffffu, no));
+    launchPair(ma, a, P, P.k, P.v, P.cap, 0);
+    CK(cuCtxSynchronize());
+    CK(cuMemcpyDtoH(pa.data(), P.partial, np * 4));
+    CK(cuMemcpyDtoH(oa.data(), P.out, no * 4));
+    for (int rep = 0; rep < 2; rep++) {
+        CK(cuMemsetD32(P.partial, 0xffffffffu, np));
+        CK(cuMemsetD32(P.out, 0xffffffffu, no));
+        launchPair(mb, b, P, P.k, P.v, P.cap, 0);
+        CK(cuCtxSynchronize());
+    }
+    CK(cuMemcpyDtoH(pb.data(), P.partial, np * 4));
+    CK(cuMemcpyDtoH(ob.data(), P.out, no * 4));
+    long dp = 0, dout = 0;
+    for (size_t i = 0; i < np; i++) dp += pa[i] != pb[i];
+    for (size_t i = 0; i < no; i++) dout += oa[i] != ob[i];
+    *partialDiff = dp;
+    return dout;
+}
+
 // ---------------------------------------------------------------- main
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: kfront KERNELS_DIR [quick|full] [CSV]\n");
+        fprintf(stderr, "usage: kfront KERNELS_DIR [quick|full|fused] [CSV]\n");
         return 2;
     }
     const std::string dir = argv[1];
     const bool quick = argc > 2 && std::string(argv[2]) == "quick";
+    const bool fusedMode = argc > 2 && std::string(argv[2]) == "fused";
     const std::string csvPath = argc > 3 ? argv[3] : "";
     CK(cuInit(0));
     CUdevice dev;
@@ -345,10 +400,10 @@ int main(int argc, char** argv) {
         CK(cuModuleGetFunction(&U.readFlush, U.mod, "read_flush"));
     }
 
-    std::vector<Config> configs = configList();
+    std::vector<Config> configs = fusedMode ? fusedList() : configList();
     if (quick) configs.resize(2);
     std::vector<Config> all = configs;
-    if (!quick) all.push_back({"gqa.cu", 64, 4, 4, 128, 0, 1, 0, 0});  // f32 K/V path: checked, not timed
+    if (!quick && !fusedMode) all.push_back({"gqa.cu", 64, 4, 4, 128, 0, 1, 0, 0});  // f32 K/V path: checked, not timed
 
     // NVRTC compiles on one other thread (one program at a time) while the
     // data is generated below; the modules are loaded afterwards here.
@@ -416,7 +471,7 @@ int main(int argc, char** argv) {
 
     compiler.join();
     std::map<std::string, Module> mods;  // by config name
-    for (size_t i = 0; i < all.size(); i++) mods[all[i].name()] = load(cubins[i], logs[i]);
+    for (size_t i = 0; i < all.size(); i++) mods[all[i].name()] = load(cubins[i], logs[i], all[i].fused());
 
     std::vector<std::string> failures;
     for (float qamp : {4.0f, 16.0f}) {
@@ -482,14 +537,40 @@ int main(int argc, char** argv) {
             printf("   worst over all nkv: abs %.3e rel %.3e nmse %.2e%s\n", worst.abs, worst.rel, worst.nmse,
                    worst.bad() ? "  FAIL" : "");
         }
+        if (fusedMode) {
+            // mmaf against mma at the same tuning: same inputs, bytes that differ.
+            const size_t half = configs.size() / 2;
+            for (size_t i = 0; i < half; i++) {
+                const Config &a = configs[i], &b = configs[i + half];
+                const Module &ma = mods[a.name()], &mb = mods[b.name()];
+                if (!ma.ok || !mb.ok) continue;
+                long dOut = 0, dPart = 0;
+                for (int n : {1, 29, 52, 512, 1641, a.splits - 1, a.splits + 1, a.minrows * a.splits - 1,
+                              a.minrows * a.splits + 1, 32768, 131072}) {
+                    if (n < 1 || n > P1.cap) continue;
+                    long dp = 0;
+                    dOut += sameBytes(ma, a, mb, b, P1, {n}, &dp);
+                    dPart += dp;
+                }
+                long dp = 0;
+                dOut += sameBytes(ma, a, mb, b, P16, rag, &dp);
+                dPart += dp;
+                printf("%-34s vs %s: %ld partial and %ld out words differ (b1 gate lengths + b16 ragged)%s\n",
+                       b.name().c_str(), a.name().c_str(), dPart, dOut, dPart || dOut ? "  DIFFERENT" : "  identical");
+                if (dPart || dOut) failures.push_back(b.name() + " not byte-identical to " + a.name());
+            }
+        }
     }
 
     // Timing (q amplitude does not matter for time).
     struct Case {
         int batch, nkv;
     };
-    const std::vector<Case> cases = {{1, 1},     {1, 2048},   {1, 8192},   {1, 32768},
-                                     {1, 131072}, {16, 8192}, {16, 32768}, {16, 131072}};
+    const std::vector<Case> cases =
+        fusedMode ? std::vector<Case>{{1, 2048}, {1, 8192}, {1, 32768}, {1, 131072}, {16, 2048}, {16, 8192}, {16, 32768},
+                                      {16, 131072}}
+                  : std::vector<Case>{{1, 1}, {1, 2048}, {1, 8192}, {1, 32768}, {1, 131072}, {16, 8192}, {16, 32768},
+                                      {16, 131072}};
     // Restore the batch-16 tails for timing at uniform lengths.
     for (int b = 0; b < 16; b++) {
         rowsFill(P16, U, b, rag[b], P16.cap, false, seed + 10, false);
@@ -536,6 +617,22 @@ int main(int argc, char** argv) {
         printf("%-30s", configs[ci].name().c_str());
         for (const Timing& t : tab[ci]) printf(" %5.1f/%5.1f/%5.1f", t.cold, t.part, t.graph);
         printf("\n");
+    }
+    if (fusedMode) {
+        // mma against mmaf per tuning and case: cold / graph, us; %BW of cold.
+        printf("\nfused vs two launches (cold / graph us, %%BW cold)\n");
+        const size_t half = configs.size() / 2;
+        for (size_t i = 0; i < half; i++) {
+            if (tab[i].empty() || tab[i + half].empty()) continue;
+            for (size_t j = 0; j < cases.size(); j++) {
+                const Case& cs = cases[j];
+                const double by = kvBytes(std::vector<int>(cs.batch, cs.nkv));
+                const Timing &a = tab[i][j], &b = tab[i + half][j];
+                printf("%-22s b%-2d nkv %6d  mma %7.1f / %7.1f (%5.1f%%)  mmaf %7.1f / %7.1f (%5.1f%%)  delta %+6.1f / %+6.1f\n",
+                       configs[i].name().c_str() + 4, cs.batch, cs.nkv, a.cold, a.graph, by / (a.cold * 1e-6) / readBW * 100,
+                       b.cold, b.graph, by / (b.cold * 1e-6) / readBW * 100, b.cold - a.cold, b.graph - a.graph);
+            }
+        }
     }
     printf("\n%s: %zu failures\n", failures.empty() ? "PASS" : "FAIL", failures.size());
     for (auto& f : failures) printf("  %s\n", f.c_str());

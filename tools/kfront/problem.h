@@ -68,6 +68,7 @@ static void launch1d(CUfunction f, void** args) {
 struct Problem {
     int batch, cap;
     CUdeviceptr k, v, q, pos, partial, out;
+    CUdeviceptr scratch;  // fused kernels' arrival counters, batch x KVH, zero between launches
     std::vector<uint16_t> hk, hv;
     std::vector<float> hq;
     size_t kvElems() const { return (size_t)batch * cap * KVH * HD; }
@@ -83,6 +84,8 @@ static void genProblem(Problem& P, const Util& U, int batch, int cap, unsigned s
     CK(cuMemAlloc(&P.pos, batch * 4));
     CK(cuMemAlloc(&P.partial, (size_t)batch * 256 * HEADS * PSTR * 4));
     CK(cuMemAlloc(&P.out, (size_t)batch * HEADS * HD * 4));
+    CK(cuMemAlloc(&P.scratch, (size_t)batch * KVH * 4));
+    CK(cuMemsetD32(P.scratch, 0, (size_t)batch * KVH));
     unsigned long long lo = 0, hi = n;
     float amp = 1.0f;
     unsigned sk = seed, sv = seed + 1;

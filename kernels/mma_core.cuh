@@ -1,0 +1,298 @@
+// mma_core.cuh: the tensor-core partial of mma.cu as device functions, so
+// that a kernel with another ending (mma_fused.cu: the splits merged in the
+// same launch) runs exactly mma's per-split computation. The mapping, the
+// numerics and the tuning notes are mma.cu's header comment; the code here
+// is mma.cu's, statement for statement (tile loads, mma_tile, the block
+// merge), and produces the same partial slots bit for bit.
+//
+// mma.cu keeps its own copy rather than including this file: its text is
+// part of the hash of every recorded mma result (sweep/plan_keys.go), and
+// rewriting it would orphan those records for no change in the kernel.
+#pragma once
+#include "abi.cuh"
+#include "gqa_block.cuh"
+
+#ifndef NR
+#define NR 1
+#endif
+#ifndef WARPS
+#define WARPS 8
+#endif
+#ifndef GN
+#define GN 1
+#endif
+#ifndef PF
+#define PF 0
+#endif
+#define GMAX (8 * GN)
+
+#if !KV_F16
+#error "mma: f16 K/V only (KV_F16=1): the tensor-core operands are f16"
+#endif
+#if HEAD_DIM != 128
+#error "mma: HEAD_DIM must be 128"
+#endif
+
+// mma_16816 is D += A.B for one m16n8k16 tile, f16 in, f32 accumulate.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// mma_trans transposes an 8x8 f16 matrix held one f16x2 per lane.
+__device__ __forceinline__ unsigned mma_trans(unsigned x) {
+    unsigned y;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(y) : "r"(x));
+    return y;
+}
+
+__device__ __forceinline__ unsigned mma_word(const uint4& v, int i) {
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// mma_load issues the K and V loads of NR tiles starting at row base
+// (rows at or past hi are not read and come back as zeros).
+__device__ __forceinline__ void mma_load(uint4 (&kr)[NR][2][4], uint4 (&vr)[NR][4][2], const KV_T* kb,
+                                         const KV_T* vb, size_t rstride, int base, int hi, int g, int t) {
+    const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+    for (int u = 0; u < NR; u++) {
+        const int r0 = base + 16 * u;
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const int row = r0 + g + 8 * hh;
+            const bool ok = row < hi;
+#pragma unroll
+            for (int c = 0; c < 4; c++) kr[u][hh][c] = ok ? gq_ld16(kb + (size_t)row * rstride + 32 * c) : z;
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int row = r0 + 2 * t + (i & 1) + 8 * (i >> 1);
+            const bool ok = row < hi;
+            vr[u][i][0] = ok ? gq_ld16(vb + (size_t)row * rstride) : z;
+            vr[u][i][1] = ok ? gq_ld16(vb + (size_t)row * rstride + 64) : z;
+        }
+    }
+}
+
+// mma_tile folds one 16-row tile (rows r0 .. r0+15, those >= hi masked)
+// into the state: S^T = K.Q^T, online softmax per head column, O^T +=
+// V^T.P^T.
+template <int GN_>
+__device__ __forceinline__ void mma_tile(const uint4 (&kr)[2][4], const uint4 (&vr)[4][2], int r0, int hi, int g,
+                                         const unsigned (&qb)[GN_][8][2], float (&m)[GN_][2], float (&l)[GN_][2],
+                                         float (&o)[GN_][8][4]) {
+    const unsigned full = 0xffffffffu;
+    // S^T tile: s[nt][0..1] row g, heads 2t, 2t+1; [2..3] row g+8. Two
+    // accumulators (even and odd k-step pairs) halve the dependent chain of
+    // eight mma.
+    float s[GN_][4], s2[GN_][4];
+#pragma unroll
+    for (int nt = 0; nt < GN_; nt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) s[nt][i] = s2[nt][i] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const unsigned a[4] = {mma_word(kr[0][c], 2 * e), mma_word(kr[1][c], 2 * e), mma_word(kr[0][c], 2 * e + 1),
+                                   mma_word(kr[1][c], 2 * e + 1)};
+#pragma unroll
+            for (int nt = 0; nt < GN_; nt++) {
+                if (c & 1)
+                    mma_16816(s2[nt], a, qb[nt][2 * c + e][0], qb[nt][2 * c + e][1]);
+                else
+                    mma_16816(s[nt], a, qb[nt][2 * c + e][0], qb[nt][2 * c + e][1]);
+            }
+        }
+    }
+#pragma unroll
+    for (int nt = 0; nt < GN_; nt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) s[nt][i] += s2[nt][i];
+    const bool okg = r0 + g < hi, okg8 = r0 + g + 8 < hi;
+
+    unsigned pb[GN_][2];
+#pragma unroll
+    for (int nt = 0; nt < GN_; nt++) {
+        float p[4], corr[2];
+#pragma unroll
+        for (int cc = 0; cc < 2; cc++) {
+            const float s0 = okg ? s[nt][cc] : kt_neg_inf();
+            const float s1 = okg8 ? s[nt][2 + cc] : kt_neg_inf();
+            float mx = fmaxf(s0, s1);
+            mx = fmaxf(mx, __shfl_xor_sync(full, mx, 4));
+            mx = fmaxf(mx, __shfl_xor_sync(full, mx, 8));
+            mx = fmaxf(mx, __shfl_xor_sync(full, mx, 16));
+            const float mnew = fmaxf(m[nt][cc], mx);
+            const float ms = mnew == kt_neg_inf() ? 0.0f : mnew;
+            corr[cc] = gq_ex2(m[nt][cc] - ms);
+            m[nt][cc] = mnew;
+            p[cc] = gq_ex2(s0 - ms);
+            p[2 + cc] = gq_ex2(s1 - ms);
+        }
+        // Pack to f16 first and sum what was packed, so the sum of weights
+        // is the sum of the weights that multiply V.
+        const unsigned x0 = gq_pack2(p[0], p[1]);  // row g: heads 2t, 2t+1
+        const unsigned x1 = gq_pack2(p[2], p[3]);  // row g+8
+        float r00, r01, r10, r11;
+        gq_h2x2(x0, r00, r01);
+        gq_h2x2(x1, r10, r11);
+        l[nt][0] = fmaf(l[nt][0], corr[0], r00 + r10);
+        l[nt][1] = fmaf(l[nt][1], corr[1], r01 + r11);
+        pb[nt][0] = mma_trans(x0);
+        pb[nt][1] = mma_trans(x1);
+#pragma unroll
+        for (int mt = 0; mt < 8; mt++) {
+            o[nt][mt][0] *= corr[0];
+            o[nt][mt][1] *= corr[1];
+            o[nt][mt][2] *= corr[0];
+            o[nt][mt][3] *= corr[1];
+        }
+    }
+
+    // O^T += V^T.P^T, m-tile mt = dims 8g+mt and 64+8g+mt.
+#pragma unroll
+    for (int mt = 0; mt < 8; mt++) {
+        const int wi = mt >> 1;
+        const unsigned sel = (mt & 1) ? 0x7632u : 0x5410u;
+        const unsigned a[4] = {
+            __byte_perm(mma_word(vr[0][0], wi), mma_word(vr[1][0], wi), sel),
+            __byte_perm(mma_word(vr[0][1], wi), mma_word(vr[1][1], wi), sel),
+            __byte_perm(mma_word(vr[2][0], wi), mma_word(vr[3][0], wi), sel),
+            __byte_perm(mma_word(vr[2][1], wi), mma_word(vr[3][1], wi), sel),
+        };
+#pragma unroll
+        for (int nt = 0; nt < GN_; nt++) mma_16816(o[nt][mt], a, pb[nt][0], pb[nt][1]);
+    }
+}
+
+// mma_block is the body of mma.cu's attn_partial for block (sp, hk, b) of
+// the grid (SPLITS, kv_heads, batch): it computes split sp of KV head hk's
+// group and writes the group's partial slots (the neutral slot when the
+// split is idle). Called by every thread of the block, with the block's
+// merge area; on return the slots are written by this block's threads (no
+// barrier or fence after the last store).
+__device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_T* __restrict__ k,
+                                          const KV_T* __restrict__ v, const int* __restrict__ positions,
+                                          float* __restrict__ partial, int heads, int kv_heads, int capacity,
+                                          float scale, float (&sm_m)[WARPS][GMAX], float (&sm_l)[WARPS][GMAX],
+                                          float (&sm_o)[WARPS][GMAX][HEAD_DIM]) {
+    const unsigned full = 0xffffffffu;
+    const int sp = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+    const int group = heads / kv_heads;
+    const int h0 = hk * group;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+
+    // B fragments of q^T (head nt*8+g), f16, pre-scaled for base 2.
+    unsigned qb[GN][8][2];
+    const float qs = scale * GQ_LOG2E;
+#pragma unroll
+    for (int nt = 0; nt < GN; nt++) {
+        const int h = nt * 8 + g;
+        const float* qrow = q + ((size_t)b * heads + h0 + h) * HEAD_DIM;
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            float4 lo = kt_zero4(), hi = kt_zero4();
+            if (h < group) {
+                lo = *reinterpret_cast<const float4*>(qrow + 32 * c + 8 * t);
+                hi = *reinterpret_cast<const float4*>(qrow + 32 * c + 8 * t + 4);
+            }
+            qb[nt][2 * c][0] = gq_pack2(lo.x * qs, lo.y * qs);
+            qb[nt][2 * c][1] = gq_pack2(lo.z * qs, lo.w * qs);
+            qb[nt][2 * c + 1][0] = gq_pack2(hi.x * qs, hi.y * qs);
+            qb[nt][2 * c + 1][1] = gq_pack2(hi.z * qs, hi.w * qs);
+        }
+    }
+
+    // The range comes after q on purpose: both loads (positions and q) are
+    // then in flight together, and the first K/V load waits for one memory
+    // round trip instead of two (positions, then q behind the branch). An
+    // idle block loads q for nothing; q is 14 KB and shared by all blocks.
+    const kt_range r = gq_range<16 * NR>(positions, b, sp);
+    if (r.lo >= r.hi) {  // block-uniform
+        gq_store_idle<WARPS>(partial, b, sp, h0, group, heads);
+        return;
+    }
+
+    // State per head column: heads nt*8 + 2t + cc for cc = 0, 1. m is the
+    // running max (same in all g), l this thread's share of the sum (rows g,
+    // g+8 of every tile), o the O^T accumulator of m-tile mt.
+    float m[GN][2], l[GN][2], o[GN][8][4];
+#pragma unroll
+    for (int nt = 0; nt < GN; nt++) {
+        m[nt][0] = m[nt][1] = kt_neg_inf();
+        l[nt][0] = l[nt][1] = 0.0f;
+#pragma unroll
+        for (int mt = 0; mt < 8; mt++) o[nt][mt][0] = o[nt][mt][1] = o[nt][mt][2] = o[nt][mt][3] = 0.0f;
+    }
+
+    const size_t rstride = (size_t)kv_heads * HEAD_DIM;
+    const KV_T* kb = kt_kv_row(k, b, 0, hk, kv_heads, capacity) + 8 * t;
+    const KV_T* vb = kt_kv_row(v, b, 0, hk, kv_heads, capacity) + 8 * g;
+
+    // PF = 1: the next step's K/V loads go out before this step's mma work,
+    // so a warp always has a step of loads in flight instead of alternating
+    // between waiting for memory and computing. Measured on the H200 it
+    // gains nothing at batch 1 and loses 16% at batch 16 (registers 127 ->
+    // 183 halve the resident warps, which matter more there), so it is off
+    // by default and left for a sweep to find where it pays.
+    const int stride = WARPS * 16 * NR;
+    int base = r.lo + warp * 16 * NR;
+    uint4 kr[NR][2][4], vr[NR][4][2];
+#if PF
+    mma_load(kr, vr, kb, vb, rstride, base, r.hi, g, t);
+#endif
+    for (; base < r.hi; base += stride) {
+#if PF
+        uint4 kn[NR][2][4], vn[NR][4][2];
+        mma_load(kn, vn, kb, vb, rstride, base + stride, r.hi, g, t);  // rows past hi: no access, zeros
+#else
+        mma_load(kr, vr, kb, vb, rstride, base, r.hi, g, t);
+#endif
+#pragma unroll
+        for (int u = 0; u < NR; u++) mma_tile<GN>(kr[u], vr[u], base + 16 * u, r.hi, g, qb, m, l, o);
+#if PF
+#pragma unroll
+        for (int u = 0; u < NR; u++) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                kr[u][i >> 2][i & 3] = kn[u][i >> 2][i & 3];
+                vr[u][i >> 1][i & 1] = vn[u][i >> 1][i & 1];
+            }
+        }
+#endif
+    }
+
+    // Per-warp state to shared memory: heads nt*8 + 2t + cc, dims 8g+mt
+    // (o[..][mt][cc]) and 64+8g+mt (o[..][mt][2+cc]).
+#pragma unroll
+    for (int nt = 0; nt < GN; nt++) {
+#pragma unroll
+        for (int cc = 0; cc < 2; cc++) {
+            float lsum = l[nt][cc];
+            lsum += __shfl_xor_sync(full, lsum, 4);
+            lsum += __shfl_xor_sync(full, lsum, 8);
+            lsum += __shfl_xor_sync(full, lsum, 16);
+            const int h = nt * 8 + 2 * t + cc;
+            if (h < group) {
+                float4* lo = reinterpret_cast<float4*>(&sm_o[warp][h][8 * g]);
+                float4* hi = reinterpret_cast<float4*>(&sm_o[warp][h][64 + 8 * g]);
+                lo[0] = make_float4(o[nt][0][cc], o[nt][1][cc], o[nt][2][cc], o[nt][3][cc]);
+                lo[1] = make_float4(o[nt][4][cc], o[nt][5][cc], o[nt][6][cc], o[nt][7][cc]);
+                hi[0] = make_float4(o[nt][0][2 + cc], o[nt][1][2 + cc], o[nt][2][2 + cc], o[nt][3][2 + cc]);
+                hi[1] = make_float4(o[nt][4][2 + cc], o[nt][5][2 + cc], o[nt][6][2 + cc], o[nt][7][2 + cc]);
+                if (g == 0) {
+                    sm_m[warp][h] = m[nt][cc];
+                    sm_l[warp][h] = lsum;
+                }
+            }
+        }
+    }
+    __syncthreads();
+    gq_merge_store<WARPS, GMAX>(sm_m, sm_l, sm_o, partial, b, sp, h0, group, heads);
+}
