@@ -18,16 +18,12 @@ without it: `cd experiments && python3 -m unittest`.
 
 Method, and where it differs from ktune's:
 
+* every probe: a GPU spin (torch.cuda._sleep, ~250 us) is queued before
+  the start event, so the host's dispatch of the timed calls overlaps it
+  and is not timed (ktune uses a flag-released blocker instead).
 * cold: before each sample, a read of a buffer 2 x the L2 size evicts
   K/V from L2 and leaves clean lines (ktune does the same; a memset would
-  leave dirty lines whose write-back lands in the timed call). ktune then holds the stream with a
-  spin kernel while it enqueues start event, launches and stop event, so
-  that host launch latency is never timed. Plain PyTorch has no such
-  blocker; here the flush itself is the blocker: it is queued first, and
-  while the GPU reads 2 x L2 (tens of microseconds) the host records the
-  start event, calls SDPA and records the stop event. Host-side dispatch
-  that outlasts the flush would be timed; the minimum over many samples
-  and the spread (q1/q3) show whether that happened.
+  leave dirty lines whose write-back lands in the timed call).
 * hot: HotBatch back-to-back calls over warm caches between two events,
   time / HotBatch (ktune: the same, behind its blocker).
 * graph: HotBatch calls captured once in a torch.cuda.CUDAGraph; each
@@ -400,9 +396,15 @@ class Bench:
 
         def sample():
             if name == "cold":
-                # Queued before the start event: it is the flush and,
-                # while the GPU runs it, the stand-in for ktune's blocker.
                 torch.sum(self.flush, dim=0, out=self.sink)
+            # A GPU-side spin queued before the start event stands in for
+            # ktune's stream blocker: while it runs, the host records the
+            # start event, issues the calls and records the stop event, so
+            # host dispatch is not timed. Without it a slow dispatch lands
+            # in the cold samples (seen on the H200: cuDNN at b1 nkv 2048
+            # measured 33 µs cold, 12.5 µs in another run; graph 7 µs both).
+            if BLOCK_CYCLES:
+                torch.cuda._sleep(BLOCK_CYCLES)
             start.record()
             if graph is not None:
                 graph.replay()
@@ -422,6 +424,11 @@ class Bench:
             samples.append(sample())
         del graph
         return samples, converged, note, batch
+
+
+# About 250 µs at the H200's 1980 MHz: longer than the host needs to queue
+# one sample's calls (a graph replay or up to HotBatch SDPA calls).
+BLOCK_CYCLES = 500_000
 
 
 def make_buffers(torch, args, batch, cap, seed):
