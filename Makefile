@@ -21,7 +21,11 @@ test:
 	 else echo "python3 not found: skipping experiments/test_sdpa_ref.py"; fi
 
 ## sweep: the main job on a GPU machine: doctor, then sweep SPEC into OUT.
-sweep: build
+## A GPU machine without Go can run a bin/ktune built elsewhere (make build).
+sweep:
+	@if command -v $(GO) >/dev/null 2>&1; then $(MAKE) --no-print-directory build; \
+	 elif [ -x $(BIN) ]; then echo "no Go toolchain here: using the prebuilt $(BIN)"; \
+	 else echo "no Go toolchain and no $(BIN): run 'make build' on a machine with Go 1.26 and copy $(BIN) here"; exit 1; fi
 	./$(BIN) doctor
 	./$(BIN) sweep $(SPEC) -o $(OUT)
 
