@@ -1,0 +1,334 @@
+package main
+
+// The backend set-up shared by sweep and tune: flags, worker pool or
+// in-process backend, lock, plan for the device, precompile, signals.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/probe"
+	"github.com/ktune/ktune/sweep"
+)
+
+// sweepDeps are the outside world of the sweep command, passed in so that
+// a test can run the command with a replay backend.
+type sweepDeps struct {
+	open  func(backendSpec) (sweep.Backend, error)
+	isTTY func(io.Writer) bool
+	// precompile starts compiling the kernels of the points about to run,
+	// for the architecture arch, and returns the function that stops it
+	// and reports what it did; nil compiles nothing ahead.
+	precompile func(arch string, todo []*sweep.Point, log io.Writer) (stop func() sweep.CompileStats, err error)
+}
+
+// backendSpec says what runs a sweep's points.
+type backendSpec struct {
+	devices    []int // CUDA ordinals; nil with allDevices
+	allDevices bool
+	inProcess  bool // no worker processes (one device only)
+	sassDir    string
+	verbose    bool
+	log        io.Writer // the backend's log and the pool's warnings
+}
+
+// openBackend returns a pool of worker processes, one per device, or the
+// CUDA backend itself with --in-process.
+func openBackend(s backendSpec) (sweep.Backend, error) {
+	if s.inProcess {
+		var blog io.Writer = io.Discard
+		if s.verbose {
+			blog = s.log
+		}
+		return openProbe(probe.Options{Device: s.devices[0], SASSDir: s.sassDir, Log: blog})
+	}
+	devs := s.devices
+	if s.allDevices {
+		// The parent only counts: it never makes a context, so that each
+		// GPU's memory goes to its worker.
+		drv, err := cuda.Open()
+		if err != nil {
+			return nil, fmt.Errorf("counting CUDA devices: %w", err)
+		}
+		n, err := drv.DeviceCount()
+		if err != nil {
+			return nil, fmt.Errorf("counting CUDA devices: %w", err)
+		}
+		devs = nil
+		for i := range n {
+			devs = append(devs, i)
+		}
+	}
+	command, err := workerCommand(s.sassDir, s.verbose)
+	if err != nil {
+		return nil, err
+	}
+	return sweep.NewPool(sweep.PoolOptions{Command: command, Devices: devs, Log: s.log, Verbose: s.verbose})
+}
+
+// precompile compiles the kernels of todo into the shared CUBIN cache on
+// every CPU core while the workers measure; it needs NVRTC but no GPU.
+func precompile(arch string, todo []*sweep.Point, log io.Writer) (func() sweep.CompileStats, error) {
+	pc, err := probe.StartPrecompile(todo, probe.PrecompileOptions{Arch: arch, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	return pc.Stop, nil
+}
+
+func openProbe(o probe.Options) (sweep.Backend, error) {
+	b, err := probe.New(o)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// backendFlags are the flags of every command that measures points (sweep,
+// tune): where the records go and what runs the points.
+type backendFlags struct {
+	out           string
+	wait, verbose bool
+	device        int
+	devices       string
+	inProcess     bool
+}
+
+func (f *backendFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.out, "o", "", "results `DIR` (created if needed); records go to DIR/results.jsonl")
+	fs.IntVar(&f.device, "device", 0, "CUDA device `N`")
+	fs.StringVar(&f.devices, "devices", "", "spread the points over these CUDA devices: `LIST` such as 0,1, or all")
+	fs.BoolVar(&f.inProcess, "in-process", false, "run points in this process: no worker, so a fault ends the sweep")
+	fs.BoolVar(&f.wait, "wait", false, "wait for another sweep holding DIR instead of refusing")
+	fs.BoolVar(&f.verbose, "v", false, "print the backend's compile and measurement log")
+}
+
+// backend checks the device flags and says what runs the points.
+func (f *backendFlags) backend(fs *flag.FlagSet, log io.Writer) (backendSpec, error) {
+	bs := backendSpec{devices: []int{f.device}, inProcess: f.inProcess,
+		sassDir: filepath.Join(f.out, "sass"), verbose: f.verbose, log: log}
+	if f.devices == "" {
+		return bs, nil
+	}
+	if flagSet(fs, "device") {
+		return bs, usageErrorf("--device and --devices: give one of them")
+	}
+	var err error
+	if bs.devices, bs.allDevices, err = parseDevices(f.devices); err != nil {
+		return bs, usageErrorf("--devices: %v", err)
+	}
+	if f.inProcess && (bs.allDevices || len(bs.devices) > 1) {
+		return bs, usageErrorf("--in-process runs one device; drop it to use several")
+	}
+	return bs, nil
+}
+
+// A bench is the measuring stack a command runs points on: the results
+// directory locked, the backend open and described, the spec's plan built
+// for the device's architecture, and the run options every measuring
+// command shares (progress, log, precompiler).
+type bench struct {
+	spec    *spec.Spec
+	plan    *sweep.Plan
+	env     results.Env
+	where   string // the devices, for messages
+	backend sweep.Backend
+	opts    sweep.RunOptions
+	closers []func()
+}
+
+// close closes the backend and releases the directory.
+func (bn *bench) close() {
+	for i := len(bn.closers) - 1; i >= 0; i-- {
+		bn.closers[i]()
+	}
+}
+
+// openBench loads the spec at path and opens the bench for the results
+// directory f.out. The spec and a draft plan (checked further by check,
+// when set) are validated before the GPU is touched: a mistake in the file
+// is reported in a second, on any machine.
+func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlags, bs backendSpec, deps sweepDeps,
+	check func(draft *sweep.Plan) error) (*bench, error) {
+	s, err := spec.Load(path)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	draft, err := sweep.Build(s, "")
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	if check != nil {
+		if err := check(draft); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range draft.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+
+	bn := &bench{spec: s}
+	lock, err := results.LockDir(ctx, f.out, results.LockOptions{
+		Holder: results.ThisProcess(time.Now()),
+		Wait:   f.wait,
+		OnWait: func(h results.Holder) { fmt.Fprintf(stderr, "waiting for %s to release %s\n", h, f.out) },
+	})
+	if err != nil {
+		return nil, interruptedOr(ctx, err)
+	}
+	bn.closers = append(bn.closers, func() { lock.Unlock() })
+
+	bn.where = describeDevices(bs)
+	const needs = "\nktune needs an NVIDIA GPU with its driver's libcuda.so.1 and NVRTC's libnvrtc.so.13 " +
+		"in the loader path (LD_LIBRARY_PATH); 'ktune doctor' checks each piece"
+	b, err := deps.open(bs)
+	if err != nil {
+		bn.close()
+		return nil, fmt.Errorf("opening %s: %w"+needs, bn.where, err)
+	}
+	bn.backend = b
+	bn.closers = append(bn.closers, func() { b.Close() })
+	// The plan hash covers the architecture, which only the device knows;
+	// the draft above was built for validation only.
+	if bn.env, err = b.Env(ctx); err != nil {
+		bn.close()
+		return nil, interruptedOr(ctx, fmt.Errorf("describing %s: %w"+needs, bn.where, err))
+	}
+	if bn.plan, err = sweep.Build(s, bn.env.Arch); err != nil {
+		bn.close()
+		return nil, withCode(exitUsage, err)
+	}
+
+	bn.opts = sweep.RunOptions{
+		Dir:      f.out,
+		Progress: stderr,
+		IsTTY:    deps.isTTY(stderr),
+		Log:      stderr,
+	}
+	if deps.precompile != nil {
+		arch := bn.env.Arch
+		bn.opts.Precompile = func(todo []*sweep.Point) func() sweep.CompileStats {
+			stop, err := deps.precompile(arch, todo, stderr)
+			if err != nil {
+				fmt.Fprintf(stderr, "warning: %v; each point compiles its kernels when it runs\n", err)
+				return func() sweep.CompileStats { return sweep.CompileStats{} }
+			}
+			return stop
+		}
+	}
+	return bn, nil
+}
+
+// parseDevices parses --devices: "all" or a comma-separated list of
+// ordinals.
+func parseDevices(s string) (devs []int, all bool, err error) {
+	if strings.TrimSpace(s) == "all" {
+		return nil, true, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 0 {
+			return nil, false, fmt.Errorf("%q: want device ordinals such as 0,1, or all", s)
+		}
+		if slices.Contains(devs, n) {
+			return nil, false, fmt.Errorf("%q: device %d is listed twice", s, n)
+		}
+		devs = append(devs, n)
+	}
+	return devs, false, nil
+}
+
+// describeDevices names the devices of a sweep for messages.
+func describeDevices(s backendSpec) string {
+	switch {
+	case s.allDevices:
+		return "every CUDA device"
+	case len(s.devices) == 1:
+		return fmt.Sprintf("CUDA device %d", s.devices[0])
+	}
+	parts := make([]string, len(s.devices))
+	for i, d := range s.devices {
+		parts[i] = strconv.Itoa(d)
+	}
+	return "CUDA devices " + strings.Join(parts, ",")
+}
+
+// flagSet reports whether the named flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// interruptedOr gives err the interrupt exit code when ctx was cancelled.
+func interruptedOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return withCode(exitInterrupt, err)
+	}
+	return err
+}
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments (`ktune sweep SPEC -o DIR`), which package flag
+// alone stops at.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// interruptible returns a context cancelled by the first SIGINT or
+// SIGTERM. The first signal lets the sweep stop cleanly (the point in
+// flight is dropped, the file stays consistent); a second one kills the
+// process the default way, for a backend stuck in a kernel.
+func interruptible(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sigs:
+			signal.Stop(sigs)
+			fmt.Fprintf(stderr, "\n%v: stopping; the point in flight is not recorded (again to quit at once)\n", s)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel()
+	}
+}
+
+// isTerminal reports whether w is a terminal, where progress can redraw
+// one line. A character device is taken as one: the only other common
+// one, /dev/null, shows nothing either way.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
