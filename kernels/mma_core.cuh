@@ -1,13 +1,8 @@
-// mma_core.cuh: the tensor-core partial of mma.cu as device functions, so
-// that a kernel with another ending (mma_fused.cu: the splits merged in the
-// same launch) runs exactly mma's per-split computation. The mapping, the
-// numerics and the tuning notes are mma.cu's header comment; the code here
-// is mma.cu's, statement for statement (tile loads, mma_tile, the block
-// merge), and produces the same partial slots bit for bit.
-//
-// mma.cu keeps its own copy rather than including this file: its text is
-// part of the hash of every recorded mma result (sweep/plan_keys.go), and
-// rewriting it would orphan those records for no change in the kernel.
+// mma_core.cuh: the tensor-core partial as device functions, shared by
+// mma.cu (followed by the separate combine) and mma_fused.cu (the splits
+// merged in the same launch), so both run exactly the same per-split
+// computation and write the same partial slots bit for bit. The mapping,
+// the numerics and the tuning notes are mma.cu's header comment.
 #pragma once
 #include "abi.cuh"
 #include "gqa_block.cuh"
