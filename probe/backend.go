@@ -2,7 +2,7 @@
 // with NVRTC (through a content-addressed CUBIN cache), gates them against
 // the float64 oracle, their bitwise twin and CUDA-graph replay, and only
 // then measures them with the cold, hot and graph probes, each under the
-// stopping rule of internal/stats. It implements sweep.Backend.
+// stopping rule of internal/stats. It implements plan.Backend.
 //
 // One Backend owns one device context, one stream and the measurement
 // kernels of kernels/util.cu. It is meant to be driven by one goroutine;
@@ -22,7 +22,7 @@ import (
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/kernels"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/plan"
 )
 
 // Options configure a Backend.
@@ -299,13 +299,13 @@ func (b *Backend) flag(i int) *uint32 {
 
 func (b *Backend) releaseBlocker() { atomic.StoreUint32(b.flag(0), 1) }
 
-var _ sweep.Backend = (*Backend)(nil)
+var _ plan.Backend = (*Backend)(nil)
 
 // utilSource is the measurement kernels' source as NVRTC gets it.
-func utilSource() (sweep.Source, error) {
+func utilSource() (plan.Source, error) {
 	text, err := kernels.Read("util.cu")
 	if err != nil {
-		return sweep.Source{}, fmt.Errorf("reading the embedded util.cu: %w", err)
+		return plan.Source{}, fmt.Errorf("reading the embedded util.cu: %w", err)
 	}
-	return sweep.Source{Name: "util.cu", Text: text}, nil
+	return plan.Source{Name: "util.cu", Text: text}, nil
 }

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/oracle"
@@ -39,21 +38,14 @@ type layout struct {
 // the float4 loaders want 16-byte alignment of every row.
 func align16(n int64) int64 { return (n + 15) &^ 15 }
 
-// splitsOf returns the SPLITS of a configuration: Config.Splits, else the
-// SPLITS define.
+// splitsOf returns the SPLITS of a configuration. The plan sets
+// Config.Splits from the define, once; a configuration without it was not
+// built by a plan.
 func splitsOf(c *results.Config) (int, error) {
-	if c.Splits > 0 {
-		return c.Splits, nil
+	if c.Splits <= 0 {
+		return 0, fmt.Errorf("configuration has no %s (Config.Splits is %d)", results.DefineSplits, c.Splits)
 	}
-	v, ok := c.Define("SPLITS")
-	if !ok {
-		return 0, fmt.Errorf("configuration has no SPLITS")
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("SPLITS=%q is not a positive integer", v)
-	}
-	return n, nil
+	return c.Splits, nil
 }
 
 // layoutOf sizes the ABI buffers of a configuration (kernels/abi.cuh).

@@ -36,14 +36,14 @@ func TestLayout(t *testing.T) {
 	if l.Q != 28*128*4 || l.Out != 28*128*4 || l.Positions != 16 {
 		t.Errorf("q %d out %d positions %d", l.Q, l.Out, l.Positions)
 	}
-	// f32 doubles K and V; the SPLITS define stands in for Config.Splits.
+	// f32 doubles K and V; SPLITS comes from Config.Splits alone (the plan
+	// sets it from the define, once).
 	c.Shape.KVDtype = "f32"
-	c.Splits = 0
-	c.Defines = []results.Define{{Name: "SPLITS", Value: "64"}}
+	c.Splits = 64
 	if l, err = layoutOf(&c); err != nil || l.K != 64<<20 || l.splits != 64 {
-		t.Errorf("f32, SPLITS define: K %d splits %d err %v", l.K, l.splits, err)
+		t.Errorf("f32, SPLITS 64: K %d splits %d err %v", l.K, l.splits, err)
 	}
-	c.Defines = nil
+	c.Splits = 0
 	if _, err := layoutOf(&c); err == nil {
 		t.Error("no SPLITS: want an error")
 	}

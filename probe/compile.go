@@ -16,7 +16,7 @@ import (
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/plan"
 )
 
 // cacheFormat versions the on-disk cache layout and the key derivation;
@@ -27,7 +27,7 @@ const cacheFormat = "ktune-cubin-1"
 // line info (so profilers and compute-sanitizer map SASS back to the .cu),
 // C++17, then one -D per define in the plan's (sorted) order, then the
 // point's own flags.
-func compileOptions(arch string, defines []results.Define, flags []string) []string {
+func compileOptions(arch string, defines results.Defines, flags []string) []string {
 	opts := []string{"-arch=" + arch, "-lineinfo", "--std=c++17"}
 	for _, d := range defines {
 		opts = append(opts, "-D"+d.Name+"="+d.Value)
@@ -39,7 +39,7 @@ func compileOptions(arch string, defines []results.Define, flags []string) []str
 // can change the bytes NVRTC emits. Every field is length-prefixed so that
 // no two different inputs serialize alike (e.g. moving a character from
 // the source into a header name).
-func cacheKey(src sweep.Source, opts []string, arch, nvrtcVersion string) string {
+func cacheKey(src plan.Source, opts []string, arch, nvrtcVersion string) string {
 	h := sha256.New()
 	field := func(s string) {
 		var n [8]byte
@@ -155,7 +155,7 @@ type build struct {
 // Seconds are what the point paid for its kernel on the measurement path:
 // NVRTC's run time when it compiled, the wait when another process was
 // compiling the same key, zero for a plain cache hit.
-func (b *Backend) compile(src sweep.Source, opts []string) (*build, error) {
+func (b *Backend) compile(src plan.Source, opts []string) (*build, error) {
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
 	out := &build{key: key, record: results.Compile{Flags: opts}}
 	got, err := b.cache.obtain(context.Background(), key, src, opts, b.nvrtc.Compile, cacheWait{}, b.logf)
@@ -220,7 +220,7 @@ const staleClaim = 10 * time.Minute
 // A cache that cannot hold the lock (disabled, read-only) degrades to
 // compiling without one; the atomic put keeps a duplicate compile
 // harmless. warn receives non-fatal problems.
-func (c diskCache) obtain(ctx context.Context, key string, src sweep.Source, opts []string,
+func (c diskCache) obtain(ctx context.Context, key string, src plan.Source, opts []string,
 	compile compileFunc, w cacheWait, warn func(string, ...any)) (fetched, error) {
 	if w.poll <= 0 {
 		w.poll = 25 * time.Millisecond
@@ -274,7 +274,7 @@ func (c diskCache) obtain(ctx context.Context, key string, src sweep.Source, opt
 }
 
 // compileInto runs NVRTC and stores a CUBIN it makes.
-func compileInto(c diskCache, key string, src sweep.Source, opts []string, compile compileFunc,
+func compileInto(c diskCache, key string, src plan.Source, opts []string, compile compileFunc,
 	now func() time.Time, warn func(string, ...any)) (fetched, error) {
 	t0 := now()
 	cubin, log, err := compile(src.Text, src.Name, src.Headers, opts)

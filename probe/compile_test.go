@@ -16,7 +16,7 @@ import (
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/plan"
 )
 
 func TestCompileOptions(t *testing.T) {
@@ -28,7 +28,7 @@ func TestCompileOptions(t *testing.T) {
 }
 
 func TestCacheKey(t *testing.T) {
-	src := sweep.Source{Name: "d2.cu", Text: "kernel text", Headers: map[string]string{"abi.cuh": "abi", "combine.cuh": "comb"}}
+	src := plan.Source{Name: "d2.cu", Text: "kernel text", Headers: map[string]string{"abi.cuh": "abi", "combine.cuh": "comb"}}
 	opts := []string{"-arch=sm_90", "-DSPLITS=32"}
 	base := cacheKey(src, opts, "sm_90", "13.0")
 
@@ -88,7 +88,7 @@ func TestCacheKey(t *testing.T) {
 
 func TestDiskCache(t *testing.T) {
 	c := diskCache{dir: t.TempDir()}
-	key := cacheKey(sweep.Source{Text: "x"}, nil, "sm_90", "13.0")
+	key := cacheKey(plan.Source{Text: "x"}, nil, "sm_90", "13.0")
 	if _, _, ok := c.get(key); ok {
 		t.Fatal("empty cache hit")
 	}
@@ -138,7 +138,7 @@ func TestDefaultCacheDir(t *testing.T) {
 // either no entry or one whole CUBIN, never a mix or a prefix.
 func TestCachePutAtomic(t *testing.T) {
 	c := diskCache{dir: t.TempDir()}
-	key := cacheKey(sweep.Source{Text: "atomic"}, nil, "sm_90", "13.0")
+	key := cacheKey(plan.Source{Text: "atomic"}, nil, "sm_90", "13.0")
 	// Entry i is 64 KiB·(i%3+1) bytes, every byte equal to i: a torn write
 	// shows as a wrong length or a byte that differs from the first.
 	entry := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, (64<<10)*(i%3+1)) }
@@ -223,7 +223,7 @@ func noWarn(t *testing.T) func(string, ...any) {
 func TestObtainCompilesOnceThenHits(t *testing.T) {
 	c := diskCache{dir: t.TempDir()}
 	var nv fakeNVRTC
-	src := sweep.Source{Name: "k.cu", Text: "k"}
+	src := plan.Source{Name: "k.cu", Text: "k"}
 	opts := []string{"-arch=sm_90"}
 	key := cacheKey(src, opts, "sm_90", "13.0")
 	f, err := c.obtain(context.Background(), key, src, opts, nv.compile, cacheWait{}, noWarn(t))
@@ -241,7 +241,7 @@ func TestObtainCompilesOnceThenHits(t *testing.T) {
 		t.Errorf("the claim was not released: %v", err)
 	}
 	// A rejected source is not cached and comes back with its log.
-	bad := sweep.Source{Name: "bad.cu", Text: "bad"}
+	bad := plan.Source{Name: "bad.cu", Text: "bad"}
 	bkey := cacheKey(bad, opts, "sm_90", "13.0")
 	f, err = c.obtain(context.Background(), bkey, bad, opts, nv.compile, cacheWait{}, noWarn(t))
 	if err != nil || !f.rejected || f.cubin != nil || !strings.Contains(f.log, "error: bad") {
@@ -256,7 +256,7 @@ func TestObtainCompilesOnceThenHits(t *testing.T) {
 // is compiling waits for that CUBIN and never runs NVRTC itself.
 func TestObtainWaitsForClaimant(t *testing.T) {
 	c := diskCache{dir: t.TempDir()}
-	src := sweep.Source{Name: "k.cu", Text: "k"}
+	src := plan.Source{Name: "k.cu", Text: "k"}
 	opts := []string{"-arch=sm_90"}
 	key := cacheKey(src, opts, "sm_90", "13.0")
 	release, held, err := c.claim(key, time.Now, time.Hour)
@@ -300,7 +300,7 @@ func TestObtainWaitsForClaimant(t *testing.T) {
 // (NVRTC rejected the source, or the claimant failed) the waiter compiles
 // the key itself; a claim whose holder is dead is taken over.
 func TestObtainAfterFailedClaimant(t *testing.T) {
-	src := sweep.Source{Name: "k.cu", Text: "k"}
+	src := plan.Source{Name: "k.cu", Text: "k"}
 	opts := []string{"-arch=sm_90"}
 	key := cacheKey(src, opts, "sm_90", "13.0")
 

@@ -11,7 +11,7 @@ import (
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/kernels"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/plan"
 )
 
 // gpuBackend opens a backend on device 0 or skips the test.
@@ -38,7 +38,7 @@ func (l testLog) Write(p []byte) (int, error) {
 
 // refPoint is a point of testdata/ref.cu: 8 query heads over 2 KV heads
 // (GQA), head_dim 64, batch 2, SPLITS 8, built with extra defines.
-func refPoint(t *testing.T, nkv int, extra ...results.Define) *sweep.Point {
+func refPoint(t *testing.T, nkv int, extra ...results.Define) *plan.Point {
 	t.Helper()
 	text, err := os.ReadFile("testdata/ref.cu")
 	if err != nil {
@@ -52,19 +52,19 @@ func refPoint(t *testing.T, nkv int, extra ...results.Define) *sweep.Point {
 	for _, d := range extra {
 		key += " " + d.Name + "=" + d.Value
 	}
-	return &sweep.Point{
+	return &plan.Point{
 		Hash: key,
 		Config: results.Config{
 			Spec: "test", Variant: "ref", Kernel: "testdata/ref.cu", Defines: defs, Shape: shape,
 			NKV: nkv, Splits: 8,
 		},
-		Source:  sweep.Source{Name: "ref.cu", Text: string(text), Partial: "attn_partial", Combine: "attn_combine"},
+		Source:  plan.Source{Name: "ref.cu", Text: string(text), Partial: "attn_partial", Combine: "attn_combine"},
 		GateKey: key,
 		GateNKV: []int{1, 7, 8, 9, 29, 64, 65, 512, 1024, 5000},
 		Seed:    1,
-		Tol:     sweep.Tolerance{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6},
+		Tol:     plan.Tolerance{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6},
 		Probes:  []results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph},
-		Measure: sweep.Measure{Warmup: 2, MinSamples: 5, MaxSamples: 30, MaxNoise: 0.05, BudgetSec: 0.5, HotBatch: 10, TimeoutSec: 60},
+		Measure: plan.Measure{Warmup: 2, MinSamples: 5, MaxSamples: 30, MaxNoise: 0.05, BudgetSec: 0.5, HotBatch: 10, TimeoutSec: 60},
 	}
 }
 
@@ -240,9 +240,9 @@ func TestGPURunCompileFailedAndOOM(t *testing.T) {
 }
 
 // builtinPoint is a point of an embedded kernel at the 7B anchor shape.
-func builtinPoint(t *testing.T, file string, nkv, splits int) *sweep.Point {
+func builtinPoint(t *testing.T, file string, nkv, splits int) *plan.Point {
 	t.Helper()
-	src := sweep.Source{Name: file, Headers: map[string]string{}, Partial: "attn_partial", Combine: "attn_combine"}
+	src := plan.Source{Name: file, Headers: map[string]string{}, Partial: "attn_partial", Combine: "attn_combine"}
 	var err error
 	if src.Text, err = kernels.Read(file); err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ func builtinPoint(t *testing.T, file string, nkv, splits int) *sweep.Point {
 	}
 	name := strings.TrimSuffix(file, ".cu")
 	sp := strconv.Itoa(splits)
-	return &sweep.Point{
+	return &plan.Point{
 		Hash: name + sp + strconv.Itoa(nkv),
 		Config: results.Config{
 			Variant: name, Kernel: name, NKV: nkv, Splits: splits,
@@ -265,9 +265,9 @@ func builtinPoint(t *testing.T, file string, nkv, splits int) *sweep.Point {
 		GateKey: name + sp,
 		GateNKV: []int{1, 29, 52, 512, 1641},
 		Seed:    1,
-		Tol:     sweep.Tolerance{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6},
+		Tol:     plan.Tolerance{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6},
 		Probes:  []results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph},
-		Measure: sweep.Measure{Warmup: 3, MinSamples: 10, MaxSamples: 200, MaxNoise: 0.03, BudgetSec: 1, HotBatch: 20, TimeoutSec: 120},
+		Measure: plan.Measure{Warmup: 3, MinSamples: 10, MaxSamples: 200, MaxNoise: 0.03, BudgetSec: 1, HotBatch: 20, TimeoutSec: 120},
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/plan"
 )
 
 // A kernelPair is one loaded build of a variant: its partial and combine
@@ -58,7 +58,7 @@ func threads(b [3]int) int { return b[0] * b[1] * b[2] }
 // load compiles (or finds in the caches) and loads the kernels of src
 // built with the configuration's defines. A nil pair with a nil error
 // means NVRTC rejected the source; the build then carries the log.
-func (b *Backend) load(src sweep.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
+func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
 	opts := compileOptions(b.arch, c.Defines, flags)
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
 	// The CUBIN does not depend on Fused, but which entry points are looked
@@ -103,7 +103,7 @@ func (b *Backend) load(src sweep.Source, c *results.Config, flags []string) (*ke
 // entryPoints names the functions to look up in a build of src: partial
 // then combine, with the ABI's names where src gives none; the partial
 // alone for a fused kernel.
-func entryPoints(src sweep.Source) []string {
+func entryPoints(src plan.Source) []string {
 	partial, combine := src.Partial, src.Combine
 	if partial == "" {
 		partial = "attn_partial"

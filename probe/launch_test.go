@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ktune/ktune/internal/cuda"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/plan"
 )
 
 // testWorkspace has distinct fake device addresses, so that a test can
@@ -51,13 +51,13 @@ func TestLaunchesPlainAndFused(t *testing.T) {
 
 func TestEntryPoints(t *testing.T) {
 	for _, c := range []struct {
-		src  sweep.Source
+		src  plan.Source
 		want []string
 	}{
-		{sweep.Source{}, []string{"attn_partial", "attn_combine"}},
-		{sweep.Source{Partial: "p", Combine: "c"}, []string{"p", "c"}},
-		{sweep.Source{Fused: true}, []string{"attn_partial"}},
-		{sweep.Source{Partial: "p", Combine: "c", Fused: true}, []string{"p"}},
+		{plan.Source{}, []string{"attn_partial", "attn_combine"}},
+		{plan.Source{Partial: "p", Combine: "c"}, []string{"p", "c"}},
+		{plan.Source{Fused: true}, []string{"attn_partial"}},
+		{plan.Source{Partial: "p", Combine: "c", Fused: true}, []string{"p"}},
 	} {
 		if got := entryPoints(c.src); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%+v: %v, want %v", c.src, got, c.want)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/sweep"
 )
 
@@ -68,7 +69,7 @@ type Precompiler struct {
 // A compileJob is one distinct kernel: a source and its NVRTC options.
 type compileJob struct {
 	key  string
-	src  sweep.Source
+	src  plan.Source
 	opts []string
 }
 
@@ -77,10 +78,10 @@ type compileJob struct {
 // the workers will ask for them. Kernels are the same when their cache
 // keys are, so points that differ only in nkv or shape share one job, and
 // so do the twins of many points.
-func compileJobs(points []*sweep.Point, arch, nvrtcVersion string) []compileJob {
+func compileJobs(points []*plan.Point, arch, nvrtcVersion string) []compileJob {
 	var jobs []compileJob
 	seen := map[string]bool{}
-	add := func(p *sweep.Point) {
+	add := func(p *plan.Point) {
 		opts := compileOptions(arch, p.Config.Defines, p.Flags)
 		key := cacheKey(p.Source, opts, arch, nvrtcVersion)
 		if !seen[key] {
@@ -100,7 +101,7 @@ func compileJobs(points []*sweep.Point, arch, nvrtcVersion string) []compileJob 
 // StartPrecompile opens NVRTC (no GPU context: the parent process leaves
 // the devices to its workers) and starts compiling the kernels of points
 // into the cache, in order, opts.Threads at a time.
-func StartPrecompile(points []*sweep.Point, opts PrecompileOptions) (*Precompiler, error) {
+func StartPrecompile(points []*plan.Point, opts PrecompileOptions) (*Precompiler, error) {
 	if opts.Arch == "" {
 		return nil, errors.New("precompiling: no architecture")
 	}

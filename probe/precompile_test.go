@@ -12,15 +12,16 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/sweep"
 )
 
 // point makes a plan point of variant v with the given SPLITS and nkv.
-func point(v, text string, splits, nkv int) *sweep.Point {
-	return &sweep.Point{
+func point(v, text string, splits, nkv int) *plan.Point {
+	return &plan.Point{
 		Config: results.Config{Variant: v, NKV: nkv, Defines: []results.Define{
 			{Name: "HEAD_DIM", Value: "128"}, {Name: "SPLITS", Value: strconv.Itoa(splits)}}},
-		Source: sweep.Source{Name: v + ".cu", Text: text},
+		Source: plan.Source{Name: v + ".cu", Text: text},
 		Flags:  []string{"-lineinfo"},
 	}
 }
@@ -39,7 +40,7 @@ func TestCompileJobsDedup(t *testing.T) {
 	r4fast := point("r4", "r4 text", 32, 1024)
 	r4fast.Flags = []string{"-lineinfo", "-use_fast_math"}
 
-	jobs := compileJobs([]*sweep.Point{d2a, r4a, r4b, r4c, d2b, d2c, r4fast}, "sm_90", "13.0")
+	jobs := compileJobs([]*plan.Point{d2a, r4a, r4b, r4c, d2b, d2c, r4fast}, "sm_90", "13.0")
 	var got []string
 	keys := map[string]bool{}
 	for _, j := range jobs {
@@ -98,7 +99,7 @@ func (c *stepClock) now() time.Time {
 }
 
 func jobsOf(t *testing.T, texts ...string) []compileJob {
-	var ps []*sweep.Point
+	var ps []*plan.Point
 	for i, s := range texts {
 		ps = append(ps, point("v", s, i+1, 1024))
 	}

@@ -119,7 +119,7 @@ func replayGate(nkv int, seed uint64, gp, fp, gout, fout []byte, captured int) r
 }
 
 // geometryAt is g with the partial grid the point's geometry gives at nkv,
-// for kernels whose grid reads nkv (sweep.Point.Geometry); g itself for
+// for kernels whose grid reads nkv (plan.Point.Geometry); g itself for
 // every other kernel. An expression that cannot be evaluated at nkv keeps
 // the planned grid: the gates then judge what that launch produces.
 func (r *pointRun) geometryAt(g geometry, nkv int) geometry {

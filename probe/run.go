@@ -9,7 +9,7 @@ import (
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/plan"
 )
 
 // A pointError is a failure of the point, not of the backend: it becomes
@@ -26,7 +26,7 @@ func failPoint(status results.Status, format string, args ...any) error {
 	return &pointError{status, fmt.Errorf(format, args...)}
 }
 
-// Run compiles, gates and measures one point (sweep.Backend).
+// Run compiles, gates and measures one point (plan.Backend).
 //
 // The point's own failures come back in the record with a nil error:
 // compile_failed (the NVRTC log in Compile.Log), oom (Error says how much
@@ -47,7 +47,7 @@ func failPoint(status results.Status, format string, args ...any) error {
 // A kernel that never finishes cannot be stopped from the host; the
 // timeout is checked between steps, and a hung launch is left to the
 // process that runs the backend to kill.
-func (b *Backend) Run(ctx context.Context, p *sweep.Point) (rec results.Record, err error) {
+func (b *Backend) Run(ctx context.Context, p *plan.Point) (rec results.Record, err error) {
 	start := time.Now()
 	rec = results.Record{
 		Schema: results.SchemaVersion,
@@ -81,7 +81,7 @@ func (b *Backend) Run(ctx context.Context, p *sweep.Point) (rec results.Record, 
 }
 
 // finish classifies the outcome of a point.
-func (b *Backend) finish(parent context.Context, p *sweep.Point, rec results.Record, err error) (results.Record, error) {
+func (b *Backend) finish(parent context.Context, p *plan.Point, rec results.Record, err error) (results.Record, error) {
 	if err == nil {
 		if rec.Status == "" {
 			rec.Status = results.StatusOK
@@ -114,7 +114,7 @@ func (b *Backend) finish(parent context.Context, p *sweep.Point, rec results.Rec
 // A pointRun is the state of one Run.
 type pointRun struct {
 	b   *Backend
-	p   *sweep.Point
+	p   *plan.Point
 	rec *results.Record
 
 	l        layout
@@ -145,7 +145,7 @@ func (r *pointRun) run(ctx context.Context) error {
 	if k == nil {
 		return failPoint(results.StatusCompileFailed, "NVRTC rejected %s (%s); the log is in compile.log", p.Source.Name, c.Variant)
 	}
-	b.logf("%s %s: compiled in %.2fs (cached %v)", c.Variant, defineText(c.Defines), bld.record.Seconds, bld.record.Cached)
+	b.logf("%s %s: compiled in %.2fs (cached %v)", c.Variant, c.Defines.String(), bld.record.Seconds, bld.record.Cached)
 	r.k, r.g = k, geometryOf(c, r.l.splits)
 	if r.rec.Resources, err = b.resources(k, r.g); err != nil {
 		return err
@@ -232,17 +232,6 @@ func (b *Backend) workspaceFor(l layout, cold bool) (*workspace, error) {
 		}
 	}
 	return b.ws, nil
-}
-
-func defineText(ds []results.Define) string {
-	s := ""
-	for i, d := range ds {
-		if i > 0 {
-			s += " "
-		}
-		s += d.Name + "=" + d.Value
-	}
-	return s
 }
 
 // failedGates summarizes the failed gates for Record.Error.

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 )
 
 // A Concurrent backend can run several points at once; Run then calls its
 // Run from up to Slots goroutines, and records points in the order they
 // finish. A Pool over several devices is one.
 type Concurrent interface {
-	Backend
+	plan.Backend
 	// Slots is how many points may be in flight at once.
 	Slots() int
 }
@@ -222,7 +223,7 @@ func compareDevices(envs []results.Env) (warnings []string, err error) {
 // Run runs p on the first free device. A point that ends its worker comes
 // back as a record (fault, timeout, oom) with a nil error; the error is
 // set only when no worker can be started or ctx is cancelled.
-func (p *Pool) Run(ctx context.Context, pt *Point) (results.Record, error) {
+func (p *Pool) Run(ctx context.Context, pt *plan.Point) (results.Record, error) {
 	var s *slot
 	select {
 	case s = <-p.idle:
@@ -313,7 +314,7 @@ func (s *slot) start(ctx context.Context) error {
 }
 
 // run runs one point on the slot's worker, starting one if needed.
-func (s *slot) run(ctx context.Context, pt *Point) (results.Record, error) {
+func (s *slot) run(ctx context.Context, pt *plan.Point) (results.Record, error) {
 	if err := s.ensure(ctx); err != nil {
 		return results.Record{}, err
 	}
@@ -370,7 +371,7 @@ func (s *slot) run(ctx context.Context, pt *Point) (results.Record, error) {
 }
 
 // failed makes the record of a point whose worker ended without one.
-func (s *slot) failed(pt *Point, status results.Status, msg string) results.Record {
+func (s *slot) failed(pt *plan.Point, status results.Status, msg string) results.Record {
 	return results.Record{Schema: results.SchemaVersion, Hash: pt.Hash, Time: time.Now().UTC(),
 		Config: pt.Config, Env: s.env, Status: status, Error: msg, Landed: pt.Landed}
 }

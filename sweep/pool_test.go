@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/replay"
 )
 
 // The test binary doubles as the worker (and, for the parent-kill test, as
@@ -45,7 +47,7 @@ func TestMain(m *testing.M) {
 // point's variant name.
 func fakeWorkerMain() int {
 	dev, _ := strconv.Atoi(os.Getenv(envFakeDevice))
-	err := Serve(context.Background(), func() (Backend, error) {
+	err := Serve(context.Background(), func() (plan.Backend, error) {
 		return newFakeBackend(dev), nil
 	}, os.Stdin, os.Stdout, ServeOptions{})
 	if err != nil {
@@ -57,7 +59,7 @@ func fakeWorkerMain() int {
 
 type fakeBackend struct {
 	env    results.Env
-	replay *Replay
+	replay *replay.Backend
 	delay  time.Duration
 }
 
@@ -79,13 +81,13 @@ func newFakeBackend(dev int) *fakeBackend {
 	for i := range recs {
 		recs[i].Env = env
 	}
-	return &fakeBackend{env: env, replay: NewReplay(recs), delay: delay}
+	return &fakeBackend{env: env, replay: replay.New(recs), delay: delay}
 }
 
 func (f *fakeBackend) Env(ctx context.Context) (results.Env, error) { return f.env, nil }
 func (f *fakeBackend) Close() error                                 { return nil }
 
-func (f *fakeBackend) Run(ctx context.Context, p *Point) (results.Record, error) {
+func (f *fakeBackend) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
 	switch p.Config.Variant {
 	case "fault": // a sticky CUDA error: the backend says so and gives up
 		rec := results.Record{Hash: p.Hash, Config: p.Config, Env: f.env, Status: results.StatusFault,
@@ -446,7 +448,7 @@ func TestPoolParentKilled(t *testing.T) {
 	}
 	same(t, "recorded at the kill", recHashes(recs), planHashes(pl, prefix...))
 
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	e := &runEnv{dir: dir}
 	sum, err := Run(context.Background(), rp, pl, e.opts())
 	if err != nil {

@@ -3,6 +3,9 @@ package sweep
 import (
 	"context"
 	"testing"
+
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/replay"
 )
 
 // TestRunPrecompile: the hook gets the points that will run, in order,
@@ -12,17 +15,17 @@ func TestRunPrecompile(t *testing.T) {
 	pl := testPlan(6)
 	e := newRunEnv(t)
 	first := e.opts()
-	first.Filter = func(p *Point) bool { return p.Index < 2 }
-	if _, err := Run(context.Background(), NewReplay(recordsFor(pl)), pl, first); err != nil {
+	first.Filter = func(p *plan.Point) bool { return p.Index < 2 }
+	if _, err := Run(context.Background(), replay.New(recordsFor(pl)), pl, first); err != nil {
 		t.Fatal(err)
 	}
 
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	var got []string
 	var callsAtStart, callsAtStop, stops int
 	want := CompileStats{Kernels: 2, Compiled: 1, Cached: 1, CPUSeconds: 2.5, WallSeconds: 1.5, Threads: 16}
 	opts := e.opts()
-	opts.Precompile = func(todo []*Point) func() CompileStats {
+	opts.Precompile = func(todo []*plan.Point) func() CompileStats {
 		for _, p := range todo {
 			got = append(got, p.Hash)
 		}
@@ -46,11 +49,11 @@ func TestRunPrecompile(t *testing.T) {
 	}
 
 	// Nothing left to run: nothing to compile either.
-	opts.Precompile = func([]*Point) func() CompileStats {
+	opts.Precompile = func([]*plan.Point) func() CompileStats {
 		t.Error("precompiler started with no point to run")
 		return func() CompileStats { return CompileStats{} }
 	}
-	if sum, err := Run(context.Background(), NewReplay(nil), pl, opts); err != nil || sum.Compile != (CompileStats{}) {
+	if sum, err := Run(context.Background(), replay.New(nil), pl, opts); err != nil || sum.Compile != (CompileStats{}) {
 		t.Errorf("second run: %+v, %v", sum.Compile, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 )
 
 // progress shows how far a sweep is. On a terminal it keeps one line,
@@ -33,10 +34,10 @@ func newProgress(w io.Writer, tty bool, total int, clock func() time.Time, lab *
 	return &progress{w: w, tty: tty, total: total, clock: clock, lab: lab}
 }
 
-func (pr *progress) label(p *Point) string { return pr.lab.label(p) }
+func (pr *progress) label(p *plan.Point) string { return pr.lab.label(p) }
 
 // begin shows that point i (0-based among the points to run) starts.
-func (pr *progress) begin(i int, p *Point) {
+func (pr *progress) begin(i int, p *plan.Point) {
 	now := pr.clock()
 	if i == 0 {
 		pr.first = now
@@ -58,7 +59,7 @@ func (pr *progress) begin(i int, p *Point) {
 }
 
 // end reports that point i finished with rec after took.
-func (pr *progress) end(i int, p *Point, rec *results.Record, took time.Duration) {
+func (pr *progress) end(i int, p *plan.Point, rec *results.Record, took time.Duration) {
 	pr.done++
 	if pr.tty && rec.Status == results.StatusOK {
 		return
@@ -141,11 +142,11 @@ type labeler struct {
 	defines []string
 }
 
-func newLabeler(points []*Point) *labeler {
+func newLabeler(points []*plan.Point) *labeler {
 	l := &labeler{}
 	shapes := map[string]bool{}
 	values := map[string]map[string]bool{}
-	names := defineNames(points)
+	names := plan.DefineNames(points)
 	for _, p := range points {
 		shapes[p.Config.Shape.Name] = true
 		for _, n := range names {
@@ -167,7 +168,7 @@ func newLabeler(points []*Point) *labeler {
 	}
 	// SPLITS first: it is the axis every sweep turns.
 	slices.SortStableFunc(l.defines, func(a, b string) int {
-		return boolCmp(b == "SPLITS", a == "SPLITS")
+		return boolCmp(b == results.DefineSplits, a == results.DefineSplits)
 	})
 	return l
 }
@@ -182,7 +183,7 @@ func boolCmp(a, b bool) int {
 	return -1
 }
 
-func (l *labeler) label(p *Point) string {
+func (l *labeler) label(p *plan.Point) string {
 	parts := []string{p.Config.Variant}
 	if l.shapes {
 		parts = append(parts, p.Config.Shape.Name)

@@ -2,21 +2,17 @@ package sweep
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"slices"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 )
 
 // RunOptions configures Run.
@@ -28,7 +24,7 @@ type RunOptions struct {
 	Force bool
 	// Filter, if set, selects the points to consider; the others are
 	// neither run nor counted.
-	Filter func(*Point) bool
+	Filter func(*plan.Point) bool
 	// Progress receives the progress display; nil discards it.
 	Progress io.Writer
 	// IsTTY makes the progress a single updating line instead of one line
@@ -45,7 +41,7 @@ type RunOptions struct {
 	// kernels compiling on the CPU while the backend measures. The
 	// function it returns is called when Run ends; it stops what is left
 	// and reports Summary.Compile.
-	Precompile func(todo []*Point) (stop func() CompileStats)
+	Precompile func(todo []*plan.Point) (stop func() CompileStats)
 }
 
 // CompileStats count the kernel builds of a run: each distinct kernel
@@ -125,7 +121,7 @@ const resumeHint = "re-run the same command: recorded points are skipped"
 // and Run returns an error wrapping ctx.Err(). When b.Run returns an error
 // the backend is unusable: the record it returned, if any, is kept and Run
 // stops with that error. In both cases the Summary covers what was done.
-func Run(ctx context.Context, b Backend, plan *Plan, opts RunOptions) (sum Summary, err error) {
+func Run(ctx context.Context, b plan.Backend, pl *plan.Plan, opts RunOptions) (sum Summary, err error) {
 	clock := opts.Clock
 	if clock == nil {
 		clock = time.Now
@@ -139,8 +135,8 @@ func Run(ctx context.Context, b Backend, plan *Plan, opts RunOptions) (sum Summa
 		return sum, errors.New("sweep: no results directory")
 	}
 
-	var points []*Point
-	for _, p := range plan.Points {
+	var points []*plan.Point
+	for _, p := range pl.Points {
 		if opts.Filter == nil || opts.Filter(p) {
 			points = append(points, p)
 		}
@@ -161,7 +157,7 @@ func Run(ctx context.Context, b Backend, plan *Plan, opts RunOptions) (sum Summa
 		sum.Elapsed = clock().Sub(start)
 	}()
 
-	var todo []*Point
+	var todo []*plan.Point
 	queued := map[string]bool{}
 	for _, p := range points {
 		_, done := recorded[p.Hash]
@@ -215,7 +211,7 @@ func Run(ctx context.Context, b Backend, plan *Plan, opts RunOptions) (sum Summa
 	prog := newProgress(opts.Progress, opts.IsTTY, len(todo), clock, newLabeler(points))
 	defer prog.finish()
 	// keep records the outcome of point i of todo.
-	keep := func(i int, p *Point, rec results.Record, t0 time.Time) error {
+	keep := func(i int, p *plan.Point, rec results.Record, t0 time.Time) error {
 		fill(&rec, p, env, clock, t0)
 		if err := appendRecord(w, &rec); err != nil {
 			return fmt.Errorf("recording point %s: %w", prog.label(p), err)
@@ -234,7 +230,7 @@ func Run(ctx context.Context, b Backend, plan *Plan, opts RunOptions) (sum Summa
 		return nil
 	}
 	if cb, ok := b.(Concurrent); ok && cb.Slots() > 1 {
-		return sum, runConcurrent(ctx, cb, todo, prog, clock, keep, func(i int, p *Point, err error) error {
+		return sum, runConcurrent(ctx, cb, todo, prog, clock, keep, func(i int, p *plan.Point, err error) error {
 			return backendStopped(i, len(todo), sum.Ran, prog.label(p), path, err)
 		}, interrupted)
 	}
@@ -268,12 +264,12 @@ func Run(ctx context.Context, b Backend, plan *Plan, opts RunOptions) (sum Summa
 // goroutine recording each point as it finishes (the file is in finishing
 // order; Summary.Records stays in plan order). When one point stops the
 // backend, no new point starts and the ones in flight are still recorded.
-func runConcurrent(ctx context.Context, b Concurrent, todo []*Point, prog *progress, clock func() time.Time,
-	keep func(int, *Point, results.Record, time.Time) error,
-	stopped func(int, *Point, error) error, interrupted func(bool) error) error {
+func runConcurrent(ctx context.Context, b Concurrent, todo []*plan.Point, prog *progress, clock func() time.Time,
+	keep func(int, *plan.Point, results.Record, time.Time) error,
+	stopped func(int, *plan.Point, error) error, interrupted func(bool) error) error {
 	type job struct {
 		i  int
-		p  *Point
+		p  *plan.Point
 		t0 time.Time
 	}
 	type done struct {
@@ -340,7 +336,7 @@ func backendStopped(i, n, recorded int, label, path string, err error) error {
 // fill completes a backend's record with what the driver owns: the point's
 // identity, the landed mark and, where the backend left them unset, the
 // device, the time and the wall time.
-func fill(rec *results.Record, p *Point, env results.Env, clock func() time.Time, t0 time.Time) {
+func fill(rec *results.Record, p *plan.Point, env results.Env, clock func() time.Time, t0 time.Time) {
 	rec.Hash = p.Hash
 	rec.Landed = p.Landed
 	if rec.Config.Variant == "" {
@@ -394,164 +390,4 @@ func loadRecorded(path string, logw io.Writer) (map[string]results.Record, error
 		m[r.Hash] = r
 	}
 	return m, nil
-}
-
-// A Filter selects points by an expression such as
-// "variant=d2,SPLITS=32|64,nkv=32768": comma-separated terms that must all
-// hold; each term is KEY=VALUE[|VALUE…]. Keys are variant, shape, nkv and
-// any define.
-type Filter struct {
-	expr  string
-	terms []filterTerm
-}
-
-type filterTerm struct {
-	key    string
-	values []string
-}
-
-// ParseFilter parses a filter expression.
-func ParseFilter(expr string) (*Filter, error) {
-	f := &Filter{expr: expr}
-	for _, t := range strings.Split(expr, ",") {
-		t = strings.TrimSpace(t)
-		if t == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(t, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.TrimSpace(v) == "" {
-			return nil, fmt.Errorf("filter term %q: want KEY=VALUE (e.g. variant=d2,SPLITS=32)", t)
-		}
-		term := filterTerm{key: k}
-		for _, alt := range strings.Split(v, "|") {
-			term.values = append(term.values, strings.TrimSpace(alt))
-		}
-		f.terms = append(f.terms, term)
-	}
-	if len(f.terms) == 0 {
-		return nil, fmt.Errorf("empty filter %q: want KEY=VALUE terms (e.g. variant=d2,SPLITS=32)", expr)
-	}
-	return f, nil
-}
-
-// filterValue returns p's value for a filter key.
-func filterValue(p *Point, key string) (string, bool) {
-	switch key {
-	case "variant":
-		return p.Config.Variant, true
-	case "shape":
-		return p.Config.Shape.Name, true
-	case "nkv":
-		return strconv.Itoa(p.Config.NKV), true
-	}
-	return p.Config.Define(key)
-}
-
-// Match reports whether p satisfies every term.
-func (f *Filter) Match(p *Point) bool {
-	for _, t := range f.terms {
-		v, ok := filterValue(p, t.key)
-		if !ok || !slices.Contains(t.values, v) {
-			return false
-		}
-	}
-	return true
-}
-
-// Check reports a key that no point has (a typo would otherwise select
-// nothing, silently) and a filter that selects no point.
-func (f *Filter) Check(points []*Point) error {
-	for _, t := range f.terms {
-		known := false
-		for _, p := range points {
-			if _, ok := filterValue(p, t.key); ok {
-				known = true
-				break
-			}
-		}
-		if !known {
-			return fmt.Errorf("filter %q: no point has a %q; keys are variant, shape, nkv and the defines (%s)",
-				f.expr, t.key, strings.Join(defineNames(points), ", "))
-		}
-	}
-	if !slices.ContainsFunc(points, f.Match) {
-		return fmt.Errorf("filter %q selects none of the %d points", f.expr, len(points))
-	}
-	return nil
-}
-
-func defineNames(points []*Point) []string {
-	seen := map[string]bool{}
-	var names []string
-	for _, p := range points {
-		for _, d := range p.Config.Defines {
-			if !seen[d.Name] {
-				seen[d.Name] = true
-				names = append(names, d.Name)
-			}
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
-// ParseProbes parses a comma-separated probe list such as "cold,hot".
-func ParseProbes(s string) ([]results.Probe, error) {
-	var out []results.Probe
-	for _, name := range strings.Split(s, ",") {
-		p := results.Probe(strings.TrimSpace(name))
-		switch p {
-		case results.ProbeCold, results.ProbeHot, results.ProbeGraph:
-		default:
-			return nil, fmt.Errorf("unknown probe %q: want cold, hot or graph", name)
-		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-// An Override changes what points measure, against their spec: for
-// cross-checks with an outside instrument (running under ncu, say) where
-// the gates or some probes would only add launches to the profile.
-type Override struct {
-	Probes  []results.Probe // non-nil: measure these probes only
-	NoGates bool            // skip the numerics gates
-}
-
-// Apply changes the points in place. A point it changes gets a new hash,
-// derived from the old one and the override: its record lacks gates or
-// probes a full point has, so it must not stand in for the full point
-// when the directory is swept again without the override.
-func (o Override) Apply(points []*Point) {
-	for _, p := range points {
-		var changed []string
-		if o.Probes != nil && !slices.Equal(o.Probes, p.Probes) {
-			p.Probes = slices.Clone(o.Probes)
-			ps := make([]string, len(o.Probes))
-			for i, pr := range o.Probes {
-				ps[i] = string(pr)
-			}
-			changed = append(changed, "probes="+strings.Join(ps, ","))
-		}
-		if o.NoGates && (len(p.GateNKV) > 0 || p.Twin != nil) {
-			p.GateNKV, p.Twin = nil, nil
-			changed = append(changed, "no-gates")
-		}
-		if len(changed) > 0 {
-			p.Hash = rehash(p.Hash, strings.Join(changed, ";"))
-		}
-	}
-}
-
-// rehash derives a hash of the same length as old (at least 16 hex digits).
-func rehash(old, change string) string {
-	sum := sha256.Sum256([]byte(old + "\x00" + change))
-	h := hex.EncodeToString(sum[:])
-	if n := len(old); n >= 16 && n < len(h) {
-		h = h[:n]
-	}
-	return h
 }

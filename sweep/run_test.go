@@ -16,16 +16,18 @@ import (
 
 	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/replay"
 )
 
 // testPlan builds n points by hand: variant d2 over SPLITS {32, 64} and
 // nkv {2048, 8192, …}, with distinct hashes; the first is the landed one.
-func testPlan(n int) *Plan {
-	pl := &Plan{}
+func testPlan(n int) *plan.Plan {
+	pl := &plan.Plan{}
 	for i := 0; i < n; i++ {
 		splits := []string{"32", "64"}[i%2]
 		nkv := 2048 << (2 * (i / 2))
-		p := &Point{
+		p := &plan.Point{
 			Index: i,
 			Hash:  fmt.Sprintf("%016x", 0xa000+i),
 			Config: results.Config{
@@ -48,7 +50,7 @@ var testEnv = results.Env{Device: "NVIDIA H200", Arch: "sm_90", SMs: 132, ReadBW
 // recordsFor returns what a device "measured" for the plan: point 3 fails
 // its tolerance gate, every other one passes with a cold median of
 // (i+1)·10 µs.
-func recordsFor(pl *Plan) []results.Record {
+func recordsFor(pl *plan.Plan) []results.Record {
 	var recs []results.Record
 	for i, p := range pl.Points {
 		r := results.Record{Hash: p.Hash, Config: p.Config, Env: testEnv, Status: results.StatusOK,
@@ -105,7 +107,7 @@ func recHashes(recs []results.Record) []string {
 	return out
 }
 
-func planHashes(pl *Plan, idx ...int) []string {
+func planHashes(pl *plan.Plan, idx ...int) []string {
 	var out []string
 	for _, i := range idx {
 		out = append(out, pl.Points[i].Hash)
@@ -123,7 +125,7 @@ func same(t *testing.T, what string, got, want []string) {
 func TestRunFull(t *testing.T) {
 	pl := testPlan(6)
 	e := newRunEnv(t)
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	sum, err := Run(context.Background(), rp, pl, e.opts())
 	if err != nil {
 		t.Fatal(err)
@@ -154,11 +156,11 @@ func TestRunFull(t *testing.T) {
 func TestRunResumeSkipsRecorded(t *testing.T) {
 	pl := testPlan(4)
 	e := newRunEnv(t)
-	first, err := Run(context.Background(), NewReplay(recordsFor(pl)), pl, e.opts())
+	first, err := Run(context.Background(), replay.New(recordsFor(pl)), pl, e.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	e.log.Reset()
 	sum, err := Run(context.Background(), rp, pl, e.opts())
 	if err != nil {
@@ -183,11 +185,11 @@ func TestRunResumeSkipsRecorded(t *testing.T) {
 func TestRunForceRuns(t *testing.T) {
 	pl := testPlan(3)
 	e := newRunEnv(t)
-	first, err := Run(context.Background(), NewReplay(recordsFor(pl)), pl, e.opts())
+	first, err := Run(context.Background(), replay.New(recordsFor(pl)), pl, e.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	later := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 	rp.Clock = func() time.Time { return later }
 	opts := e.opts()
@@ -212,9 +214,9 @@ func TestRunCancelMidRun(t *testing.T) {
 	e := newRunEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	// Interrupt while the third point is in flight.
-	rp.Hook = func(call int, p *Point) {
+	rp.Hook = func(call int, p *plan.Point) {
 		if call == 3 {
 			cancel()
 		}
@@ -235,7 +237,7 @@ func TestRunCancelMidRun(t *testing.T) {
 	}
 
 	// Resuming runs exactly what is missing.
-	rp2 := NewReplay(recordsFor(pl))
+	rp2 := replay.New(recordsFor(pl))
 	sum, err = Run(context.Background(), rp2, pl, e.opts())
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +252,7 @@ func TestRunCancelMidRun(t *testing.T) {
 func TestRunCrashLosesOnlyTornPoint(t *testing.T) {
 	pl := testPlan(5)
 	e := newRunEnv(t)
-	if _, err := Run(context.Background(), NewReplay(recordsFor(pl)), pl, e.opts()); err != nil {
+	if _, err := Run(context.Background(), replay.New(recordsFor(pl)), pl, e.opts()); err != nil {
 		t.Fatal(err)
 	}
 	// A kill -9 during the last write: the last line is cut in half.
@@ -265,7 +267,7 @@ func TestRunCrashLosesOnlyTornPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	sum, err := Run(context.Background(), rp, pl, e.opts())
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +289,7 @@ func TestRunCrashLosesOnlyTornPoint(t *testing.T) {
 func TestRunBackendErrorStops(t *testing.T) {
 	pl := testPlan(5)
 	e := newRunEnv(t)
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	rp.FailAt = 3
 	sum, err := Run(context.Background(), rp, pl, e.opts())
 	if err == nil || !strings.Contains(err.Error(), "backend died at call 3") {
@@ -308,16 +310,16 @@ func TestRunBackendErrorStops(t *testing.T) {
 }
 
 // deadBackend dies without a record on its first Run.
-type deadBackend struct{ Replay }
+type deadBackend struct{ replay.Backend }
 
-func (d *deadBackend) Run(ctx context.Context, p *Point) (results.Record, error) {
+func (d *deadBackend) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
 	return results.Record{}, errors.New("context lost")
 }
 
 func TestRunBackendErrorWithoutRecord(t *testing.T) {
 	pl := testPlan(2)
 	e := newRunEnv(t)
-	b := &deadBackend{*NewReplay(recordsFor(pl))}
+	b := &deadBackend{*replay.New(recordsFor(pl))}
 	_, err := Run(context.Background(), b, pl, e.opts())
 	if err == nil || !strings.Contains(err.Error(), "context lost") {
 		t.Fatalf("error %v", err)
@@ -334,7 +336,7 @@ func TestRunNotRecordedReplay(t *testing.T) {
 	pl := testPlan(3)
 	e := newRunEnv(t)
 	recs := recordsFor(pl)
-	sum, err := Run(context.Background(), NewReplay(recs[:2]), pl, e.opts())
+	sum, err := Run(context.Background(), replay.New(recs[:2]), pl, e.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,14 +351,14 @@ func TestRunNotRecordedReplay(t *testing.T) {
 
 func TestRunFilter(t *testing.T) {
 	pl := testPlan(6)
-	f, err := ParseFilter("variant=d2, SPLITS=64")
+	f, err := plan.ParseFilter("variant=d2, SPLITS=64")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := newRunEnv(t)
 	opts := e.opts()
 	opts.Filter = f.Match
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	sum, err := Run(context.Background(), rp, pl, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -381,7 +383,7 @@ func TestFilterParseAndCheck(t *testing.T) {
 		{expr: "variant=r4", wantErr: `selects none of the 6 points`},
 	}
 	for _, c := range cases {
-		f, err := ParseFilter(c.expr)
+		f, err := plan.ParseFilter(c.expr)
 		if err != nil {
 			t.Fatalf("%s: %v", c.expr, err)
 		}
@@ -406,18 +408,18 @@ func TestFilterParseAndCheck(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "variant", "=d2", "SPLITS="} {
-		if _, err := ParseFilter(bad); err == nil {
-			t.Errorf("ParseFilter(%q) accepted", bad)
+		if _, err := plan.ParseFilter(bad); err == nil {
+			t.Errorf("plan.ParseFilter(%q) accepted", bad)
 		}
 	}
 }
 
 func TestParseProbes(t *testing.T) {
-	got, err := ParseProbes("hot, cold,hot")
+	got, err := results.ParseProbes("hot, cold,hot")
 	if err != nil || !reflect.DeepEqual(got, []results.Probe{results.ProbeHot, results.ProbeCold}) {
 		t.Errorf("got %v, %v", got, err)
 	}
-	if _, err := ParseProbes("cold,warm"); err == nil || !strings.Contains(err.Error(), `"warm"`) {
+	if _, err := results.ParseProbes("cold,warm"); err == nil || !strings.Contains(err.Error(), `"warm"`) {
 		t.Errorf("unknown probe: %v", err)
 	}
 }
@@ -425,10 +427,10 @@ func TestParseProbes(t *testing.T) {
 func TestOverrideRehashesChangedPoints(t *testing.T) {
 	pl := testPlan(2)
 	orig := planHashes(pl, 0, 1)
-	Override{Probes: []results.Probe{results.ProbeCold}}.Apply(pl.Points)
+	plan.Override{Probes: []results.Probe{results.ProbeCold}}.Apply(pl.Points)
 	same(t, "hashes after a no-op override", planHashes(pl, 0, 1), orig)
 
-	Override{NoGates: true}.Apply(pl.Points)
+	plan.Override{NoGates: true}.Apply(pl.Points)
 	h1 := planHashes(pl, 0, 1)
 	if h1[0] == orig[0] || h1[1] == orig[1] || h1[0] == h1[1] || len(h1[0]) != len(orig[0]) {
 		t.Errorf("no-gates hashes %v from %v: want new, distinct, same length", h1, orig)
@@ -439,10 +441,10 @@ func TestOverrideRehashesChangedPoints(t *testing.T) {
 	// Deterministic: the same override on the same point gives the same
 	// hash, so a no-gates sweep resumes like any other.
 	pl2 := testPlan(2)
-	Override{NoGates: true}.Apply(pl2.Points)
+	plan.Override{NoGates: true}.Apply(pl2.Points)
 	same(t, "second derivation", planHashes(pl2, 0, 1), h1)
 
-	Override{Probes: []results.Probe{results.ProbeHot}}.Apply(pl.Points)
+	plan.Override{Probes: []results.Probe{results.ProbeHot}}.Apply(pl.Points)
 	if pl.Points[0].Hash == h1[0] || pl.Points[0].Probes[0] != results.ProbeHot {
 		t.Error("probe override did not change the point")
 	}
@@ -457,7 +459,7 @@ func TestProgressGolden(t *testing.T) {
 		opts := e.opts()
 		opts.IsTTY = tty
 		recs := recordsFor(pl)
-		if _, err := Run(context.Background(), NewReplay(recs[:5]), pl, opts); err != nil {
+		if _, err := Run(context.Background(), replay.New(recs[:5]), pl, opts); err != nil {
 			t.Fatal(err)
 		}
 		name := "progress_lines.golden"
@@ -476,7 +478,7 @@ func TestRunUnencodableRecordBecomesError(t *testing.T) {
 	e := newRunEnv(t)
 	recs := recordsFor(pl)
 	recs[1].Probes[0].Summary.RelNoise = math.Inf(1)
-	sum, err := Run(context.Background(), NewReplay(recs), pl, e.opts())
+	sum, err := Run(context.Background(), replay.New(recs), pl, e.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +491,7 @@ func TestRunUnencodableRecordBecomesError(t *testing.T) {
 
 func TestReplayReturnsIndependentCopies(t *testing.T) {
 	pl := testPlan(1)
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	a, _ := rp.Run(context.Background(), pl.Points[0])
 	a.Probes[0].SamplesNS[0] = -1
 	a.Gates[0].Pass = false

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 )
 
 // A Shard is one of Count deterministic parts of a plan, for spreading a
@@ -50,14 +51,14 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 // Filter returns the selector of s's points among all, the whole plan
 // (before any --only, so that a filter and a shard compose the same way
 // on every machine).
-func (s Shard) Filter(all []*Point) func(*Point) bool {
+func (s Shard) Filter(all []*plan.Point) func(*plan.Point) bool {
 	group := map[string]int{}
 	for _, p := range all {
 		if _, ok := group[p.GateKey]; !ok {
 			group[p.GateKey] = len(group)
 		}
 	}
-	return func(p *Point) bool {
+	return func(p *plan.Point) bool {
 		g, ok := group[p.GateKey]
 		return ok && g%s.Count == s.Index
 	}
@@ -67,7 +68,7 @@ func (s Shard) Filter(all []*Point) func(*Point) bool {
 // over its point hashes in order. Shards of one sweep share it; a spec
 // edited between two shards' runs, other kernel sources, another
 // architecture or other overrides give another.
-func PlanHash(points []*Point) string {
+func PlanHash(points []*plan.Point) string {
 	h := sha256.New()
 	for _, p := range points {
 		h.Write([]byte(p.Hash))

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/replay"
 )
 
 // groupedPlan builds a plan of groups gate groups of nkvs points each, in
 // plan order: the points of a group are consecutive and share a GateKey.
-func groupedPlan(groups, nkvs int) *Plan {
+func groupedPlan(groups, nkvs int) *plan.Plan {
 	pl := testPlan(groups * nkvs)
 	for i, p := range pl.Points {
 		p.GateKey = "g" + string(rune('a'+i/nkvs))
@@ -94,14 +96,14 @@ func TestShardPartitionsByGateGroup(t *testing.T) {
 
 // sweepShards runs every shard of pl into its own directory with a Replay
 // backend and returns the directories.
-func sweepShards(t *testing.T, pl *Plan, n int) []string {
+func sweepShards(t *testing.T, pl *plan.Plan, n int) []string {
 	t.Helper()
 	base := t.TempDir()
 	var dirs []string
 	for i := range n {
 		dir := filepath.Join(base, "shard-"+string(rune('0'+i)))
 		sh := Shard{i, n}
-		if _, err := Run(context.Background(), NewReplay(recordsFor(pl)), pl,
+		if _, err := Run(context.Background(), replay.New(recordsFor(pl)), pl,
 			RunOptions{Dir: dir, Filter: sh.Filter(pl.Points), Clock: fakeClock()}); err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +119,7 @@ func sweepShards(t *testing.T, pl *Plan, n int) []string {
 func TestMergeShardsEqualsUnsharded(t *testing.T) {
 	pl := groupedPlan(5, 2)
 	whole := t.TempDir()
-	if _, err := Run(context.Background(), NewReplay(recordsFor(pl)), pl, RunOptions{Dir: whole, Clock: fakeClock()}); err != nil {
+	if _, err := Run(context.Background(), replay.New(recordsFor(pl)), pl, RunOptions{Dir: whole, Clock: fakeClock()}); err != nil {
 		t.Fatal(err)
 	}
 	want, _, err := results.ReadFile(results.FilePath(whole))

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 )
 
 // workerProtocol is the version carried by every response line.
@@ -44,8 +45,8 @@ const (
 )
 
 type workerRequest struct {
-	Op    workerOp `json:"op"`
-	Point *Point   `json:"point,omitempty"`
+	Op    workerOp    `json:"op"`
+	Point *plan.Point `json:"point,omitempty"`
 }
 
 type workerResponse struct {
@@ -65,7 +66,7 @@ type ServeOptions struct {
 	// (killed with SIGKILL), so that an orphaned worker spinning in a
 	// kernel does not hold the GPU forever. It is expected to exit the
 	// process.
-	Hung func(p *Point)
+	Hung func(p *plan.Point)
 	// HangAfter is the margin past a point's limit (Measure.TimeoutSec, or
 	// DefaultTimeout when unset) before Hung is called.
 	HangAfter time.Duration
@@ -75,7 +76,7 @@ type ServeOptions struct {
 const DefaultTimeout = 120 * time.Second
 
 // pointLimit is the time a point may take, gates included.
-func pointLimit(p *Point) time.Duration {
+func pointLimit(p *plan.Point) time.Duration {
 	if p.Measure.TimeoutSec > 0 {
 		return time.Duration(p.Measure.TimeoutSec * float64(time.Second))
 	}
@@ -86,7 +87,7 @@ func pointLimit(p *Point) time.Duration {
 // answers the requests read from in on out (see the protocol above) and
 // returns when in ends (nil) or when the backend can no longer run points
 // (the error, after telling the parent). The backend is closed on return.
-func Serve(ctx context.Context, open func() (Backend, error), in io.Reader, out io.Writer, opts ServeOptions) error {
+func Serve(ctx context.Context, open func() (plan.Backend, error), in io.Reader, out io.Writer, opts ServeOptions) error {
 	b, openErr := open()
 	if b != nil {
 		defer b.Close()
@@ -123,7 +124,7 @@ func Serve(ctx context.Context, open func() (Backend, error), in io.Reader, out 
 }
 
 // serveOne answers one request.
-func serveOne(ctx context.Context, b Backend, req workerRequest, opts ServeOptions) (workerResponse, error) {
+func serveOne(ctx context.Context, b plan.Backend, req workerRequest, opts ServeOptions) (workerResponse, error) {
 	switch req.Op {
 	case opEnv:
 		env, err := b.Env(ctx)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/replay"
 )
 
 // requests encodes a worker's input.
@@ -51,10 +53,10 @@ func responses(t *testing.T, out string) []workerResponse {
 func TestServeAnswersInOrder(t *testing.T) {
 	pl := testPlan(3)
 	pl.Points[1].Twin = pl.Points[0] // travels with its twin
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	in := requests(t, workerRequest{Op: opEnv}, workerRequest{Op: opRun, Point: pl.Points[1]}, workerRequest{Op: opRun, Point: pl.Points[2]})
 	var out strings.Builder
-	err := Serve(context.Background(), func() (Backend, error) { return rp, nil }, in, &out, ServeOptions{})
+	err := Serve(context.Background(), func() (plan.Backend, error) { return rp, nil }, in, &out, ServeOptions{})
 	if err != nil {
 		t.Fatalf("Serve at the end of its input: %v", err)
 	}
@@ -75,11 +77,11 @@ func TestServeAnswersInOrder(t *testing.T) {
 
 func TestServeFatalEndsTheWorker(t *testing.T) {
 	pl := testPlan(3)
-	rp := NewReplay(recordsFor(pl))
+	rp := replay.New(recordsFor(pl))
 	rp.FailAt = 1
 	in := requests(t, workerRequest{Op: opRun, Point: pl.Points[0]}, workerRequest{Op: opRun, Point: pl.Points[1]})
 	var out strings.Builder
-	err := Serve(context.Background(), func() (Backend, error) { return rp, nil }, in, &out, ServeOptions{})
+	err := Serve(context.Background(), func() (plan.Backend, error) { return rp, nil }, in, &out, ServeOptions{})
 	if err == nil || !strings.Contains(err.Error(), "backend died") {
 		t.Fatalf("Serve after a fatal point: %v", err)
 	}
@@ -94,7 +96,7 @@ func TestServeOpenFailure(t *testing.T) {
 	in := requests(t, workerRequest{Op: opEnv})
 	var out strings.Builder
 	openErr := errors.New("opening the CUDA driver: libcuda.so.1: cannot open shared object file")
-	err := Serve(context.Background(), func() (Backend, error) { return nil, openErr }, in, &out, ServeOptions{})
+	err := Serve(context.Background(), func() (plan.Backend, error) { return nil, openErr }, in, &out, ServeOptions{})
 	if !errors.Is(err, openErr) {
 		t.Fatalf("Serve = %v, want the open error", err)
 	}
@@ -106,13 +108,13 @@ func TestServeOpenFailure(t *testing.T) {
 
 func TestServeBadRequest(t *testing.T) {
 	var out strings.Builder
-	err := Serve(context.Background(), func() (Backend, error) { return NewReplay(nil), nil },
+	err := Serve(context.Background(), func() (plan.Backend, error) { return replay.New(nil), nil },
 		strings.NewReader("{\"op\":\"run\"}\n"), &out, ServeOptions{})
 	if err == nil || !strings.Contains(err.Error(), "without a point") {
 		t.Fatalf("Serve of a run without a point: %v", err)
 	}
 	out.Reset()
-	err = Serve(context.Background(), func() (Backend, error) { return NewReplay(nil), nil },
+	err = Serve(context.Background(), func() (plan.Backend, error) { return replay.New(nil), nil },
 		strings.NewReader("not json\n"), &out, ServeOptions{})
 	if err == nil || len(responses(t, out.String())) != 1 {
 		t.Fatalf("Serve of a garbled line: %v, output %q", err, out.String())
@@ -120,16 +122,16 @@ func TestServeBadRequest(t *testing.T) {
 }
 
 // nanBackend returns records JSON cannot carry; slowBackend takes its time.
-type nanBackend struct{ *Replay }
+type nanBackend struct{ *replay.Backend }
 
-func (nanBackend) Run(ctx context.Context, p *Point) (results.Record, error) {
+func (nanBackend) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
 	return results.Record{Hash: p.Hash, Config: p.Config, Status: results.StatusOK, WallSec: math.Inf(1)}, nil
 }
 
 func TestServeUnencodableRecord(t *testing.T) {
 	pl := testPlan(1)
 	var out strings.Builder
-	err := Serve(context.Background(), func() (Backend, error) { return nanBackend{NewReplay(nil)}, nil },
+	err := Serve(context.Background(), func() (plan.Backend, error) { return nanBackend{replay.New(nil)}, nil },
 		requests(t, workerRequest{Op: opRun, Point: pl.Points[0]}), &out, ServeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -142,11 +144,11 @@ func TestServeUnencodableRecord(t *testing.T) {
 }
 
 type slowBackend struct {
-	Replay
+	replay.Backend
 	d time.Duration
 }
 
-func (s *slowBackend) Run(ctx context.Context, p *Point) (results.Record, error) {
+func (s *slowBackend) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
 	time.Sleep(s.d)
 	return results.Record{Hash: p.Hash, Status: results.StatusOK}, nil
 }
@@ -156,11 +158,11 @@ func TestServeHungGuard(t *testing.T) {
 	pl.Points[0].Measure.TimeoutSec = 0.05
 	pl.Points[1].Measure.TimeoutSec = 10
 	var hung atomic.Value
-	opts := ServeOptions{HangAfter: 50 * time.Millisecond, Hung: func(p *Point) { hung.Store(p.Hash) }}
+	opts := ServeOptions{HangAfter: 50 * time.Millisecond, Hung: func(p *plan.Point) { hung.Store(p.Hash) }}
 	var out strings.Builder
 	// Point 0 overruns its 50 ms limit plus the margin; point 1 is well
 	// within its own.
-	err := Serve(context.Background(), func() (Backend, error) { return &slowBackend{d: 300 * time.Millisecond}, nil },
+	err := Serve(context.Background(), func() (plan.Backend, error) { return &slowBackend{d: 300 * time.Millisecond}, nil },
 		requests(t, workerRequest{Op: opRun, Point: pl.Points[0]}, workerRequest{Op: opRun, Point: pl.Points[1]}), &out, opts)
 	if err != nil {
 		t.Fatal(err)

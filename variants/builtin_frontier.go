@@ -21,12 +21,12 @@ import (
 // kv_heads x batch, a seventh of the seeds' at group 7, so a single sequence
 // needs far more splits to fill 132 SMs; the partial buffer and the combine
 // bound it at 256.
-var frontierSplits = DefineSpec{Name: "SPLITS", Default: "64", Min: 1, Max: 256,
+var frontierSplits = DefineSpec{Name: results.DefineSplits, Default: "64", Min: 1, Max: 256,
 	Doc: "KV splits per (KV head, sequence); how many are used follows nkv (MINROWS)"}
 
 // gqaSplits is gqa's SPLITS: with 8 warps a block, 32 splits measured as
 // fast as 64 at batch 1 and faster at batch 16 (fewer partials to combine).
-var gqaSplits = DefineSpec{Name: "SPLITS", Default: "32", Min: 1, Max: 256, Doc: frontierSplits.Doc}
+var gqaSplits = DefineSpec{Name: results.DefineSplits, Default: "32", Min: 1, Max: 256, Doc: frontierSplits.Doc}
 
 // minrowsDefine is the smallest split worth its fixed costs.
 var minrowsDefine = DefineSpec{Name: "MINROWS", Default: "128", Min: 1, Max: 1 << 20,
@@ -54,7 +54,7 @@ var ldhDefine = DefineSpec{Name: "LDH", Default: "0", Max: 1,
 var gqaWarps = warpsDefine
 
 var (
-	groupGrid  = [3]string{"SPLITS", "kv_heads", "batch"}
+	groupGrid  = [3]string{results.DefineSplits, "kv_heads", "batch"}
 	groupBlock = [3]string{"32*WARPS", "1", "1"}
 )
 
@@ -125,7 +125,7 @@ func checkMMAFusedKernel(s results.Shape, defines map[string]string) error {
 	if err := checkMMAKernel(s, defines); err != nil {
 		return err
 	}
-	splits, err := defineInt(defines, "SPLITS", 64)
+	splits, err := defineInt(defines, results.DefineSplits, 64)
 	if err != nil {
 		return err
 	}

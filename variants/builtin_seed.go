@@ -12,7 +12,7 @@ import (
 // partial slot per (split, head, sequence) and share kernels/combine.cuh.
 
 // splitsDefine is the SPLITS define every kernel takes.
-var splitsDefine = DefineSpec{Name: "SPLITS", Default: "32", Min: 1,
+var splitsDefine = DefineSpec{Name: results.DefineSplits, Default: "32", Min: 1,
 	Doc: "KV splits per (head, sequence): partial slots merged by attn_combine"}
 
 // nrDefine is the row window of the lane-owns-dims kernels.
@@ -24,7 +24,7 @@ var ringDefine = DefineSpec{Name: "RING", Default: "2", Min: 2, Max: 4,
 	Doc: "cp.async ring stages (windows of K and V in flight)"}
 
 var (
-	warpGrid  = [3]string{"SPLITS", "heads", "batch"}
+	warpGrid  = [3]string{results.DefineSplits, "heads", "batch"}
 	warpBlock = [3]string{"32", "1", "1"}
 )
 

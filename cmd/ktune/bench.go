@@ -20,6 +20,7 @@ import (
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/probe"
 	"github.com/ktune/ktune/sweep"
 )
@@ -27,12 +28,12 @@ import (
 // sweepDeps are the outside world of the sweep command, passed in so that
 // a test can run the command with a replay backend.
 type sweepDeps struct {
-	open  func(backendSpec) (sweep.Backend, error)
+	open  func(backendSpec) (plan.Backend, error)
 	isTTY func(io.Writer) bool
 	// precompile starts compiling the kernels of the points about to run,
 	// for the architecture arch, and returns the function that stops it
 	// and reports what it did; nil compiles nothing ahead.
-	precompile func(arch string, todo []*sweep.Point, log io.Writer) (stop func() sweep.CompileStats, err error)
+	precompile func(arch string, todo []*plan.Point, log io.Writer) (stop func() sweep.CompileStats, err error)
 }
 
 // backendSpec says what runs a sweep's points.
@@ -47,7 +48,7 @@ type backendSpec struct {
 
 // openBackend returns a pool of worker processes, one per device, or the
 // CUDA backend itself with --in-process.
-func openBackend(s backendSpec) (sweep.Backend, error) {
+func openBackend(s backendSpec) (plan.Backend, error) {
 	if s.inProcess {
 		var blog io.Writer = io.Discard
 		if s.verbose {
@@ -81,7 +82,7 @@ func openBackend(s backendSpec) (sweep.Backend, error) {
 
 // precompile compiles the kernels of todo into the shared CUBIN cache on
 // every CPU core while the workers measure; it needs NVRTC but no GPU.
-func precompile(arch string, todo []*sweep.Point, log io.Writer) (func() sweep.CompileStats, error) {
+func precompile(arch string, todo []*plan.Point, log io.Writer) (func() sweep.CompileStats, error) {
 	pc, err := probe.StartPrecompile(todo, probe.PrecompileOptions{Arch: arch, Log: log})
 	if err != nil {
 		return nil, err
@@ -89,7 +90,7 @@ func precompile(arch string, todo []*sweep.Point, log io.Writer) (func() sweep.C
 	return pc.Stop, nil
 }
 
-func openProbe(o probe.Options) (sweep.Backend, error) {
+func openProbe(o probe.Options) (plan.Backend, error) {
 	b, err := probe.New(o)
 	if err != nil {
 		return nil, err
@@ -142,10 +143,10 @@ func (f *backendFlags) backend(fs *flag.FlagSet, log io.Writer) (backendSpec, er
 // command shares (progress, log, precompiler).
 type bench struct {
 	spec    *spec.Spec
-	plan    *sweep.Plan
+	plan    *plan.Plan
 	env     results.Env
 	where   string // the devices, for messages
-	backend sweep.Backend
+	backend plan.Backend
 	opts    sweep.RunOptions
 	closers []func()
 }
@@ -162,12 +163,12 @@ func (bn *bench) close() {
 // when set) are validated before the GPU is touched: a mistake in the file
 // is reported in a second, on any machine.
 func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlags, bs backendSpec, deps sweepDeps,
-	check func(draft *sweep.Plan) error) (*bench, error) {
+	check func(draft *plan.Plan) error) (*bench, error) {
 	s, err := spec.Load(path)
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
-	draft, err := sweep.Build(s, "")
+	draft, err := plan.Build(s, "")
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
@@ -207,7 +208,7 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 		bn.close()
 		return nil, interruptedOr(ctx, fmt.Errorf("describing %s: %w"+needs, bn.where, err))
 	}
-	if bn.plan, err = sweep.Build(s, bn.env.Arch); err != nil {
+	if bn.plan, err = plan.Build(s, bn.env.Arch); err != nil {
 		bn.close()
 		return nil, withCode(exitUsage, err)
 	}
@@ -220,7 +221,7 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 	}
 	if deps.precompile != nil {
 		arch := bn.env.Arch
-		bn.opts.Precompile = func(todo []*sweep.Point) func() sweep.CompileStats {
+		bn.opts.Precompile = func(todo []*plan.Point) func() sweep.CompileStats {
 			stop, err := deps.precompile(arch, todo, stderr)
 			if err != nil {
 				fmt.Fprintf(stderr, "warning: %v; each point compiles its kernels when it runs\n", err)

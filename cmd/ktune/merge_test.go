@@ -13,6 +13,8 @@ import (
 
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/replay"
 	"github.com/ktune/ktune/sweep"
 )
 
@@ -116,8 +118,8 @@ func TestMergeUsage(t *testing.T) {
 func TestShardedSweepMerges(t *testing.T) {
 	env := results.Env{Device: "NVIDIA H200", Arch: "sm_90", ReadBWGBps: 4560}
 	deps := sweepDeps{
-		open: func(backendSpec) (sweep.Backend, error) {
-			return sweep.NewReplay([]results.Record{{Hash: "0000000000000000", Env: env}}), nil
+		open: func(backendSpec) (plan.Backend, error) {
+			return replay.New([]results.Record{{Hash: "0000000000000000", Env: env}}), nil
 		},
 		isTTY: func(io.Writer) bool { return false },
 	}
@@ -145,7 +147,7 @@ func TestShardedSweepMerges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := sweep.Build(s, env.Arch)
+	plan, err := plan.Build(s, env.Arch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestShardedSweepMerges(t *testing.T) {
 
 func TestSweepDeviceFlags(t *testing.T) {
 	deps := sweepDeps{
-		open:  func(backendSpec) (sweep.Backend, error) { t.Fatal("opened a backend"); return nil, nil },
+		open:  func(backendSpec) (plan.Backend, error) { t.Fatal("opened a backend"); return nil, nil },
 		isTTY: func(io.Writer) bool { return false },
 	}
 	for _, args := range [][]string{

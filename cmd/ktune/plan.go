@@ -8,7 +8,7 @@ import (
 	"io/fs"
 
 	"github.com/ktune/ktune/internal/spec"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/plan"
 )
 
 func init() {
@@ -71,7 +71,7 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 		}
 		return err
 	}
-	p, err := sweep.Build(s, *arch)
+	p, err := plan.Build(s, *arch)
 	if err != nil {
 		return fmt.Errorf("planning %s: %w", paths[0], err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/report"
 	"github.com/ktune/ktune/sweep"
 )
@@ -136,16 +137,16 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	if f.out == "" {
 		return usageErrorf("sweep wants -o DIR: the directory of results.jsonl (ktune help sweep)")
 	}
-	var over sweep.Override
+	var over plan.Override
 	over.NoGates = f.noGates
 	if f.probes != "" {
-		if over.Probes, err = sweep.ParseProbes(f.probes); err != nil {
+		if over.Probes, err = results.ParseProbes(f.probes); err != nil {
 			return usageErrorf("--probes: %v", err)
 		}
 	}
-	var filter *sweep.Filter
+	var filter *plan.Filter
 	if f.only != "" {
-		if filter, err = sweep.ParseFilter(f.only); err != nil {
+		if filter, err = plan.ParseFilter(f.only); err != nil {
 			return usageErrorf("--only: %v", err)
 		}
 	}
@@ -162,7 +163,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 		shard = &sh
 	}
 
-	bn, err := openBench(ctx, stderr, pos[0], f.backendFlags, bs, deps, func(draft *sweep.Plan) error {
+	bn, err := openBench(ctx, stderr, pos[0], f.backendFlags, bs, deps, func(draft *plan.Plan) error {
 		if filter != nil {
 			if err := filter.Check(draft.Points); err != nil {
 				return usageErrorf("--only: %v", err)
@@ -174,14 +175,14 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 		return err
 	}
 	defer bn.close()
-	s, plan, env, where := bn.spec, bn.plan, bn.env, bn.where
-	over.Apply(plan.Points)
+	s, pl, env, where := bn.spec, bn.plan, bn.env, bn.where
+	over.Apply(pl.Points)
 
 	// A shard is cut from the whole plan, before --only, so that every
 	// machine of a job array deals the same groups whatever it selects.
-	selected := func(*sweep.Point) bool { return true }
+	selected := func(*plan.Point) bool { return true }
 	if shard != nil {
-		m := &sweep.Manifest{Spec: s.Name, Plan: sweep.PlanHash(plan.Points), Points: len(plan.Points),
+		m := &sweep.Manifest{Spec: s.Name, Plan: sweep.PlanHash(pl.Points), Points: len(pl.Points),
 			Count: shard.Count, Shards: []int{shard.Index}}
 		if err := sweep.CheckManifest(f.out, m); err != nil {
 			return usageErrorf("--shard %s: %v", shard, err)
@@ -189,12 +190,12 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 		if err := sweep.WriteManifest(f.out, m); err != nil {
 			return err
 		}
-		selected = shard.Filter(plan.Points)
+		selected = shard.Filter(pl.Points)
 	}
-	fmt.Fprintf(stderr, "%s: %d points", pos[0], len(plan.Points))
+	fmt.Fprintf(stderr, "%s: %d points", pos[0], len(pl.Points))
 	if shard != nil {
 		n := 0
-		for _, p := range plan.Points {
+		for _, p := range pl.Points {
 			if selected(p) {
 				n++
 			}
@@ -203,14 +204,14 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	}
 	if filter != nil {
 		n := 0
-		for _, p := range plan.Points {
+		for _, p := range pl.Points {
 			if selected(p) && filter.Match(p) {
 				n++
 			}
 		}
 		fmt.Fprintf(stderr, ", %d selected by --only", n)
 	}
-	if n := len(plan.Skipped); n > 0 {
+	if n := len(pl.Skipped); n > 0 {
 		fmt.Fprintf(stderr, " (%d configurations the kernels cannot run are left out)", n)
 	}
 	fmt.Fprintf(stderr, " on %s (%s, %s) into %s\n", env.Device, env.Arch, where, results.FilePath(f.out))
@@ -219,11 +220,11 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	opts.Force = f.force
 	switch {
 	case filter != nil:
-		opts.Filter = func(p *sweep.Point) bool { return selected(p) && filter.Match(p) }
+		opts.Filter = func(p *plan.Point) bool { return selected(p) && filter.Match(p) }
 	case shard != nil:
 		opts.Filter = selected
 	}
-	sum, runErr := sweep.Run(ctx, bn.backend, plan, opts)
+	sum, runErr := sweep.Run(ctx, bn.backend, pl, opts)
 	printRunSummary(stdout, stderr, sum, f.out, true)
 	if runErr != nil {
 		return interruptedOr(ctx, runErr)

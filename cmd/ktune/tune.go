@@ -13,7 +13,7 @@ import (
 
 	"github.com/ktune/ktune/internal/dispatch"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/search"
 )
 
 func init() {
@@ -146,11 +146,11 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	fs.Lookup("o").Usage = "`DIR` of the results and of dispatch.yaml and dispatch.h (required)"
 	fs.Var(&f.from, "from", "export only, from this results file or sweep directory (repeatable; more may follow as arguments)")
 	fs.StringVar(&f.probe, "probe", string(results.ProbeCold), "probe whose samples decide: cold or graph")
-	fs.StringVar(&f.search, "search", string(sweep.StrategyGrid), "search `STRATEGY`: grid, random or halving")
+	fs.StringVar(&f.search, "search", string(search.StrategyGrid), "search `STRATEGY`: grid, random or halving")
 	fs.IntVar(&f.samples, "samples", 0, "random: how many configurations to draw (`N`; the landed one is added)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random: the `SEED` of the draw")
-	fs.IntVar(&f.rounds, "rounds", sweep.DefaultRounds, "halving: at most `R` rounds, the last under the spec's stopping rule")
-	fs.Float64Var(&f.keep, "keep", sweep.DefaultKeep, "halving: keep a configuration whose median is within `F` (a fraction) of the best's")
+	fs.IntVar(&f.rounds, "rounds", search.DefaultRounds, "halving: at most `R` rounds, the last under the spec's stopping rule")
+	fs.Float64Var(&f.keep, "keep", search.DefaultKeep, "halving: keep a configuration whose median is within `F` (a fraction) of the best's")
 	fs.BoolVar(&f.force, "force", false, "measure again points already recorded in DIR (the new record supersedes)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), tuneUsage)
@@ -199,16 +199,16 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 // tuneSearch runs the search of one spec into f.out and exports its table.
 func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet, f *tuneFlags, p results.Probe, deps sweepDeps) error {
 	specPath := f.from.paths[0]
-	st, err := sweep.ParseStrategy(f.search)
+	st, err := search.ParseStrategy(f.search)
 	if err != nil {
 		return usageErrorf("tune: --search: %v", err)
 	}
 	switch {
-	case st == sweep.StrategyRandom && f.samples < 1:
+	case st == search.StrategyRandom && f.samples < 1:
 		return usageErrorf("tune: --search random wants --samples N (N ≥ 1 configurations to draw)")
-	case st != sweep.StrategyRandom && (flagSet(fs, "samples") || flagSet(fs, "seed")):
+	case st != search.StrategyRandom && (flagSet(fs, "samples") || flagSet(fs, "seed")):
 		return usageErrorf("tune: --samples and --seed belong to --search random")
-	case st != sweep.StrategyHalving && (flagSet(fs, "rounds") || flagSet(fs, "keep")):
+	case st != search.StrategyHalving && (flagSet(fs, "rounds") || flagSet(fs, "keep")):
 		return usageErrorf("tune: --rounds and --keep belong to --search halving")
 	case f.rounds < 1:
 		return usageErrorf("tune: --rounds %d: want at least 1", f.rounds)
@@ -224,14 +224,14 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 		return err
 	}
 	defer bn.close()
-	opts := sweep.SearchOptions{Strategy: st, Samples: f.samples, Seed: f.seed, Rounds: f.rounds, Keep: f.keep,
+	opts := search.SearchOptions{Strategy: st, Samples: f.samples, Seed: f.seed, Rounds: f.rounds, Keep: f.keep,
 		Probe: p, Run: bn.opts}
 	opts.Run.Force = f.force
 	fmt.Fprintf(stderr, "%s: %d points, %d configurations; %s search on %s (%s, %s) into %s\n",
-		specPath, len(bn.plan.Points), len(sweep.Configurations(bn.plan.Points)), st,
+		specPath, len(bn.plan.Points), len(search.Configurations(bn.plan.Points)), st,
 		bn.env.Device, bn.env.Arch, bn.where, results.FilePath(f.out))
 
-	res, runErr := sweep.Search(ctx, bn.backend, bn.plan, opts)
+	res, runErr := search.Search(ctx, bn.backend, bn.plan, opts)
 	if err := writeSearch(f.out, res); err != nil {
 		fmt.Fprintf(stderr, "ktune: %v\n", err)
 	}
@@ -258,7 +258,7 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 
 // writeSearch records what a search ran in dir/search.json: the seed of a
 // random draw, the rounds of halving and what each dropped.
-func writeSearch(dir string, res *sweep.SearchResult) error {
+func writeSearch(dir string, res *search.SearchResult) error {
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding the search log: %w", err)

@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/search"
 )
 
 const tuneSpec = "../../experiments/slice.yaml"
@@ -29,7 +30,7 @@ type modelled struct{ runs int }
 
 func (m *modelled) Env(context.Context) (results.Env, error) { return tuneEnv, nil }
 func (m *modelled) Close() error                             { return nil }
-func (m *modelled) Run(_ context.Context, p *sweep.Point) (results.Record, error) {
+func (m *modelled) Run(_ context.Context, p *plan.Point) (results.Record, error) {
 	m.runs++
 	splits := p.Config.Splits
 	penalty := map[int]float64{8: 1.6, 16: 1.2, 32: 1, 64: 1.01}[splits]
@@ -46,9 +47,9 @@ func (m *modelled) Run(_ context.Context, p *sweep.Point) (results.Record, error
 		Probes: []results.Measurement{{Probe: results.ProbeCold, SamplesNS: s, Converged: true}}}, nil
 }
 
-func tuneDeps(b sweep.Backend) sweepDeps {
+func tuneDeps(b plan.Backend) sweepDeps {
 	return sweepDeps{
-		open:  func(backendSpec) (sweep.Backend, error) { return b, nil },
+		open:  func(backendSpec) (plan.Backend, error) { return b, nil },
 		isTTY: func(io.Writer) bool { return false },
 	}
 }
@@ -92,7 +93,7 @@ func TestTuneSearchExportsAsFrom(t *testing.T) {
 					t.Errorf("%s after the search differs from tune --from:\n%s\n----\n%s", f, a, b)
 				}
 			}
-			var log sweep.SearchResult
+			var log search.SearchResult
 			if err := json.Unmarshal(readFile(t, filepath.Join(dir, "search.json")), &log); err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +110,7 @@ func TestTuneSearchExportsAsFrom(t *testing.T) {
 				if len(log.Rounds) < 2 || len(log.Rounds[0].Dropped) != 4 {
 					t.Errorf("halving rounds: %+v", log.Rounds)
 				}
-				if _, err := os.Stat(results.FilePath(sweep.ScreenDir(dir))); err != nil {
+				if _, err := os.Stat(results.FilePath(search.ScreenDir(dir))); err != nil {
 					t.Errorf("no screening records: %v", err)
 				}
 			}
@@ -156,7 +157,7 @@ func TestTuneGridEqualsSweep(t *testing.T) {
 
 func TestTuneUsageErrors(t *testing.T) {
 	deps := sweepDeps{
-		open:  func(backendSpec) (sweep.Backend, error) { t.Fatal("opened a backend"); return nil, nil },
+		open:  func(backendSpec) (plan.Backend, error) { t.Fatal("opened a backend"); return nil, nil },
 		isTTY: func(io.Writer) bool { return false },
 	}
 	for _, args := range [][]string{

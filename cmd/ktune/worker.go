@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/probe"
 	"github.com/ktune/ktune/sweep"
 )
@@ -49,7 +50,7 @@ Flags:
 const workerHangMargin = 60 * time.Second
 
 func runWorker(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string,
-	open func(probe.Options) (sweep.Backend, error)) error {
+	open func(probe.Options) (plan.Backend, error)) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	device := fs.Int("device", 0, "CUDA device `N`")
@@ -75,13 +76,13 @@ func runWorker(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, a
 	}
 	opts := sweep.ServeOptions{
 		HangAfter: workerHangMargin,
-		Hung: func(p *sweep.Point) {
+		Hung: func(p *plan.Point) {
 			fmt.Fprintf(stderr, "ktune worker: point %s (%s) has run %gs past its limit with no one to stop it; exiting\n",
 				p.Hash, p.Config.Variant, workerHangMargin.Seconds())
 			os.Exit(exitError)
 		},
 	}
-	err := sweep.Serve(ctx, func() (sweep.Backend, error) {
+	err := sweep.Serve(ctx, func() (plan.Backend, error) {
 		b, err := open(probe.Options{Device: *device, SASSDir: *sass, CacheDir: *cache, Log: blog})
 		if err != nil {
 			return nil, fmt.Errorf("opening CUDA device %d: %w", *device, err)

@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/probe"
-	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/replay"
 )
 
 func TestWorkerCommand(t *testing.T) {
@@ -18,11 +19,11 @@ func TestWorkerCommand(t *testing.T) {
 	rec := results.Record{Hash: "aaaa000000000001", Env: env, Status: results.StatusOK,
 		Config: results.Config{Spec: "slice", Variant: "d2"}}
 	var opened probe.Options
-	open := func(o probe.Options) (sweep.Backend, error) {
+	open := func(o probe.Options) (plan.Backend, error) {
 		opened = o
-		return sweep.NewReplay([]results.Record{rec}), nil
+		return replay.New([]results.Record{rec}), nil
 	}
-	pt, _ := json.Marshal(map[string]any{"op": "run", "point": &sweep.Point{Hash: rec.Hash, Config: rec.Config}})
+	pt, _ := json.Marshal(map[string]any{"op": "run", "point": &plan.Point{Hash: rec.Hash, Config: rec.Config}})
 	in := strings.NewReader("{\"op\":\"env\"}\n" + string(pt) + "\n")
 	var stdout, stderr bytes.Buffer
 	err := runWorker(context.Background(), in, &stdout, &stderr, []string{"--device", "1", "--sass", "out/sass"}, open)
@@ -40,7 +41,7 @@ func TestWorkerCommand(t *testing.T) {
 }
 
 func TestWorkerOpenFailure(t *testing.T) {
-	open := func(probe.Options) (sweep.Backend, error) { return nil, fmt.Errorf("libcuda.so.1: not found") }
+	open := func(probe.Options) (plan.Backend, error) { return nil, fmt.Errorf("libcuda.so.1: not found") }
 	var stdout, stderr bytes.Buffer
 	err := runWorker(context.Background(), strings.NewReader("{\"op\":\"env\"}\n"), &stdout, &stderr, []string{"--device", "2"}, open)
 	if err == nil || !strings.Contains(err.Error(), "opening CUDA device 2: libcuda.so.1: not found") {

@@ -87,14 +87,14 @@ type Shape struct {
 // Config is everything that determines a point's result. Its hash (with the
 // kernel sources, compile flags and architecture) is Record.Hash.
 type Config struct {
-	Spec    string   `json:"spec"`
-	Variant string   `json:"variant"`
-	Kernel  string   `json:"kernel"`  // built-in name or user .cu path as written in the spec
-	Defines []Define `json:"defines"` // sorted by name
-	Shape   Shape    `json:"shape"`
-	NKV     int      `json:"nkv"`               // context length of every sequence (batch>1: the longest; see Lengths)
-	Lengths []int    `json:"lengths,omitempty"` // per-sequence nkv when ragged
-	Splits  int      `json:"splits"`            // the SPLITS define, for tables
+	Spec    string  `json:"spec"`
+	Variant string  `json:"variant"`
+	Kernel  string  `json:"kernel"`  // built-in name or user .cu path as written in the spec
+	Defines Defines `json:"defines"` // sorted by name
+	Shape   Shape   `json:"shape"`
+	NKV     int     `json:"nkv"`               // context length of every sequence (batch>1: the longest; see Lengths)
+	Lengths []int   `json:"lengths,omitempty"` // per-sequence nkv when ragged
+	Splits  int     `json:"splits"`            // the SPLITS define, for tables
 
 	Grid         [3]int `json:"grid"`
 	Block        [3]int `json:"block"`

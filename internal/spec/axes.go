@@ -10,7 +10,7 @@ import (
 // Splits is the define every kernel takes: the number of KV splits per
 // head (part of the ABI, so it applies to built-ins whether or not they
 // declare it).
-const Splits = "SPLITS"
+const Splits = results.DefineSplits
 
 // takes reports whether variant v receives the define: a user kernel takes
 // every define, a built-in the ones it declares and SPLITS.
@@ -96,14 +96,9 @@ func Combinations(axes []Axis, fn func(vals []string) bool) {
 // Defines returns the define map of one combination of axes, with the
 // shape's HEAD_DIM and KV_F16 added.
 func (sh *Shape) Defines(axes []Axis, vals []string) map[string]string {
-	m := make(map[string]string, len(axes)+2)
+	m := results.ShapeDefines(sh.Results())
 	for i, ax := range axes {
 		m[ax.Name] = vals[i]
-	}
-	m["HEAD_DIM"] = strconv.Itoa(sh.HeadDim)
-	m["KV_F16"] = "0"
-	if sh.KVDtype == "f16" {
-		m["KV_F16"] = "1"
 	}
 	return m
 }

@@ -326,7 +326,7 @@ func (d *decoder) defineName(k *yaml.Node, where string) bool {
 	switch {
 	case !defineRE.MatchString(name):
 		d.errorf(k, "%s: %q is not a C identifier (it is passed as -D%s=…)", where, name, name)
-	case name == "HEAD_DIM" || name == "KV_F16":
+	case results.Derived(name):
 		d.errorf(k, "%s: %s is set from each shape (head_dim, kv_dtype); sweep shapes instead", where, name)
 	case name == "PSTR":
 		d.errorf(k, "%s: PSTR is fixed by the ABI (HEAD_DIM + 4)", where)
@@ -341,7 +341,7 @@ func (d *decoder) defineName(k *yaml.Node, where string) bool {
 // countDefines are the defines that count something and so must be
 // integers ≥ 1 for every kernel: SPLITS (KV splits per head, part of the
 // ABI) and NR (rows per register window, in every seed kernel).
-var countDefines = []string{"SPLITS", "NR"}
+var countDefines = []string{Splits, "NR"}
 
 // defineValues checks the values of a define and returns their text.
 func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.Node) []string {

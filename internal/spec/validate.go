@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ktune/ktune/internal/expr"
+	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/variants"
 )
 
@@ -216,7 +217,7 @@ func (d *decoder) geometry(s *Spec, w *where) {
 				return
 			}
 			for _, sym := range e.Symbols() {
-				if contains(Symbols, sym) || sym == "HEAD_DIM" || sym == "KV_F16" {
+				if contains(Symbols, sym) || results.Derived(sym) {
 					continue
 				}
 				ax := slices.IndexFunc(axes, func(a Axis) bool { return a.Name == sym })

@@ -1,4 +1,12 @@
-package sweep
+// Package plan turns a decoded spec into points: shape × variant × define
+// combination × nkv, each with everything that determines its result (the
+// source, compile flags, launch geometry, gate lengths, tolerances, the
+// measure settings) and one hash over all of it, computed in one place
+// (keys.go). It also defines the Backend interface that runs a point, so
+// that the CUDA backend (package probe), the replay backend (package
+// replay), the driver (package sweep) and the search strategies (package
+// search) share one vocabulary without depending on each other.
+package plan
 
 import (
 	"context"
@@ -104,8 +112,8 @@ func (g *Geometry) At(nkv int) ([3]int, error) {
 }
 
 // A Backend compiles, gates and measures points. The CUDA backend lives in
-// package probe; the replay backend in this package serves recorded results
-// so that the sweep logic is testable without a GPU.
+// package probe; package replay serves recorded results so that the sweep,
+// search and gate logic run without a GPU.
 type Backend interface {
 	// Env describes the device; it measures the read bandwidth once.
 	Env(ctx context.Context) (results.Env, error)

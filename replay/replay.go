@@ -1,4 +1,7 @@
-package sweep
+// Package replay is a plan.Backend that serves recorded results instead of
+// measuring, so that the sweep, resume, search and gate logic run end to
+// end without a GPU.
+package replay
 
 import (
 	"context"
@@ -8,12 +11,13 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 )
 
-// A Replay is a Backend that serves recorded results instead of measuring:
+// A Backend is a plan.Backend that serves recorded results instead of measuring:
 // it lets the sweep, resume and gate logic run end to end without a GPU,
 // and it can play a dying backend or an interrupt at a chosen point.
-type Replay struct {
+type Backend struct {
 	recs map[string]results.Record
 	env  results.Env
 	has  bool // env is set: there was at least one record
@@ -28,17 +32,17 @@ type Replay struct {
 	// Hook, if set, is called by every Run just before it returns, with
 	// the 1-based call number; a test cancels its context from here to
 	// interrupt a sweep mid-point.
-	Hook func(call int, p *Point)
+	Hook func(call int, p *plan.Point)
 	// Clock stamps the returned records; nil means time.Now.
 	Clock func() time.Time
 
 	calls []string // hashes asked for, in order
 }
 
-// NewReplay returns a Replay serving recs; a later record of a hash
+// NewReplay returns a Backend serving recs; a later record of a hash
 // replaces an earlier one, as in a results file.
-func NewReplay(recs []results.Record) *Replay {
-	r := &Replay{recs: make(map[string]results.Record, len(recs))}
+func New(recs []results.Record) *Backend {
+	r := &Backend{recs: make(map[string]results.Record, len(recs))}
 	for _, rec := range recs {
 		r.recs[rec.Hash] = rec
 	}
@@ -48,11 +52,11 @@ func NewReplay(recs []results.Record) *Replay {
 	return r
 }
 
-// errNoEnv is returned by Env when the Replay holds no record.
+// errNoEnv is returned by Env when the Backend holds no record.
 var errNoEnv = errors.New("replay: no records, so no device to describe")
 
 // Env returns the device of the first record.
-func (r *Replay) Env(ctx context.Context) (results.Env, error) {
+func (r *Backend) Env(ctx context.Context) (results.Env, error) {
 	if !r.has {
 		return results.Env{}, errNoEnv
 	}
@@ -61,7 +65,7 @@ func (r *Replay) Env(ctx context.Context) (results.Env, error) {
 
 // Run returns a copy of the record of p.Hash with a fresh time, or a record
 // with StatusError "not recorded" when there is none.
-func (r *Replay) Run(ctx context.Context, p *Point) (results.Record, error) {
+func (r *Backend) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
 	r.calls = append(r.calls, p.Hash)
 	n := len(r.calls)
 	clock := r.Clock
@@ -96,10 +100,10 @@ func (r *Replay) Run(ctx context.Context, p *Point) (results.Record, error) {
 }
 
 // Calls returns the hashes Run was asked for, in order.
-func (r *Replay) Calls() []string { return append([]string(nil), r.calls...) }
+func (r *Backend) Calls() []string { return append([]string(nil), r.calls...) }
 
 // Close does nothing.
-func (r *Replay) Close() error { return nil }
+func (r *Backend) Close() error { return nil }
 
 // clone deep-copies a record so that callers may change the returned one.
 func clone(rec results.Record) results.Record {

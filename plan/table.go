@@ -1,12 +1,10 @@
-package sweep
+package plan
 
 import (
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-
-	"github.com/ktune/ktune/internal/results"
 
 	"github.com/olekukonko/tablewriter"
 )
@@ -28,19 +26,14 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		if pt.Landed {
 			landed = "yes"
 		}
-		var ds []results.Define
-		for _, d := range c.Defines {
-			if d.Name != "HEAD_DIM" && d.Name != "KV_F16" {
-				ds = append(ds, d)
-			}
-		}
+		ds := c.Defines.Own()
 		variant := c.Variant
 		if p.Spec != nil {
 			if v := p.Spec.Variant(c.Variant); v != nil && len(v.Dispatch) > 0 {
 				variant += " → " + c.Kernel // the arm this nkv dispatches to
 			}
 		}
-		if err := t.Append(strconv.Itoa(pt.Index), variant, c.Shape.Name, defineList(ds), strconv.Itoa(c.NKV),
+		if err := t.Append(strconv.Itoa(pt.Index), variant, c.Shape.Name, ds.String(), strconv.Itoa(c.NKV),
 			dims(c.Grid), dims(c.Block), numerics, landed, pt.Hash[:8]); err != nil {
 			return fmt.Errorf("writing the plan table: %w", err)
 		}
@@ -66,7 +59,7 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	if len(p.Skipped) > 0 {
 		fmt.Fprintf(&b, "\nskipped combinations: %d\n", len(p.Skipped))
 		for _, s := range p.Skipped {
-			fmt.Fprintf(&b, "  %s at %s (%s): %s\n", s.Variant, s.Shape, defineList(s.Defines), s.Reason)
+			fmt.Fprintf(&b, "  %s at %s (%s): %s\n", s.Variant, s.Shape, s.Defines.String(), s.Reason)
 		}
 	}
 	if len(p.Warnings) > 0 {

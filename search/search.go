@@ -1,4 +1,9 @@
-package sweep
+// Package search walks the space of a plan: grid (every point), a seeded
+// random sample of configurations, or successive halving with
+// Mann-Whitney drops. Each strategy runs its points through sweep.Run
+// against any plan.Backend, so the strategies are tested on the replay
+// backend without a GPU.
+package search
 
 import (
 	"cmp"
@@ -11,7 +16,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ktune/ktune/sweep"
+
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 	"golang.org/x/perf/benchmath"
 )
 
@@ -72,15 +80,15 @@ func ScreenDir(dir string) string { return filepath.Join(dir, "screen") }
 // kernel and a grid that reads nkv gives each length its own geometry, so
 // one configuration may span several GateKeys.
 type Configuration struct {
-	Key    string   // identity: shape, variant and defines
-	Label  string   // for people, e.g. "7b d2 NR=4 SPLITS=32"
-	Landed bool     // the landed configuration: the baseline of the table
-	Points []*Point // in plan order
+	Key    string        // identity: shape, variant and defines
+	Label  string        // for people, e.g. "7b d2 NR=4 SPLITS=32"
+	Landed bool          // the landed configuration: the baseline of the table
+	Points []*plan.Point // in plan order
 }
 
 // Configurations groups points into configurations, ordered by their first
 // point.
-func Configurations(points []*Point) []*Configuration {
+func Configurations(points []*plan.Point) []*Configuration {
 	var out []*Configuration
 	byKey := map[string]*Configuration{}
 	for _, p := range points {
@@ -97,21 +105,16 @@ func Configurations(points []*Point) []*Configuration {
 	return out
 }
 
-func configKey(p *Point) string {
+func configKey(p *plan.Point) string {
 	c := &p.Config
 	sh := c.Shape
 	return fmt.Sprintf("%s %d %d %d %s %d %d\x00%s\x00%s", sh.Name, sh.Heads, sh.KVHeads, sh.HeadDim, sh.KVDtype,
-		sh.Batch, sh.Capacity, c.Variant, defineList(c.Defines))
+		sh.Batch, sh.Capacity, c.Variant, c.Defines.String())
 }
 
-func configLabel(p *Point) string {
-	parts := []string{p.Config.Shape.Name, p.Config.Variant}
-	for _, d := range p.Config.Defines {
-		// The shape already says them.
-		if d.Name != "HEAD_DIM" && d.Name != "KV_F16" {
-			parts = append(parts, d.Name+"="+d.Value)
-		}
-	}
+func configLabel(p *plan.Point) string {
+	// The shape already says the derived defines.
+	parts := []string{p.Config.Shape.Name, p.Config.Variant, p.Config.Defines.Own().String()}
 	return strings.TrimSpace(strings.Join(parts, " "))
 }
 
@@ -141,7 +144,7 @@ type SearchOptions struct {
 	// Run are the options of every round. Run.Dir receives the final
 	// round (every point of grid and random); screening rounds go to
 	// ScreenDir(Run.Dir). Run.Filter, if set, narrows the space first.
-	Run RunOptions
+	Run sweep.RunOptions
 }
 
 // A SearchResult says what a search ran and what it kept.
@@ -155,7 +158,7 @@ type SearchResult struct {
 	Chosen []string `json:"chosen"`
 	Rounds []Round  `json:"rounds"`
 	// Summary is the final round's, whose records are in Run.Dir.
-	Summary Summary `json:"-"`
+	Summary sweep.Summary `json:"-"`
 }
 
 // A Draw is what a random search drew from.
@@ -178,10 +181,10 @@ type Round struct {
 	Dropped []string `json:"dropped,omitempty"`
 	// Points, Skipped and Measured count the round's points: planned,
 	// already recorded, run now.
-	Points   int     `json:"points"`
-	Skipped  int     `json:"skipped"`
-	Measured int     `json:"measured"`
-	Summary  Summary `json:"-"`
+	Points   int           `json:"points"`
+	Skipped  int           `json:"skipped"`
+	Measured int           `json:"measured"`
+	Summary  sweep.Summary `json:"-"`
 }
 
 // Search explores plan on b with the chosen strategy and records the
@@ -191,9 +194,9 @@ type Round struct {
 // count, so neither stands in for the other).
 //
 // The result covers what was done even when an error stops the search.
-func Search(ctx context.Context, b Backend, plan *Plan, opts SearchOptions) (*SearchResult, error) {
-	var points []*Point
-	for _, p := range plan.Points {
+func Search(ctx context.Context, b plan.Backend, pl *plan.Plan, opts SearchOptions) (*SearchResult, error) {
+	var points []*plan.Point
+	for _, p := range pl.Points {
 		if opts.Run.Filter == nil || opts.Run.Filter(p) {
 			points = append(points, p)
 		}
@@ -206,15 +209,15 @@ func Search(ctx context.Context, b Backend, plan *Plan, opts SearchOptions) (*Se
 	res := &SearchResult{Strategy: st, Configurations: len(configs)}
 	switch st {
 	case StrategyGrid:
-		return res, finalRound(ctx, b, plan, opts, res, configs, 1, 1)
+		return res, finalRound(ctx, b, pl, opts, res, configs, 1, 1)
 	case StrategyRandom:
 		if opts.Samples < 1 {
 			return res, fmt.Errorf("random search: %d configurations asked for; want at least 1", opts.Samples)
 		}
 		res.Random = &Draw{Seed: opts.Seed, Samples: opts.Samples}
-		return res, finalRound(ctx, b, plan, opts, res, Sample(configs, opts.Samples, opts.Seed), 1, 1)
+		return res, finalRound(ctx, b, pl, opts, res, Sample(configs, opts.Samples, opts.Seed), 1, 1)
 	case StrategyHalving:
-		return res, halving(ctx, b, plan, opts, res, configs)
+		return res, halving(ctx, b, pl, opts, res, configs)
 	}
 	return res, fmt.Errorf("unknown search %q", st)
 }
@@ -254,8 +257,8 @@ func Sample(configs []*Configuration, n int, seed uint64) []*Configuration {
 
 // finalRound runs every point of configs under the spec's stopping rule
 // into opts.Run.Dir.
-func finalRound(ctx context.Context, b Backend, plan *Plan, opts SearchOptions, res *SearchResult, configs []*Configuration, number, of int) error {
-	in := map[*Point]bool{}
+func finalRound(ctx context.Context, b plan.Backend, pl *plan.Plan, opts SearchOptions, res *SearchResult, configs []*Configuration, number, of int) error {
+	in := map[*plan.Point]bool{}
 	for _, c := range configs {
 		res.Chosen = append(res.Chosen, c.Label)
 		for _, p := range c.Points {
@@ -263,12 +266,12 @@ func finalRound(ctx context.Context, b Backend, plan *Plan, opts SearchOptions, 
 		}
 	}
 	ro := opts.Run
-	ro.Filter = func(p *Point) bool { return in[p] }
+	ro.Filter = func(p *plan.Point) bool { return in[p] }
 	if number > 1 || of > 1 {
 		fmt.Fprintf(logOf(ro), "round %d of %d: %d configurations under the spec's stopping rule into %s\n",
 			number, of, len(configs), results.FilePath(ro.Dir))
 	}
-	sum, err := Run(ctx, b, plan, ro)
+	sum, err := sweep.Run(ctx, b, pl, ro)
 	res.Summary = sum
 	res.Rounds = append(res.Rounds, Round{Number: number, Of: of, Dir: ro.Dir, Ran: labels(configs),
 		Points: sum.Planned, Skipped: sum.Skipped, Measured: sum.Ran, Summary: sum})
@@ -277,7 +280,7 @@ func finalRound(ctx context.Context, b Backend, plan *Plan, opts SearchOptions, 
 
 // halving runs the screening rounds and then the final round over their
 // survivors.
-func halving(ctx context.Context, b Backend, plan *Plan, opts SearchOptions, res *SearchResult, configs []*Configuration) error {
+func halving(ctx context.Context, b plan.Backend, pl *plan.Plan, opts SearchOptions, res *SearchResult, configs []*Configuration) error {
 	rounds := opts.Rounds
 	if rounds <= 0 {
 		rounds = DefaultRounds
@@ -319,13 +322,13 @@ func halving(ctx context.Context, b Backend, plan *Plan, opts SearchOptions, res
 			break
 		}
 	}
-	return finalRound(ctx, b, plan, opts, res, alive, len(res.Rounds)+1, rounds)
+	return finalRound(ctx, b, pl, opts, res, alive, len(res.Rounds)+1, rounds)
 }
 
 // screenRound measures every point of configs with exactly n samples (or
 // the spec's maximum, if lower) into the screening directory.
-func screenRound(ctx context.Context, b Backend, ro RunOptions, configs []*Configuration, n, r, rounds int) (Summary, error) {
-	sp := &Plan{}
+func screenRound(ctx context.Context, b plan.Backend, ro sweep.RunOptions, configs []*Configuration, n, r, rounds int) (sweep.Summary, error) {
+	sp := &plan.Plan{}
 	for _, c := range configs {
 		for _, p := range c.Points {
 			sp.Points = append(sp.Points, screenPoint(p, n))
@@ -335,20 +338,20 @@ func screenRound(ctx context.Context, b Backend, ro RunOptions, configs []*Confi
 	ro.Filter = nil
 	note := fmt.Sprintf("halving round %d of %d: screening, %d samples", r, rounds, n)
 	fmt.Fprintf(logOf(ro), "%s, %d configurations into %s\n", note, len(configs), results.FilePath(ro.Dir))
-	return Run(ctx, annotate(b, note), sp, ro)
+	return sweep.Run(ctx, annotate(b, note), sp, ro)
 }
 
 // screenPoint returns a copy of p that takes exactly n samples, with a
 // hash of its own: its record has fewer samples than a full one and must
 // never stand in for it. The hash does not name the round, so that a
 // search run again with other --rounds still finds its screenings.
-func screenPoint(p *Point, n int) *Point {
+func screenPoint(p *plan.Point, n int) *plan.Point {
 	q := *p
 	if q.Measure.MaxSamples > 0 {
 		n = min(n, q.Measure.MaxSamples)
 	}
 	q.Measure.MinSamples, q.Measure.MaxSamples = n, n
-	q.Hash = rehash(p.Hash, fmt.Sprintf("screen samples=%d", n))
+	q.Hash = plan.Rehash(p.Hash, fmt.Sprintf("screen samples=%d", n))
 	return &q
 }
 
@@ -445,7 +448,7 @@ func labels(cs []*Configuration) []string {
 	return out
 }
 
-func logOf(ro RunOptions) io.Writer {
+func logOf(ro sweep.RunOptions) io.Writer {
 	if ro.Log == nil {
 		return io.Discard
 	}
@@ -455,20 +458,20 @@ func logOf(ro RunOptions) io.Writer {
 // annotate returns b with note added to every measurement it returns, so
 // that a screening record says what it is wherever it is read. A backend
 // that runs several points at once stays one.
-func annotate(b Backend, note string) Backend {
+func annotate(b plan.Backend, note string) plan.Backend {
 	n := &noted{Backend: b, note: note}
-	if c, ok := b.(Concurrent); ok {
+	if c, ok := b.(sweep.Concurrent); ok {
 		return &notedConcurrent{noted: n, slots: c.Slots}
 	}
 	return n
 }
 
 type noted struct {
-	Backend
+	plan.Backend
 	note string
 }
 
-func (n *noted) Run(ctx context.Context, p *Point) (results.Record, error) {
+func (n *noted) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
 	rec, err := n.Backend.Run(ctx, p)
 	for i := range rec.Probes {
 		m := &rec.Probes[i]

@@ -1,4 +1,4 @@
-package sweep
+package search
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/sweep"
 )
 
 // A timed is a fake device: every point passes its gates and takes as many
@@ -18,19 +20,21 @@ import (
 // test gives its configuration (and nkv).
 type timed struct {
 	mu    sync.Mutex
-	dist  func(p *Point) (median, spread float64)
+	dist  func(p *plan.Point) (median, spread float64)
 	calls map[string]int // hash → runs
 	byN   map[int]int    // sample count → runs
 }
 
-func newTimed(dist func(p *Point) (median, spread float64)) *timed {
+func newTimed(dist func(p *plan.Point) (median, spread float64)) *timed {
 	return &timed{dist: dist, calls: map[string]int{}, byN: map[int]int{}}
 }
+
+var testEnv = results.Env{Device: "NVIDIA H200", Arch: "sm_90", SMs: 132, ReadBWGBps: 4560}
 
 func (b *timed) Env(context.Context) (results.Env, error) { return testEnv, nil }
 func (b *timed) Close() error                             { return nil }
 
-func (b *timed) Run(_ context.Context, p *Point) (results.Record, error) {
+func (b *timed) Run(_ context.Context, p *plan.Point) (results.Record, error) {
 	b.mu.Lock()
 	b.calls[p.Hash]++
 	b.byN[p.Measure.MaxSamples]++
@@ -51,12 +55,12 @@ func (b *timed) Run(_ context.Context, p *Point) (results.Record, error) {
 // searchPlan builds one shape × the named configurations (variant d2,
 // SPLITS = the name's value) × nkv {1024, 8192}; the first configuration
 // is the landed one. Full points take 20 samples.
-func searchPlan(splits ...string) *Plan {
-	pl := &Plan{}
+func searchPlan(splits ...string) *plan.Plan {
+	pl := &plan.Plan{}
 	for ci, sp := range splits {
 		for _, nkv := range []int{1024, 8192} {
 			i := len(pl.Points)
-			pl.Points = append(pl.Points, &Point{
+			pl.Points = append(pl.Points, &plan.Point{
 				Index: i,
 				Hash:  fmt.Sprintf("%016x", 0xb000+i),
 				Config: results.Config{
@@ -67,7 +71,7 @@ func searchPlan(splits ...string) *Plan {
 				},
 				GateKey: fmt.Sprintf("g%d", ci),
 				Probes:  []results.Probe{results.ProbeCold},
-				Measure: Measure{Warmup: 3, MinSamples: 20, MaxSamples: 20, MaxNoise: 0.03},
+				Measure: plan.Measure{Warmup: 3, MinSamples: 20, MaxSamples: 20, MaxNoise: 0.03},
 				Landed:  ci == 0,
 			})
 		}
@@ -75,7 +79,7 @@ func searchPlan(splits ...string) *Plan {
 	return pl
 }
 
-func splitsOf(p *Point) string { v, _ := p.Config.Define("SPLITS"); return v }
+func splitsOf(p *plan.Point) string { v, _ := p.Config.Define("SPLITS"); return v }
 
 func readRecords(t *testing.T, dir string) []results.Record {
 	t.Helper()
@@ -132,7 +136,7 @@ func indexOf(cs []*Configuration, label string) int {
 
 func TestSearchRandomRunsWholeConfigurations(t *testing.T) {
 	pl := searchPlan("8", "16", "32", "64", "128", "256")
-	b := newTimed(func(*Point) (float64, float64) { return 1e4, 0.01 })
+	b := newTimed(func(*plan.Point) (float64, float64) { return 1e4, 0.01 })
 	e := newRunEnv(t)
 	res, err := Search(context.Background(), b, pl, SearchOptions{Strategy: StrategyRandom, Samples: 2, Seed: 3, Run: e.opts()})
 	if err != nil {
@@ -155,13 +159,13 @@ func TestSearchRandomRunsWholeConfigurations(t *testing.T) {
 // TestSearchGridEqualsRun: grid is Run over every point.
 func TestSearchGridEqualsRun(t *testing.T) {
 	pl := searchPlan("16", "32", "64")
-	dist := func(p *Point) (float64, float64) { return 1e4 * float64(len(splitsOf(p))), 0.02 }
+	dist := func(p *plan.Point) (float64, float64) { return 1e4 * float64(len(splitsOf(p))), 0.02 }
 	a, b := newRunEnv(t), newRunEnv(t)
 	res, err := Search(context.Background(), newTimed(dist), pl, SearchOptions{Run: a.opts()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Run(context.Background(), newTimed(dist), pl, b.opts())
+	sum, err := sweep.Run(context.Background(), newTimed(dist), pl, b.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +181,7 @@ func TestSearchGridEqualsRun(t *testing.T) {
 // to 16), 8 ~150 µs at 1024 (clearly slower) but 50 µs at 8192 (the
 // fastest there), 128 ~150 µs everywhere (clearly slower), 256 ~130 µs
 // with samples spread ±90% (slower by the median, not significantly).
-func halvingDist(p *Point) (float64, float64) {
+func halvingDist(p *plan.Point) (float64, float64) {
 	switch splitsOf(p) {
 	case "32":
 		return 2e5, 0.01
@@ -230,7 +234,7 @@ func TestSearchHalving(t *testing.T) {
 	if len(final) != 10 {
 		t.Errorf("%d records in results.jsonl, want the 10 points of the survivors", len(final))
 	}
-	planHash := map[string]*Point{}
+	planHash := map[string]*plan.Point{}
 	for _, p := range pl.Points {
 		planHash[p.Hash] = p
 	}
@@ -308,7 +312,7 @@ func TestSearchHalvingStopsWhenDecided(t *testing.T) {
 // TestSearchHalvingKeepMargin: a configuration significantly slower but
 // within the margin stays; with no margin it goes.
 func TestSearchHalvingKeepMargin(t *testing.T) {
-	dist := func(p *Point) (float64, float64) {
+	dist := func(p *plan.Point) (float64, float64) {
 		if splitsOf(p) == "64" {
 			return 1.02e5, 0.001
 		}

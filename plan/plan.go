@@ -1,4 +1,4 @@
-package sweep
+package plan
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -35,7 +34,7 @@ type Plan struct {
 type Skip struct {
 	Variant string
 	Shape   string
-	Defines []results.Define // sorted by name
+	Defines results.Defines // sorted by name
 	Reason  string
 }
 
@@ -138,7 +137,7 @@ func (b *builder) dispatch(p *Plan, v *spec.Variant, sh *spec.Shape) error {
 			defs := sh.ArmDefines(a, axes, vals)
 			if reason := b.refuse(av, sh, defs); reason != "" {
 				ds := sorted(defs, false)
-				if key := a.Kernel + "\x00" + defineList(ds); !skipped[key] {
+				if key := a.Kernel + "\x00" + ds.String(); !skipped[key] {
 					skipped[key] = true
 					i := 0
 					for &v.Dispatch[i] != a {
@@ -247,7 +246,7 @@ func (b *builder) refuse(v *spec.Variant, sh *spec.Shape, defs map[string]string
 	}
 	tv, tdefs := b.twinDefines(v, sh, defs)
 	if reason := b.refuse(tv, sh, tdefs); reason != "" {
-		return fmt.Sprintf("bitwise twin %s (%s) cannot run: %s", tv.Name, defineList(sorted(tdefs, false)), reason)
+		return fmt.Sprintf("bitwise twin %s (%s) cannot run: %s", tv.Name, sorted(tdefs, false).String(), reason)
 	}
 	return ""
 }
@@ -273,7 +272,7 @@ func (b *builder) twinDefines(v *spec.Variant, sh *spec.Shape, defs map[string]s
 // combination and nkv, with its twin.
 func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int) (*Point, error) {
 	defines := sorted(defs, true)
-	id := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d", v.Name, v.Kernel, sh.Name, defineList(defines), nkv)
+	id := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d", v.Name, v.Kernel, sh.Name, defines.String(), nkv)
 	if pt, ok := b.memo[id]; ok {
 		return pt, nil
 	}
@@ -431,7 +430,7 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 		}
 		if err != nil {
 			return 0, fmt.Errorf("%s:%d:%d: variant %s, shape %s, %s, nkv %d: %s %q: %w",
-				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, sh.Name, defineList(sorted(defs, false)), nkv, what, src, err)
+				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, sh.Name, sorted(defs, false).String(), nkv, what, src, err)
 		}
 		return int(n), nil
 	}
@@ -476,25 +475,14 @@ func (b *builder) landed(v *spec.Variant, defs map[string]string) bool {
 	return true
 }
 
-// sorted returns the defines sorted by name, without HEAD_DIM and KV_F16
-// unless all is set (the shape already says them).
-func sorted(defs map[string]string, all bool) []results.Define {
-	out := make([]results.Define, 0, len(defs))
-	for n, v := range defs {
-		if all || (n != "HEAD_DIM" && n != "KV_F16") {
-			out = append(out, results.Define{Name: n, Value: v})
-		}
+// sorted returns the defines sorted by name, without the shape-derived
+// ones unless all is set (the shape already says them).
+func sorted(defs map[string]string, all bool) results.Defines {
+	ds := results.SortDefines(defs)
+	if all {
+		return ds
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-func defineList(ds []results.Define) string {
-	parts := make([]string, len(ds))
-	for i, d := range ds {
-		parts[i] = d.Name + "=" + d.Value
-	}
-	return strings.Join(parts, " ")
+	return ds.Own()
 }
 
 func contains(list []string, s string) bool {

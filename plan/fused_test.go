@@ -1,4 +1,4 @@
-package sweep
+package plan
 
 import (
 	"strings"
@@ -58,7 +58,7 @@ func TestFusedPlan(t *testing.T) {
 // TestUserKernelNotFused: a user's .cu file is planned under the two-launch
 // ABI.
 func TestUserKernelNotFused(t *testing.T) {
-	for _, pt := range build(t, "testdata/plan/mixed.yaml").Points {
+	for _, pt := range build(t, "testdata/mixed.yaml").Points {
 		if pt.Source.Fused {
 			t.Errorf("point %d (%s): fused", pt.Index, pt.Config.Variant)
 		}

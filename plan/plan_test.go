@@ -1,4 +1,4 @@
-package sweep
+package plan
 
 import (
 	"bytes"
@@ -93,11 +93,11 @@ func TestSliceGolden(t *testing.T) {
 	if len(p.Points) != 64 || len(p.Skipped) != 0 {
 		t.Errorf("%d points, %d skipped; want 64 and 0", len(p.Points), len(p.Skipped))
 	}
-	golden.Check(t, "testdata/plan/slice.golden", []byte(table(t, p)))
+	golden.Check(t, "testdata/slice.golden", []byte(table(t, p)))
 }
 
 func TestMixedGolden(t *testing.T) {
-	golden.Check(t, "testdata/plan/mixed.golden", []byte(table(t, build(t, "testdata/plan/mixed.yaml"))))
+	golden.Check(t, "testdata/mixed.golden", []byte(table(t, build(t, "testdata/mixed.yaml"))))
 }
 
 // TestBuildReadsKernels checks Build against package kernels: the source
@@ -121,7 +121,7 @@ func TestBuildReadsKernels(t *testing.T) {
 }
 
 func TestOrder(t *testing.T) {
-	p := build(t, "testdata/plan/mixed.yaml")
+	p := build(t, "testdata/mixed.yaml")
 	var got []string
 	for i, pt := range p.Points {
 		if pt.Index != i {
@@ -147,7 +147,7 @@ func TestOrder(t *testing.T) {
 }
 
 func TestDeterminism(t *testing.T) {
-	a, b := build(t, "testdata/plan/mixed.yaml"), build(t, "testdata/plan/mixed.yaml")
+	a, b := build(t, "testdata/mixed.yaml"), build(t, "testdata/mixed.yaml")
 	if len(a.Points) != len(b.Points) {
 		t.Fatalf("%d points, then %d", len(a.Points), len(b.Points))
 	}
@@ -186,10 +186,10 @@ func TestGateNKV(t *testing.T) {
 }
 
 func TestPointFields(t *testing.T) {
-	p := build(t, "testdata/plan/mixed.yaml")
+	p := build(t, "testdata/mixed.yaml")
 	pt := p.Points[0] // big/tr4/S16/NR4/5
 	c := pt.Config
-	wantDefs := []results.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "4"}, {Name: "SPLITS", Value: "16"}}
+	wantDefs := results.Defines{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "4"}, {Name: "SPLITS", Value: "16"}}
 	if !reflect.DeepEqual(c.Defines, wantDefs) {
 		t.Errorf("defines %v, want %v", c.Defines, wantDefs)
 	}
@@ -227,7 +227,7 @@ func TestPointFields(t *testing.T) {
 }
 
 func TestLanded(t *testing.T) {
-	p := build(t, "testdata/plan/mixed.yaml")
+	p := build(t, "testdata/mixed.yaml")
 	n := 0
 	for _, pt := range p.Points {
 		want := pt.Config.Variant == "td2" && pt.Config.Splits == 16
@@ -244,7 +244,7 @@ func TestLanded(t *testing.T) {
 }
 
 func TestTwins(t *testing.T) {
-	p := build(t, "testdata/plan/mixed.yaml")
+	p := build(t, "testdata/mixed.yaml")
 	byKey := map[string]*Point{}
 	for _, pt := range p.Points {
 		c := pt.Config
@@ -268,7 +268,7 @@ func TestTwins(t *testing.T) {
 
 	// A twin outside the plan: tr4 sweeps only NR=8, td2 only NR=4, so the
 	// twin of td2 is tr4 at NR=4 (tr4 takes NR: the candidate's value).
-	s := load(t, "testdata/plan/mixed.yaml", testKernels(t))
+	s := load(t, "testdata/mixed.yaml", testKernels(t))
 	s.Variants = s.Variants[:2]
 	s.Variants[0].Defines = map[string][]string{"NR": {"8"}}
 	s.Variants[0].DefineOrder = []string{"NR"}
@@ -296,7 +296,7 @@ func TestTwins(t *testing.T) {
 // TestTwinFirstValue: a define the twin takes but the candidate lacks is
 // the twin's first value.
 func TestTwinFirstValue(t *testing.T) {
-	s, err := spec.ParseWith("testdata/plan/inline.yaml", []byte(`
+	s, err := spec.ParseWith("testdata/inline.yaml", []byte(`
 name: tw
 shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [100], SPLITS: [8]}
@@ -321,10 +321,10 @@ variants:
 }
 
 func TestSkipReasons(t *testing.T) {
-	p := build(t, "testdata/plan/mixed.yaml")
+	p := build(t, "testdata/mixed.yaml")
 	var got []string
 	for _, s := range p.Skipped {
-		got = append(got, fmt.Sprintf("%s@%s[%s]: %s", s.Variant, s.Shape, defineList(s.Defines), s.Reason))
+		got = append(got, fmt.Sprintf("%s@%s[%s]: %s", s.Variant, s.Shape, s.Defines.String(), s.Reason))
 	}
 	want := []string{
 		"td2@big[NR=8 SPLITS=16]: td2: NR=8 is above the maximum 4",
@@ -346,7 +346,7 @@ func TestSkipReasons(t *testing.T) {
 
 	// A candidate whose twin refuses the combination is skipped with the
 	// twin's reason: the user kernel takes NR=16, its twin tr4 stops at 8.
-	s, err := spec.ParseWith("testdata/plan/inline.yaml", []byte(`
+	s, err := spec.ParseWith("testdata/inline.yaml", []byte(`
 name: tw
 shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [100], SPLITS: [8], NR: [4, 16]}
@@ -367,7 +367,7 @@ variants:
 }
 
 func TestWarnings(t *testing.T) {
-	p := build(t, "testdata/plan/mixed.yaml")
+	p := build(t, "testdata/mixed.yaml")
 	want := []string{"variant user: geometry reads nkv (cdiv(nkv, 64)): a captured CUDA graph cannot replay it, so its replay gate will fail"}
 	if !reflect.DeepEqual(p.Warnings, want) {
 		t.Errorf("warnings %q, want %q", p.Warnings, want)
@@ -375,7 +375,7 @@ func TestWarnings(t *testing.T) {
 }
 
 func TestGeometryError(t *testing.T) {
-	s, err := spec.ParseWith("testdata/plan/inline.yaml", []byte(`
+	s, err := spec.ParseWith("testdata/inline.yaml", []byte(`
 name: g
 shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [100], SPLITS: [8]}
@@ -386,7 +386,7 @@ variants:
 		t.Fatal(err)
 	}
 	_, err = BuildFrom(s, "sm_90", fixedFS)
-	want := `testdata/plan/inline.yaml:6:5: variant u, shape s, SPLITS=8 WARPS=3, nkv 100: block[0] "64 / (WARPS - 3)": col 4: division by zero`
+	want := `testdata/inline.yaml:6:5: variant u, shape s, SPLITS=8 WARPS=3, nkv 100: block[0] "64 / (WARPS - 3)": col 4: division by zero`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v\nwant    %s", err, want)
 	}
@@ -401,7 +401,7 @@ variants:
 // move: every input moves Hash; nkv, the measure settings and the probes
 // leave GateKey alone.
 func TestHashSensitivity(t *testing.T) {
-	base := build(t, "testdata/plan/mixed.yaml").Points[8] // td2, with a twin
+	base := build(t, "testdata/mixed.yaml").Points[8] // td2, with a twin
 	if base.Twin == nil {
 		t.Fatal("point 8 has no twin")
 	}
@@ -464,14 +464,14 @@ func TestHashSensitivity(t *testing.T) {
 // TestDispatchGolden plans a dispatch variant: the table shows the arm
 // each nkv runs, switching at 512 and 2048.
 func TestDispatchGolden(t *testing.T) {
-	golden.Check(t, "testdata/plan/dispatch.golden", []byte(table(t, build(t, "testdata/plan/dispatch.yaml"))))
+	golden.Check(t, "testdata/dispatch.golden", []byte(table(t, build(t, "testdata/dispatch.yaml"))))
 }
 
 // TestDispatch checks the points of a dispatch variant against the arms
-// worked out by hand from testdata/plan/dispatch.yaml: td2 (NR fixed at 2)
+// worked out by hand from testdata/dispatch.yaml: td2 (NR fixed at 2)
 // below 512, the user kernel below 2048, tr4 from 2048 on.
 func TestDispatch(t *testing.T) {
-	p := build(t, "testdata/plan/dispatch.yaml")
+	p := build(t, "testdata/dispatch.yaml")
 	var got []string
 	byKey := map[string]*Point{}
 	for _, pt := range p.Points {
@@ -531,7 +531,7 @@ func TestDispatch(t *testing.T) {
 		t.Errorf("gate lengths %v, want %v", below.GateNKV, want)
 	}
 	// The record names the arm's kernel and defines; the variant stays.
-	wantDefs := []results.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "2"}, {Name: "SPLITS", Value: "16"}}
+	wantDefs := results.Defines{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "2"}, {Name: "SPLITS", Value: "16"}}
 	if c := below.Config; c.Variant != "hybrid" || c.Kernel != "td2" || !reflect.DeepEqual(c.Defines, wantDefs) {
 		t.Errorf("config %s/%s %v, want hybrid/td2 %v", c.Variant, c.Kernel, c.Defines, wantDefs)
 	}
@@ -547,7 +547,7 @@ func TestDispatch(t *testing.T) {
 
 	var skips []string
 	for _, s := range p.Skipped {
-		skips = append(skips, fmt.Sprintf("%s@%s[%s]: %s", s.Variant, s.Shape, defineList(s.Defines), s.Reason))
+		skips = append(skips, fmt.Sprintf("%s@%s[%s]: %s", s.Variant, s.Shape, s.Defines.String(), s.Reason))
 	}
 	wantSkips := []string{
 		"tr4@small[NR=4 SPLITS=32]: tr4: head_dim 64: 32 lanes × 4 dims need head_dim 128",
@@ -566,7 +566,7 @@ func TestDispatch(t *testing.T) {
 // TestDispatchArmWithoutPoints: an arm whose range holds no nkv of the
 // axes is planned nowhere, and the plan says so.
 func TestDispatchArmWithoutPoints(t *testing.T) {
-	s, err := spec.ParseWith("testdata/plan/inline.yaml", []byte(`
+	s, err := spec.ParseWith("testdata/inline.yaml", []byte(`
 name: d
 shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [100, 8192], SPLITS: [8]}
@@ -644,7 +644,7 @@ func TestMultiwarpHybrid(t *testing.T) {
 // kernel includes (through other headers too), and no other: editing a
 // header that no kernel of the point includes keeps its recorded results.
 func TestHeadersFollowIncludes(t *testing.T) {
-	base := build(t, "testdata/plan/mixed.yaml")
+	base := build(t, "testdata/mixed.yaml")
 	pt := base.Points[0]
 	if _, ok := pt.Source.Headers["combine.cuh"]; !ok || len(pt.Source.Headers) != 2 {
 		t.Fatalf("headers %v: want abi.cuh and, through it, combine.cuh", keysOf(pt.Source.Headers))
@@ -653,7 +653,7 @@ func TestHeadersFollowIncludes(t *testing.T) {
 	for k, v := range fixedFS {
 		extra[k] = v
 	}
-	p, err := BuildFrom(load(t, "testdata/plan/mixed.yaml", testKernels(t)), "sm_90", extra)
+	p, err := BuildFrom(load(t, "testdata/mixed.yaml", testKernels(t)), "sm_90", extra)
 	if err != nil {
 		t.Fatal(err)
 	}
