@@ -173,7 +173,9 @@ func (r *pointRun) run(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	gateStart := time.Now()
 	pass, err := r.gate(ctx)
+	r.rec.GateSec = time.Since(gateStart).Seconds()
 	if err != nil {
 		return err
 	}

@@ -51,8 +51,8 @@ func fullRecord(hash string) Record {
 			Summary:   Summary{N: 2, Median: 84450, Min: 84400, Max: 84500.5, Q1: 84400, Q3: 84500.5, RelNoise: 0.001},
 			Converged: true, Note: "n", Bytes: 1 << 20, GBps: 12.4, PctBW: 0.3, ClockMHz: 1980, Throttled: 1, Batch: 20,
 		}},
-		WallSec: 3.25,
-		Landed:  true,
+		WallSec: 3.25, GateSec: 0.5,
+		Landed: true,
 	}
 }
 

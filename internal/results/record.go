@@ -226,6 +226,10 @@ type Record struct {
 	Gates     []Gate        `json:"gates,omitempty"`
 	Probes    []Measurement `json:"probes,omitempty"`
 	WallSec   float64       `json:"wall_sec"` // time spent on this point, compile included
+	// GateSec is the time the gates took on this point; a point whose
+	// compiled kernel was already gated copies the verdict and shows ~0, so
+	// the sum over a file is the gate cost per compiled kernel.
+	GateSec float64 `json:"gate_sec,omitempty"`
 	// Landed marks the configuration the engine ships today (the spec's
 	// landed variant and defines): the baseline of every comparison.
 	Landed bool `json:"landed,omitempty"`
