@@ -13,9 +13,15 @@ export CGO_ENABLED = 0
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/ktune
 
-## test: every test that runs without a GPU (GPU tests skip with a message).
+DEADCODE ?= golang.org/x/tools/cmd/deadcode@v0.52.0
+
+## test: every test that runs without a GPU (GPU tests skip with a message),
+## after the checks that keep the module honest: go.mod tidy, and no
+## function that nothing (not even a test) reaches.
 test:
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	@dead=$$($(GO) run $(DEADCODE) -test ./...); if [ -n "$$dead" ]; then echo "unreachable code:"; echo "$$dead"; exit 1; fi
 	$(GO) test -count=1 ./...
 	@if command -v python3 >/dev/null; then cd experiments && python3 -m unittest -q; \
 	 else echo "python3 not found: skipping experiments/test_sdpa_ref.py"; fi

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/sweep"
 )
 
@@ -50,14 +49,6 @@ func recHashes(recs []results.Record) []string {
 	var out []string
 	for _, r := range recs {
 		out = append(out, r.Hash)
-	}
-	return out
-}
-
-func planHashes(pl *plan.Plan, idx ...int) []string {
-	var out []string
-	for _, i := range idx {
-		out = append(out, pl.Points[i].Hash)
 	}
 	return out
 }

@@ -335,9 +335,6 @@ func lastLineStart(f *os.File, size int64) (int64, error) {
 	return 0, nil
 }
 
-// Path returns the file the Writer appends to.
-func (w *Writer) Path() string { return w.path }
-
 // DroppedTail returns the size in bytes of the truncated last line that
 // OpenWriter cut off, 0 if the file ended cleanly.
 func (w *Writer) DroppedTail() int { return w.dropped }

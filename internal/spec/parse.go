@@ -31,15 +31,10 @@ func LoadWith(path string, kernels variants.Set) (*Spec, error) {
 	return ParseWith(path, data, kernels)
 }
 
-// Parse decodes and validates a spec against the built-in kernels. name is
-// the file name used in error messages; user kernel paths resolve against
-// its directory. Mistakes are returned as an ErrorList of *Error, each
-// printed file:line:col: message.
-func Parse(name string, data []byte) (*Spec, error) {
-	return ParseWith(name, data, variants.Builtins())
-}
-
-// ParseWith is Parse against the given kernel set.
+// ParseWith decodes and validates a spec against the given kernel set.
+// name is the file name used in error messages; user kernel paths resolve
+// against its directory. Mistakes are returned as an ErrorList of *Error,
+// each printed file:line:col: message.
 func ParseWith(name string, data []byte, kernels variants.Set) (*Spec, error) {
 	d := &decoder{file: name}
 	s := &Spec{Path: name, Dir: filepath.Dir(name)}
