@@ -19,8 +19,8 @@ import (
 	"github.com/ktune/ktune/sweep"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/stats"
 	"github.com/ktune/ktune/plan"
-	"golang.org/x/perf/benchmath"
 )
 
 // Strategy names how Search walks the space of a plan.
@@ -50,10 +50,11 @@ func ParseStrategy(s string) (Strategy, error) {
 
 // Defaults of the halving strategy.
 const (
-	// ScreenSamples is the sample count of the first screening round. Five
+	// ScreenSamples is the sample count of the first screening round. Four
 	// is the fewest at which a Mann-Whitney test of two configurations can
-	// reach p < 0.05 (the smallest two-sided p of 5 against 5 is 2/252), so
-	// a clearly slower configuration can be dropped at the first look.
+	// reach p < 0.05 (stats.MinP: 2/70 at 4 against 4, 2/252 at 5); five
+	// leaves a margin for one tied or outlying sample, so a clearly slower
+	// configuration can be dropped at the first look.
 	ScreenSamples = 5
 	// DefaultRounds: two screening rounds (5 and 10 samples) and the full
 	// round.
@@ -399,7 +400,6 @@ func screen(configs []*Configuration, n int, recs []results.Record, probe result
 		}
 	}
 	survives := map[*Configuration]bool{}
-	th := &benchmath.Thresholds{CompareAlpha: alpha}
 	for _, k := range order {
 		es := cells[k]
 		best := es[0]
@@ -408,14 +408,12 @@ func screen(configs []*Configuration, n int, recs []results.Record, probe result
 				best = e
 			}
 		}
-		sb := benchmath.NewSample(slices.Clone(best.s), th)
 		contenders := 0
 		for _, e := range es {
-			if e.c != best.c && e.median > best.median*(1+keep) {
-				c := benchmath.AssumeNothing.Compare(sb, benchmath.NewSample(slices.Clone(e.s), th))
-				if c.P <= c.Alpha {
-					continue
-				}
+			// Dropped only when the test can decide and does: an undecidable
+			// comparison keeps the configuration for the next round.
+			if e.c != best.c && e.median > best.median*(1+keep) && stats.Compare(best.s, e.s, alpha).Significant {
+				continue
 			}
 			survives[e.c] = true
 			contenders++

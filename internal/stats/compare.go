@@ -1,0 +1,113 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"golang.org/x/perf/benchmath"
+)
+
+// Confidence is the level of every confidence interval ktune prints.
+const Confidence = 0.95
+
+// A Comparison says whether two samples of timings differ, and whether the
+// test could have said so at all. It is the one place where ktune decides
+// "are these two samples different": compare, gate, the dispatch table and
+// the search strategies all ask it.
+//
+// The test is Mann-Whitney U on the raw samples (benchmath's AssumeNothing):
+// kernel times are a floor plus a right tail, far from normal. Like
+// benchmath, a comparison carries its warnings next to its numbers; unlike
+// a bare p-value, it also knows its power: with n and m samples and no
+// ties, the smallest two-sided p the test can return is 2/C(n+m, n), so
+// 3 against 3 can never go below 0.1 and "not significant" there means
+// nothing. Decidable is false in that case, and callers must say
+// "undecided", never "same".
+type Comparison struct {
+	Old, New benchmath.Summary // median with its Confidence interval
+	N1, N2   int               // sample counts
+	P        float64           // Mann-Whitney U two-sided p-value
+	Alpha    float64           // significance level asked for
+	// MinP is the smallest p the test can reach at these sample counts.
+	MinP float64
+	// Decidable reports MinP < Alpha: the test can reject at Alpha.
+	Decidable bool
+	// Significant reports P < Alpha (and so Decidable).
+	Significant bool
+	// Ratio is New's median over Old's (>1: New is slower).
+	Ratio float64
+	// Warnings are benchmath's, and ours when the test cannot decide.
+	Warnings []error
+}
+
+// Compare compares old and new samples (any order; they are not modified)
+// at significance level alpha.
+func Compare(old, new []float64, alpha float64) Comparison {
+	th := benchmath.DefaultThresholds
+	th.CompareAlpha = alpha
+	so := benchmath.NewSample(slices.Clone(old), &th)
+	sn := benchmath.NewSample(slices.Clone(new), &th)
+	c := Comparison{N1: len(old), N2: len(new), Alpha: alpha, MinP: MinP(len(old), len(new)), Ratio: math.NaN()}
+	if len(old) > 0 {
+		c.Old = benchmath.AssumeNothing.Summary(so, Confidence)
+	}
+	if len(new) > 0 {
+		c.New = benchmath.AssumeNothing.Summary(sn, Confidence)
+	}
+	if len(old) == 0 || len(new) == 0 {
+		c.P = 1
+		c.Warnings = append(c.Warnings, fmt.Errorf("no samples on one side (%d vs %d)", len(old), len(new)))
+		return c
+	}
+	cmp := benchmath.AssumeNothing.Compare(so, sn)
+	c.P = cmp.P
+	c.Warnings = append(c.Warnings, cmp.Warnings...)
+	c.Decidable = c.MinP < alpha
+	c.Significant = c.Decidable && c.P < alpha
+	if c.Old.Center > 0 {
+		c.Ratio = c.New.Center / c.Old.Center
+	}
+	if !c.Decidable {
+		n := SamplesToDecide(alpha)
+		c.Warnings = append(c.Warnings, fmt.Errorf("%d vs %d samples cannot reach α=%.2g (smallest p %.3g): need %d per side",
+			c.N1, c.N2, alpha, c.MinP, n))
+	}
+	return c
+}
+
+// MinP is the smallest two-sided p-value of a Mann-Whitney U test of n
+// against m samples without ties: both orderings that put every sample of
+// one side before the other, 2/C(n+m, n).
+func MinP(n, m int) float64 {
+	if n == 0 || m == 0 {
+		return 1
+	}
+	// log C(n+m, n) through lgamma: exact enough and no overflow.
+	a, _ := math.Lgamma(float64(n + m + 1))
+	b, _ := math.Lgamma(float64(n + 1))
+	c, _ := math.Lgamma(float64(m + 1))
+	return math.Min(1, 2*math.Exp(-(a-b-c)))
+}
+
+// SamplesToDecide is the smallest equal sample count per side at which a
+// Mann-Whitney test can reach alpha.
+func SamplesToDecide(alpha float64) int {
+	for n := 1; n < 1000; n++ {
+		if MinP(n, n) < alpha {
+			return n
+		}
+	}
+	return 1000
+}
+
+// Range is the relative half-width of the interval of Ratio implied by
+// the two medians' confidence intervals: how far apart New and Old could
+// be, in the worst pairing of their bounds. A threshold narrower than this
+// cannot be judged from these samples.
+func (c Comparison) Range() (lo, hi float64) {
+	if c.Old.Lo <= 0 || c.Old.Hi <= 0 {
+		return math.NaN(), math.NaN()
+	}
+	return c.New.Lo/c.Old.Hi - 1, c.New.Hi/c.Old.Lo - 1
+}
