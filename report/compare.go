@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aclements/go-moremath/stats"
 	"golang.org/x/perf/benchmath"
 
 	"github.com/ktune/ktune/internal/results"
@@ -40,7 +41,16 @@ type CompareRow struct {
 	P           float64
 	N1, N2      int
 	Significant bool
-	Warnings    []string
+	// RatioLo and RatioHi are the 95% confidence interval of new/old − 1
+	// (a fraction) that goes with the U test: the Hodges-Lehmann interval
+	// of the shift between the samples' logarithms. They are infinite
+	// when the sample counts are too small for an interval.
+	RatioLo, RatioHi float64
+	// Powerless is set when the sample counts cannot reach Alpha at all:
+	// the smallest p-value the U test can give with N1 and N2 samples is
+	// above it, so "not significant" says nothing.
+	Powerless bool
+	Warnings  []string
 }
 
 // Delta renders the change as benchstat does: "~" when it is within
@@ -143,10 +153,99 @@ func compareSamples(r *results.Record, p results.Probe, old, new []float64) Comp
 	if row.Old.Center > 0 {
 		row.DeltaPct = (row.New.Center/row.Old.Center - 1) * 100
 	}
+	row.RatioLo, row.RatioHi = ratioCI(old, new, confidence)
+	row.Powerless = minUTestP(cmp.N1, cmp.N2) > Alpha
 	for _, w := range append(append(cmp.Warnings, row.Old.Warnings...), row.New.Warnings...) {
 		row.Warnings = append(row.Warnings, w.Error())
 	}
 	return row
+}
+
+// ratioCI is the confidence interval of new/old − 1 that inverts the
+// Mann-Whitney U test (Hodges-Lehmann): the order statistics of the n·m
+// pairwise log-ratios at the test's critical rank. A ratio, not a
+// difference of medians, because kernel times scale: a change is a
+// factor. Infinite bounds mean the counts are too small for an interval.
+func ratioCI(old, new []float64, conf float64) (lo, hi float64) {
+	n, m := len(new), len(old)
+	k := uCritical(n, m, (1-conf)/2)
+	if k < 1 {
+		return math.Inf(-1), math.Inf(1)
+	}
+	d := make([]float64, 0, n*m)
+	for _, y := range new {
+		for _, x := range old {
+			if x <= 0 || y <= 0 {
+				return math.Inf(-1), math.Inf(1)
+			}
+			d = append(d, math.Log(y/x))
+		}
+	}
+	sort.Float64s(d)
+	return math.Exp(d[k-1]) - 1, math.Exp(d[len(d)-k]) - 1
+}
+
+// uCritical is the largest k with P(U ≤ k−1) ≤ tail for samples of n and
+// m values (no ties): the rank of the interval's bounds among the pairwise
+// differences. 0 means no k qualifies. The exact distribution is used for
+// small samples, the normal approximation (with continuity correction)
+// beyond, where the exact one gets expensive and the two agree.
+func uCritical(n, m int, tail float64) int {
+	if n == 0 || m == 0 {
+		return 0
+	}
+	if n*m > 400 {
+		mu := float64(n*m) / 2
+		sd := math.Sqrt(float64(n*m*(n+m+1)) / 12)
+		z := stats.NormalDist{Mu: 0, Sigma: 1}.InvCDF(tail)
+		return max(0, int(math.Floor(mu+z*sd+0.5)))
+	}
+	u := stats.UDist{N1: n, N2: m}
+	k := 0
+	for float64(k) < float64(n*m)/2 && u.CDF(float64(k)) <= tail {
+		k++
+	}
+	return k
+}
+
+// minUTestP is the smallest two-sided p-value the Mann-Whitney U test can
+// return for samples of n and m distinct values: every value of one side
+// below every value of the other, 2/C(n+m, n). benchmath warns about it
+// only when both sides are short; a gate must know it whenever either is.
+func minUTestP(n, m int) float64 {
+	if n == 0 || m == 0 {
+		return 1
+	}
+	// C(n+m, n) as a float: the product stays exact far beyond any sample
+	// count where the answer matters (it is below α long before).
+	c := 1.0
+	for i := 1; i <= min(n, m); i++ {
+		c = c * float64(n+m-min(n, m)+i) / float64(i)
+	}
+	return min(1, 2/c)
+}
+
+// samplesToDecide estimates how many samples per side would let row be
+// decided against threshold (a fraction): enough for the U test to reach
+// Alpha and for the medians' intervals to be finite, and, since an
+// interval narrows as 1/√n, enough to bring the ratio's upper bound from
+// where it is down to the threshold around the observed change.
+func samplesToDecide(row *CompareRow, threshold float64) int {
+	n := max(row.N1, row.N2)
+	need := 2
+	for minUTestP(need, need) > Alpha {
+		need++
+	}
+	for need < 50 && math.IsInf(benchmath.AssumeNothing.Summary(
+		benchmath.NewSample(make([]float64, need), &benchmath.DefaultThresholds), confidence).Lo, 0) {
+		need++
+	}
+	half := row.RatioHi - row.DeltaPct/100
+	room := threshold - row.DeltaPct/100
+	if !math.IsInf(row.RatioHi, 0) && half > 0 && room > 0 {
+		need = max(need, int(math.Ceil(float64(n)*(half/room)*(half/room))))
+	}
+	return max(need, n+1)
 }
 
 func latestByKey(recs []results.Record) map[pointKey]*results.Record {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -26,6 +27,12 @@ const (
 	// VerdictIncomplete: points are missing on one side, or a point ended
 	// in an error that says nothing about the candidate (compile, OOM…).
 	VerdictIncomplete Verdict = "incomplete"
+	// VerdictUndecided: nothing failed, but the evidence cannot support a
+	// pass: at some point the samples are too few for the test to reach
+	// α, or the confidence interval of the change still allows a slowdown
+	// beyond the threshold, or input records could not be read. More
+	// samples (GateResult.SamplesPerSide) or intact input decide it.
+	VerdictUndecided Verdict = "undecided"
 )
 
 // GateOptions says what to gate against what.
@@ -46,6 +53,14 @@ type GateOptions struct {
 	// Probes limits the performance check; empty means every probe both
 	// sides measured.
 	Probes []results.Probe
+	// Skipped lists the input lines that could not be read as records
+	// (results.Set.Warnings). A skipped line may be the very record that
+	// would fail the candidate, so any makes the verdict at best
+	// undecided, unless AllowDamaged.
+	Skipped []error
+	// AllowDamaged lets the gate pass over skipped lines; they are still
+	// counted in the result.
+	AllowDamaged bool
 }
 
 // A GateResult is the verdict with a row per point and per configuration.
@@ -58,6 +73,18 @@ type GateResult struct {
 	Numerics  []NumRow    `json:"numerics"`
 	Points    []GatePoint `json:"points"`
 	Missing   []string    `json:"missing,omitempty"`
+	// SkippedRecords counts the input lines that could not be read as
+	// records; Skipped says where and why (file:line: message).
+	SkippedRecords int      `json:"skipped_records"`
+	Skipped        []string `json:"skipped,omitempty"`
+	// AllowDamaged is set when skipped lines were allowed not to block a
+	// pass (--allow-damaged).
+	AllowDamaged bool `json:"allow_damaged,omitempty"`
+	// Undecided counts the point rows whose samples cannot decide, and
+	// SamplesPerSide estimates how many samples per side would decide
+	// them all (0 when none is undecided).
+	Undecided      int `json:"undecided"`
+	SamplesPerSide int `json:"samples_per_side,omitempty"`
 }
 
 // A NumRow is the numerics verdict of one candidate configuration (its
@@ -88,7 +115,15 @@ type GatePoint struct {
 	N1         int           `json:"n_candidate"`
 	N2         int           `json:"n_baseline"`
 	Regression bool          `json:"regression"`
-	Reason     string        `json:"reason"`
+	// Undecided is set when the samples cannot tell a pass from a
+	// regression here (see VerdictUndecided); NeedSamples then estimates
+	// the samples per side that would.
+	Undecided   bool `json:"undecided,omitempty"`
+	NeedSamples int  `json:"need_samples,omitempty"`
+	// WorstPct is the upper bound of the change's 95% interval in percent
+	// (null when a side has too few samples for an interval).
+	WorstPct *float64 `json:"worst_pct"`
+	Reason   string   `json:"reason"`
 }
 
 // Gate decides whether opts.Candidate may replace the baseline. An error
@@ -103,7 +138,11 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 	if opts.Candidate == "" {
 		return nil, errors.New("gating: no candidate variant named")
 	}
-	res := &GateResult{Candidate: opts.Candidate, Baseline: "landed", Threshold: opts.Threshold, Alpha: Alpha}
+	res := &GateResult{Candidate: opts.Candidate, Baseline: "landed", Threshold: opts.Threshold, Alpha: Alpha,
+		SkippedRecords: len(opts.Skipped), AllowDamaged: opts.AllowDamaged && len(opts.Skipped) > 0}
+	for _, e := range opts.Skipped {
+		res.Skipped = append(res.Skipped, e.Error())
+	}
 	if opts.Against != "" {
 		res.Baseline = opts.Against
 	}
@@ -131,7 +170,7 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 		}
 	}
 	if len(cand) == 0 {
-		return nil, fmt.Errorf("gating: no records of candidate %s", res.Candidate)
+		return nil, fmt.Errorf("gating: no records of candidate %s%s", res.Candidate, variantsHint(rep.Rows))
 	}
 	if len(base) == 0 {
 		return nil, fmt.Errorf("gating: no records of the baseline (%s)", res.Baseline)
@@ -150,6 +189,8 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 		res.Verdict = VerdictRegression
 	case len(res.Missing) > 0 || anyNum(res.Numerics, func(n NumRow) bool { return n.Error }):
 		res.Verdict = VerdictIncomplete
+	case res.Undecided > 0 || (res.SkippedRecords > 0 && !opts.AllowDamaged):
+		res.Verdict = VerdictUndecided
 	default:
 		res.Verdict = VerdictPass
 	}
@@ -354,20 +395,68 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 				CandNS: row.New.Center, BaseNS: row.Old.Center, DeltaPct: row.DeltaPct,
 				P: row.P, N1: row.N2, N2: row.N1,
 			}
+			if !math.IsInf(row.RatioHi, 0) {
+				w := row.RatioHi * 100
+				gp.WorstPct = &w
+			}
+			thr := opts.Threshold * 100
 			switch {
-			case !row.Significant:
-				gp.Reason = fmt.Sprintf("~ within noise (p=%.3f)", row.P)
-			case row.DeltaPct <= 0:
-				gp.Reason = fmt.Sprintf("faster by %.1f%% (p=%.3f)", -row.DeltaPct, row.P)
-			case row.DeltaPct <= opts.Threshold*100:
-				gp.Reason = fmt.Sprintf("slower by %.1f%%, within the %.1f%% threshold (p=%.3f)", row.DeltaPct, opts.Threshold*100, row.P)
-			default:
+			case row.Significant && row.DeltaPct > thr:
 				gp.Regression = true
-				gp.Reason = fmt.Sprintf("REGRESSION: slower by %.1f%% > %.1f%% (p=%.3f)", row.DeltaPct, opts.Threshold*100, row.P)
+				gp.Reason = fmt.Sprintf("REGRESSION: slower by %.1f%% > %.1f%% (p=%.3f)", row.DeltaPct, thr, row.P)
+			case row.Significant && row.DeltaPct <= 0:
+				gp.Reason = fmt.Sprintf("faster by %.1f%% (p=%.3f)", -row.DeltaPct, row.P)
+			case row.Powerless:
+				// Not significant only because it cannot be: with these
+				// counts even a total separation gives p above α.
+				gp.Undecided, gp.NeedSamples = true, samplesToDecide(&row, opts.Threshold)
+				gp.Reason = fmt.Sprintf("UNDECIDED: %+.1f%%, but %d+%d samples cannot reach α=%.2f (smallest p %.3f); need ≥ %d per side",
+					row.DeltaPct, row.N2, row.N1, Alpha, minUTestP(row.N1, row.N2), gp.NeedSamples)
+			case row.RatioHi*100 > thr:
+				// The test did not reject "same", but the interval still
+				// holds slowdowns beyond the threshold: absence of evidence.
+				gp.Undecided, gp.NeedSamples = true, samplesToDecide(&row, opts.Threshold)
+				gp.Reason = fmt.Sprintf("UNDECIDED: %+.1f%% (p=%.3f), 95%% interval up to %s > %.1f%%; need about %d per side",
+					row.DeltaPct, row.P, fmtWorst(row.RatioHi), thr, gp.NeedSamples)
+			case row.Significant:
+				gp.Reason = fmt.Sprintf("slower by %.1f%%, within the %.1f%% threshold (p=%.3f)", row.DeltaPct, thr, row.P)
+			default:
+				gp.Reason = fmt.Sprintf("~ within noise (p=%.3f, at worst %s)", row.P, fmtWorst(row.RatioHi))
+			}
+			if gp.Undecided {
+				res.Undecided++
+				res.SamplesPerSide = max(res.SamplesPerSide, gp.NeedSamples)
 			}
 			res.Points = append(res.Points, gp)
 		}
 	}
+}
+
+// fmtWorst renders the upper bound of a change as "+1.9%", or "+∞" when
+// a side has too few samples for an interval.
+func fmtWorst(f float64) string {
+	if math.IsInf(f, 1) {
+		return "+∞"
+	}
+	return fmt.Sprintf("%+.1f%%", f*100)
+}
+
+// variantsHint lists the variants present, for the message of a candidate
+// that is not among them.
+func variantsHint(rows []Row) string {
+	seen := map[string]bool{}
+	var names []string
+	for _, r := range rows {
+		if !seen[r.Variant] {
+			seen[r.Variant] = true
+			names = append(names, r.Variant)
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return " (the records hold: " + strings.Join(names, ", ") + ")"
 }
 
 func shapeName(r *Row) string {
@@ -428,6 +517,20 @@ func (res *GateResult) WriteText(w io.Writer) error {
 	}
 	for _, m := range res.Missing {
 		ew.printf("missing: %s\n", m)
+	}
+	if res.SkippedRecords > 0 {
+		how := "a gate over damaged input cannot pass (--allow-damaged to accept it)"
+		if res.AllowDamaged {
+			how = "allowed by --allow-damaged"
+		}
+		ew.printf("\nskipped %d input record(s) that could not be read; %s:\n", res.SkippedRecords, how)
+		for _, s := range res.Skipped {
+			ew.printf("  %s\n", s)
+		}
+	}
+	if res.Undecided > 0 {
+		ew.printf("\n%d row(s) undecided: the samples cannot tell a pass from a regression; about %d samples per side would decide\n",
+			res.Undecided, res.SamplesPerSide)
 	}
 	ew.printf("\nverdict: %s\n", res.Verdict)
 	return ew.err

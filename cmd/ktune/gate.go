@@ -16,19 +16,20 @@ import (
 func init() {
 	register(&command{
 		name:    "gate",
-		summary: "decide whether a candidate kernel may land (exit 0 pass, 3 numerics, 4 regression)",
+		summary: "decide whether a candidate kernel may land (exit 0 pass, 3 numerics, 4 regression, 5 undecided)",
 		run:     runGate,
 	})
 }
 
 const gateUsage = `Usage:
   ktune gate --candidate NAME [--against VARIANT] [--threshold 0.02] [--json] RESULTS...
-  ktune gate SPEC --candidate NAME --results DIR [--threshold 0.02] [--json]
+  ktune gate SPEC --candidate NAME --results DIR|FILE [--threshold 0.02] [--json]
 
 Gate decides whether the candidate variant may replace the baseline, from
 recorded results. The baseline is the landed configuration (the records
 marked landed), or VARIANT with --against; in the second form it is the
-landed variant and defines of SPEC, and the results are DIR/results.jsonl.
+landed variant and defines of SPEC, and the results are DIR/results.jsonl
+(or the results FILE given).
 Gate never runs a sweep: measure first with 'ktune sweep SPEC -o DIR'.
 
 The candidate passes when
@@ -38,8 +39,18 @@ The candidate passes when
      fully written where those gates ran; a fault is a numerics failure;
   2. at no point (device, shape, nkv) is it significantly slower than the
      baseline by more than the threshold, for any probe measured on both
-     sides: Mann-Whitney U (golang.org/x/perf/benchmath) at α=0.05, and a
-     slowdown within noise never fails.
+     sides: Mann-Whitney U (golang.org/x/perf/benchmath) at α=0.05;
+  3. the samples can tell: at every point the test can reach α with the
+     samples it has, and the 95% confidence interval of the change
+     (Hodges-Lehmann, of candidate/baseline) stays within the threshold;
+  4. every input line was read as a record.
+A point where 3 does not hold is undecided, not a pass: "within noise"
+with 3 samples a side says nothing (even a 2x slowdown gives p=0.1). The
+verdict then says how many samples per side would decide. A line that
+could not be read (a damaged or newer-schema file) may be the record
+that fails the candidate, so it makes the gate undecided too, unless
+--allow-damaged; skipped lines are counted in the text and the --json
+document either way.
 At each point the candidate's fastest configuration that passed numerics
 is compared with the baseline's fastest (by the median of the first gated
 probe): SPLITS is chosen per context length by the dispatch. To gate one
@@ -52,10 +63,14 @@ Exit codes:
   2  usage: bad command line, or a SPEC mistake (file:line:col)
   3  numerics: the candidate fails its numerics class somewhere
   4  regression: significantly slower than the baseline beyond the threshold
-A numerics failure outranks a regression, which outranks missing points.
+  5  undecided: nothing failed, but too few samples (or damaged input)
+     to say pass; measure more samples and gate again
+A numerics failure outranks a regression, which outranks missing points,
+which outrank undecided.
 
---json prints one JSON object (verdict, exit_code, numerics and per-point
-rows with reasons) and nothing else on standard output, for CI steps.
+--json prints one JSON object (verdict, exit_code, numerics, per-point
+rows with reasons, skipped_records, undecided and samples_per_side) and
+nothing else on standard output, for CI steps.
 
 Examples:
   $ ktune gate --candidate d2 out/slice
@@ -102,6 +117,7 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	probes := fs.String("probes", "", "gate only these `PROBES` (cold,hot,graph); default: every probe measured on both sides")
 	resultsDir := fs.String("results", "", "results `DIR` of the sweep of SPEC (second form)")
 	asJSON := fs.Bool("json", false, "print a machine-readable verdict only")
+	fs.BoolVar(&opts.AllowDamaged, "allow-damaged", false, "let the gate pass although input lines could not be read (they are still counted)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), gateUsage)
 		fs.PrintDefaults()
@@ -142,16 +158,18 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 			return withCode(exitUsage, err)
 		}
 		opts.Against, opts.AgainstDefines = s.Landed.Variant, s.Landed.Defines
-		files = []string{results.FilePath(*resultsDir)}
+		// results.Load takes a sweep directory or a results file.
+		files = []string{*resultsDir}
 	}
 	if len(files) == 0 {
 		return usageErrorf("gate wants RESULTS files, or SPEC with --results DIR (ktune help gate)")
 	}
-	recs, err := loadResults(stderr, files)
+	set, err := loadSet(stderr, files)
 	if err != nil {
 		return err
 	}
-	res, err := report.Gate(recs, opts)
+	opts.Skipped = set.Warnings
+	res, err := report.Gate(set.Records, opts)
 	if err != nil {
 		return err
 	}
@@ -179,6 +197,8 @@ func gateExitCode(v report.Verdict) int {
 		return exitNumerics
 	case report.VerdictRegression:
 		return exitRegression
+	case report.VerdictUndecided:
+		return exitUndecided
 	}
 	return exitError
 }

@@ -15,6 +15,7 @@ const (
 	exitUsage      = 2 // bad command line or spec (file:line:col in the message)
 	exitNumerics   = 3 // gate: the candidate fails its numerics class
 	exitRegression = 4 // gate: the candidate is significantly slower than the baseline
+	exitUndecided  = 5 // gate: nothing failed, but the samples (or damaged input) cannot support a pass
 	exitInterrupt  = 130
 )
 
