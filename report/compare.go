@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,6 +26,16 @@ type Comparison struct {
 	Rows []CompareRow
 	// OnlyOld and OnlyNew list the points present on one side only.
 	OnlyOld, OnlyNew []string
+	// OldEnvs and NewEnvs name the machines each side was measured on
+	// (device, architecture, driver, NVRTC), sorted.
+	OldEnvs, NewEnvs []string
+	// EnvWarning is set when the sides differ in machine: a change may
+	// then be the machine's, not the kernel's.
+	EnvWarning string
+	// OldSkipped and NewSkipped count the input lines of each side that
+	// could not be read as records; the caller that read the files sets
+	// them (results.Set.Skipped).
+	OldSkipped, NewSkipped int
 }
 
 // A CompareRow is one probe at one matched point.
@@ -78,7 +89,11 @@ func Compare(old, new []results.Record) (*Comparison, error) {
 	if len(om) == 0 || len(nm) == 0 {
 		return nil, fmt.Errorf("comparing: %d old and %d new measured records; both sides need some", len(om), len(nm))
 	}
-	c := &Comparison{}
+	c := &Comparison{OldEnvs: envNames(om), NewEnvs: envNames(nm)}
+	if !slices.Equal(c.OldEnvs, c.NewEnvs) {
+		c.EnvWarning = fmt.Sprintf("old and new were measured on different GPUs or drivers (old: %s; new: %s): a change may be the machine's, not the kernel's",
+			strings.Join(c.OldEnvs, ", "), strings.Join(c.NewEnvs, ", "))
+	}
 	var keys []pointKey
 	for k := range om {
 		if _, ok := nm[k]; ok {
@@ -263,6 +278,23 @@ func latestByKey(recs []results.Record) map[pointKey]*results.Record {
 	return m
 }
 
+// envNames lists the distinct machines of the measured records m, as
+// "NVIDIA H200 sm_90 driver 13.0 NVRTC 13.0".
+func envNames(m map[pointKey]*results.Record) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range m {
+		e := &r.Env
+		s := fmt.Sprintf("%s %s driver %s NVRTC %s", e.Device, e.Arch, e.Driver, e.NVRTC)
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func pointName(r *results.Record) string {
 	return fmt.Sprintf("%s %s nkv=%d", ShapeLabel(r.Config.Shape), ConfigLabel(&r.Config), r.Config.NKV)
 }
@@ -308,6 +340,12 @@ func (c *Comparison) WriteText(w io.Writer, markdown bool) error {
 	for _, s := range c.OnlyNew {
 		ew.printf("only in new: %s\n", s)
 	}
+	if c.OldSkipped+c.NewSkipped > 0 {
+		ew.printf("skipped input lines that could not be read: %d old, %d new; their points are missing above\n", c.OldSkipped, c.NewSkipped)
+	}
+	if c.EnvWarning != "" {
+		ew.printf("warning: %s\n", c.EnvWarning)
+	}
 	for _, s := range warnings {
 		ew.printf("warning: %s\n", s)
 	}
@@ -327,3 +365,4 @@ func (c *Comparison) geomean() (float64, bool) {
 	}
 	return math.Exp(sum / float64(n)), true
 }
+

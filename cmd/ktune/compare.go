@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,7 +18,7 @@ func init() {
 	})
 }
 
-const compareUsage = `Usage: ktune compare OLD NEW [--markdown]
+const compareUsage = `Usage: ktune compare OLD NEW [--markdown | --json]
 
 Compare matches the points of two results files (or sweep directories) by
 variant, shape, defines and nkv — not by record hash, which also covers
@@ -29,9 +30,19 @@ A change is shown as a signed percentage only when the Mann-Whitney U test
 (golang.org/x/perf/benchmath, AssumeNothing) rejects "same distribution"
 at α=0.05; otherwise it is "~" with its p-value: within noise, never a win.
 
+Lines of either file that cannot be read as records are counted and
+their points reported as present on one side only. When the two sides
+were measured on different GPUs or drivers, compare says so (on standard
+error, and in the output): a change may be the machine's.
+
+--json prints one JSON document instead of the table: report.CompareDoc
+(go doc github.com/ktune/ktune/report CompareDoc), versioned by its
+"schema" field.
+
 Examples:
   $ ktune compare out/before out/after
   $ ktune compare experiments/results/h200/slice.jsonl out/slice/results.jsonl --markdown
+  $ ktune compare out/before out/after --json | jq '.rows[] | select(.significant)'
 
 Flags:
 `
@@ -40,6 +51,7 @@ func runCompare(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	md := fs.Bool("markdown", false, "print a Markdown table")
+	asJSON := fs.Bool("json", false, "print the comparison as one JSON document (report.CompareDoc)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), compareUsage)
 		fs.PrintDefaults()
@@ -54,17 +66,32 @@ func runCompare(stdout, stderr io.Writer, args []string) error {
 	if len(pos) != 2 {
 		return usageErrorf("compare wants OLD and NEW, got %d arguments (ktune help compare)", len(pos))
 	}
-	old, err := loadResults(stderr, pos[:1])
+	if *md && *asJSON {
+		return usageErrorf("compare: --markdown and --json exclude each other")
+	}
+	old, err := loadSet(stderr, pos[:1])
 	if err != nil {
 		return err
 	}
-	cur, err := loadResults(stderr, pos[1:])
+	cur, err := loadSet(stderr, pos[1:])
 	if err != nil {
 		return err
 	}
-	c, err := report.Compare(old, cur)
+	c, err := report.Compare(old.Records, cur.Records)
 	if err != nil {
 		return err
+	}
+	c.OldSkipped, c.NewSkipped = old.Skipped(), cur.Skipped()
+	if c.EnvWarning != "" {
+		fmt.Fprintf(stderr, "warning: %s\n", c.EnvWarning)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(c.Doc()); err != nil {
+			return fmt.Errorf("writing the comparison: %w", err)
+		}
+		return nil
 	}
 	return c.WriteText(stdout, *md)
 }
