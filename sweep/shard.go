@@ -170,7 +170,12 @@ type Merged struct {
 	// Identical counts records found in more than one input with the same
 	// content (the same directory given twice, a copied file); one is kept.
 	Identical int
-	// Warnings lists lines that could not be read and missing shards.
+	// Superseded counts records replaced by a later line of the same hash
+	// in the same input (`ktune sweep --force` re-measured the point): the
+	// rule of every reader of the format, said out loud because merge is
+	// the step after which inputs get deleted.
+	Superseded int
+	// Warnings lists missing shards.
 	Warnings []string
 }
 
@@ -179,6 +184,10 @@ type Merged struct {
 // manifests name different plans or the same shard, and a hash recorded
 // with different contents in two inputs (a point measured twice: which
 // measurement counts is for the user to say, by leaving one input out).
+//
+// It also refuses any line it cannot read as a record, a newer schema
+// included: people delete the shards once merged, so a line merge cannot
+// carry over must stop it, not become a warning and a smaller file.
 func Merge(inputs []string) (*Merged, error) {
 	if len(inputs) == 0 {
 		return nil, errors.New("merge: no input directories")
@@ -212,10 +221,11 @@ func Merge(inputs []string) (*Merged, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, w := range warns {
-			out.Warnings = append(out.Warnings, w.Error()+" (skipped)")
+		if len(warns) > 0 {
+			return nil, unreadableError(path, warns)
 		}
-		latest, _ := results.Latest(recs)
+		latest, superseded := results.Latest(recs)
+		out.Superseded += superseded
 		for _, r := range latest {
 			if specFrom == "" {
 				spec, specFrom = r.Config.Spec, path
@@ -260,6 +270,22 @@ func Merge(inputs []string) (*Merged, error) {
 	out.Manifest = m
 	out.Warnings = append(out.Warnings, warns...)
 	return out, nil
+}
+
+// unreadableError refuses an input with lines that are not records this
+// build can read, naming the first few.
+func unreadableError(path string, warns []error) error {
+	var lines []string
+	for i, w := range warns {
+		if i == 5 {
+			lines = append(lines, fmt.Sprintf("and %d more", len(warns)-i))
+			break
+		}
+		lines = append(lines, w.Error())
+	}
+	return fmt.Errorf("merge: %s has %d line(s) this build cannot read as records; merging would drop them, so nothing was written "+
+		"(a newer schema needs a newer ktune; a damaged line needs repair or removal by hand):\n  %s",
+		path, len(warns), strings.Join(lines, "\n  "))
 }
 
 // mergeManifests checks that the inputs' manifests are parts of one plan

@@ -281,3 +281,18 @@ func TestCheckManifest(t *testing.T) {
 		t.Errorf("ReadManifest = %+v, %v; want %+v", got, err, m)
 	}
 }
+
+// A record of a newer schema is not skipped with a warning: Merge refuses
+// the input, since what it returns replaces the inputs.
+func TestMergeRefusesNewerSchema(t *testing.T) {
+	dir := t.TempDir()
+	line := `{"schema":99,"hash":"aaaa000000000001","config":{"spec":"slice"}}` + "\n"
+	path := filepath.Join(dir, "results.jsonl")
+	if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Merge([]string{path})
+	if err == nil || !strings.Contains(err.Error(), "newer ktune") {
+		t.Fatalf("merged %+v, err %v; want a refusal naming the newer schema", m, err)
+	}
+}

@@ -36,8 +36,14 @@ sweep: records of different specs, shards of different plans (the spec,
 a kernel or the flags changed between them: DIR/shard.json records the
 plan's hash), the same shard twice, or one point recorded with different
 results in two inputs (measured twice: leave out the input that should
-not count). A record found identical in two inputs is kept once. Missing
-shards are reported and the rest is merged.
+not count), or a line it cannot read as a record (a damaged line, or a
+record of a newer schema): merge is the step after which shards get
+deleted, so it never drops a record. A record found identical in two
+inputs (the same file given twice) is kept once and counted as a
+duplicate; within one input the last line of a hash wins, as everywhere,
+and the superseded lines are counted. Missing shards are reported and
+the rest is merged. DIR/results.jsonl appears whole or not at all: it is
+written beside and renamed into place.
 
 The output lists the inputs' records in the order the inputs are given,
 each in its file order, so the same command always writes the same file.
@@ -107,17 +113,7 @@ func runMerge(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		return err
 	}
 	defer lock.Unlock()
-	w, err := results.OpenWriter(*out)
-	if err != nil {
-		return err
-	}
-	for i := range m.Records {
-		if err := w.Append(&m.Records[i]); err != nil {
-			w.Close()
-			return fmt.Errorf("writing the merged results: %w", err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := writeAtomically(*out, m.Records); err != nil {
 		return err
 	}
 	if m.Manifest != nil {
@@ -127,11 +123,47 @@ func runMerge(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	}
 	fmt.Fprintf(stdout, "merged %d records from %d inputs", len(m.Records), len(inputs))
 	if m.Identical > 0 {
-		fmt.Fprintf(stdout, " (%d found identical in two inputs, kept once)", m.Identical)
+		fmt.Fprintf(stdout, " (%d duplicates: found identical in two inputs, kept once)", m.Identical)
+	}
+	if m.Superseded > 0 {
+		fmt.Fprintf(stdout, " (%d superseded by a later line of the same point)", m.Superseded)
 	}
 	if mf := m.Manifest; mf != nil {
 		fmt.Fprintf(stdout, "; shards %d of %d", len(mf.Shards), mf.Count)
 	}
 	fmt.Fprintf(stdout, " into %s\n", results.FilePath(*out))
+	return nil
+}
+
+// writeAtomically writes recs as dir/results.jsonl through a results
+// Writer in a temporary directory beside it, then renames the file into
+// place: an interrupted merge leaves no results file rather than a short
+// one that looks complete.
+func writeAtomically(dir string, recs []results.Record) error {
+	tmp, err := os.MkdirTemp(dir, ".merge-")
+	if err != nil {
+		return fmt.Errorf("writing the merged results: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	w, err := results.OpenWriter(tmp)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		if err := w.Append(&recs[i]); err != nil {
+			w.Close()
+			return fmt.Errorf("writing the merged results: %w", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(w.Path(), results.FilePath(dir)); err != nil {
+		return fmt.Errorf("writing the merged results: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // best effort: make the rename durable
+		d.Close()
+	}
 	return nil
 }
