@@ -44,9 +44,15 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 	groups := map[results.Shape]map[int]map[string]*candidate{}
 	devices := map[string]bool{}
 	seen := map[results.Shape]map[int]bool{} // every measured nkv, passing or not
+	failed := failedConfigs(recs)
+	excluded := map[string]int{}
 	for i := range recs {
 		r := &recs[i]
 		if opt.Spec != "" && r.Config.Spec != opt.Spec {
+			continue
+		}
+		if ok, why := launchable(r); !ok {
+			excluded[why]++
 			continue
 		}
 		key := shapeKey(r.Config.Shape)
@@ -59,6 +65,10 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 		}
 		m := r.Probe(opt.Probe)
 		if m == nil || len(m.SamplesNS) == 0 {
+			continue
+		}
+		if failed[key][configID(&r.Config)] {
+			excluded["failed elsewhere"]++
 			continue
 		}
 		devices[r.Env.Device] = true
@@ -86,7 +96,7 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 			strings.Join(sortedKeys(devices), ", "))
 	}
 	t.Device = sortedKeys(devices)[0]
-	t.Warnings = uncovered(seen, groups, opt.Probe)
+	t.Warnings = append(uncovered(seen, groups, opt.Probe), excludedNote(excluded)...)
 
 	shapes := make([]results.Shape, 0, len(groups))
 	for s := range groups {
@@ -101,14 +111,22 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 }
 
 func newCandidate(r *results.Record, m *results.Measurement) *candidate {
-	c := r.Config
+	return &candidate{id: configID(&r.Config), label: configName(&r.Config), rec: r, m: m, median: median(m), landed: r.Landed}
+}
+
+// configName names a configuration for people: "d2 NR=4 SPLITS=32".
+func configName(c *results.Config) string {
 	var defs []string
 	for _, d := range sortedDefines(c.Defines) {
 		defs = append(defs, d.Name+"="+d.Value)
 	}
-	label := strings.Join(append([]string{c.Variant}, defs...), " ")
-	id := fmt.Sprintf("%s|%s|%v|%v|%v|%v|%d", c.Kernel, label, c.Grid, c.Block, c.CombineGrid, c.CombineBlock, c.SharedBytes)
-	return &candidate{id: id, label: label, rec: r, m: m, median: median(m), landed: r.Landed}
+	return strings.Join(append([]string{c.Variant}, defs...), " ")
+}
+
+// configID is a configuration's identity across nkv: kernel, variant,
+// defines and launch geometry.
+func configID(c *results.Config) string {
+	return fmt.Sprintf("%s|%s|%v|%v|%v|%v|%d", c.Kernel, configName(c), c.Grid, c.Block, c.CombineGrid, c.CombineBlock, c.SharedBytes)
 }
 
 // median is the recorded summary's median, which is what reports show;
