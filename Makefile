@@ -10,8 +10,16 @@ export CGO_ENABLED = 0
 
 .PHONY: build test sweep report dispatch clean
 
+# The go command records the git revision itself (-buildvcs=auto) only in
+# a plain checkout: not in a git worktree (.git is a file there), nor under
+# GOFLAGS=-buildvcs=false. The linker flags carry it in every case, so that
+# records and `ktune version` name the commit (internal/buildinfo).
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED := $(shell if [ -n "$$(git status --porcelain 2>/dev/null)" ]; then echo true; else echo false; fi)
+LDFLAGS  := -X github.com/ktune/ktune/internal/buildinfo.revision=$(REVISION) -X github.com/ktune/ktune/internal/buildinfo.modified=$(MODIFIED)
+
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/ktune
+	$(GO) build -trimpath -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ktune
 
 DEADCODE ?= golang.org/x/tools/cmd/deadcode@v0.52.0
 

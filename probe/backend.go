@@ -15,10 +15,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/ktune/ktune/internal/buildinfo"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/kernels"
@@ -206,24 +206,8 @@ func (b *Backend) describe() error {
 	return nil
 }
 
-// buildVersion names this ktune build: the module version, or the VCS
-// revision of a development build.
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
-		}
-		if s.Key == "vcs.modified" && s.Value == "true" {
-			v += "-dirty"
-		}
-	}
-	return v
-}
+// buildVersion names this ktune build (internal/buildinfo).
+func buildVersion() string { return buildinfo.Read().Stamp() }
 
 // NVRTCPath returns the file the runtime compiler was loaded from.
 func (b *Backend) NVRTCPath() string { return b.nvrtc.Path() }

@@ -164,13 +164,13 @@ func (bn *bench) close() {
 // is reported in a second, on any machine.
 func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlags, bs backendSpec, deps sweepDeps,
 	check func(draft *plan.Plan) error) (*bench, error) {
-	s, err := spec.Load(path)
+	s, err := loadSpec(path)
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, err
 	}
 	draft, err := plan.Build(s, "")
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, planError(path, err)
 	}
 	if check != nil {
 		if err := check(draft); err != nil {

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/report"
 )
 
@@ -153,9 +152,9 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 		if opts.Against != "" {
 			return usageErrorf("gate SPEC takes its baseline from the spec's landed entry; drop --against")
 		}
-		s, err := spec.Load(pos[0])
+		s, err := loadSpec(pos[0])
 		if err != nil {
-			return withCode(exitUsage, err)
+			return err
 		}
 		opts.Against, opts.AgainstDefines = s.Landed.Variant, s.Landed.Defines
 		// results.Load takes a sweep directory or a results file.

@@ -158,7 +158,7 @@ func writeAtomically(dir string, recs []results.Record) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(w.Path(), results.FilePath(dir)); err != nil {
+	if err := os.Rename(results.FilePath(tmp), results.FilePath(dir)); err != nil {
 		return fmt.Errorf("writing the merged results: %w", err)
 	}
 	if d, err := os.Open(dir); err == nil {

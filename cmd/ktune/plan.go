@@ -5,9 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -63,17 +61,13 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 		fl.Usage()
 		return usageErrorf("plan: want exactly one SPEC, got %d", len(paths))
 	}
-	s, err := spec.Load(paths[0])
+	s, err := loadSpec(paths[0])
 	if err != nil {
-		var list spec.ErrorList
-		if errors.As(err, &list) || errors.Is(err, fs.ErrNotExist) {
-			return withCode(exitUsage, err)
-		}
 		return err
 	}
 	p, err := plan.Build(s, *arch)
 	if err != nil {
-		return fmt.Errorf("planning %s: %w", paths[0], err)
+		return planError(paths[0], err)
 	}
 	return p.WriteTable(stdout)
 }

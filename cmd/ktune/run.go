@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 )
 
 // Exit codes. They are part of ktune's interface (README, "Exit codes"):
@@ -68,24 +69,55 @@ func register(c *command) { commands[c.name] = c }
 var errSilent = errors.New("")
 
 func run(stdout, stderr io.Writer, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				return c.run(stdout, stderr, []string{"-h"})
-			}
+	if len(args) == 0 {
+		usage(stderr)
+		return withCode(exitUsage, errSilent)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return nil
 		}
-		usage(stdout)
-		if len(args) == 0 {
-			return withCode(exitUsage, errSilent)
+		c, ok := commands[args[1]]
+		if !ok || len(args) > 2 {
+			usage(stderr)
+			return usageErrorf("help: unknown command %q", strings.Join(args[1:], " "))
 		}
-		return nil
+		return commandHelp(stdout, c)
+	case "--version", "-version":
+		return commands["version"].run(stdout, stderr, nil)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
 		usage(stderr)
 		return usageErrorf("unknown command %q", args[0])
 	}
+	if wantsHelp(args[1:]) {
+		return commandHelp(stdout, c)
+	}
 	return c.run(stdout, stderr, args[1:])
+}
+
+// commandHelp prints c's manual. Help that was asked for is the output,
+// not a diagnostic: it goes to standard output (so that `ktune help sweep
+// | grep` works) and exits 0, whatever writer c's flag set reports to.
+func commandHelp(stdout io.Writer, c *command) error {
+	return c.run(stdout, stdout, []string{"-h"})
+}
+
+// wantsHelp reports a -h, -help or --help among a command's arguments
+// (before a "--"), as the flag package would read it.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer) {

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/ktune/ktune/internal/spec"
+)
+
+// loadSpec reads the spec at path for plan, sweep, tune and gate. Every
+// failure is the user's input (a mistake in the file, a path that is not a
+// spec), so it exits 2; mistakes inside the file say file:line:col.
+func loadSpec(path string) (*spec.Spec, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, usageErrorf("%s is a directory; a SPEC is a YAML file (e.g. experiments/slice.yaml)", path)
+	}
+	if data, err := os.ReadFile(path); err == nil && looksLikeResults(data) {
+		return nil, usageErrorf("%s is a ktune results file (JSON lines), not a spec: give the YAML spec it was swept from; "+
+			"results are read by report, compare, gate, export and tune --from", path)
+	}
+	s, err := spec.Load(path)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	return s, nil
+}
+
+// looksLikeResults reports whether data starts with a results record: a
+// JSON object with a schema version (internal/results). YAML would read
+// such a file as a stream of flow mappings and blame a '---' separator.
+func looksLikeResults(data []byte) bool {
+	line, _, _ := bytes.Cut(bytes.TrimSpace(data), []byte("\n"))
+	if len(line) == 0 || line[0] != '{' {
+		return false
+	}
+	var head struct {
+		Schema *int `json:"schema"`
+	}
+	return json.Unmarshal(line, &head) == nil && head.Schema != nil
+}
+
+// planError classifies an error from building a plan out of a loaded
+// spec: what fails there (an expression that divides by zero at some
+// point, a kernel file that cannot be read) is the spec's mistake.
+func planError(path string, err error) error {
+	return withCode(exitUsage, fmt.Errorf("planning %s: %w", path, err))
+}
