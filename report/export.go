@@ -17,13 +17,20 @@ import (
 //	device: NVIDIA H200
 //	BenchmarkAttn/variant=d2/shape=7b/SPLITS=32/NR=4/nkv=32768/probe=cold 1 19400 ns/op
 //
-// Configuration lines (device, arch, driver, nvrtc, read-bw-gbps, ktune)
-// are written before the first record and again whenever they change.
+// Configuration lines name what makes two runs incomparable — device,
+// arch, driver, nvrtc — and are written before the first record and again
+// whenever they change. benchstat puts results of different configuration
+// into different tables and compares nothing across them, so what differs
+// from run to run on the same machine (the measured read bandwidth, the
+// ktune build being tested) is not configuration: it goes on a "#" line,
+// which the format ignores and people read.
+//
 // Records without samples (failed gates) are skipped: the format has no
 // way to say "not measured".
 func WriteGoBench(w io.Writer, recs []results.Record) error {
 	ew := &errWriter{w: w}
 	cfg := map[string]string{}
+	run := ""
 	for i := range recs {
 		r := &recs[i]
 		if len(r.Probes) == 0 {
@@ -31,12 +38,15 @@ func WriteGoBench(w io.Writer, recs []results.Record) error {
 		}
 		for _, kv := range [][2]string{
 			{"device", r.Env.Device}, {"arch", r.Env.Arch}, {"driver", r.Env.Driver}, {"nvrtc", r.Env.NVRTC},
-			{"read-bw-gbps", fmtFloat(r.Env.ReadBWGBps)}, {"ktune", r.Env.Ktune},
 		} {
 			if cfg[kv[0]] != kv[1] {
 				cfg[kv[0]] = kv[1]
 				ew.printf("%s: %s\n", kv[0], kv[1])
 			}
+		}
+		if note := fmt.Sprintf("# ktune %s, measured read bandwidth %s GB/s", dash(r.Env.Ktune), fmtFloat(r.Env.ReadBWGBps)); note != run {
+			run = note
+			ew.printf("%s\n", note)
 		}
 		name := benchName(r)
 		for _, m := range r.Probes {

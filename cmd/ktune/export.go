@@ -27,7 +27,13 @@ per sample,
   BenchmarkAttn/variant=d2/shape=7b/SPLITS=32/NR=4/nkv=32768/probe=cold 1 19400 ns/op
 
 so that benchstat and the rest of golang.org/x/perf read ktune results.
-Points without samples (failed gates) are left out.
+Only what makes two runs incomparable is a configuration line (device,
+arch, driver, nvrtc): benchstat compares nothing across configurations.
+What changes from run to run on one machine — the ktune build, the
+measured read bandwidth — is written on a "# ktune …" line, which
+benchstat ignores, so two runs on one GPU compare with plain
+'benchstat old.txt new.txt'. Points without samples (failed gates) are
+left out.
 
 Examples:
   $ ktune export --format gobench out/before > before.txt
