@@ -172,6 +172,9 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 	if err != nil {
 		return nil, planError(path, err)
 	}
+	if err := checkLaunches(s, draft.Points); err != nil {
+		return nil, err
+	}
 	if check != nil {
 		if err := check(draft); err != nil {
 			return nil, err

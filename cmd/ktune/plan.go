@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -17,7 +18,7 @@ func init() {
 	})
 }
 
-const planUsage = `Usage: ktune plan SPEC [--arch sm_90]
+const planUsage = `Usage: ktune plan SPEC [--arch sm_90] [--count]
 
 Plan reads an experiment spec, validates it and prints every point the
 sweep would run, in order: variant, shape, defines, nkv, launch geometry,
@@ -25,11 +26,18 @@ numerics class and the start of the point's hash, then the counts and the
 combinations a kernel cannot run, with the reason. It needs no GPU, so it
 is the way to check a spec before a sweep.
 
-A mistake in the spec is reported as file:line:col: message and exits 2.
+--count prints only the number of points, per variant, counted from the
+axes and the kernels' rules without building the points: instant for a
+spec of a million points, where the full plan takes minutes.
+
+A mistake in the spec is reported as file:line:col: message and exits 2,
+as is a launch no GPU accepts (a block over 1024 threads) and an --arch
+that is not sm_NN[a|f].
 
 Examples:
   $ ktune plan experiments/slice.yaml
   $ ktune plan my.yaml --arch sm_100    # hashes for another architecture
+  $ ktune plan big.yaml --count
 
 Flags:
 `
@@ -38,6 +46,7 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 	fl := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	arch := fl.String("arch", "sm_90", "GPU architecture the points are hashed for (NVRTC -arch)")
+	count := fl.Bool("count", false, "print the number of points only, without building them")
 	fl.Usage = func() {
 		fmt.Fprint(fl.Output(), planUsage)
 		fl.PrintDefaults()
@@ -61,13 +70,22 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 		fl.Usage()
 		return usageErrorf("plan: want exactly one SPEC, got %d", len(paths))
 	}
+	if err := spec.CheckArch(*arch); err != nil {
+		return usageErrorf("plan --arch: %v", err)
+	}
 	s, err := loadSpec(paths[0])
 	if err != nil {
 		return err
 	}
+	if *count {
+		return countPlan(s).write(stdout)
+	}
 	p, err := plan.Build(s, *arch)
 	if err != nil {
 		return planError(paths[0], err)
+	}
+	if err := checkLaunches(s, p.Points); err != nil {
+		return err
 	}
 	return p.WriteTable(stdout)
 }

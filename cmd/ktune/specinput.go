@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/plan"
 )
 
 // loadSpec reads the spec at path for plan, sweep, tune and gate. Every
@@ -46,4 +47,34 @@ func looksLikeResults(data []byte) bool {
 // point, a kernel file that cannot be read) is the spec's mistake.
 func planError(path string, err error) error {
 	return withCode(exitUsage, fmt.Errorf("planning %s: %w", path, err))
+}
+
+// checkLaunches refuses a plan holding a point no CUDA device can launch
+// (a block over 1024 threads, a grid past the limits), at the position of
+// its variant in the spec: the geometry is known only once the plan has
+// evaluated its expressions, and without this check the mistake would
+// surface as "invalid configuration argument" on the GPU, after compiling.
+func checkLaunches(s *spec.Spec, points []*plan.Point) error {
+	var list spec.ErrorList
+	seen := map[string]bool{}
+	for _, pt := range points {
+		c := &pt.Config
+		err := spec.CheckLaunch("partial", c.Grid, c.Block)
+		if err == nil {
+			err = spec.CheckLaunch("combine", c.CombineGrid, c.CombineBlock)
+		}
+		if err == nil || seen[c.Variant] {
+			continue
+		}
+		seen[c.Variant] = true
+		e := &spec.Error{File: s.Path, Msg: fmt.Sprintf("variant %s, shape %s, nkv %d: %v", c.Variant, c.Shape.Name, c.NKV, err)}
+		if v := s.Variant(c.Variant); v != nil {
+			e.Line, e.Col = v.Pos.Line, v.Pos.Col
+		}
+		list = append(list, e)
+	}
+	if len(list) > 0 {
+		return withCode(exitUsage, list)
+	}
+	return nil
 }

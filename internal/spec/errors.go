@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -77,4 +78,10 @@ func (l ErrorList) sorted() ErrorList {
 			Msg: fmt.Sprintf("%d more errors not shown", n)})
 	}
 	return out
+}
+
+// intRangeMsg says that an integer of the spec does not fit the 32 bits
+// every count and length is held in (and launched with), and what does.
+func intRangeMsg(key, value string) string {
+	return fmt.Sprintf("%s: %s is out of range: want an integer from %d to %d", key, value, math.MinInt32, math.MaxInt32)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ func (d *decoder) validate(s *Spec, w *where, kernels variants.Set) {
 		return
 	}
 	d.geometry(s, w)
+	d.splitsBound(s, w)
 	d.landedRefs(s, w)
 	if len(d.errs) > 0 {
 		return
@@ -336,6 +338,89 @@ func (d *decoder) coverage(s *Spec, w *where) {
 		}
 		if !ok {
 			d.errorf(w.variants[i].kernel, "variants[%d] (%s): kernel %s cannot run any point of this sweep: %v", i, v.Name, v.Builtin.Name, first)
+		}
+	}
+}
+
+// Launch limits shared by every GPU NVRTC targets (compute capability 5.0
+// and later, CUDA Programming Guide, "Compute Capabilities"): a launch
+// past them fails with "invalid configuration argument" on the device,
+// after minutes of compiling; ktune says so while planning.
+const MaxBlockThreads = 1024
+
+var (
+	maxBlockDim = [3]int{1024, 1024, 64}
+	maxGridDim  = [3]int{1<<31 - 1, 65535, 65535}
+)
+
+// CheckLaunch reports a launch geometry no CUDA device accepts; what names
+// the kernel ("partial", "combine") in the message.
+func CheckLaunch(what string, grid, block [3]int) error {
+	threads := 1
+	for i, n := range block {
+		if n < 1 || n > maxBlockDim[i] {
+			return fmt.Errorf("%s block %v: dimension %d is %d, want 1 to %d", what, block, i, n, maxBlockDim[i])
+		}
+		threads *= n
+	}
+	if threads > MaxBlockThreads {
+		return fmt.Errorf("%s block %v has %d threads; a block holds at most %d", what, block, threads, MaxBlockThreads)
+	}
+	for i, n := range grid {
+		if n < 1 || n > maxGridDim[i] {
+			return fmt.Errorf("%s grid %v: dimension %d is %d, want 1 to %d", what, grid, i, n, maxGridDim[i])
+		}
+	}
+	return nil
+}
+
+// archPattern is what NVRTC's -arch takes for a real GPU: sm_ and two or
+// three digits (sm_90, sm_100), optionally "a" (architecture-specific
+// features, sm_90a) or "f" (family, sm_100f).
+var archPattern = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
+
+// CheckArch validates an architecture given on the command line.
+func CheckArch(arch string) error {
+	if !archPattern.MatchString(arch) {
+		return fmt.Errorf("architecture %q: want sm_NN or sm_NNN with an optional a or f suffix (sm_90, sm_90a, sm_100)", arch)
+	}
+	return nil
+}
+
+// MaxSplits bounds SPLITS. A split is a slice of the context one block
+// reduces, and the combine kernel reads every split's partial per head:
+// past a few thousand, splits are empty at every context a decode step
+// sees and the combine dominates. A larger value is nearly always a typo.
+const MaxSplits = 4096
+
+// splitsBound refuses SPLITS values outside 1..MaxSplits, on the global
+// axis and in the variants' own defines.
+func (d *decoder) splitsBound(s *Spec, w *where) {
+	bad := func(v string) bool {
+		n, err := strconv.Atoi(v)
+		return err == nil && (n < 1 || n > MaxSplits)
+	}
+	for _, ax := range s.Axes {
+		if ax.Name != Splits {
+			continue
+		}
+		for _, v := range ax.Values {
+			if bad(v) {
+				d.errorAt(ax.Pos, "axes.SPLITS: %s is out of range: want 1 to %d splits", v, MaxSplits)
+			}
+		}
+	}
+	for i := range s.Variants {
+		v, vn := &s.Variants[i], w.variants[i]
+		for j, val := range v.Defines[Splits] {
+			if !bad(val) {
+				continue
+			}
+			if nodes := vn.defines[Splits]; j < len(nodes) {
+				d.errorf(nodes[j], "variants[%d] (%s).defines.SPLITS: %s is out of range: want 1 to %d splits", i, v.Name, val, MaxSplits)
+			} else {
+				d.errorAt(v.Pos, "variants[%d] (%s).defines.SPLITS: %s is out of range: want 1 to %d splits", i, v.Name, val, MaxSplits)
+			}
 		}
 	}
 }

@@ -129,8 +129,12 @@ func (d *decoder) integer(n *yaml.Node, key string) (int, bool) {
 		return 0, false
 	}
 	var v int64
-	if n.Tag != "!!int" || n.Decode(&v) != nil || v < math.MinInt32 || v > math.MaxInt32 {
+	if n.Tag != "!!int" {
 		d.errorf(n, "%s: want an integer, got %q", key, n.Value)
+		return 0, false
+	}
+	if n.Decode(&v) != nil || v < math.MinInt32 || v > math.MaxInt32 {
+		d.errorf(n, "%s", intRangeMsg(key, n.Value))
 		return 0, false
 	}
 	return int(v), true

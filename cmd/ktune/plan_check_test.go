@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeSpec(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const checkSpec = `name: t
+landed: {variant: d2, defines: {SPLITS: 32}}
+shapes:
+  - {name: 7b, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16, batch: 1}
+axes:
+  nkv: [1, 512]
+  SPLITS: [32]
+variants:
+  - {name: d2, kernel: d2, block: [%s]}
+`
+
+// A launch no GPU accepts is a spec mistake found while planning, at the
+// variant's line, not a failure on the device after compiling.
+func TestPlanRefusesImpossibleLaunch(t *testing.T) {
+	for _, block := range []string{"100000, 1, 1", "32, 32, 2", "1, 1, 65"} {
+		path := writeSpec(t, fmt.Sprintf(checkSpec, block))
+		err := run(new(strings.Builder), new(strings.Builder), []string{"plan", path})
+		if exitCode(err) != exitUsage || !strings.Contains(fmt.Sprint(err), "spec.yaml:9:5:") {
+			t.Errorf("block [%s]: exit %d, err %v; want %d at spec.yaml:9:5", block, exitCode(err), err, exitUsage)
+		}
+	}
+	if _, _, code := runCmd("plan", writeSpec(t, fmt.Sprintf(checkSpec, "1024, 1, 1"))); code != exitOK {
+		t.Errorf("block [1024, 1, 1]: exit %d, want %d", code, exitOK)
+	}
+}
+
+func TestPlanArch(t *testing.T) {
+	for arch, want := range map[string]int{"sm_bogus": exitUsage, "sm_9": exitUsage, "compute_90": exitUsage, "sm_90": exitOK, "sm_90a": exitOK, "sm_100f": exitOK} {
+		if _, stderr, code := runCmd("plan", "--arch", arch, "../../experiments/slice.yaml"); code != want {
+			t.Errorf("--arch %s: exit %d, want %d: %s", arch, code, want, stderr)
+		}
+	}
+}
+
+// plan --count agrees with the full plan on every committed spec, and
+// counts a million points without building them.
+func TestPlanCount(t *testing.T) {
+	specs, _ := filepath.Glob("../../experiments/*.yaml")
+	specs = append(specs, "../../internal/spec/testdata/full.yaml")
+	for _, s := range specs {
+		full, stderr, code := runCmd("plan", s)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", s, code, stderr)
+		}
+		var want string
+		for _, l := range strings.Split(full, "\n") {
+			if strings.HasPrefix(l, "points: ") {
+				want = l
+			}
+		}
+		got, _, code := runCmd("plan", "--count", s)
+		if code != exitOK || !strings.HasPrefix(got, want+"\n") || want == "" {
+			t.Errorf("%s: --count %q, plan %q", s, got, want)
+		}
+	}
+	var nkv, splits []string
+	for i := 1; i <= 1000; i++ {
+		nkv = append(nkv, fmt.Sprint(i))
+	}
+	for i := 1; i <= 500; i++ {
+		splits = append(splits, fmt.Sprint(i))
+	}
+	big := writeSpec(t, fmt.Sprintf(`name: big
+shapes:
+  - {name: 7b, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16, batch: 1}
+axes:
+  nkv: [%s]
+  SPLITS: [%s]
+variants:
+  - {name: d2, kernel: d2}
+  - {name: r4, kernel: r4}
+`, strings.Join(nkv, ", "), strings.Join(splits, ", ")))
+	start := time.Now()
+	got, stderr, code := runCmd("plan", "--count", big)
+	if code != exitOK || !strings.HasPrefix(got, "points: 1000000 (d2 500000, r4 500000)\n") {
+		t.Errorf("a million points: exit %d, %q %s", code, got, stderr)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("--count took %v", d)
+	}
+}
+
+// An unknown candidate is named with the variants the records hold.
+func TestGateUnknownCandidateListsVariants(t *testing.T) {
+	err := run(new(strings.Builder), new(strings.Builder), []string{"gate", "--candidate", "nosuch", h200Slice})
+	if exitCode(err) != exitError || !strings.Contains(fmt.Sprint(err), "d2, r4") {
+		t.Errorf("exit %d, err %v; want the variants d2, r4 listed", exitCode(err), err)
+	}
+}
