@@ -365,4 +365,3 @@ func (c *Comparison) geomean() (float64, bool) {
 	}
 	return math.Exp(sum / float64(n)), true
 }
-
