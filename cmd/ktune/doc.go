@@ -6,6 +6,11 @@ Usage:
 
 	ktune <command> [arguments]
 
+'ktune help COMMAND' and 'ktune COMMAND -h' print a command's flags and
+examples on standard output. 'ktune version' prints the module version,
+the git revision it was built from (and whether the tree was modified)
+and the Go version.
+
 # Check the machine
 
 	$ ktune doctor
@@ -18,6 +23,7 @@ library is missing, where it looked, and what to install or set
 # Plan and sweep
 
 	$ ktune plan experiments/slice.yaml
+	$ ktune plan experiments/slice.yaml --count
 	$ ktune sweep experiments/slice.yaml -o out/slice
 
 A spec (internal/spec/doc.go specifies the format, with a complete example)
@@ -34,11 +40,15 @@ subset; --force measures again.
 
 	$ ktune report out/slice -o out/slice/report
 	$ ktune compare before/results.jsonl after/results.jsonl
+	$ ktune compare before after --json
 	$ ktune export --format gobench out/slice | benchstat -
 
 report writes tables (terminal, Markdown, CSV), plots and report.md with the
 landed kernel and the memory floor drawn in. compare matches points and
-says, with a Mann-Whitney test, which changes are real and which are noise.
+says, with a Mann-Whitney test, which changes are real and which are noise;
+it counts lines it could not read and warns when the two sides come from
+different GPUs or drivers. export writes only device, arch, driver and
+nvrtc as benchstat configuration, so two runs on one GPU compare.
 
 # Gate a candidate
 
@@ -47,8 +57,11 @@ says, with a Mann-Whitney test, which changes are real and which are noise.
 
 exits 0 when the candidate passes its numerics class at every point and is
 not significantly slower than the landed kernel beyond the threshold; 3 on
-a numerics failure, 4 on a regression, 1 when points are missing, 2 on bad
-input. --json prints a machine-readable verdict for CI.
+a numerics failure, 4 on a regression, 5 when undecided (too few samples
+for the test to reach α, a confidence interval wider than the threshold,
+or input lines that could not be read; it says how many samples per side
+would decide), 1 when points are missing, 2 on bad input. --json prints a
+machine-readable verdict for CI.
 
 # Search, and export a dispatch table
 
