@@ -132,7 +132,7 @@ type Env struct {
 	// float4 read kernel over a buffer far larger than L2 (GB/s, 1e9 B/s).
 	ReadBWGBps float64 `json:"read_bw_gbps"`
 	Host       string  `json:"host,omitempty"`
-	Ktune      string  `json:"ktune,omitempty"` // ktune build version
+	Ktune      string  `json:"ktune,omitempty"` // ktune build: version+revision[-dirty], e.g. "(devel)+2244491a3b1c-dirty" (internal/buildinfo)
 }
 
 // Compile records how the point's kernels were built.
