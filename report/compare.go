@@ -242,7 +242,7 @@ func minUTestP(n, m int) float64 {
 
 // samplesToDecide estimates how many samples per side would let row be
 // decided against threshold (a fraction): enough for the U test to reach
-// Alpha and for the medians' intervals to be finite, and, since an
+// Alpha and for the interval of the change to be finite, and, since an
 // interval narrows as 1/√n, enough to bring the ratio's upper bound from
 // where it is down to the threshold around the observed change.
 func samplesToDecide(row *CompareRow, threshold float64) int {
@@ -251,8 +251,7 @@ func samplesToDecide(row *CompareRow, threshold float64) int {
 	for minUTestP(need, need) > Alpha {
 		need++
 	}
-	for need < 50 && math.IsInf(benchmath.AssumeNothing.Summary(
-		benchmath.NewSample(make([]float64, need), &benchmath.DefaultThresholds), confidence).Lo, 0) {
+	for uCritical(need, need, (1-confidence)/2) < 1 {
 		need++
 	}
 	half := row.RatioHi - row.DeltaPct/100

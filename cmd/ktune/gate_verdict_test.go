@@ -70,11 +70,10 @@ func TestGateDamagedInput(t *testing.T) {
 	}
 }
 
-// A candidate exactly twice as slow as the landed kernel, measured with 3
-// samples a side, cannot be shown slower by the U test (its smallest p is
-// 0.1): the gate must not pass it. It is undecided and says how many
-// samples would decide.
-func TestGateUndecidedFewSamples(t *testing.T) {
+// twiceAsSlow writes the landed records of slice.jsonl cut to n samples
+// per probe, with a candidate "twice" made of the same samples ×2.
+func twiceAsSlow(t *testing.T, n int) string {
+	t.Helper()
 	recs, _, err := results.ReadFile(h200Slice)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +85,7 @@ func TestGateUndecidedFewSamples(t *testing.T) {
 		}
 		for i := range r.Probes {
 			m := &r.Probes[i]
-			m.SamplesNS = append([]float64(nil), m.SamplesNS[:3]...)
+			m.SamplesNS = append([]float64(nil), m.SamplesNS[:n]...)
 		}
 		slow := r
 		slow.Landed, slow.Config.Variant, slow.Hash = false, "twice", "2x"+r.Hash
@@ -114,15 +113,22 @@ func TestGateUndecidedFewSamples(t *testing.T) {
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// A candidate exactly twice as slow as the landed kernel, measured with 3
+// samples a side, cannot be shown slower by the U test (its smallest p is
+// 0.1): the gate must not pass it. It is undecided and says how many
+// samples would decide — and with that many, the gate does decide.
+func TestGateUndecidedFewSamples(t *testing.T) {
+	path := twiceAsSlow(t, 3)
 	stdout, _, code := runCmd("gate", "--candidate", "twice", path)
-	if code == exitOK || code != exitUndecided {
+	if code != exitUndecided {
 		t.Fatalf("2x slower with 3 samples a side: exit %d, want %d\n%s", code, exitUndecided, stdout)
 	}
 	if want := "verdict: undecided"; !strings.Contains(stdout, want) {
 		t.Errorf("no %q in\n%s", want, stdout)
 	}
-	// The U test reaches α=0.05 with 4 samples a side, but the interval
-	// of the change needs more; either way more than the 3 it has.
 	stdout, _, _ = runCmd("gate", "--candidate", "twice", "--json", path)
 	var doc struct {
 		Undecided      int `json:"undecided"`
@@ -131,7 +137,10 @@ func TestGateUndecidedFewSamples(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Undecided == 0 || doc.SamplesPerSide < 4 {
-		t.Errorf("undecided %d, samples per side %d; want > 0 and ≥ 4", doc.Undecided, doc.SamplesPerSide)
+	if doc.Undecided == 0 || doc.SamplesPerSide <= 3 || doc.SamplesPerSide > 10 {
+		t.Fatalf("undecided %d, samples per side %d; want > 0 and 4 to 10 (the landed records hold 10)", doc.Undecided, doc.SamplesPerSide)
+	}
+	if stdout, _, code := runCmd("gate", "--candidate", "twice", twiceAsSlow(t, doc.SamplesPerSide)); code != exitRegression {
+		t.Errorf("with the %d samples a side the verdict asked for: exit %d, want %d\n%s", doc.SamplesPerSide, code, exitRegression, stdout)
 	}
 }
