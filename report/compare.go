@@ -8,10 +8,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/aclements/go-moremath/stats"
 	"golang.org/x/perf/benchmath"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/stats"
 )
 
 // Alpha is the significance level of every comparison: a difference
@@ -19,7 +19,7 @@ import (
 const Alpha = 0.05
 
 // confidence of the intervals printed next to medians.
-const confidence = 0.95
+const confidence = stats.Confidence
 
 // A Comparison is the point-by-point difference of two sets of records.
 type Comparison struct {
@@ -153,113 +153,23 @@ func definesLess(a, b string) bool {
 	return len(as) < len(bs)
 }
 
+// compareSamples asks stats.Compare, the one home of "are these two
+// samples different", and adds the interval of the change the gate
+// judges a threshold by.
 func compareSamples(r *results.Record, p results.Probe, old, new []float64) CompareRow {
-	th := benchmath.DefaultThresholds
-	th.CompareAlpha = Alpha
-	// NewSample sorts in place; the records keep their sample order.
-	so := benchmath.NewSample(append([]float64(nil), old...), &th)
-	sn := benchmath.NewSample(append([]float64(nil), new...), &th)
-	cmp := benchmath.AssumeNothing.Compare(so, sn)
+	c := stats.Compare(old, new, Alpha)
 	row := CompareRow{
 		Shape: ShapeLabel(r.Config.Shape), Config: ConfigLabel(&r.Config), NKV: r.Config.NKV, Probe: p,
-		Old: benchmath.AssumeNothing.Summary(so, confidence), New: benchmath.AssumeNothing.Summary(sn, confidence),
-		P: cmp.P, N1: cmp.N1, N2: cmp.N2, Significant: cmp.P < cmp.Alpha,
+		Old: c.Old, New: c.New, P: c.P, N1: c.N1, N2: c.N2, Significant: c.Significant, Powerless: !c.Decidable,
 	}
-	if row.Old.Center > 0 {
-		row.DeltaPct = (row.New.Center/row.Old.Center - 1) * 100
+	if !math.IsNaN(c.Ratio) {
+		row.DeltaPct = (c.Ratio - 1) * 100
 	}
 	row.RatioLo, row.RatioHi = ratioCI(old, new, confidence)
-	row.Powerless = minUTestP(cmp.N1, cmp.N2) > Alpha
-	for _, w := range append(append(cmp.Warnings, row.Old.Warnings...), row.New.Warnings...) {
+	for _, w := range append(append(c.Warnings, row.Old.Warnings...), row.New.Warnings...) {
 		row.Warnings = append(row.Warnings, w.Error())
 	}
 	return row
-}
-
-// ratioCI is the confidence interval of new/old − 1 that inverts the
-// Mann-Whitney U test (Hodges-Lehmann): the order statistics of the n·m
-// pairwise log-ratios at the test's critical rank. A ratio, not a
-// difference of medians, because kernel times scale: a change is a
-// factor. Infinite bounds mean the counts are too small for an interval.
-func ratioCI(old, new []float64, conf float64) (lo, hi float64) {
-	n, m := len(new), len(old)
-	k := uCritical(n, m, (1-conf)/2)
-	if k < 1 {
-		return math.Inf(-1), math.Inf(1)
-	}
-	d := make([]float64, 0, n*m)
-	for _, y := range new {
-		for _, x := range old {
-			if x <= 0 || y <= 0 {
-				return math.Inf(-1), math.Inf(1)
-			}
-			d = append(d, math.Log(y/x))
-		}
-	}
-	sort.Float64s(d)
-	return math.Exp(d[k-1]) - 1, math.Exp(d[len(d)-k]) - 1
-}
-
-// uCritical is the largest k with P(U ≤ k−1) ≤ tail for samples of n and
-// m values (no ties): the rank of the interval's bounds among the pairwise
-// differences. 0 means no k qualifies. The exact distribution is used for
-// small samples, the normal approximation (with continuity correction)
-// beyond, where the exact one gets expensive and the two agree.
-func uCritical(n, m int, tail float64) int {
-	if n == 0 || m == 0 {
-		return 0
-	}
-	if n*m > 400 {
-		mu := float64(n*m) / 2
-		sd := math.Sqrt(float64(n*m*(n+m+1)) / 12)
-		z := stats.NormalDist{Mu: 0, Sigma: 1}.InvCDF(tail)
-		return max(0, int(math.Floor(mu+z*sd+0.5)))
-	}
-	u := stats.UDist{N1: n, N2: m}
-	k := 0
-	for float64(k) < float64(n*m)/2 && u.CDF(float64(k)) <= tail {
-		k++
-	}
-	return k
-}
-
-// minUTestP is the smallest two-sided p-value the Mann-Whitney U test can
-// return for samples of n and m distinct values: every value of one side
-// below every value of the other, 2/C(n+m, n). benchmath warns about it
-// only when both sides are short; a gate must know it whenever either is.
-func minUTestP(n, m int) float64 {
-	if n == 0 || m == 0 {
-		return 1
-	}
-	// C(n+m, n) as a float: the product stays exact far beyond any sample
-	// count where the answer matters (it is below α long before).
-	c := 1.0
-	for i := 1; i <= min(n, m); i++ {
-		c = c * float64(n+m-min(n, m)+i) / float64(i)
-	}
-	return min(1, 2/c)
-}
-
-// samplesToDecide estimates how many samples per side would let row be
-// decided against threshold (a fraction): enough for the U test to reach
-// Alpha and for the interval of the change to be finite, and, since an
-// interval narrows as 1/√n, enough to bring the ratio's upper bound from
-// where it is down to the threshold around the observed change.
-func samplesToDecide(row *CompareRow, threshold float64) int {
-	n := max(row.N1, row.N2)
-	need := 2
-	for minUTestP(need, need) > Alpha {
-		need++
-	}
-	for uCritical(need, need, (1-confidence)/2) < 1 {
-		need++
-	}
-	half := row.RatioHi - row.DeltaPct/100
-	room := threshold - row.DeltaPct/100
-	if !math.IsInf(row.RatioHi, 0) && half > 0 && room > 0 {
-		need = max(need, int(math.Ceil(float64(n)*(half/room)*(half/room))))
-	}
-	return max(need, n+1)
 }
 
 func latestByKey(recs []results.Record) map[pointKey]*results.Record {

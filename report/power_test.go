@@ -5,19 +5,32 @@ import (
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/stats"
 )
 
-// The smallest p-value of the U test for n+n samples: benchmath's own
-// table (uTestMinP in anone.go) for n = 3 and 4, and the 3+3 case that
-// lets "within noise" hide a 2x slowdown.
-func TestMinUTestP(t *testing.T) {
-	for _, tc := range []struct {
-		n, m int
-		want float64
-	}{{3, 3, 0.1}, {4, 4, 0.02857142857142857}, {5, 5, 0.007936507936507936}, {3, 200, 2.0 / 1373701}} {
-		if got := minUTestP(tc.n, tc.m); math.Abs(got-tc.want) > 1e-12*tc.want {
-			t.Errorf("minUTestP(%d, %d) = %g, want %g", tc.n, tc.m, got, tc.want)
+// The exact distribution of U gives the critical values of the published
+// tables (two-sided α=0.05: U ≤ 0 at 4+4, 2 at 5+5, 3 at 3+10, 23 at 10+10, 127 at
+// 20+20) and the smallest p stats.MinP computes, and the normal
+// approximation takes over without a jump.
+func TestUCritical(t *testing.T) {
+	for _, tc := range []struct{ n, m, k int }{{3, 3, 0}, {4, 4, 1}, {5, 5, 3}, {10, 10, 24}, {20, 20, 128}, {3, 10, 4}} {
+		if got := uCritical(tc.n, tc.m, 0.025); got != tc.k {
+			t.Errorf("uCritical(%d, %d) = %d, want %d", tc.n, tc.m, got, tc.k)
 		}
+	}
+	for _, nm := range [][2]int{{3, 3}, {4, 7}, {10, 10}} {
+		c := uCounts(nm[0], nm[1])
+		total := 0.0
+		for _, v := range c {
+			total += v
+		}
+		if got, want := 2*c[0]/total, stats.MinP(nm[0], nm[1]); math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%d+%d: smallest p %g, stats.MinP %g", nm[0], nm[1], got, want)
+		}
+	}
+	exact, approx := uCritical(20, 20, 0.025), uCritical(21, 20, 0.025)
+	if approx < exact || approx > exact+10 {
+		t.Errorf("uCritical 20+20 exact %d, 21+20 normal %d", exact, approx)
 	}
 }
 

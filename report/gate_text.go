@@ -1,0 +1,68 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteText writes the verdict, the numerics table and the point table.
+func (res *GateResult) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	ew.printf("gate: candidate %s against %s (threshold %.1f%%, α=%.2f)\n\n", res.Candidate, res.Baseline, res.Threshold*100, res.Alpha)
+	ng := &grid{}
+	for _, h := range []string{"shape", "candidate config", "numerics", "reason"} {
+		ng.col(h, false)
+	}
+	for _, n := range res.Numerics {
+		v := "pass"
+		if n.Error {
+			v = "error"
+		} else if !n.Pass {
+			v = "FAIL"
+		}
+		ng.rows = append(ng.rows, []string{n.Shape, n.Config, v, n.Reason})
+	}
+	if ew.err != nil {
+		return ew.err
+	}
+	if err := ng.render(w, false); err != nil {
+		return err
+	}
+	if len(res.Points) > 0 {
+		pg := &grid{}
+		for _, h := range []string{"shape", "nkv", "probe", "candidate", "baseline", "cand µs", "base µs", "delta", "verdict"} {
+			pg.col(h, h == "nkv" || strings.Contains(h, "µs") || h == "delta")
+		}
+		for _, p := range res.Points {
+			pg.rows = append(pg.rows, []string{p.Shape, fmt.Sprint(p.NKV), string(p.Probe), p.Candidate, p.Baseline,
+				fmtUS(p.CandNS), fmtUS(p.BaseNS), fmt.Sprintf("%+.1f%%", p.DeltaPct), p.Reason})
+		}
+		ew.printf("\n")
+		if ew.err != nil {
+			return ew.err
+		}
+		if err := pg.render(w, false); err != nil {
+			return err
+		}
+	}
+	for _, m := range res.Missing {
+		ew.printf("missing: %s\n", m)
+	}
+	if res.SkippedRecords > 0 {
+		how := "a gate over damaged input cannot pass (--allow-damaged to accept it)"
+		if res.AllowDamaged {
+			how = "allowed by --allow-damaged"
+		}
+		ew.printf("\nskipped %d input record(s) that could not be read; %s:\n", res.SkippedRecords, how)
+		for _, s := range res.Skipped {
+			ew.printf("  %s\n", s)
+		}
+	}
+	if res.Undecided > 0 {
+		ew.printf("\n%d row(s) undecided: the samples cannot tell a pass from a regression; about %d samples per side would decide\n",
+			res.Undecided, res.SamplesPerSide)
+	}
+	ew.printf("\nverdict: %s\n", res.Verdict)
+	return ew.err
+}
