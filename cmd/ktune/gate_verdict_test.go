@@ -12,7 +12,7 @@ import (
 )
 
 // damage writes a copy of src into a temporary directory with line n
-// (1-based) broken as a user found it: `sed 'Ns/^{/{{/'`.
+// (1-based) broken by one extra brace, as `sed 'Ns/^{/{{/'` does.
 func damage(t *testing.T, src string, n int) string {
 	t.Helper()
 	data, err := os.ReadFile(src)
