@@ -65,8 +65,13 @@ type CompareRow struct {
 }
 
 // Delta renders the change as benchstat does: "~" when it is within
-// noise, the signed percentage otherwise.
+// noise, the signed percentage otherwise — and "?" when the sample counts
+// cannot reach α at all, where "~" would claim a sameness the test could
+// never have rejected.
 func (r *CompareRow) Delta() string {
+	if r.Powerless {
+		return "?"
+	}
 	if !r.Significant {
 		return "~"
 	}
@@ -240,6 +245,9 @@ func (c *Comparison) WriteText(w io.Writer, markdown bool) error {
 	}
 	ew := &errWriter{w: w}
 	ew.printf("\nmedians with 95%% confidence intervals; delta = new/old − 1 when the Mann-Whitney U test rejects equality at α=%.2f, \"~\" otherwise\n", Alpha)
+	if n := c.powerless(); n > 0 {
+		ew.printf("\"?\" (%d rows): too few samples for the test to reach α=%.2f at all; %d per side can\n", n, Alpha, stats.SamplesToDecide(Alpha))
+	}
 	if gm, ok := c.geomean(); ok {
 		ew.printf("geomean of new/old medians over all rows: %+.2f%%\n", (gm-1)*100)
 	}
@@ -259,6 +267,16 @@ func (c *Comparison) WriteText(w io.Writer, markdown bool) error {
 		ew.printf("warning: %s\n", s)
 	}
 	return ew.err
+}
+
+func (c *Comparison) powerless() int {
+	n := 0
+	for i := range c.Rows {
+		if c.Rows[i].Powerless {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *Comparison) geomean() (float64, bool) {
