@@ -54,7 +54,8 @@ type CompareDocRow struct {
 	NewLoNS *float64 `json:"new_lo_ns"`
 	NewHiNS *float64 `json:"new_hi_ns"`
 	// DeltaPct is new/old − 1 of the medians in percent, whatever P says;
-	// Delta is what the table shows: "~" unless Significant.
+	// Delta is what the table shows: the signed percentage when
+	// Significant, "?" when Powerless, "~" otherwise.
 	DeltaPct    float64 `json:"delta_pct"`
 	Delta       string  `json:"delta"`
 	Significant bool    `json:"significant"`
