@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"golang.org/x/perf/benchmath"
+	"github.com/ktune/ktune/internal/stats"
 )
 
 // decide makes the decision at every measured nkv of one shape, ascending.
@@ -143,19 +143,16 @@ func isFirstPass(r Rule) bool {
 	return r == RuleOnly || r == RuleSignificant || r == RuleLanded
 }
 
-// compare runs the Mann-Whitney U test on the raw samples: benchmark times
-// are far from normal (a floor plus a right tail), so no distribution is
-// assumed.
-func compare(a, b *candidate, alpha float64) benchmath.Comparison {
-	th := &benchmath.Thresholds{CompareAlpha: alpha}
-	// NewSample sorts in place; the records must stay as read.
-	sa := benchmath.NewSample(slices.Clone(a.m.SamplesNS), th)
-	sb := benchmath.NewSample(slices.Clone(b.m.SamplesNS), th)
-	return benchmath.AssumeNothing.Compare(sa, sb)
+// compare asks the one comparison engine (stats.Compare: Mann-Whitney U
+// on the raw samples, with its power): benchmark times are far from
+// normal (a floor plus a right tail), so no distribution is assumed.
+func compare(a, b *candidate, alpha float64) stats.Comparison {
+	return stats.Compare(a.m.SamplesNS, b.m.SamplesNS, alpha)
 }
 
-// significant follows benchstat: a p-value above alpha is "~".
-func significant(c benchmath.Comparison) bool { return c.P <= c.Alpha }
+// significant follows benchstat: a p-value above alpha is "~"; so is a
+// comparison whose sample counts cannot reach alpha at all.
+func significant(c stats.Comparison) bool { return c.Significant }
 
 // formatNS prints a duration in ns with one decimal, without exponent, so
 // that YAML and header diffs stay readable.

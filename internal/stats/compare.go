@@ -111,3 +111,9 @@ func (c Comparison) Range() (lo, hi float64) {
 	}
 	return c.New.Lo/c.Old.Hi - 1, c.New.Hi/c.Old.Lo - 1
 }
+
+// String renders the test the way benchstat does ("p=0.002 n=10",
+// "p=0.100 n=3+4"), so tables built on it read like benchstat's.
+func (c Comparison) String() string {
+	return benchmath.Comparison{P: c.P, N1: c.N1, N2: c.N2, Alpha: c.Alpha}.String()
+}
