@@ -233,7 +233,37 @@ type Record struct {
 	// Landed marks the configuration the engine ships today (the spec's
 	// landed variant and defines): the baseline of every comparison.
 	Landed bool `json:"landed,omitempty"`
+	// Replayed is set on a record that the replay backend served from
+	// recorded results instead of measuring (a dry run, a pipeline test
+	// on a machine without a GPU): its numbers are another run's, or
+	// there are none. report, gate, compare and tune refuse such records
+	// unless asked (see Measured).
+	Replayed *Replay `json:"replayed,omitempty"`
 }
+
+// A Replay says where a replayed record's content came from.
+type Replay struct {
+	// Match is how the point found its record.
+	Match ReplayMatch `json:"match"`
+	// Hash is the hash of the record replayed, which differs from the
+	// point's own when Match is ReplayConfig; empty for ReplayNone.
+	Hash string `json:"hash,omitempty"`
+}
+
+// ReplayMatch is how the replay backend found a point's record.
+type ReplayMatch string
+
+const (
+	// ReplayHash: a record of the point's own hash, so measured with the
+	// same sources, flags, architecture and settings.
+	ReplayHash ReplayMatch = "hash"
+	// ReplayConfig: a record of the same variant, kernel, defines, shape
+	// and nkv under another hash (the kernel sources or the settings have
+	// changed since it was measured), served only when asked for.
+	ReplayConfig ReplayMatch = "config"
+	// ReplayNone: no record; the record has StatusError and no numbers.
+	ReplayNone ReplayMatch = "none"
+)
 
 // Probe returns the measurement of the named probe, or nil.
 func (r *Record) Probe(p Probe) *Measurement {
