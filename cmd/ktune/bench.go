@@ -22,6 +22,7 @@ import (
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/probe"
+	"github.com/ktune/ktune/replay"
 	"github.com/ktune/ktune/sweep"
 )
 
@@ -44,11 +45,44 @@ type backendSpec struct {
 	sassDir    string
 	verbose    bool
 	log        io.Writer // the backend's log and the pool's warnings
+	// replay, when set, serves recorded results instead of a GPU.
+	replay *replaySpec
 }
+
+// A replaySpec says what the replay backend serves.
+type replaySpec struct {
+	from  []string // results files or sweep directories
+	match replay.Match
+	// stopAt > 0 loses the backend at its stopAt-th point without a
+	// record ($KTUNE_REPLAY_STOP_AT), so that a pipeline's resume path
+	// (a resubmitted job array task) can be tested without a GPU.
+	stopAt int
+}
+
+// The backends a measuring command can run its points on.
+const (
+	backendCUDA   = "cuda"
+	backendReplay = "replay"
+)
+
+// replayStopEnv names the variable that makes the replay backend stop
+// mid-sweep; it is read once, here, and passed down.
+const replayStopEnv = "KTUNE_REPLAY_STOP_AT"
 
 // openBackend returns a pool of worker processes, one per device, or the
 // CUDA backend itself with --in-process.
 func openBackend(s backendSpec) (plan.Backend, error) {
+	if s.replay != nil {
+		b, warns, err := replay.Load(s.replay.match, s.replay.from...)
+		for _, w := range warns {
+			fmt.Fprintf(s.log, "warning: %v\n", w)
+		}
+		if err != nil {
+			return nil, err
+		}
+		b.StopAt = s.replay.stopAt
+		return b, nil
+	}
 	if s.inProcess {
 		var blog io.Writer = io.Discard
 		if s.verbose {
@@ -106,6 +140,18 @@ type backendFlags struct {
 	device        int
 	devices       string
 	inProcess     bool
+	backendKind   string
+	replayFrom    stringList
+	replayMatch   string
+}
+
+// A stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }
 
 func (f *backendFlags) register(fs *flag.FlagSet) {
@@ -115,12 +161,28 @@ func (f *backendFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.inProcess, "in-process", false, "run points in this process: no worker, so a fault ends the sweep")
 	fs.BoolVar(&f.wait, "wait", false, "wait for another sweep holding DIR instead of refusing")
 	fs.BoolVar(&f.verbose, "v", false, "print the backend's compile and measurement log")
+	fs.StringVar(&f.backendKind, "backend", backendCUDA, "what runs the points: `cuda` (the GPU) or replay (recorded results, no GPU)")
+	fs.Var(&f.replayFrom, "replay-from", "with --backend replay: the recorded `RESULTS` file or sweep directory to serve (repeatable)")
+	fs.StringVar(&f.replayMatch, "replay-match", string(replay.MatchHash),
+		"with --backend replay: `hash` serves a point only its own record; config also a record of its configuration under another hash")
 }
 
 // backend checks the device flags and says what runs the points.
 func (f *backendFlags) backend(fs *flag.FlagSet, log io.Writer) (backendSpec, error) {
 	bs := backendSpec{devices: []int{f.device}, inProcess: f.inProcess,
 		sassDir: filepath.Join(f.out, "sass"), verbose: f.verbose, log: log}
+	switch f.backendKind {
+	case backendCUDA:
+		for _, name := range []string{"replay-from", "replay-match"} {
+			if flagSet(fs, name) {
+				return bs, usageErrorf("--%s belongs to --backend replay", name)
+			}
+		}
+	case backendReplay:
+		return f.replayBackend(fs, bs)
+	default:
+		return bs, usageErrorf("--backend %q: want %s or %s", f.backendKind, backendCUDA, backendReplay)
+	}
 	if f.devices == "" {
 		return bs, nil
 	}
@@ -133,6 +195,29 @@ func (f *backendFlags) backend(fs *flag.FlagSet, log io.Writer) (backendSpec, er
 	}
 	if f.inProcess && (bs.allDevices || len(bs.devices) > 1) {
 		return bs, usageErrorf("--in-process runs one device; drop it to use several")
+	}
+	return bs, nil
+}
+
+// replayBackend checks the flags of --backend replay.
+func (f *backendFlags) replayBackend(fs *flag.FlagSet, bs backendSpec) (backendSpec, error) {
+	for _, name := range []string{"device", "devices", "in-process"} {
+		if flagSet(fs, name) {
+			return bs, usageErrorf("--%s: --backend replay uses no device", name)
+		}
+	}
+	if len(f.replayFrom) == 0 {
+		return bs, usageErrorf("--backend replay wants --replay-from RESULTS: the recorded results to serve")
+	}
+	match, err := replay.ParseMatch(f.replayMatch)
+	if err != nil {
+		return bs, usageErrorf("--replay-match: %v", err)
+	}
+	bs.replay = &replaySpec{from: f.replayFrom, match: match}
+	if v := os.Getenv(replayStopEnv); v != "" {
+		if bs.replay.stopAt, err = strconv.Atoi(v); err != nil || bs.replay.stopAt < 1 {
+			return bs, usageErrorf("$%s=%q: want a point number ≥ 1", replayStopEnv, v)
+		}
 	}
 	return bs, nil
 }
@@ -196,8 +281,11 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 	bn.closers = append(bn.closers, func() { lock.Unlock() })
 
 	bn.where = describeDevices(bs)
-	const needs = "\nktune needs an NVIDIA GPU with its driver's libcuda.so.1 and NVRTC's libnvrtc.so.13 " +
+	needs := "\nktune needs an NVIDIA GPU with its driver's libcuda.so.1 and NVRTC's libnvrtc.so.13 " +
 		"in the loader path (LD_LIBRARY_PATH); 'ktune doctor' checks each piece"
+	if bs.replay != nil {
+		needs = ""
+	}
 	b, err := deps.open(bs)
 	if err != nil {
 		bn.close()
@@ -222,7 +310,8 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 		IsTTY:    deps.isTTY(stderr),
 		Log:      stderr,
 	}
-	if deps.precompile != nil {
+	// A replay compiles nothing: NVRTC need not even be installed.
+	if deps.precompile != nil && bs.replay == nil {
 		arch := bn.env.Arch
 		bn.opts.Precompile = func(todo []*plan.Point) func() sweep.CompileStats {
 			stop, err := deps.precompile(arch, todo, stderr)
@@ -258,6 +347,8 @@ func parseDevices(s string) (devs []int, all bool, err error) {
 // describeDevices names the devices of a sweep for messages.
 func describeDevices(s backendSpec) string {
 	switch {
+	case s.replay != nil:
+		return fmt.Sprintf("a replay of %s (match by %s)", strings.Join(s.replay.from, ", "), s.replay.match)
 	case s.allDevices:
 		return "every CUDA device"
 	case len(s.devices) == 1:

@@ -52,6 +52,8 @@ func runCompare(stdout, stderr io.Writer, args []string) error {
 	fs.SetOutput(stderr)
 	md := fs.Bool("markdown", false, "print a Markdown table")
 	asJSON := fs.Bool("json", false, "print the comparison as one JSON document (report.CompareDoc)")
+	var allowReplayed bool
+	registerAllowReplayed(fs, &allowReplayed)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), compareUsage)
 		fs.PrintDefaults()
@@ -75,6 +77,10 @@ func runCompare(stdout, stderr io.Writer, args []string) error {
 	}
 	cur, err := loadSet(stderr, pos[1:])
 	if err != nil {
+		return err
+	}
+	// Records of 'sweep --backend replay' are not measurements (replayed.go).
+	if err := refuseReplayed(stderr, append(old.Records[:len(old.Records):len(old.Records)], cur.Records...), allowReplayed); err != nil {
 		return err
 	}
 	c, err := report.Compare(old.Records, cur.Records)

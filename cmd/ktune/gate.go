@@ -117,6 +117,8 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	resultsDir := fs.String("results", "", "results `DIR` of the sweep of SPEC (second form)")
 	asJSON := fs.Bool("json", false, "print a machine-readable verdict only")
 	fs.BoolVar(&opts.AllowDamaged, "allow-damaged", false, "let the gate pass although input lines could not be read (they are still counted)")
+	var allowReplayed bool
+	registerAllowReplayed(fs, &allowReplayed)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), gateUsage)
 		fs.PrintDefaults()
@@ -168,6 +170,10 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 		return err
 	}
 	opts.Skipped = set.Warnings
+	// Records of 'sweep --backend replay' are not measurements (replayed.go).
+	if err := refuseReplayed(stderr, set.Records, allowReplayed); err != nil {
+		return err
+	}
 	res, err := report.Gate(set.Records, opts)
 	if err != nil {
 		return err

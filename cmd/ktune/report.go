@@ -52,6 +52,8 @@ func runReport(stdout, stderr io.Writer, args []string) error {
 	out := fs.String("o", "", "output `DIR` (created if needed)")
 	layers := fs.Int("layers", 0, "attention launches per decode step, for the projection")
 	stepMS := fs.Float64("step-ms", 0, "measured decode step with the landed kernel (`ms`), for the projection")
+	var allowReplayed bool
+	registerAllowReplayed(fs, &allowReplayed)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), reportUsage)
 		fs.PrintDefaults()
@@ -74,6 +76,10 @@ func runReport(stdout, stderr io.Writer, args []string) error {
 	}
 	recs, err := loadResults(stderr, pos)
 	if err != nil {
+		return err
+	}
+	// Records of 'sweep --backend replay' are not measurements (replayed.go).
+	if err := refuseReplayed(stderr, recs, allowReplayed); err != nil {
 		return err
 	}
 	rep, err := report.Build(recs, report.Options{Layers: *layers, StepMS: *stepMS})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/replay"
 	"github.com/ktune/ktune/report"
 	"github.com/ktune/ktune/sweep"
 )
@@ -92,6 +93,27 @@ a Kubernetes indexed Job that do this.
   $ ktune sweep experiments/slice.yaml -o out/slice --devices all
   $ ktune sweep experiments/slice.yaml -o out/shard-2 --shard 2/8
   $ ktune merge -o out/slice out/shard-*
+
+# Without a GPU: the replay backend
+
+--backend replay serves recorded results instead of measuring: each point
+gets the record of its own hash from the --replay-from files (results
+files or sweep directories), marked "replayed" with how it was matched. A
+point without one is recorded as an error, "not recorded", with no
+numbers. --replay-match config also gives a point without a record of its
+hash the record of the same variant, kernel, defines, shape and nkv under
+another hash (measured before the kernel sources or the settings
+changed). Nothing is compiled and no GPU, driver or NVRTC is needed, so it
+is the way to dry-run a spec (which points have results?) and to test a
+pipeline end to end on any machine: a job array, its resubmission, the
+merge, a CI step. report, gate, compare and tune refuse replayed records
+unless given --allow-replayed. KTUNE_REPLAY_STOP_AT=N makes the replay
+backend stop at its N-th point without recording it, as a lost node
+would, to test a resubmission.
+
+  $ ktune sweep experiments/slice.yaml -o out/dry --backend replay \
+      --replay-from experiments/results/h200/make-sweep.jsonl
+  $ ktune report out/dry -o out/dry-report --allow-replayed
 
 Flags:
 `
@@ -226,10 +248,29 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	}
 	sum, runErr := sweep.Run(ctx, bn.backend, pl, opts)
 	printRunSummary(stdout, stderr, sum, f.out, true)
+	if bs.replay != nil {
+		printReplaySummary(stdout, sum.Records, bs.replay.match)
+	}
 	if runErr != nil {
 		return interruptedOr(ctx, runErr)
 	}
 	return nil
+}
+
+// printReplaySummary says how a replay's points found their records, and
+// what to do about those that found none.
+func printReplaySummary(stdout io.Writer, recs []results.Record, match replay.Match) {
+	n := map[results.ReplayMatch]int{}
+	for _, r := range recs {
+		if r.Replayed != nil {
+			n[r.Replayed.Match]++
+		}
+	}
+	fmt.Fprintf(stdout, "replayed, not measured: %d by hash, %d by configuration, %d not recorded\n",
+		n[results.ReplayHash], n[results.ReplayConfig], n[results.ReplayNone])
+	if n[results.ReplayNone] > 0 && match == replay.MatchHash {
+		fmt.Fprintln(stdout, "(--replay-match config also serves a record of the same configuration measured under another hash)")
+	}
 }
 
 // printRunSummary prints the table of a run's records (when table is set)

@@ -132,11 +132,13 @@ type tuneFlags struct {
 	rounds  int
 	keep    float64
 	force   bool
+	// allowReplayed: see replayed.go.
+	allowReplayed bool
 }
 
 // searchFlagNames are the flags that only a search takes.
 var searchFlagNames = []string{"search", "samples", "seed", "rounds", "keep", "force",
-	"device", "devices", "in-process", "wait", "v"}
+	"device", "devices", "in-process", "wait", "v", "backend", "replay-from", "replay-match"}
 
 func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps sweepDeps) error {
 	var f tuneFlags
@@ -152,6 +154,7 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	fs.IntVar(&f.rounds, "rounds", search.DefaultRounds, "halving: at most `R` rounds, the last under the spec's stopping rule")
 	fs.Float64Var(&f.keep, "keep", search.DefaultKeep, "halving: keep a configuration whose median is within `F` (a fraction) of the best's")
 	fs.BoolVar(&f.force, "force", false, "measure again points already recorded in DIR (the new record supersedes)")
+	registerAllowReplayed(fs, &f.allowReplayed)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), tuneUsage)
 		fs.PrintDefaults()
@@ -187,6 +190,10 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 			if flagSet(fs, name) {
 				return usageErrorf("tune: --%s measures, --from only exports: give one of them", name)
 			}
+		}
+		// Records of 'sweep --backend replay' are not measurements (replayed.go).
+		if err := refuseReplayedFiles(stderr, f.from.paths, f.allowReplayed); err != nil {
+			return err
 		}
 		return tuneExport(stdout, stderr, f.from.paths, dispatch.Options{Probe: p}, f.out)
 	}
@@ -250,6 +257,10 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 	printRunSummary(stdout, stderr, res.Summary, f.out, false)
 	if runErr != nil {
 		return interruptedOr(ctx, runErr)
+	}
+	// Records of 'tune --backend replay' are not measurements (replayed.go).
+	if err := refuseReplayedFiles(stderr, []string{f.out}, f.allowReplayed); err != nil {
+		return err
 	}
 	// The same export as --from DIR, restricted to this spec: a directory
 	// may hold the results of others.
