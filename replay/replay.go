@@ -39,6 +39,10 @@ type Backend struct {
 	// node gone, a preempted job), so that nothing is recorded for it and
 	// a resumed sweep runs it.
 	StopAt int
+	// Delay is how long each Run takes, as a measurement would, so that a
+	// pipeline's watching, cancelling and preemption can be tested; a
+	// cancelled context cuts it short.
+	Delay time.Duration
 	// Hook, if set, is called by every Run just before it returns, with
 	// the 1-based call number; a test cancels its context from here to
 	// interrupt a sweep mid-point.
@@ -182,6 +186,14 @@ func (r *Backend) Run(ctx context.Context, p *plan.Point) (results.Record, error
 	}
 	if r.Hook != nil {
 		r.Hook(n, p)
+	}
+	if r.Delay > 0 {
+		t := time.NewTimer(r.Delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
 	}
 	// A real backend notices the cancel and gives up on the point.
 	if ctx.Err() != nil {

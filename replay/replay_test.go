@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
@@ -126,5 +127,24 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := ParseMatch("fuzzy"); err == nil {
 		t.Error("ParseMatch accepted fuzzy")
+	}
+}
+
+// Delay holds a point as a measurement would, and gives way to a cancel
+// (a preempted job) without a record.
+func TestDelayGivesWayToCancel(t *testing.T) {
+	b := New([]results.Record{measured("a", config("d2", "32", 1), 1)})
+	b.Delay = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	start := time.Now()
+	rec, err := b.Run(ctx, &plan.Point{Hash: "a"})
+	if err == nil || rec.Status != "" || time.Since(start) > time.Minute {
+		t.Errorf("status %q, err %v after %v; want a prompt cancel and no record", rec.Status, err, time.Since(start))
+	}
+	b.Delay = 20 * time.Millisecond
+	start = time.Now()
+	if _, err := b.Run(context.Background(), &plan.Point{Hash: "a"}); err != nil || time.Since(start) < b.Delay {
+		t.Errorf("err %v after %v; want the record after %v", err, time.Since(start), b.Delay)
 	}
 }

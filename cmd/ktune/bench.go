@@ -57,6 +57,9 @@ type replaySpec struct {
 	// record ($KTUNE_REPLAY_STOP_AT), so that a pipeline's resume path
 	// (a resubmitted job array task) can be tested without a GPU.
 	stopAt int
+	// delay is how long each point takes ($KTUNE_REPLAY_DELAY), so that
+	// watching, cancelling and preempting a pipeline can be tested.
+	delay time.Duration
 }
 
 // The backends a measuring command can run its points on.
@@ -65,9 +68,13 @@ const (
 	backendReplay = "replay"
 )
 
-// replayStopEnv names the variable that makes the replay backend stop
-// mid-sweep; it is read once, here, and passed down.
-const replayStopEnv = "KTUNE_REPLAY_STOP_AT"
+// replayStopEnv and replayDelayEnv name the variables that make the
+// replay backend stop mid-sweep and take its time; they are read once,
+// here, and passed down.
+const (
+	replayStopEnv  = "KTUNE_REPLAY_STOP_AT"
+	replayDelayEnv = "KTUNE_REPLAY_DELAY"
+)
 
 // openBackend returns a pool of worker processes, one per device, or the
 // CUDA backend itself with --in-process.
@@ -80,7 +87,7 @@ func openBackend(s backendSpec) (plan.Backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.StopAt = s.replay.stopAt
+		b.StopAt, b.Delay = s.replay.stopAt, s.replay.delay
 		return b, nil
 	}
 	if s.inProcess {
@@ -217,6 +224,11 @@ func (f *backendFlags) replayBackend(fs *flag.FlagSet, bs backendSpec) (backendS
 	if v := os.Getenv(replayStopEnv); v != "" {
 		if bs.replay.stopAt, err = strconv.Atoi(v); err != nil || bs.replay.stopAt < 1 {
 			return bs, usageErrorf("$%s=%q: want a point number ≥ 1", replayStopEnv, v)
+		}
+	}
+	if v := os.Getenv(replayDelayEnv); v != "" {
+		if bs.replay.delay, err = time.ParseDuration(v); err != nil || bs.replay.delay < 0 {
+			return bs, usageErrorf("$%s=%q: want a duration such as 200ms", replayDelayEnv, v)
 		}
 	}
 	return bs, nil

@@ -107,9 +107,11 @@ changed). Nothing is compiled and no GPU, driver or NVRTC is needed, so it
 is the way to dry-run a spec (which points have results?) and to test a
 pipeline end to end on any machine: a job array, its resubmission, the
 merge, a CI step. report, gate, compare and tune refuse replayed records
-unless given --allow-replayed. KTUNE_REPLAY_STOP_AT=N makes the replay
-backend stop at its N-th point without recording it, as a lost node
-would, to test a resubmission.
+unless given --allow-replayed. To test what a pipeline does when things
+go wrong, KTUNE_REPLAY_STOP_AT=N makes the replay backend stop at its
+N-th point without recording it, as a lost node would, and
+KTUNE_REPLAY_DELAY=200ms makes every point take that long, so that a job
+can be watched, cancelled or preempted mid-sweep.
 
   $ ktune sweep experiments/slice.yaml -o out/dry --backend replay \
       --replay-from experiments/results/h200/make-sweep.jsonl
