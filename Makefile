@@ -8,7 +8,7 @@ OUT     ?= out/$(notdir $(basename $(SPEC)))
 RESULTS ?= $(wildcard experiments/results/h200/*.jsonl)
 export CGO_ENABLED = 0
 
-.PHONY: build test sweep report dispatch clean
+.PHONY: build test sweep report dispatch clean slurm-test kube-check
 
 # The go command records the git revision itself (-buildvcs=auto) only in
 # a plain checkout: not in a git worktree (.git is a file there), nor under
@@ -50,6 +50,19 @@ report: build
 ## dispatch: regenerate the committed H200 dispatch table from its results.
 dispatch: build
 	./$(BIN) tune --from experiments/results/h200/h200-frontier.jsonl -o experiments/results/h200/dispatch
+
+## slurm-test: experiments/slurm/sweep.sbatch as a job array under a real
+## single-node Slurm started on this machine, on the replay backend (no
+## GPU). Installs slurm-wlm and munge when missing: needs root or sudo and
+## Debian or Ubuntu. Exit status 77 means skipped, with the reason.
+slurm-test:
+	experiments/slurm/test.sh
+
+## kube-check: decode the Kubernetes Jobs of experiments/slurm strictly
+## into the API's Go types (a module of its own, fetched from the Go
+## module proxy: ktune itself does not depend on the Kubernetes API).
+kube-check:
+	cd experiments/slurm/kubecheck && $(GO) test -count=1 ./...
 
 clean:
 	rm -rf bin out
