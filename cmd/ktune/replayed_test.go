@@ -116,6 +116,15 @@ func TestReplayedRecordsAreRefused(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d refusing the replayed records; stderr:\n%s", args[0], code, exitUsage, stderr)
 		}
 	}
+	// A search on the replay backend records replays: its table is refused too.
+	tuneArgs := []string{"tune", specSlice, "-o", filepath.Join(t.TempDir(), "tune"), "--backend", "replay",
+		"--replay-from", h200Slice, "--replay-match", "config"}
+	if _, stderr, code := runMsg(tuneArgs...); code != exitUsage || !strings.Contains(stderr, "served by the replay backend") {
+		t.Errorf("tune --backend replay: exit %d, want %d refusing its table; stderr:\n%s", code, exitUsage, stderr)
+	}
+	if _, stderr, code := runMsg(append(tuneArgs, "--allow-replayed")...); code != 0 {
+		t.Errorf("tune --backend replay --allow-replayed: exit %d\n%s", code, stderr)
+	}
 	_, stderr, code := runCmd("report", dir, "-o", out, "--allow-replayed")
 	if code != 0 || !strings.Contains(stderr, "warning: 64 of 64 records were served by the replay backend") {
 		t.Errorf("report --allow-replayed: exit %d, want 0 with a warning; stderr:\n%s", code, stderr)
