@@ -210,7 +210,8 @@ log "task $FAILING was lost at its point $STOP_AT with $n points recorded, task 
 # A merge now is short of the lost task's points. It does not say so
 # (every shard has a directory): count the records against the plan.
 "$KTUNE" merge -o "$T/partial" "$T"/out/shard-* >"$T/partial.txt" 2>&1 || true
-points=$("$KTUNE" plan "$SPEC" | grep -cE '│ [0-9a-f]{8} │$')
+points=$("$KTUNE" plan "$SPEC" --count | sed -n 's/^points: \([0-9]*\).*/\1/p')
+[ -n "$points" ] || fail "ktune plan $SPEC --count gave no point count"
 got=$(grep -o 'merged [0-9]* records' "$T/partial.txt" | grep -o '[0-9]*' || echo 0)
 ((got < points)) || fail "a merge before the resubmission holds $got records of $points"
 log "a merge now would hold $got of the plan's $points points"
