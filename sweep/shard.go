@@ -90,6 +90,11 @@ type Manifest struct {
 	Points int    `json:"points"` // points in the whole plan
 	Count  int    `json:"count"`  // the plan is dealt into this many shards
 	Shards []int  `json:"shards"` // the shards this directory holds, ascending
+	// Selected is the number of points this directory's sweep set out to
+	// record (its shards, narrowed by --only): merge compares it with the
+	// records found, so a task that stopped early is reported, not merged
+	// as if complete. 0 in manifests written before it existed: unchecked.
+	Selected int `json:"selected,omitempty"`
 }
 
 // WriteManifest writes m to dir/shard.json, replacing it whole (a crash
@@ -226,6 +231,12 @@ func Merge(inputs []string) (*Merged, error) {
 		}
 		latest, superseded := results.Latest(recs)
 		out.Superseded += superseded
+		if len(manifestFrom) > 0 && manifestFrom[len(manifestFrom)-1] == in {
+			if m := manifests[len(manifests)-1]; m.Selected > 0 && len(latest) < m.Selected {
+				out.Warnings = append(out.Warnings, fmt.Sprintf("%s holds %d of the %d points of shard(s) %s: its task stopped early; "+
+					"resubmit it with the same index (it resumes) and merge again", in, len(latest), m.Selected, shardList(m.Shards)))
+			}
+		}
 		for _, r := range latest {
 			if specFrom == "" {
 				spec, specFrom = r.Config.Spec, path
@@ -323,6 +334,14 @@ func mergeManifests(ms []*Manifest, from []string) (*Manifest, []string, error) 
 			strings.Join(missing, ", "), u.Count))
 	}
 	return u, warns, nil
+}
+
+func shardList(ss []int) string {
+	parts := make([]string, len(ss))
+	for i, x := range ss {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
 }
 
 // describeConfig names a point for a message: its shape, defines and nkv.

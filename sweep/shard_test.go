@@ -296,3 +296,31 @@ func TestMergeRefusesNewerSchema(t *testing.T) {
 		t.Fatalf("merged %+v, err %v; want a refusal naming the newer schema", m, err)
 	}
 }
+
+// A shard whose task stopped early is reported by merge, not merged as if
+// complete: its manifest says how many points it set out to record.
+func TestMergeReportsStoppedShard(t *testing.T) {
+	pl := groupedPlan(4, 2)
+	dirs := sweepShards(t, pl, 2)
+	for i, d := range dirs {
+		m, err := ReadManifest(d)
+		if err != nil || m == nil {
+			t.Fatal(err)
+		}
+		recs, _, _ := results.ReadFile(results.FilePath(d))
+		m.Selected = len(recs)
+		if i == 1 {
+			m.Selected++ // one point never recorded
+		}
+		if err := WriteManifest(d, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := Merge(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Warnings) != 1 || !strings.Contains(m.Warnings[0], dirs[1]) || !strings.Contains(m.Warnings[0], "stopped early") {
+		t.Errorf("warnings %q: want one naming %s as stopped early", m.Warnings, dirs[1])
+	}
+}

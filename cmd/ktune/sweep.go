@@ -206,34 +206,33 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	// machine of a job array deals the same groups whatever it selects.
 	selected := func(*plan.Point) bool { return true }
 	if shard != nil {
+		selected = shard.Filter(pl.Points)
+	}
+	inShard, chosen := 0, 0
+	for _, p := range pl.Points {
+		if selected(p) {
+			inShard++
+			if filter == nil || filter.Match(p) {
+				chosen++
+			}
+		}
+	}
+	if shard != nil {
 		m := &sweep.Manifest{Spec: s.Name, Plan: sweep.PlanHash(pl.Points), Points: len(pl.Points),
-			Count: shard.Count, Shards: []int{shard.Index}}
+			Count: shard.Count, Shards: []int{shard.Index}, Selected: chosen}
 		if err := sweep.CheckManifest(f.out, m); err != nil {
 			return usageErrorf("--shard %s: %v", shard, err)
 		}
 		if err := sweep.WriteManifest(f.out, m); err != nil {
 			return err
 		}
-		selected = shard.Filter(pl.Points)
 	}
 	fmt.Fprintf(stderr, "%s: %d points", pos[0], len(pl.Points))
 	if shard != nil {
-		n := 0
-		for _, p := range pl.Points {
-			if selected(p) {
-				n++
-			}
-		}
-		fmt.Fprintf(stderr, ", %d in shard %s", n, shard)
+		fmt.Fprintf(stderr, ", %d in shard %s", inShard, shard)
 	}
 	if filter != nil {
-		n := 0
-		for _, p := range pl.Points {
-			if selected(p) && filter.Match(p) {
-				n++
-			}
-		}
-		fmt.Fprintf(stderr, ", %d selected by --only", n)
+		fmt.Fprintf(stderr, ", %d selected by --only", chosen)
 	}
 	if n := len(pl.Skipped); n > 0 {
 		fmt.Fprintf(stderr, " (%d configurations the kernels cannot run are left out)", n)

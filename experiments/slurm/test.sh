@@ -207,14 +207,17 @@ n=$(wc -l <"$T/out/shard-$FAILING/results.jsonl")
 c=$(wc -l <"$slow")
 log "task $FAILING was lost at its point $STOP_AT with $n points recorded, task $CANCELLED cancelled with $c; the others completed"
 
-# A merge now is short of the lost task's points. It does not say so
-# (every shard has a directory): count the records against the plan.
+# A merge now is short of the lost and the cancelled tasks' points: it
+# must say which shards stopped early, and hold fewer records than the plan.
 "$KTUNE" merge -o "$T/partial" "$T"/out/shard-* >"$T/partial.txt" 2>&1 || true
 points=$("$KTUNE" plan "$SPEC" --count | sed -n 's/^points: \([0-9]*\).*/\1/p')
 [ -n "$points" ] || fail "ktune plan $SPEC --count gave no point count"
 got=$(grep -o 'merged [0-9]* records' "$T/partial.txt" | grep -o '[0-9]*' || echo 0)
 ((got < points)) || fail "a merge before the resubmission holds $got records of $points"
-log "a merge now would hold $got of the plan's $points points"
+for i in $CANCELLED $FAILING; do
+	grep -q "shard-$i holds .* stopped early" "$T/partial.txt" || fail "merge did not report shard $i as stopped early: $(cat "$T/partial.txt")"
+done
+log "a merge now would hold $got of the plan's $points points, and says shards $CANCELLED and $FAILING stopped early"
 
 job2=$(submit "$CANCELLED,$FAILING")
 log "resubmitted indices $CANCELLED and $FAILING as job array $job2"
