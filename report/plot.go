@@ -203,12 +203,13 @@ func (rep *Report) choose(g *shapeGroup) {
 	}
 }
 
-// subtitle says which variants a capped plot leaves out.
-func (g *shapeGroup) subtitle(drawn int) string {
-	if drawn >= g.variants {
+// subtitle says how many of the variants a plot could show it draws,
+// when the cap left some out.
+func subtitle(drawn, measured int) string {
+	if drawn >= measured {
 		return ""
 	}
-	return fmt.Sprintf("\n%d of %d variants: the shipped ones, then by geomean time vs landed", drawn, g.variants)
+	return fmt.Sprintf("\n%d of %d variants: the shipped ones, then by geomean time vs landed", drawn, measured)
 }
 
 func slugify(s string) string {
@@ -287,11 +288,11 @@ func (rep *Report) plotNKV(g *shapeGroup, sty styles) (*figure, PlotFile, error)
 	if len(drawn) == 0 && len(landed) == 0 && refs == 0 {
 		return nil, pf, nil
 	}
-	pf.Title = fmt.Sprintf("%s: cold time vs context length (best configuration per variant)", g.label) + g.subtitle(len(drawn))
+	pf.Title = fmt.Sprintf("%s: cold time vs context length (best configuration per variant)", g.label) + subtitle(len(drawn), g.variants)
 	f := newFigure(pf.Title, "context length nkv (tokens, log scale)", "partial+combine time (µs, log scale)")
 	f.X.Scale, f.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	f.X.Tick.Marker = measuredTicks{values: g.nkvs, axis: dataWidth}
-	f.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	f.Y.Tick.Marker = logTicks{}
 	lo, hi := math.Inf(1), 0.0
 	span := func(xys plotter.XYs, e plotter.YErrors) {
 		for i, xy := range xys {

@@ -26,7 +26,7 @@ func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, Plot
 	best := map[string]map[int]*Row{} // variant → SPLITS → row
 	refs := map[string]*Row{}
 	splitsSeen := map[int]bool{}
-	chosen := map[string]bool{}
+	chosen, measured := map[string]bool{}, map[string]bool{}
 	for _, v := range g.chosen {
 		chosen[v] = true
 	}
@@ -42,6 +42,7 @@ func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, Plot
 			}
 			continue
 		}
+		measured[r.Variant] = true
 		if !chosen[r.Variant] {
 			continue
 		}
@@ -69,11 +70,11 @@ func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, Plot
 		splits = append(splits, s)
 	}
 	sort.Ints(splits)
-	pf.Title = fmt.Sprintf("%s, nkv=%d: cold time vs SPLITS", g.label, nkv) + g.subtitle(len(drawn))
+	pf.Title = fmt.Sprintf("%s, nkv=%d: cold time vs SPLITS", g.label, nkv) + subtitle(len(drawn), len(measured))
 	f := newFigure(pf.Title, "SPLITS (log₂ scale)", "partial+combine time (µs, log scale)")
 	f.X.Scale, f.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	f.X.Tick.Marker = measuredTicks{values: splits, axis: dataWidth}
-	f.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	f.Y.Tick.Marker = logTicks{}
 	lo, hi := math.Inf(1), 0.0
 	for _, v := range drawn {
 		var xys plotter.XYs
@@ -164,22 +165,33 @@ func (rep *Report) plotProbes(g *shapeGroup, sty styles) (*figure, PlotFile, err
 	if l := landedRows(g)[nkv]; l != nil && len(l.Probes) > 1 {
 		rows = append([]*Row{l}, rows...)
 	}
-	pf.Title = fmt.Sprintf("%s, nkv=%d: cold vs hot vs graph (best configuration by cold)", g.label, nkv)
+	pf.Title = fmt.Sprintf("%s, nkv=%d: time per probe (best configuration by cold)", g.label, nkv)
 	f := newFigure(pf.Title, "probe", "partial+combine time (µs, log scale)")
-	names := make([]string, len(probeOrder))
-	for i, pr := range probeOrder {
+	// Only the probes some drawn row measured: an empty category reads
+	// as a missing measurement of every kernel.
+	var probes []results.Probe
+	for _, pr := range probeOrder {
+		for _, r := range rows {
+			if r.Probe(pr) != nil {
+				probes = append(probes, pr)
+				break
+			}
+		}
+	}
+	names := make([]string, len(probes))
+	for i, pr := range probes {
 		names[i] = string(pr)
 	}
 	f.NominalX(names...)
 	f.Y.Scale = plot.LogScale{}
-	f.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	f.Y.Tick.Marker = logTicks{}
 	lo, hi := math.Inf(1), 0.0
 	width := 0.7 // of each category
 	for k, r := range rows {
 		off := (float64(k)+0.5)/float64(len(rows))*width - width/2
 		var xys plotter.XYs
 		var bars plotter.YErrors
-		for i, pr := range probeOrder {
+		for i, pr := range probes {
 			if st := r.Probe(pr); st != nil {
 				xys = append(xys, plotter.XY{X: float64(i) + off, Y: us(st.MedianNS)})
 				bars = append(bars, iqrOf(st)...)
@@ -198,7 +210,7 @@ func (rep *Report) plotProbes(g *shapeGroup, sty styles) (*figure, PlotFile, err
 		}
 		pf.Series = append(pf.Series, name)
 	}
-	f.X.Min, f.X.Max = -0.5, float64(len(probeOrder))-0.5
+	f.X.Min, f.X.Max = -0.5, float64(len(probes))-0.5
 	f.Y.Min, f.Y.Max = lo/1.3, hi*1.3
 	return f, pf, nil
 }
@@ -240,7 +252,7 @@ func (rep *Report) plotSpeedup(g *shapeGroup, _ styles) (*figure, PlotFile, erro
 	if len(variants) == 0 {
 		return nil, pf, nil
 	}
-	pf.Title = fmt.Sprintf("%s: cold speedup vs landed (best configuration per variant)", g.label) + g.subtitle(len(variants)-len(g.refs))
+	pf.Title = fmt.Sprintf("%s: cold speedup vs landed (best configuration per variant)", g.label) + subtitle(len(variants)-len(g.refs), g.variants)
 	// Reverse-sorted so that the first name reads at the top.
 	sort.Sort(sort.Reverse(sort.StringSlice(variants)))
 	var cols []int
