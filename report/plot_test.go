@@ -407,3 +407,25 @@ func checkSVG(t *testing.T, name string, want []string) {
 		}
 	}
 }
+
+// A log time axis is labelled however short its range: 1, 2 and 5 ×
+// 10^k below two decades, every mark below one.
+func TestLogTicksLabelShortRanges(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		min    int
+	}{{100, 600, 2}, {22, 75, 4}, {5, 2800, 3}} {
+		n := 0
+		for _, tk := range (logTicks{}).Ticks(c.lo, c.hi) {
+			if tk.Label != "" {
+				n++
+			}
+			if tk.Value < c.lo || tk.Value > c.hi {
+				t.Errorf("[%g, %g]: tick %g outside the range", c.lo, c.hi, tk.Value)
+			}
+		}
+		if n < c.min {
+			t.Errorf("[%g, %g]: %d labels, want at least %d", c.lo, c.hi, n, c.min)
+		}
+	}
+}

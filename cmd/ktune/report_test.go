@@ -208,11 +208,11 @@ func TestReportProjection(t *testing.T) {
 			in = true
 		}
 		cells := strings.Split(line, "│")
-		if !in || len(cells) < 10 || strings.Contains(line, "tokens/s") {
+		if !in || len(cells) < 9 || strings.Contains(line, "tokens/s") {
 			continue
 		}
 		rows++
-		for _, c := range cells[8:10] {
+		for _, c := range cells[8:9] {
 			if strings.HasPrefix(strings.TrimSpace(c), "-") {
 				t.Errorf("negative throughput: %s", line)
 			}
