@@ -179,7 +179,7 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 			rep.Probes = append(rep.Probes, p)
 		}
 	}
-	rep.Ship = buildShip(rep, opts.Sources)
+	rep.Ship = buildShip(rep)
 	if opts.Layers > 0 && opts.StepMS > 0 {
 		pr, err := project(rep, opts)
 		if err != nil {

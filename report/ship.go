@@ -93,7 +93,7 @@ func comparable(r *Row) bool {
 	return r.Status == results.StatusOK && !r.Fixture && st != nil && len(st.Samples) > 0 && st.MedianNS > 0
 }
 
-func buildShip(rep *Report, _ []string) []ShipShape {
+func buildShip(rep *Report) []ShipShape {
 	type group struct {
 		device, key string
 		rows        []*Row

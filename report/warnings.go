@@ -61,11 +61,12 @@ func SummariseWarnings(ws []Warning) []WarningSummary {
 func (rep *Report) WriteWarnings(w io.Writer) error {
 	ew := &errWriter{w: w}
 	for _, s := range SummariseWarnings(rep.Warnings) {
-		ew.printf("warning: %d × %s: %s; e.g. %s\n", s.Count, s.Kind, s.Meaning, s.Example)
+		ew.printf("warning: %s\n", s)
 	}
 	return ew.err
 }
 
+// String renders the summary on one line: "260 × duplicate point: …".
 func (s WarningSummary) String() string {
 	return fmt.Sprintf("%d × %s: %s; e.g. %s", s.Count, s.Kind, s.Meaning, s.Example)
 }
