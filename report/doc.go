@@ -33,8 +33,9 @@
 // Contiguous measured nkv with the same winner form a range. At each nkv
 // the winner is compared with the landed kernel (its fastest
 // configuration there) and with every reference measured there: the
-// ratio of medians, bounded by the two medians' 95% confidence intervals
-// (benchmath, distribution-free), and the Mann-Whitney U p-value. The
+// ratio of medians with the 95% confidence interval that inverts the
+// Mann-Whitney U test, and the test's p-value (stats.Compare, the one
+// comparison engine compare and gate use too). The
 // summary names the results files holding the winners in a `ktune tune
 // --from` command, which turns them into a dispatch table with its own
 // significance rules (internal/dispatch).
@@ -62,8 +63,8 @@
 //	                                    "n": 10,
 //	                                    "versus": [{"against": "landed", "config": "d2 SPLITS=32 NR=4",
 //	                                                "reference": false,
-//	                                                "ratio": {"center": 1.085, "lo": 1.067, "hi": 1.102},
-//	                                                "p": 1.08e-05, "significant": true}]}, …]}],
+//	                                                "ratio": {"center": 1.085, "lo": 1.071, "hi": 1.092},
+//	                                                "p": 1.08e-05, "significant": true, "decidable": true}]}, …]}],
 //	            "command": "ktune tune --from RESULTS -o out/dispatch/7b"}],
 //	  "rows": [{"device": "NVIDIA H200", "shape": "7b", "dims": {…}, "variant": "d2", "kernel": "d2",
 //	            "config": "d2 SPLITS=32 NR=4", "splits": 32, "defines": "NR=4", "nkv": 512,

@@ -5,9 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/perf/benchmath"
-
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/stats"
 )
 
 // shipProbe is the probe "what to ship" decides by: cold, what a decode
@@ -69,14 +68,17 @@ type Speedup struct {
 	Config    string `json:"config"` // the baseline's configuration
 	Reference bool   `json:"reference"`
 	// Ratio = baseline median / shipped median (>1: the shipped one is
-	// faster). Lo and Hi bound it from the two medians' 95% intervals
-	// (baseline lo / shipped hi, baseline hi / shipped lo): conservative,
-	// both intervals at once. 0 when either interval is missing.
+	// faster), with the 95% interval of that ratio which inverts the
+	// Mann-Whitney U test (Hodges-Lehmann on the pairwise log-ratios).
+	// Lo and Hi are 0 when the sample counts are too small for one.
 	Ratio CI `json:"ratio"`
 	// P is the Mann-Whitney U p-value of the two sample sets;
-	// Significant is P < Alpha.
+	// Significant is P < Alpha. Decidable is false when the sample
+	// counts cannot reach Alpha at all: "not significant" then says
+	// nothing (stats.Comparison).
 	P           float64 `json:"p"`
 	Significant bool    `json:"significant"`
+	Decidable   bool    `json:"decidable"`
 }
 
 // shippable reports whether r may be shipped: measured, every gate
@@ -190,10 +192,9 @@ func shipShape(rows []*Row) (ShipShape, bool) {
 
 func shipPoint(w, landed *Row, refs map[string]*Row) ShipPoint {
 	st := w.Probe(shipProbe)
-	ws := sampleOf(st.Samples)
-	pt := ShipPoint{NKV: w.NKV, Median: ciOf(ws), N: len(st.Samples), Flags: w.Flags}
+	pt := ShipPoint{NKV: w.NKV, N: len(st.Samples), Flags: w.Flags}
 	if landed != nil {
-		pt.Versus = append(pt.Versus, speedup(ws, landed, "landed"))
+		pt.Versus = append(pt.Versus, speedup(st.Samples, landed, "landed"))
 	}
 	names := make([]string, 0, len(refs))
 	for n := range refs {
@@ -201,36 +202,28 @@ func shipPoint(w, landed *Row, refs map[string]*Row) ShipPoint {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		pt.Versus = append(pt.Versus, speedup(ws, refs[n], n))
+		pt.Versus = append(pt.Versus, speedup(st.Samples, refs[n], n))
+	}
+	c := stats.Compare(st.Samples, st.Samples, Alpha)
+	pt.Median = CI{Center: c.Old.Center}
+	if !math.IsInf(c.Old.Lo, 0) && !math.IsInf(c.Old.Hi, 0) && c.Old.Lo > 0 {
+		pt.Median.Lo, pt.Median.Hi = c.Old.Lo, c.Old.Hi
 	}
 	return pt
 }
 
-func sampleOf(xs []float64) *benchmath.Sample {
-	th := benchmath.DefaultThresholds
-	th.CompareAlpha = Alpha
-	// NewSample sorts in place; the records keep their sample order.
-	return benchmath.NewSample(append([]float64(nil), xs...), &th)
-}
-
-func ciOf(s *benchmath.Sample) CI {
-	sum := benchmath.AssumeNothing.Summary(s, confidence)
-	c := CI{Center: sum.Center}
-	if !math.IsInf(sum.Lo, 0) && !math.IsInf(sum.Hi, 0) && sum.Lo > 0 {
-		c.Lo, c.Hi = sum.Lo, sum.Hi
+// speedup compares the shipped samples with a baseline's through
+// stats.Compare, the one place that decides whether two samples differ,
+// and bounds the ratio with the interval that inverts the same test
+// (ratioCI, Hodges-Lehmann on the log-ratios).
+func speedup(ship []float64, base *Row, against string) Speedup {
+	bs := base.Probe(shipProbe).Samples
+	c := stats.Compare(ship, bs, Alpha)
+	sp := Speedup{Against: against, Config: ConfigLabel(base.Config()), Reference: base.Reference,
+		P: c.P, Significant: c.Significant, Decidable: c.Decidable}
+	sp.Ratio.Center = c.Ratio // base median / ship median
+	if lo, hi := ratioCI(ship, bs, confidence); !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
+		sp.Ratio.Lo, sp.Ratio.Hi = 1+lo, 1+hi
 	}
-	return c
-}
-
-func speedup(ws *benchmath.Sample, base *Row, against string) Speedup {
-	bs := sampleOf(base.Probe(shipProbe).Samples)
-	w, b := ciOf(ws), ciOf(bs)
-	sp := Speedup{Against: against, Config: ConfigLabel(base.Config()), Reference: base.Reference}
-	sp.Ratio.Center = b.Center / w.Center
-	if w.Lo > 0 && b.Lo > 0 {
-		sp.Ratio.Lo, sp.Ratio.Hi = b.Lo/w.Hi, b.Hi/w.Lo
-	}
-	cmp := benchmath.AssumeNothing.Compare(bs, ws)
-	sp.P, sp.Significant = cmp.P, cmp.P < cmp.Alpha
 	return sp
 }

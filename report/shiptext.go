@@ -9,9 +9,9 @@ import (
 // shipIntro says what the summary is, once, above the per-shape tables.
 const shipIntro = "Per shape and range of measured nkv where one configuration wins: the fastest configuration " +
 	"(cold probe, lowest median) that passed every gate, excluding references (kernels ktune did not build) and " +
-	"fault-isolation fixtures. × = baseline median / shipped median (>1: the shipped one is faster), with the bounds " +
-	"from both medians' 95% confidence intervals; ~ marks a difference the Mann-Whitney U test does not find " +
-	"significant at α=0.05."
+	"fault-isolation fixtures. × = baseline median / shipped median (>1: the shipped one is faster) with its 95% " +
+	"confidence interval; ~ marks a difference the Mann-Whitney U test does not find significant at α=0.05, ? one " +
+	"it cannot decide with so few samples."
 
 // WriteShip writes the "what to ship" summary: per shape, a table of the
 // winning configuration per nkv range with its speedups, and the command
@@ -110,7 +110,10 @@ func fmtRatio(v Speedup) string {
 	} else {
 		s += " [n/a]"
 	}
-	if !v.Significant {
+	switch {
+	case !v.Decidable:
+		s += " ?"
+	case !v.Significant:
 		s += " ~"
 	}
 	return s
