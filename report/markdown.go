@@ -37,6 +37,9 @@ func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) erro
 		"are one row. The read bandwidth is measured once per run by a streaming float4 read kernel over a buffer far larger than L2; "+
 		"%% BW below is relative to it, and the memory floor in the plots is K+V bytes divided by it.\n", bwNoise*100)
 	ew.printf("\n## Results\n\n%s\n", legend)
+	if len(plots) > 0 {
+		ew.printf("\n%s\n", plotNote)
+	}
 	if ew.err != nil {
 		return ew.err
 	}

@@ -30,6 +30,11 @@ type PlotFile struct {
 // PlotFormats are the formats Plots writes.
 var plotFormats = [...]string{"png", "svg"}
 
+// plotNote says in report.md how the plots choose and draw their series.
+var plotNote = fmt.Sprintf("Each plot draws at most %d kernel variants (more only when more are shipped), each through its best "+
+	"configuration: those what to ship names, then the others by the geometric mean of their cold time over the landed kernel's. "+
+	"The landed kernel, the references and the memory floor are always drawn; error bars span the interquartile range of the samples.", maxSeries)
+
 // maxSeries caps the kernel variants of one plot; the landed kernel, the
 // references and the memory floor are drawn besides them. Past about
 // seven lines a reader can no longer tell which is which.

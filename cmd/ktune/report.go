@@ -55,6 +55,12 @@ speedup over the landed kernel and each reference and their 95%
 confidence intervals, and the 'ktune tune --from' command that turns it
 into a dispatch table.
 
+Each plot draws a few kernel variants, those what to ship names first
+(report.md states the rule); the landed kernel, the references and the
+memory floor are always drawn, with error bars over the interquartile
+range. Fixtures and records that failed a gate are never drawn, and a
+plot with nothing to draw is not written.
+
 Shapes are told apart by every dimension, the batch and the capacity;
 two that share a spec label are named apart ("7b-b1", "7b-b16").
 
