@@ -64,9 +64,9 @@ plot with nothing to draw is not written.
 Shapes are told apart by every dimension, the batch and the capacity;
 two that share a spec label are named apart ("7b-b1", "7b-b16").
 
-Warnings (malformed lines as file:line: msg, duplicate points, refused
-projection rows) go to stderr, one line per kind with a count. No GPU is
-needed. The report is rendered beside DIR and moved into place when
+Warnings go to stderr: a malformed line as file:line: msg (and skipped),
+duplicate points and refused projection rows as one line per kind with a
+count. No GPU is needed. The report is rendered beside DIR and moved into place when
 complete; files an earlier report wrote into DIR and this one does not
 are removed, nothing else.
 
