@@ -8,12 +8,13 @@ import (
 )
 
 // csvHeader is the column set of tables.csv: one line per row and probe
-// (long form, what pandas and spreadsheets pivot most easily). A row with
+// (long form, what pandas and spreadsheets pivot most easily). The shape
+// is its unique label with every field that identifies it. A row with
 // no measurement (a failed gate) has one line with the probe columns
 // empty.
 var csvHeader = []string{
-	"device", "shape", "heads", "kv_heads", "head_dim", "kv_dtype", "batch",
-	"variant", "kernel", "splits", "defines", "nkv", "landed", "status", "verdict",
+	"device", "shape", "heads", "kv_heads", "head_dim", "kv_dtype", "batch", "capacity",
+	"variant", "kernel", "splits", "defines", "nkv", "landed", "reference", "fixture", "status", "verdict",
 	"registers", "local_bytes", "occupancy",
 	"probe", "n", "median_ns", "q1_ns", "q3_ns", "min_ns", "max_ns",
 	"bytes", "gbps", "pct_bw", "speedup_vs_landed", "throttled", "converged",
@@ -29,10 +30,10 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
 		base := []string{
-			r.Device, ShapeLabel(r.Shape), strconv.Itoa(r.Shape.Heads), strconv.Itoa(r.Shape.KVHeads),
-			strconv.Itoa(r.Shape.HeadDim), r.Shape.KVDtype, strconv.Itoa(r.Shape.Batch),
+			r.Device, r.Label, strconv.Itoa(r.Shape.Heads), strconv.Itoa(r.Shape.KVHeads),
+			strconv.Itoa(r.Shape.HeadDim), r.Shape.KVDtype, strconv.Itoa(r.Shape.Batch), strconv.Itoa(r.Shape.Capacity),
 			r.Variant, r.Kernel, strconv.Itoa(r.Splits), r.Defines, strconv.Itoa(r.NKV),
-			strconv.FormatBool(r.Landed), string(r.Status), r.Verdict,
+			strconv.FormatBool(r.Landed), strconv.FormatBool(r.Reference), strconv.FormatBool(r.Fixture), string(r.Status), r.Verdict,
 			strconv.Itoa(r.Registers), strconv.Itoa(r.LocalBytes), f(r.Occupancy),
 		}
 		if len(r.Probes) == 0 {

@@ -30,13 +30,16 @@ func shapeDims(s results.Shape) string {
 	return fmt.Sprintf("h%d-kv%d-d%d-%s-b%d", s.Heads, s.KVHeads, s.HeadDim, s.KVDtype, s.Batch)
 }
 
-// shapeKey identifies a shape for matching: its dimensions, not its
-// label, so that results from another tool or spec (a PyTorch reference
-// labelled "7b" next to a sweep's "7b-b1") line up when they measured the
-// same problem. The capacity is left out: it is an allocation size, not
-// work, and two specs may size the same shape differently.
+// shapeKey identifies a shape for matching: every dimension and the
+// capacity, not its label, so that results from another tool or spec (a
+// PyTorch reference labelled "7b" next to a sweep's "7b-b1") line up when
+// they measured the same problem, and two shapes that share a label but
+// differ in batch or capacity never share a row, a section or a plot. The
+// capacity belongs to the identity: it sets the stride between sequences
+// and heads in K and V, so the same nkv at another capacity is another
+// memory access pattern.
 func shapeKey(s results.Shape) string {
-	return shapeDims(s)
+	return fmt.Sprintf("%s-cap%d", shapeDims(s), s.Capacity)
 }
 
 // OtherDefines renders the defines of c other than SPLITS and the ones

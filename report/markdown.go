@@ -3,47 +3,78 @@ package report
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"strings"
 )
 
-// WriteMarkdown writes report.md: the environment, the row table, the
-// plots (linked relative to dir, where report.md lives), the gate
-// failures with their evidence and, when engine figures were given, the
-// wall-clock projection.
+// WriteMarkdown writes report.md: what to ship first, then the
+// environments, one section per shape (its configurations, a table per
+// probe and its plots, linked relative to dir where report.md lives), the
+// gate failures with their evidence, the wall-clock projection when
+// engine figures were given and, last, one line per kind of warning.
 func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) error {
 	ew := &errWriter{w: w}
-	ew.printf("# ktune report\n\n## Environment\n\n")
-	ew.printf("| device | arch | SMs | L2 | driver | NVRTC | SM clock | memory clock | measured read bandwidth | records |\n")
-	ew.printf("|:--|:--|--:|--:|:--|:--|--:|--:|--:|--:|\n")
-	for _, e := range rep.Envs {
-		ew.printf("| %s | %s | %d | %.0f MiB | %s | %s | %.0f MHz | %.0f MHz | %.0f GB/s | %d |\n",
-			dash(e.Device), dash(e.Arch), e.SMs, float64(e.L2Bytes)/(1<<20), dash(e.Driver), dash(e.NVRTC),
-			e.ClockMHz, e.MemClockMHz, e.ReadBWGBps, e.Records)
-	}
-	ew.printf("\nThe read bandwidth is measured once per run by a streaming float4 read kernel over a buffer far larger than L2; " +
-		"%% BW below is relative to it, and the memory floor in the plots is K+V bytes divided by it.\n")
-	for _, s := range rep.Warnings {
-		ew.printf("\n> warning: %s\n", s)
-	}
-	ew.printf("\n## Results\n\n")
+	ew.printf("# ktune report\n\n")
 	if ew.err != nil {
 		return ew.err
 	}
-	if err := rep.WriteMarkdownTable(w); err != nil {
+	if err := rep.WriteShip(w, true); err != nil {
 		return err
 	}
-	ew.printf("\n%s\n", legend)
-
+	ew.printf("\n## Environment\n\n")
+	ew.printf("| device | arch | SMs | L2 | driver | NVRTC | SM clock | memory clock | measured read bandwidth | runs | records | built by |\n")
+	ew.printf("|:--|:--|--:|--:|:--|:--|--:|--:|--:|--:|--:|:--|\n")
+	for _, e := range rep.Envs {
+		clock, mem := "-", "-"
+		if e.ClockMHz > 0 {
+			clock, mem = fmt.Sprintf("%.0f MHz", e.ClockMHz), fmt.Sprintf("%.0f MHz", e.MemClockMHz)
+		}
+		ew.printf("| %s | %s | %d | %.0f MiB | %s | %s | %s | %s | %s | %d | %d | %s |\n",
+			dash(e.Device), dash(e.Arch), e.SMs, float64(e.L2Bytes)/(1<<20), dash(e.Driver), dash(e.NVRTC),
+			clock, mem, bwRange(&e), e.Runs, e.Records, dash(strings.ReplaceAll(strings.Join(e.Builds, "; "), "|", `\|`)))
+	}
+	ew.printf("\nRuns on the same device, driver and NVRTC whose measured read bandwidths lie within %.0f%% of each other "+
+		"are one row. The read bandwidth is measured once per run by a streaming float4 read kernel over a buffer far larger than L2; "+
+		"%% BW below is relative to it, and the memory floor in the plots is K+V bytes divided by it.\n", bwNoise*100)
+	ew.printf("\n## Results\n\n%s\n", legend)
 	if len(plots) > 0 {
-		ew.printf("\n## Plots\n")
-		for _, p := range plots {
+		ew.printf("\n%s\n", plotNote)
+	}
+	if ew.err != nil {
+		return ew.err
+	}
+	byShape := map[string][]PlotFile{}
+	for _, p := range plots {
+		byShape[p.Device+"\x00"+p.Shape] = append(byShape[p.Device+"\x00"+p.Shape], p)
+	}
+	for _, s := range rep.sections() {
+		ew.printf("\n### %s\n\n", s.title(rep.Devices))
+		if ew.err != nil {
+			return ew.err
+		}
+		if err := configGrid(s.rows, true).render(w, true); err != nil {
+			return err
+		}
+		for _, p := range rep.Probes {
+			g := probeGrid(s.rows, p, true)
+			if len(g.rows) == 0 {
+				continue
+			}
+			ew.printf("\n%s probe:\n\n", p)
+			if ew.err != nil {
+				return ew.err
+			}
+			if err := g.render(w, true); err != nil {
+				return err
+			}
+		}
+		for _, p := range byShape[s.device+"\x00"+s.label] {
 			rel, err := filepath.Rel(dir, p.Base)
 			if err != nil {
 				rel = filepath.Base(p.Base)
 			}
 			rel = filepath.ToSlash(rel)
-			ew.printf("\n### %s\n\n![%s](%s.png)\n\n[SVG](%s.svg)\n", p.Title, p.Title, rel, rel)
+			ew.printf("\n#### %s\n\n![%s](%s.png)\n\n[SVG](%s.svg)\n", p.Title, p.Title, rel, rel)
 		}
 	}
 
@@ -52,51 +83,59 @@ func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) erro
 		ew.printf("None: every point passed its gates.\n")
 	}
 	for _, f := range rep.Failures {
-		ew.printf("- %s\n", failureLine(&f))
+		ew.printf("- %s\n", strings.ReplaceAll(failureLine(&f), "|", `\|`))
 	}
-
-	if pr := rep.Projection; pr != nil {
+	if rep.Projection != nil {
 		ew.printf("\n## Wall-clock projection\n\n")
-		ew.printf("A projection, not a measurement: Δstep = %d layers × Δkernel (%s probe, each variant's best configuration), "+
-			"projected tokens/s = 1000 / (%.3g ms + Δstep ms). It assumes attention time adds per layer and nothing else in the step changes.\n\n",
-			pr.Layers, pr.Probe, pr.StepMS)
-		ew.printf("| shape | nkv | config | kernel µs | landed µs | Δstep ms | projected tokens/s | landed tokens/s |\n")
-		ew.printf("|:--|--:|:--|--:|--:|--:|--:|--:|\n")
-		for _, r := range pr.Rows {
-			ew.printf("| %s | %d | %s | %s | %s | %+.3f | %.1f | %.1f |\n", r.Shape, r.NKV, r.Config,
-				fmtUS(r.KernelUS*1000), fmtUS(r.LandedUS*1000), r.DeltaStepMS, r.TokensPerSec, r.LandedTokensPerSec)
+		if ew.err == nil {
+			ew.err = rep.writeProjection(w, true)
+		}
+	}
+	if sums := SummariseWarnings(rep.Warnings); len(sums) > 0 {
+		ew.printf("\n## Warnings\n\n")
+		for _, s := range sums {
+			ew.printf("- %s\n", s)
 		}
 	}
 	return ew.err
 }
 
-// Write renders the whole report into dir: report.md, tables.csv and the
-// plots. It returns the plot files written.
-func (rep *Report) Write(dir string) ([]PlotFile, error) {
-	plots, err := rep.Plots(dir)
-	if err != nil {
-		return nil, err
+// writeProjection writes the projection's model, its rows and the points
+// it refused.
+func (rep *Report) writeProjection(w io.Writer, markdown bool) error {
+	pr := rep.Projection
+	ew := &errWriter{w: w}
+	intro := fmt.Sprintf("A projection, not a measurement: rest = %.3g ms step − %d layers × landed kernel (%s probe); "+
+		"projected step = rest + %d × kernel (each variant's best configuration); tokens/s = 1000 / projected step ms "+
+		"(%.1f with the landed kernel). It assumes attention time adds per layer and nothing else in the step changes.",
+		pr.StepMS, pr.Layers, pr.Probe, pr.Layers, 1000/pr.StepMS)
+	if markdown {
+		ew.printf("%s\n\n", intro)
+	} else {
+		ew.printf("Wall-clock projection\n%s\n", wrap(intro, 100))
 	}
-	for _, out := range []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{"report.md", func(w io.Writer) error { return rep.WriteMarkdown(w, plots, dir) }},
-		{"tables.csv", rep.WriteCSV},
-	} {
-		path := filepath.Join(dir, out.name)
-		f, err := os.Create(path)
-		if err != nil {
-			return nil, fmt.Errorf("writing %s: %w", path, err)
+	if ew.err != nil {
+		return ew.err
+	}
+	g := &grid{}
+	for _, c := range []string{"shape", "nkv", "config", "kernel µs", "landed µs", "rest ms", "Δstep ms", "tokens/s"} {
+		g.col(c, c != "shape" && c != "config")
+	}
+	for _, r := range pr.Rows {
+		g.rows = append(g.rows, escape([]string{r.Shape, fmt.Sprint(r.NKV), r.Config, fmtUS(r.KernelUS * 1000), fmtUS(r.LandedUS * 1000),
+			fmt.Sprintf("%.3f", r.RestMS), fmt.Sprintf("%+.3f", r.DeltaStepMS), fmt.Sprintf("%.1f", r.TokensPerSec)}, markdown))
+	}
+	if err := g.render(w, markdown); err != nil {
+		return err
+	}
+	if len(pr.Refused) > 0 {
+		ew.printf("\nRefused (the landed attention alone exceeds the step, so the figures cannot describe these points):\n")
+		if markdown {
+			ew.printf("\n")
 		}
-		werr := out.write(f)
-		cerr := f.Close()
-		if werr != nil {
-			return nil, fmt.Errorf("writing %s: %w", path, werr)
-		}
-		if cerr != nil {
-			return nil, fmt.Errorf("writing %s: %w", path, cerr)
+		for _, s := range pr.Refused {
+			ew.printf("- %s\n", s)
 		}
 	}
-	return plots, nil
+	return ew.err
 }

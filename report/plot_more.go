@@ -15,15 +15,121 @@ import (
 	"github.com/ktune/ktune/internal/results"
 )
 
-// plotProbes shows cold, hot and graph medians per variant at one nkv,
-// each variant through its best configuration by cold time. Points joined
-// per variant rather than grouped bars: the colour then keeps meaning
-// "variant" as in every other plot.
+// plotSplits is cold time against SPLITS at one nkv, both axes log (base
+// two ticks at the measured SPLITS: a linear axis squeezed the fast
+// kernels into the bottom band), one line per drawn variant through its
+// best configuration at each SPLITS, with the landed kernel and the
+// references as horizontal lines. It is drawn only where some variant was
+// measured at two SPLITS or more: otherwise it says nothing about SPLITS.
+func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, PlotFile, error) {
+	pf := PlotFile{Kind: "splits", Base: fmt.Sprintf("splits_%s_nkv%d", g.slug, nkv)}
+	best := map[string]map[int]*Row{} // variant → SPLITS → row
+	refs := map[string]*Row{}
+	splitsSeen := map[int]bool{}
+	chosen, measured := map[string]bool{}, map[string]bool{}
+	for _, v := range g.chosen {
+		chosen[v] = true
+	}
+	for i := range g.rows {
+		r := &g.rows[i]
+		st := r.Probe(results.ProbeCold)
+		if r.NKV != nkv || st == nil {
+			continue
+		}
+		if r.Reference || r.Splits < 1 {
+			if b := refs[r.Variant]; b == nil || st.MedianNS < b.Probe(results.ProbeCold).MedianNS {
+				refs[r.Variant] = r
+			}
+			continue
+		}
+		measured[r.Variant] = true
+		if !chosen[r.Variant] {
+			continue
+		}
+		if best[r.Variant] == nil {
+			best[r.Variant] = map[int]*Row{}
+		}
+		if b := best[r.Variant][r.Splits]; b == nil || st.MedianNS < b.Probe(results.ProbeCold).MedianNS {
+			best[r.Variant][r.Splits] = r
+		}
+		splitsSeen[r.Splits] = true
+	}
+	multi := false
+	var drawn []string
+	for _, v := range g.chosen {
+		if len(best[v]) > 0 {
+			drawn = append(drawn, v)
+		}
+		multi = multi || len(best[v]) > 1
+	}
+	if !multi {
+		return nil, pf, nil
+	}
+	var splits []int
+	for s := range splitsSeen {
+		splits = append(splits, s)
+	}
+	sort.Ints(splits)
+	pf.Title = fmt.Sprintf("%s, nkv=%d: cold time vs SPLITS", g.label, nkv) + subtitle(len(drawn), len(measured))
+	f := newFigure(pf.Title, "SPLITS (log₂ scale)", "partial+combine time (µs, log scale)")
+	f.X.Scale, f.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	f.X.Tick.Marker = measuredTicks{values: splits, axis: dataWidth}
+	f.Y.Tick.Marker = logTicks{}
+	lo, hi := math.Inf(1), 0.0
+	for _, v := range drawn {
+		var xys plotter.XYs
+		var bars plotter.YErrors
+		for _, s := range splits {
+			if r := best[v][s]; r != nil {
+				st := r.Probe(results.ProbeCold)
+				xys = append(xys, plotter.XY{X: float64(s), Y: us(st.MedianNS)})
+				bars = append(bars, iqrOf(st)...)
+				lo, hi = math.Min(lo, us(st.Q1NS)), math.Max(hi, us(st.Q3NS))
+			}
+		}
+		if err := f.addSeries(v, sty[v], xys, bars, true); err != nil {
+			return nil, pf, err
+		}
+		pf.Series = append(pf.Series, v)
+	}
+	xlo, xhi := float64(splits[0])/1.3, float64(splits[len(splits)-1])*1.3
+	if r := landedRows(g)[nkv]; r != nil {
+		y := us(r.Probe(results.ProbeCold).MedianNS)
+		name := landedLabel(g.rows)
+		if err := f.addRef(name, landedStyle, plotter.XYs{{X: xlo, Y: y}, {X: xhi, Y: y}}); err != nil {
+			return nil, pf, err
+		}
+		lo, hi = math.Min(lo, y), math.Max(hi, y)
+		pf.Series = append(pf.Series, name)
+	}
+	var refNames []string
+	for v := range refs {
+		refNames = append(refNames, v)
+	}
+	sort.Strings(refNames)
+	for _, v := range refNames {
+		y := us(refs[v].Probe(results.ProbeCold).MedianNS)
+		if err := f.addRef(v+" (reference)", sty[v], plotter.XYs{{X: xlo, Y: y}, {X: xhi, Y: y}}); err != nil {
+			return nil, pf, err
+		}
+		lo, hi = math.Min(lo, y), math.Max(hi, y)
+		pf.Series = append(pf.Series, v)
+	}
+	f.X.Min, f.X.Max = xlo, xhi
+	f.Y.Min, f.Y.Max = lo/1.3, hi*1.3
+	return f, pf, nil
+}
+
+// plotProbes shows the cold, hot and graph medians of each drawn variant
+// and reference at one nkv, each through its best configuration by cold
+// time: points with interquartile error bars, side by side within each
+// probe, never joined by lines (the probes are categories, not a scale).
+// The y axis is log: the variants differ by up to 20× at one nkv.
 //
 // The nkv is the largest one at which the most variants were measured:
 // the largest of all may hold a single extra experiment's variants only,
 // which would hide the comparison the plot is for.
-func (rep *Report) plotProbes(g shapeGroup, col colours) (*plot.Plot, PlotFile, error) {
+func (rep *Report) plotProbes(g *shapeGroup, sty styles) (*figure, PlotFile, error) {
 	best := BestRows(g.rows, results.ProbeCold)
 	count := map[int]int{}
 	for _, r := range best {
@@ -35,47 +141,78 @@ func (rep *Report) plotProbes(g shapeGroup, col colours) (*plot.Plot, PlotFile, 
 			nkv = n
 		}
 	}
-	pf := PlotFile{Kind: "probes", Title: fmt.Sprintf("%s, nkv=%d: cold vs hot vs graph (best SPLITS by cold)", g.label, nkv),
-		Base: "probes_" + g.slug}
+	pf := PlotFile{Kind: "probes", Base: "probes_" + g.slug}
+	drawSet := map[string]bool{}
+	for _, v := range append(append([]string(nil), g.chosen...), g.refs...) {
+		drawSet[v] = true
+	}
 	var rows []*Row
 	for _, r := range best {
-		if r.NKV == nkv {
+		if r.NKV == nkv && drawSet[r.Variant] && !r.Landed && len(r.Probes) > 1 {
 			rows = append(rows, r)
 		}
 	}
 	if len(rows) == 0 {
 		return nil, pf, nil
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].Variant < rows[j].Variant })
-	p := newPlot(pf.Title, "probe", yLabel)
-	names := make([]string, len(probeOrder))
-	for i, pr := range probeOrder {
-		names[i] = string(pr)
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Reference != rows[j].Reference {
+			return !rows[i].Reference
+		}
+		return rows[i].Variant < rows[j].Variant
+	})
+	// The landed kernel is drawn whether or not it is its variant's best.
+	if l := landedRows(g)[nkv]; l != nil && len(l.Probes) > 1 {
+		rows = append([]*Row{l}, rows...)
 	}
-	p.NominalX(names...)
-	p.Y.Min = 0
-	top := 0.0
-	for _, r := range rows {
-		for _, st := range r.Probes {
-			top = math.Max(top, us(st.MedianNS))
+	pf.Title = fmt.Sprintf("%s, nkv=%d: time per probe (best configuration by cold)", g.label, nkv)
+	f := newFigure(pf.Title, "probe", "partial+combine time (µs, log scale)")
+	// Only the probes some drawn row measured: an empty category reads
+	// as a missing measurement of every kernel.
+	var probes []results.Probe
+	for _, pr := range probeOrder {
+		for _, r := range rows {
+			if r.Probe(pr) != nil {
+				probes = append(probes, pr)
+				break
+			}
 		}
 	}
-	p.Y.Max = top * 1.1
-	for _, r := range rows {
+	names := make([]string, len(probes))
+	for i, pr := range probes {
+		names[i] = string(pr)
+	}
+	f.NominalX(names...)
+	f.Y.Scale = plot.LogScale{}
+	f.Y.Tick.Marker = logTicks{}
+	lo, hi := math.Inf(1), 0.0
+	width := 0.7 // of each category
+	for k, r := range rows {
+		off := (float64(k)+0.5)/float64(len(rows))*width - width/2
 		var xys plotter.XYs
-		for i, pr := range probeOrder {
+		var bars plotter.YErrors
+		for i, pr := range probes {
 			if st := r.Probe(pr); st != nil {
-				xys = append(xys, plotter.XY{X: float64(i), Y: us(st.MedianNS)})
+				xys = append(xys, plotter.XY{X: float64(i) + off, Y: us(st.MedianNS)})
+				bars = append(bars, iqrOf(st)...)
+				lo, hi = math.Min(lo, us(st.Q1NS)), math.Max(hi, us(st.Q3NS))
 			}
 		}
 		name := ConfigLabel(r.Config())
-		if err := addSeries(p, name, col[r.Variant], xys, false); err != nil {
+		st := sty[r.Variant]
+		if r.Landed {
+			name, st = "landed: "+name, landedStyle
+		} else if r.Reference {
+			name = r.Variant + " (reference)"
+		}
+		if err := f.addSeries(name, st, xys, bars, false); err != nil {
 			return nil, pf, err
 		}
 		pf.Series = append(pf.Series, name)
 	}
-	p.X.Min, p.X.Max = -0.5, float64(len(probeOrder))-0.5
-	return p, pf, nil
+	f.X.Min, f.X.Max = -0.5, float64(len(probes))-0.5
+	f.Y.Min, f.Y.Max = lo/1.3, hi*1.3
+	return f, pf, nil
 }
 
 // speedGrid is the heatmap's grid: columns are nkv, rows variants, the
@@ -91,16 +228,19 @@ func (s speedGrid) X(c int) float64    { return float64(c) }
 func (s speedGrid) Y(r int) float64    { return float64(r) }
 
 // plotSpeedup is the cold speedup over the landed kernel as a heatmap,
-// variant × nkv, each cell the variant's best configuration there, with
-// the value written in the cell.
-func (rep *Report) plotSpeedup(g shapeGroup, _ colours) (*plot.Plot, PlotFile, error) {
-	pf := PlotFile{Kind: "speedup", Title: fmt.Sprintf("%s: cold speedup vs landed (best SPLITS per variant)", g.label),
-		Base: "speedup_" + g.slug}
+// variant × nkv, for the drawn variants and the references, each cell the
+// variant's best configuration there, with the value written in the cell.
+func (rep *Report) plotSpeedup(g *shapeGroup, _ styles) (*figure, PlotFile, error) {
+	pf := PlotFile{Kind: "speedup", Base: "speedup_" + g.slug}
+	drawSet := map[string]bool{}
+	for _, v := range append(append([]string(nil), g.chosen...), g.refs...) {
+		drawSet[v] = true
+	}
 	cells := map[string]map[int]float64{}
 	var variants []string
 	for _, r := range BestRows(g.rows, results.ProbeCold) {
 		st := r.Probe(results.ProbeCold)
-		if st.Speedup <= 0 {
+		if st.Speedup <= 0 || !drawSet[r.Variant] {
 			continue
 		}
 		if cells[r.Variant] == nil {
@@ -112,22 +252,32 @@ func (rep *Report) plotSpeedup(g shapeGroup, _ colours) (*plot.Plot, PlotFile, e
 	if len(variants) == 0 {
 		return nil, pf, nil
 	}
+	pf.Title = fmt.Sprintf("%s: cold speedup vs landed (best configuration per variant)", g.label) + subtitle(len(variants)-len(g.refs), g.variants)
 	// Reverse-sorted so that the first name reads at the top.
 	sort.Sort(sort.Reverse(sort.StringSlice(variants)))
+	var cols []int
+	for _, n := range g.nkvs {
+		for _, v := range variants {
+			if _, ok := cells[v][n]; ok {
+				cols = append(cols, n)
+				break
+			}
+		}
+	}
 	grid := speedGrid{}
 	maxAbs := 0.0
 	var labels plotter.XYLabels
 	var zs []float64
 	for ri, v := range variants {
-		row := make([]float64, len(g.nkvs))
-		for ci, n := range g.nkvs {
+		row := make([]float64, len(cols))
+		for ci, n := range cols {
 			s, ok := cells[v][n]
 			row[ci] = math.NaN()
 			if ok {
 				row[ci] = math.Log2(s)
 				maxAbs = math.Max(maxAbs, math.Abs(row[ci]))
 				labels.XYs = append(labels.XYs, plotter.XY{X: float64(ci), Y: float64(ri)})
-				labels.Labels = append(labels.Labels, fmt.Sprintf("%.2f×", s))
+				labels.Labels = append(labels.Labels, fmt.Sprintf("%s×", fmtX(s)))
 				zs = append(zs, row[ci])
 			}
 		}
@@ -143,33 +293,53 @@ func (rep *Report) plotSpeedup(g shapeGroup, _ colours) (*plot.Plot, PlotFile, e
 	hm := plotter.NewHeatMap(grid, pal)
 	hm.Min, hm.Max = -maxAbs, maxAbs
 	hm.NaN = color.RGBA{230, 230, 230, 255}
-	p := plot.New()
-	p.Title.Text = pf.Title
-	p.X.Label.Text = "context length nkv (tokens)"
-	p.Y.Label.Text = "variant"
-	p.Add(hm)
+	f := newFigure(pf.Title, "context length nkv (tokens)", "")
+	f.Plot = plot.New()
+	f.Title.Text = pf.Title
+	f.X.Label.Text = "context length nkv (tokens)"
+	f.Add(hm)
 	lab, err := plotter.NewLabels(labels)
 	if err != nil {
 		return nil, pf, fmt.Errorf("plotting speedup: %w", err)
 	}
+	size := vg.Points(10)
+	if len(cols) > 9 {
+		size = vg.Points(8)
+	}
 	for i := range lab.TextStyle {
 		lab.TextStyle[i].XAlign = draw.XCenter
 		lab.TextStyle[i].YAlign = draw.YCenter
-		lab.TextStyle[i].Font.Size = vg.Points(11)
+		lab.TextStyle[i].Font.Size = size
 		// Dark cells at either end of the palette need light text.
 		if math.Abs(zs[i]) > 0.6*maxAbs {
 			lab.TextStyle[i].Color = color.White
 		}
 	}
-	p.Add(lab)
-	p.NominalY(variants...)
-	names := make([]string, len(g.nkvs))
-	for i, n := range g.nkvs {
+	f.Add(lab)
+	rowNames := make([]string, len(variants))
+	for i, v := range variants {
+		rowNames[i] = v
+		if rep.isReferenceVariant(v) {
+			rowNames[i] = v + " (ref)"
+		}
+	}
+	f.NominalY(rowNames...)
+	names := make([]string, len(cols))
+	for i, n := range cols {
 		names[i] = fmt.Sprint(n)
 	}
-	p.NominalX(names...)
-	p.X.Min, p.X.Max = -0.5, float64(len(g.nkvs))-0.5
-	p.Y.Min, p.Y.Max = -0.5, float64(len(variants))-0.5
+	f.NominalX(names...)
+	f.X.Min, f.X.Max = -0.5, float64(len(cols))-0.5
+	f.Y.Min, f.Y.Max = -0.5, float64(len(variants))-0.5
 	pf.Series = append(pf.Series, variants...)
-	return p, pf, nil
+	return f, pf, nil
+}
+
+func (rep *Report) isReferenceVariant(v string) bool {
+	for i := range rep.Rows {
+		if rep.Rows[i].Variant == v {
+			return rep.Rows[i].Reference
+		}
+	}
+	return false
 }

@@ -1,40 +1,63 @@
 package report
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/ktune/ktune/internal/results"
 )
 
+// ErrProjection is wrapped by Build's error when the engine figures
+// (Options.Layers, Options.StepMS) cannot describe any measured point.
+var ErrProjection = errors.New("projection refused")
+
 // A Projection estimates what each variant would do to a whole decode step.
-// It is a projection, not a measurement: it assumes the attention kernel's
-// time adds linearly per layer and that nothing else in the step changes.
+// It is a projection, not a measurement. The model splits the engine's
+// measured step into the landed kernel's attention and the rest:
+//
+//	rest = StepMS − Layers × landed
+//	projected step = rest + Layers × kernel
+//
+// It assumes the attention kernel's time adds linearly per layer and
+// that nothing else in the step changes. When Layers × landed exceeds
+// StepMS, the rest would be negative: the figures cannot hold at that
+// point (the step was measured at a shorter context, or with another
+// kernel), and the point is refused rather than projected. Every
+// projected step is then at least Layers × kernel > 0, so tokens/s is
+// never negative.
 type Projection struct {
-	Layers int
-	StepMS float64 // the engine's measured step with the landed kernel
-	// Probe is the probe the kernel deltas come from: graph when measured
+	Layers int     `json:"layers"`
+	StepMS float64 `json:"step_ms"` // the engine's measured step with the landed kernel
+	// Probe is the probe the kernel times come from: graph when measured
 	// (engines replay their decode step as a graph), else hot, else cold.
-	Probe results.Probe
-	Rows  []ProjectionRow
+	Probe results.Probe   `json:"probe"`
+	Rows  []ProjectionRow `json:"rows"`
+	// Refused names the points (shape, nkv) where the landed attention
+	// alone exceeds the step, with the figures that show it.
+	Refused []string `json:"refused,omitempty"`
 }
 
 // A ProjectionRow is one variant's best configuration at one point.
 type ProjectionRow struct {
-	Device   string
-	Shape    string
-	NKV      int
-	Config   string  // "d2 SPLITS=32"
-	KernelUS float64 // the variant's median
-	LandedUS float64 // the landed kernel's best median
+	Device   string  `json:"device"`
+	Shape    string  `json:"shape"`
+	NKV      int     `json:"nkv"`
+	Config   string  `json:"config"`    // "d2 SPLITS=32"
+	KernelUS float64 `json:"kernel_us"` // the variant's median
+	LandedUS float64 `json:"landed_us"` // the landed kernel's best median
+	// RestMS = StepMS − Layers × LandedUS / 1000: the step without
+	// attention, ≥ 0 on every row.
+	RestMS float64 `json:"rest_ms"`
 	// DeltaStepMS = Layers × (KernelUS − LandedUS) / 1000.
-	DeltaStepMS float64
+	DeltaStepMS float64 `json:"delta_step_ms"`
 	// TokensPerSec = 1000 / (StepMS + DeltaStepMS); LandedTokensPerSec =
-	// 1000 / StepMS.
-	TokensPerSec       float64
-	LandedTokensPerSec float64
+	// 1000 / StepMS. Both are positive.
+	TokensPerSec       float64 `json:"tokens_per_sec"`
+	LandedTokensPerSec float64 `json:"landed_tokens_per_sec"`
 }
 
-func project(rep *Report, opts Options) *Projection {
+func project(rep *Report, opts Options) (*Projection, error) {
 	pr := &Projection{Layers: opts.Layers, StepMS: opts.StepMS, Probe: results.ProbeCold}
 	for _, p := range []results.Probe{results.ProbeGraph, results.ProbeHot} {
 		if containsProbe(rep.Probes, p) {
@@ -43,20 +66,42 @@ func project(rep *Report, opts Options) *Projection {
 		}
 	}
 	landed := landedBest(rep.Rows)
+	refused := map[landedKey]bool{}
 	for _, r := range BestRows(rep.Rows, pr.Probe) {
-		base, ok := landed[landedKey{r.Device, r.key.Shape, r.NKV, pr.Probe}]
+		if r.Fixture {
+			continue
+		}
+		lk := landedKey{r.Device, r.key.Shape, r.NKV, pr.Probe}
+		base, ok := landed[lk]
 		if !ok {
+			continue
+		}
+		attnMS := float64(opts.Layers) * base / 1e6
+		if attnMS > opts.StepMS {
+			if !refused[lk] {
+				refused[lk] = true
+				pr.Refused = append(pr.Refused, fmt.Sprintf("%s nkv=%d: %d layers × %s µs landed (%s) = %.3g ms > the %.3g ms step",
+					r.Label, r.NKV, opts.Layers, fmtUS(base), pr.Probe, attnMS, opts.StepMS))
+			}
 			continue
 		}
 		k := r.Probe(pr.Probe).MedianNS / 1000
 		d := float64(opts.Layers) * (k - base/1000) / 1000
 		pr.Rows = append(pr.Rows, ProjectionRow{
-			Device: r.Device, Shape: ShapeLabel(r.Shape), NKV: r.NKV, Config: ConfigLabel(r.Config()),
-			KernelUS: k, LandedUS: base / 1000, DeltaStepMS: d,
+			Device: r.Device, Shape: r.Label, NKV: r.NKV, Config: ConfigLabel(r.Config()),
+			KernelUS: k, LandedUS: base / 1000, RestMS: opts.StepMS - attnMS, DeltaStepMS: d,
 			TokensPerSec: 1000 / (opts.StepMS + d), LandedTokensPerSec: 1000 / opts.StepMS,
 		})
 	}
-	return pr
+	if len(pr.Rows) == 0 {
+		why := "no point has both a landed measurement and the " + string(pr.Probe) + " probe"
+		if len(pr.Refused) > 0 {
+			why = fmt.Sprintf("at every measured point the landed kernel's attention alone exceeds the step (e.g. %s); "+
+				"check --layers and --step-ms: the step must be measured with the landed kernel at the same context", pr.Refused[0])
+		}
+		return nil, fmt.Errorf("%w: --layers %d --step-ms %g: %s", ErrProjection, opts.Layers, opts.StepMS, why)
+	}
+	return pr, nil
 }
 
 func containsProbe(ps []results.Probe, p results.Probe) bool {
@@ -83,7 +128,7 @@ func BestRows(rows []Row, p results.Probe) []*Row {
 	for i := range rows {
 		r := &rows[i]
 		st := r.Probe(p)
-		if r.Status != results.StatusOK || st == nil || st.MedianNS <= 0 {
+		if r.Status != results.StatusOK || !r.rec.GatesPass() || st == nil || st.MedianNS <= 0 {
 			continue
 		}
 		key := k{r.Device, r.key.Shape, r.Variant, r.NKV}

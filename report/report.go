@@ -1,12 +1,3 @@
-// Package report turns results records into decisions: it builds one plain
-// data model (rows per shape, variant, configuration and context length,
-// the environment, gate failures with their evidence) and renders it as a
-// terminal table, Markdown, CSV and plots, so that every output agrees. It
-// also compares two results files point by point, exports them in the Go
-// benchmark format and decides whether a candidate kernel may land.
-//
-// Report never measures anything and never reaches back to the sweep: its
-// only input is []results.Record.
 package report
 
 import (
@@ -26,11 +17,16 @@ type Options struct {
 	// the landed kernel. Zero leaves the projection out.
 	Layers int
 	StepMS float64
+	// Sources, when set, holds for each record the results file it was
+	// read from (the same length as the records): the "what to ship"
+	// summary then names the files that hold the shipped configurations
+	// in its `ktune tune --from` command.
+	Sources []string
 }
 
 // A Report is the data model every renderer formats.
 type Report struct {
-	Envs     []EnvInfo
+	Envs     []EnvGroup
 	Rows     []Row
 	Failures []Failure
 	// Probes lists the probes measured by at least one row, in table order.
@@ -39,27 +35,34 @@ type Report struct {
 	// column when it is above one.
 	Devices    int
 	Projection *Projection
+	// Ship is the "what to ship" summary: per shape and nkv range, the
+	// fastest configuration that passed every gate.
+	Ship []ShipShape
 	// Warnings are problems with the input that did not stop the build
-	// (duplicate points).
-	Warnings []string
-}
-
-// EnvInfo is one distinct environment and how many records ran in it.
-type EnvInfo struct {
-	results.Env
-	Records int
+	// (duplicate points, refused projection rows); SummariseWarnings
+	// counts them per kind.
+	Warnings []Warning
 }
 
 // A Row is one configuration at one context length.
 type Row struct {
-	Device  string
-	Shape   results.Shape
+	Device string
+	Shape  results.Shape
+	// Label names the shape uniquely within the report (see shapeLabels):
+	// "7b-b16" beside "7b-b1", never two shapes under one name.
+	Label   string
 	Variant string
 	Kernel  string
 	Splits  int
 	Defines string // defines other than SPLITS and the shape's, "NR=4,VEC=8"
 	NKV     int
 	Landed  bool
+	// Reference marks a kernel ktune did not build (PyTorch's SDPA…):
+	// drawn and compared against, never shipped.
+	Reference bool
+	// Fixture marks a record of a fault-isolation spec (see
+	// fixtureSpecs): listed, never plotted or shipped.
+	Fixture bool
 	Status  results.Status
 	// Verdict is "ok", "FAIL kind@nkv" (the first failing gate, "+N" more)
 	// or the status of a point that did not get to its gates.
@@ -74,8 +77,9 @@ type Row struct {
 	// Flags are short warnings: "spill", "throttled:cold", "unconverged:hot".
 	Flags []string
 
-	rec *results.Record
-	key pointKey
+	rec    *results.Record
+	key    pointKey
+	source string // the results file, when Options.Sources says
 }
 
 // Config returns the row's record configuration.
@@ -122,12 +126,15 @@ type Failure struct {
 
 // Build makes the report model of recs. Records of the same point (device,
 // shape, variant, defines, nkv) are deduplicated, the newest kept, with a
-// warning.
+// warning. An error means the records or the options cannot make a
+// report; ErrProjection wraps the options' part.
 func Build(recs []results.Record, opts Options) (*Report, error) {
 	if len(recs) == 0 {
 		return nil, errors.New("building report: no records")
 	}
 	rep := &Report{}
+	labels := shapeLabels(recs)
+	fixtures := fixtureSpecs(recs)
 	latest := map[pointKey]int{}
 	for i := range recs {
 		r := &recs[i]
@@ -136,7 +143,8 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 		}
 		k := keyOf(r)
 		if j, dup := latest[k]; dup {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("duplicate point %s %s nkv=%d on %s: kept the newer record", ShapeLabel(r.Config.Shape), ConfigLabel(&r.Config), r.Config.NKV, r.Env.Device))
+			rep.Warnings = append(rep.Warnings, Warning{Kind: WarnDuplicate,
+				Text: fmt.Sprintf("%s %s nkv=%d on %s", labels[k.Shape], ConfigLabel(&r.Config), r.Config.NKV, r.Env.Device)})
 			if !r.Time.After(recs[j].Time) {
 				continue
 			}
@@ -144,7 +152,13 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 		latest[k] = i
 	}
 	for _, i := range latest {
-		rep.Rows = append(rep.Rows, newRow(&recs[i]))
+		row := newRow(&recs[i])
+		row.Label = labels[row.key.Shape]
+		row.Fixture = fixtures[recs[i].Config.Spec]
+		if len(opts.Sources) == len(recs) {
+			row.source = opts.Sources[i]
+		}
+		rep.Rows = append(rep.Rows, row)
 	}
 	sortRows(rep.Rows)
 	rep.fillSpeedups()
@@ -165,26 +179,35 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 			rep.Probes = append(rep.Probes, p)
 		}
 	}
+	rep.Ship = buildShip(rep)
 	if opts.Layers > 0 && opts.StepMS > 0 {
-		rep.Projection = project(rep, opts)
+		pr, err := project(rep, opts)
+		if err != nil {
+			return nil, err
+		}
+		rep.Projection = pr
+		for _, x := range pr.Refused {
+			rep.Warnings = append(rep.Warnings, Warning{Kind: WarnProjection, Text: x})
+		}
 	}
 	return rep, nil
 }
 
 func newRow(r *results.Record) Row {
 	row := Row{
-		Device:  r.Env.Device,
-		Shape:   r.Config.Shape,
-		Variant: r.Config.Variant,
-		Kernel:  r.Config.Kernel,
-		Splits:  r.Config.Splits,
-		Defines: OtherDefines(&r.Config),
-		NKV:     r.Config.NKV,
-		Landed:  r.Landed,
-		Status:  r.Status,
-		Verdict: verdict(r),
-		rec:     r,
-		key:     keyOf(r),
+		Device:    r.Env.Device,
+		Shape:     r.Config.Shape,
+		Variant:   r.Config.Variant,
+		Kernel:    r.Config.Kernel,
+		Splits:    r.Config.Splits,
+		Defines:   OtherDefines(&r.Config),
+		NKV:       r.Config.NKV,
+		Landed:    r.Landed,
+		Status:    r.Status,
+		Reference: isReference(r),
+		Verdict:   verdict(r),
+		rec:       r,
+		key:       keyOf(r),
 	}
 	for i, res := range r.Resources {
 		// The partial kernel does the work; the combine kernel's figures
@@ -335,10 +358,14 @@ func sortRows(rows []Row) {
 		switch {
 		case a.Device != b.Device:
 			return a.Device < b.Device
+		case a.Label != b.Label:
+			return a.Label < b.Label
 		case a.key.Shape != b.key.Shape:
 			return a.key.Shape < b.key.Shape
 		case a.Landed != b.Landed:
 			return a.Landed // the baseline first within a shape
+		case a.Reference != b.Reference:
+			return b.Reference // references after the kernels they are compared with
 		case a.Variant != b.Variant:
 			return a.Variant < b.Variant
 		case a.Splits != b.Splits:
@@ -388,22 +415,6 @@ func (rep *Report) fillSpeedups() {
 			}
 		}
 	}
-}
-
-func envs(recs []results.Record) []EnvInfo {
-	var out []EnvInfo
-	idx := map[results.Env]int{}
-	for i := range recs {
-		e := recs[i].Env
-		if j, ok := idx[e]; ok {
-			out[j].Records++
-			continue
-		}
-		idx[e] = len(out)
-		out = append(out, EnvInfo{Env: e, Records: 1})
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Device < out[j].Device })
-	return out
 }
 
 // floorNS is the time to read bytes once at the measured read bandwidth:

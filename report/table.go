@@ -115,6 +115,26 @@ func variantCell(r *Row) string {
 	return r.Variant
 }
 
+// configCell names a row's configuration in the tables: the variant with
+// its marks (* landed, "(ref)" a reference, "(fixture)" a fault-isolation
+// record), SPLITS when the kernel has any, then the other defines.
+func configCell(r *Row) string {
+	s := variantCell(r)
+	switch {
+	case r.Reference:
+		s += " (ref)"
+	case r.Fixture:
+		s += " (fixture)"
+	}
+	if r.Splits > 0 {
+		s += fmt.Sprintf(" SPLITS=%d", r.Splits)
+	}
+	if r.Defines != "" {
+		s += " " + strings.ReplaceAll(r.Defines, ",", " ")
+	}
+	return s
+}
+
 // bwProbe is the probe whose bandwidth the tables show: cold, the one that
 // reads K/V from DRAM, when measured.
 func bwProbe(r *Row) *ProbeStat {
@@ -127,60 +147,116 @@ func bwProbe(r *Row) *ProbeStat {
 	return nil
 }
 
-// fullGrid is the complete row table.
-func (rep *Report) fullGrid(markdown bool) *grid {
-	g := &grid{}
-	if rep.Devices > 1 {
-		g.col("device", false)
-	}
-	g.col("shape", false)
-	g.col("variant", false)
-	g.col("SPLITS", true)
-	g.col("defines", false)
-	g.col("nkv", true)
-	for _, p := range rep.Probes {
-		g.col(string(p)+" µs", true)
-		g.col(string(p)+" ×", true)
-	}
-	g.col("GB/s", true)
-	g.col("% BW", true)
-	g.col("gate", false)
-	g.col("regs", true)
-	g.col("local B", true)
-	g.col("occ", true)
-	g.col("flags", false)
+// A section is the rows of one device and shape, in row order.
+type section struct {
+	device, label string
+	shape         results.Shape
+	rows          []*Row
+}
+
+func (rep *Report) sections() []section {
+	var out []section
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
-		var c []string
-		if rep.Devices > 1 {
-			c = append(c, r.Device)
+		if n := len(out); n == 0 || out[n-1].device != r.Device || out[n-1].rows[0].key.Shape != r.key.Shape {
+			out = append(out, section{device: r.Device, label: r.Label, shape: r.Shape})
 		}
-		c = append(c, ShapeLabel(r.Shape), variantCell(r), fmt.Sprint(r.Splits), dash(r.Defines), fmt.Sprint(r.NKV))
-		for _, p := range rep.Probes {
-			if st := r.Probe(p); st != nil {
-				c = append(c, fmtUS(st.MedianNS)+" "+fmtSpread(st), fmtSpeedup(st.Speedup))
-			} else {
-				c = append(c, "-", "-")
-			}
+		out[len(out)-1].rows = append(out[len(out)-1].rows, r)
+	}
+	return out
+}
+
+func (s *section) title(devices int) string {
+	t := fmt.Sprintf("%s: %s", s.label, ShapeDescription(s.shape))
+	if devices > 1 {
+		t += " on " + s.device
+	}
+	return t
+}
+
+// probeGrid is the table of one section and one probe, one line per
+// configuration and nkv: seven columns whatever the input, where one
+// table of every probe and property grew past 300 characters.
+func probeGrid(rows []*Row, p results.Probe, markdown bool) *grid {
+	g := &grid{}
+	for _, c := range []string{"configuration", "nkv", "µs ±", "× landed", "GB/s", "% BW", "flags"} {
+		g.col(c, c != "configuration" && c != "flags")
+	}
+	for _, r := range rows {
+		st := r.Probe(p)
+		if st == nil {
+			continue
 		}
-		if st := bwProbe(r); st != nil && st.GBps > 0 {
+		c := []string{configCell(r), fmt.Sprint(r.NKV), fmtUS(st.MedianNS) + " " + fmtSpread(st), fmtSpeedup(st.Speedup)}
+		if st.GBps > 0 {
 			c = append(c, fmtGBps(st.GBps), pct(st.PctBW))
 		} else {
 			c = append(c, "-", "-")
 		}
+		c = append(c, dash(strings.Join(r.Flags, " ")))
+		g.rows = append(g.rows, escape(c, markdown))
+	}
+	return g
+}
+
+// configGrid is one line per configuration of a section: what does not
+// change with nkv (the gate verdict, the compiled footprint).
+func configGrid(rows []*Row, markdown bool) *grid {
+	g := &grid{}
+	for _, c := range []string{"configuration", "kernel", "gate", "nkv", "regs", "local B", "occ"} {
+		g.col(c, c == "regs" || c == "local B" || c == "occ")
+	}
+	type acc struct {
+		row  *Row
+		nkvs []int
+		fail string
+	}
+	var order []configKey
+	by := map[configKey]*acc{}
+	for _, r := range rows {
+		a := by[r.key.configKey]
+		if a == nil {
+			a = &acc{row: r}
+			by[r.key.configKey] = a
+			order = append(order, r.key.configKey)
+		}
+		a.nkvs = append(a.nkvs, r.NKV)
+		if r.Verdict != "ok" && a.fail == "" {
+			a.fail = r.Verdict
+		}
+	}
+	for _, k := range order {
+		a := by[k]
+		r := a.row
 		occ := "-"
 		if r.Occupancy > 0 {
 			occ = fmt.Sprintf("%.0f%%", r.Occupancy*100)
 		}
-		c = append(c, r.Verdict, regs(r.Registers), fmt.Sprint(r.LocalBytes), occ, dash(strings.Join(r.Flags, " ")))
-		if markdown {
-			for i := range c {
-				c[i] = strings.ReplaceAll(c[i], "|", `\|`)
-			}
+		verdict := "ok"
+		if a.fail != "" {
+			verdict = a.fail
 		}
-		g.rows = append(g.rows, c)
+		g.rows = append(g.rows, escape([]string{configCell(r), r.Kernel, verdict, nkvList(a.nkvs), regs(r.Registers), fmt.Sprint(r.LocalBytes), occ}, markdown))
 	}
 	return g
+}
+
+// nkvList shortens a list of context lengths to its first and last when
+// long: the per-probe tables list every one.
+func nkvList(ns []int) string {
+	if len(ns) <= 4 {
+		return joinInts(ns)
+	}
+	return fmt.Sprintf("%d…%d (%d)", ns[0], ns[len(ns)-1], len(ns))
+}
+
+func escape(c []string, markdown bool) []string {
+	if markdown {
+		for i := range c {
+			c[i] = strings.ReplaceAll(c[i], "|", `\|`)
+		}
+	}
+	return c
 }
 
 func pct(v float64) string {
@@ -200,53 +276,104 @@ func regs(n int) string {
 	return fmt.Sprint(n)
 }
 
-const legend = "* landed configuration (the baseline). ± is half the interquartile range over the median. " +
-	"× = landed median / row median at the same shape and nkv (>1 is faster). GB/s and % BW are for the cold probe " +
-	"(% of the measured streaming read bandwidth)."
+const legend = "Marks: * landed configuration (the baseline); (ref) a reference kernel ktune did not build; (fixture) a fault-isolation record. " +
+	"± is half the interquartile range over the median. × landed = landed median / row median at the same shape, nkv and probe " +
+	"(>1 is faster). GB/s and % BW: K+V bytes over the median (% of the measured streaming read bandwidth)."
 
-// WriteText writes the terminal form of the report: environment, the row
-// table and the gate failures.
+// WriteText writes the terminal form of the report: what to ship first,
+// then the environments, one cold-probe table per shape, and the gate
+// failures. The other probes' tables are in report.md and tables.csv;
+// warnings belong on the error stream (WriteWarnings).
 func (rep *Report) WriteText(w io.Writer) error {
-	ew := &errWriter{w: w}
-	for _, e := range rep.Envs {
-		ew.printf("%s\n", envLine(&e))
-	}
-	for _, s := range rep.Warnings {
-		ew.printf("warning: %s\n", s)
-	}
-	if ew.err != nil {
-		return ew.err
-	}
-	if err := rep.fullGrid(false).render(w, false); err != nil {
+	if err := rep.WriteShip(w, false); err != nil {
 		return err
 	}
-	ew.printf("%s\n", legend)
+	ew := &errWriter{w: w}
+	ew.printf("\nEnvironments:\n")
+	for _, e := range rep.Envs {
+		ew.printf("  %s\n", envLine(&e))
+	}
+	for _, s := range rep.sections() {
+		ew.printf("\n%s, cold probe:\n", s.title(rep.Devices))
+		if ew.err != nil {
+			return ew.err
+		}
+		g := probeGrid(s.rows, results.ProbeCold, false)
+		if len(g.rows) == 0 {
+			ew.printf("  (no cold measurement)\n")
+			continue
+		}
+		if err := g.render(w, false); err != nil {
+			return err
+		}
+	}
+	ew.printf("%s\n", wrap(legend, 100))
 	if len(rep.Failures) > 0 {
 		ew.printf("\nFailures:\n")
 		for _, f := range rep.Failures {
 			ew.printf("  %s\n", failureLine(&f))
 		}
 	}
+	if rep.Projection != nil {
+		ew.printf("\n")
+		if ew.err == nil {
+			ew.err = rep.writeProjection(w, false)
+		}
+	}
 	return ew.err
 }
 
-// WriteMarkdownTable writes the row table as Markdown.
+// WriteMarkdownTable writes the per-shape tables as Markdown: each
+// shape's configurations, then one table per probe.
 func (rep *Report) WriteMarkdownTable(w io.Writer) error {
-	return rep.fullGrid(true).render(w, true)
+	ew := &errWriter{w: w}
+	for _, s := range rep.sections() {
+		ew.printf("\n### %s\n\n", s.title(rep.Devices))
+		if ew.err != nil {
+			return ew.err
+		}
+		if err := configGrid(s.rows, true).render(w, true); err != nil {
+			return err
+		}
+		for _, p := range rep.Probes {
+			g := probeGrid(s.rows, p, true)
+			if len(g.rows) == 0 {
+				continue
+			}
+			ew.printf("\n%s probe:\n\n", p)
+			if ew.err != nil {
+				return ew.err
+			}
+			if err := g.render(w, true); err != nil {
+				return err
+			}
+		}
+	}
+	return ew.err
 }
 
-func envLine(e *EnvInfo) string {
-	s := fmt.Sprintf("%s (%s, %d SMs, L2 %.0f MiB), driver %s, NVRTC %s, SM clock %.0f MHz, memory clock %.0f MHz",
-		dash(e.Device), dash(e.Arch), e.SMs, float64(e.L2Bytes)/(1<<20), dash(e.Driver), dash(e.NVRTC), e.ClockMHz, e.MemClockMHz)
-	if e.ReadBWGBps > 0 {
-		s += fmt.Sprintf(", measured read bandwidth %.0f GB/s", e.ReadBWGBps)
+func envLine(e *EnvGroup) string {
+	s := fmt.Sprintf("%s (%s, %d SMs, L2 %.0f MiB), driver %s, NVRTC %s",
+		dash(e.Device), dash(e.Arch), e.SMs, float64(e.L2Bytes)/(1<<20), dash(e.Driver), dash(e.NVRTC))
+	if e.ClockMHz > 0 {
+		s += fmt.Sprintf(", SM clock %.0f MHz, memory clock %.0f MHz", e.ClockMHz, e.MemClockMHz)
 	}
-	return s + fmt.Sprintf(" [%d records]", e.Records)
+	if e.ReadBWMax > 0 {
+		s += ", measured read bandwidth " + bwRange(e)
+	}
+	return s + fmt.Sprintf(" [%s, %s; %s]", plural(e.Runs, "run"), plural(e.Records, "record"), dash(strings.Join(e.Builds, "; ")))
+}
+
+func bwRange(e *EnvGroup) string {
+	if e.ReadBWMax-e.ReadBWMin < 0.5 {
+		return fmt.Sprintf("%.0f GB/s", e.ReadBWMax)
+	}
+	return fmt.Sprintf("%.0f–%.0f GB/s", e.ReadBWMin, e.ReadBWMax)
 }
 
 func failureLine(f *Failure) string {
 	r := f.Row
-	where := fmt.Sprintf("%s %s (records at nkv %s)", ShapeLabel(r.Shape), ConfigLabel(r.Config()), joinInts(f.NKVs))
+	where := fmt.Sprintf("%s %s (records at nkv %s)", r.Label, ConfigLabel(r.Config()), joinInts(f.NKVs))
 	if f.Gate != nil {
 		return fmt.Sprintf("%s: %s gate failed at nkv=%d: %s", where, f.Gate.Kind, f.Gate.NKV, f.Text)
 	}
@@ -283,7 +410,7 @@ func SummaryTable(w io.Writer, recs []results.Record) error {
 			c = append(c, r.Device)
 		}
 		if len(shapes) > 1 {
-			c = append(c, ShapeLabel(r.Shape))
+			c = append(c, r.Label)
 		}
 		v := variantCell(r)
 		if r.Defines != "" {
@@ -332,4 +459,11 @@ func joinInts(xs []int) string {
 		parts[i] = fmt.Sprint(x)
 	}
 	return strings.Join(parts, ",")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/report"
@@ -15,41 +18,78 @@ func init() {
 	register(&command{
 		name:    "report",
 		summary: "render results files as tables, plots and a Markdown report",
-		run:     runReport,
+		run: func(stdout, stderr io.Writer, args []string) error {
+			// SIGINT cancels the rendering instead of killing the process:
+			// the report is rendered beside DIR and only a complete one is
+			// moved into place.
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runReport(ctx, stdout, stderr, args)
+		},
 	})
 }
 
-const reportUsage = `Usage: ktune report RESULTS... -o DIR [--layers N --step-ms X]
+const reportUsage = `Usage: ktune report RESULTS... -o DIR [--json] [--layers N --step-ms X]
+       ktune report RESULTS... --json
 
 Report reads one or more results files (or sweep directories holding a
 results.jsonl) and writes into DIR:
 
-  DIR/report.md    environment, the result table, the plots, gate failures
-                   with their evidence and, with --layers and --step-ms, a
-                   wall-clock projection
+  DIR/report.md    what to ship, the environments, per shape its
+                   configurations, a table per probe and its plots, the
+                   gate failures with their evidence, with --layers and
+                   --step-ms a wall-clock projection, and the warnings
   DIR/tables.csv   every row and probe with full precision (long form)
-  DIR/*.png, *.svg the plots: time vs SPLITS at each nkv, time vs nkv
-                   (log-log, with the landed kernel and the memory floor),
-                   cold vs hot vs graph, speedup vs landed (heatmap)
+  DIR/*.png, *.svg the plots per shape: time vs nkv (log-log, with the
+                   landed kernel, the references and the memory floor),
+                   cold vs hot vs graph, speedup vs landed (heatmap), and
+                   time vs SPLITS at each nkv where SPLITS was swept
+  DIR/report.json  with --json: the report as JSON (schema: go doc
+                   ./report Document); without -o it goes to stdout
 
-and prints the result table. Malformed lines are reported as warnings
-(file:line: msg) and skipped. No GPU is needed.
+and prints what to ship, then one cold-probe table per shape. What to
+ship is, per shape and range of nkv, the fastest configuration (cold
+median) that passed every gate, excluding references (kernels ktune did
+not build, such as PyTorch's SDPA) and fault-isolation fixtures, with its
+speedup over the landed kernel and each reference and their 95%
+confidence intervals, and the 'ktune tune --from' command that turns it
+into a dispatch table.
 
-The projection is labelled as one: Δstep = layers × Δkernel and projected
-tokens/s = 1000 / (step_ms + Δstep_ms), with Δkernel the difference to the
-landed kernel's median (graph probe when measured).
+Each plot draws a few kernel variants, those what to ship names first
+(report.md states the rule); the landed kernel, the references and the
+memory floor are always drawn, with error bars over the interquartile
+range. Fixtures and records that failed a gate are never drawn, and a
+plot with nothing to draw is not written.
+
+Shapes are told apart by every dimension, the batch and the capacity;
+two that share a spec label are named apart ("7b-b1", "7b-b16").
+
+Warnings go to stderr: a malformed line as file:line: msg (and skipped),
+duplicate points and refused projection rows as one line per kind with a
+count. No GPU is needed. The report is rendered beside DIR and moved into place when
+complete; files an earlier report wrote into DIR and this one does not
+are removed, nothing else.
+
+The projection is labelled as one: rest = step_ms − layers × landed,
+projected step = rest + layers × kernel, tokens/s = 1000 / projected step
+(graph probe when measured). Where layers × the landed kernel exceeds
+step_ms the figures cannot hold and the point is refused; when every
+point is refused, the command fails with exit status 2.
 
 Examples:
   $ ktune report out/slice -o out/report
-  $ ktune report experiments/results/h200/*.jsonl -o out/report --layers 28 --step-ms 11.5
+  $ ktune report experiments/results/h200/*.jsonl -o out/report
+  $ ktune report experiments/results/h200/slice.jsonl -o out/report --layers 28 --step-ms 30
+  $ ktune report experiments/results/h200/h200-frontier.jsonl --json > report.json
 
 Flags:
 `
 
-func runReport(stdout, stderr io.Writer, args []string) error {
+func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "output `DIR` (created if needed)")
+	asJSON := fs.Bool("json", false, "write the report as JSON: DIR/report.json with -o, else stdout")
 	layers := fs.Int("layers", 0, "attention launches per decode step, for the projection")
 	stepMS := fs.Float64("step-ms", 0, "measured decode step with the landed kernel (`ms`), for the projection")
 	var allowReplayed bool
@@ -68,13 +108,13 @@ func runReport(stdout, stderr io.Writer, args []string) error {
 	if len(pos) == 0 {
 		return usageErrorf("report wants at least one RESULTS file (ktune help report)")
 	}
-	if *out == "" {
-		return usageErrorf("report wants -o DIR (ktune help report)")
+	if *out == "" && !*asJSON {
+		return usageErrorf("report wants -o DIR, or --json for stdout (ktune help report)")
 	}
 	if (*layers > 0) != (*stepMS > 0) || *layers < 0 || *stepMS < 0 {
 		return usageErrorf("--layers and --step-ms go together, both positive")
 	}
-	recs, err := loadResults(stderr, pos)
+	recs, sources, err := loadSourced(stderr, pos)
 	if err != nil {
 		return err
 	}
@@ -82,21 +122,61 @@ func runReport(stdout, stderr io.Writer, args []string) error {
 	if err := refuseReplayed(stderr, recs, allowReplayed); err != nil {
 		return err
 	}
-	rep, err := report.Build(recs, report.Options{Layers: *layers, StepMS: *stepMS})
+	rep, err := report.Build(recs, report.Options{Layers: *layers, StepMS: *stepMS, Sources: sources})
+	if errors.Is(err, report.ErrProjection) {
+		return withCode(exitUsage, err)
+	}
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return fmt.Errorf("creating report directory: %w", err)
+	if err := rep.WriteWarnings(stderr); err != nil {
+		return err
 	}
-	if _, err := rep.Write(*out); err != nil {
+	if *out == "" {
+		return rep.WriteJSON(stdout, nil, "")
+	}
+	if _, err := rep.WriteDir(ctx, *out, report.WriteOptions{JSON: *asJSON}); err != nil {
+		if ctx.Err() != nil {
+			return withCode(exitInterrupt, fmt.Errorf("report interrupted: %s left as it was", *out))
+		}
 		return err
 	}
 	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "\nwrote %s/report.md, %s/tables.csv and the plots\n", *out, *out)
+	what := "report.md, tables.csv and the plots"
+	if *asJSON {
+		what = "report.md, report.json, tables.csv and the plots"
+	}
+	_, err = fmt.Fprintf(stdout, "\nwrote %s into %s\n", what, *out)
 	return err
+}
+
+// loadSourced reads results files or sweep directories like loadResults,
+// and returns with each record the path it was read from, as given: the
+// "what to ship" summary names those files in its tune command.
+func loadSourced(stderr io.Writer, paths []string) ([]results.Record, []string, error) {
+	var recs []results.Record
+	var sources []string
+	for _, p := range paths {
+		set, err := results.Load(p)
+		if set != nil {
+			for _, w := range set.Warnings {
+				fmt.Fprintf(stderr, "warning: %v\n", w)
+			}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		recs = append(recs, set.Records...)
+		for range set.Records {
+			sources = append(sources, p)
+		}
+	}
+	if len(recs) == 0 {
+		return nil, nil, fmt.Errorf("reading results: no records in %v", paths)
+	}
+	return recs, sources, nil
 }
 
 // loadResults reads results files or sweep directories, printing the

@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/report"
 )
 
 // The tests run on the committed H200 results. gate.jsonl holds gate
@@ -52,9 +55,12 @@ func TestReportCommand(t *testing.T) {
 	if !strings.Contains(stderr, "results.jsonl:4") {
 		t.Errorf("no file:line warning for the bad line; stderr:\n%s", stderr)
 	}
-	if !strings.Contains(stdout, "d2*") || !strings.Contains(stdout, "FAIL bitwise@29") ||
+	if !strings.Contains(stdout, "d2*") || !strings.Contains(stdout, "bitwise gate failed at nkv=29") ||
 		!strings.Contains(stdout, "diff_bytes=1") {
 		t.Errorf("terminal table lacks the landed row or the failure:\n%s", stdout)
+	}
+	if !strings.HasPrefix(stdout, "What to ship") {
+		t.Errorf("stdout opens with %q, want what to ship", strings.SplitN(stdout, "\n", 2)[0])
 	}
 	for _, f := range []string{"report.md", "tables.csv", "nkv_7b.png", "nkv_7b.svg", "speedup_7b.png", "probes_7b.svg"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
@@ -147,5 +153,116 @@ func TestExportCommand(t *testing.T) {
 	if !strings.HasPrefix(stdout, "device: NVIDIA H200\n") ||
 		!strings.Contains(stdout, "BenchmarkAttn/variant=d2/shape=7b/SPLITS=32/NR=4/nkv=32768/probe=cold 1 ") {
 		t.Errorf("unexpected export:\n%.400s", stdout)
+	}
+}
+
+func h200All(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../experiments/results/h200/*.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no committed results: %v", err)
+	}
+	return files
+}
+
+// make report: the warnings are one line per kind on stderr, none on
+// stdout, and report.md keeps them in a short section at its end.
+func TestReportWarningsOnStderr(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "report")
+	stdout, stderr, code := runCmd(append(append([]string{"report"}, h200All(t)...), "-o", out)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout, "warning") || strings.Contains(stdout, "duplicate point") {
+		t.Error("stdout carries warnings")
+	}
+	if n := strings.Count(stderr, "duplicate point"); n != 1 || !strings.HasPrefix(stderr, "warning: ") {
+		t.Errorf("stderr has %d duplicate-point lines, want one:\n%s", n, stderr)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ship, warn := bytes.Index(md, []byte("## What to ship")), bytes.Index(md, []byte("## Warnings"))
+	if ship < 0 || ship > 20 || warn < 0 || bytes.Count(md[warn:], []byte("\n- ")) != 1 || bytes.Contains(md[warn:], []byte("\n## ")) {
+		t.Errorf("report.md: what to ship at byte %d, warnings at %d: %q", ship, warn, md[max(warn, 0):])
+	}
+}
+
+// The help's projection example: points where the landed attention alone
+// exceeds the step are refused and said so on stderr; no throughput
+// printed is negative. A step that fits no point is a usage error.
+func TestReportProjection(t *testing.T) {
+	args := append(append([]string{"report"}, h200All(t)...), "-o", filepath.Join(t.TempDir(), "r"), "--layers", "28", "--step-ms", "11.5")
+	stdout, stderr, code := runCmd(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "projection refused") || !strings.Contains(stdout, "Refused") {
+		t.Errorf("no refusal: stderr %q", stderr)
+	}
+	rows := 0
+	in := false
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(line, "Wall-clock projection") {
+			in = true
+		}
+		cells := strings.Split(line, "│")
+		if !in || len(cells) < 9 || strings.Contains(line, "tokens/s") {
+			continue
+		}
+		rows++
+		for _, c := range cells[8:9] {
+			if strings.HasPrefix(strings.TrimSpace(c), "-") {
+				t.Errorf("negative throughput: %s", line)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Errorf("no projection rows:\n%s", stdout)
+	}
+	var o, e bytes.Buffer
+	err := run(&o, &e, []string{"report", h200Slice, "-o", filepath.Join(t.TempDir(), "r"), "--layers", "28", "--step-ms", "0.01"})
+	if code := exitCode(err); code != exitUsage || !strings.Contains(fmt.Sprint(err), "projection refused") || o.Len() != 0 {
+		t.Errorf("a step shorter than any attention: exit %d, error %v, stdout %q", code, err, o.String())
+	}
+}
+
+// --json alone writes the document to stdout; with -o, DIR/report.json.
+func TestReportJSON(t *testing.T) {
+	stdout, stderr, code := runCmd("report", h200Slice, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var d report.Document
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil || d.Schema != report.DocumentSchema || len(d.Ship) != 1 {
+		t.Fatalf("stdout is not a report document (%v): %.200s", err, stdout)
+	}
+	out := filepath.Join(t.TempDir(), "r")
+	if _, stderr, code := runCmd("report", h200Slice, "--json", "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &d); err != nil || len(d.Plots) == 0 {
+		t.Errorf("report.json: %v, %d plots", err, len(d.Plots))
+	}
+}
+
+// An interrupt during rendering leaves no report directory behind and
+// exits 130.
+func TestReportInterrupted(t *testing.T) {
+	parent := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var o, e bytes.Buffer
+	err := runReport(ctx, &o, &e, []string{h200Slice, "-o", filepath.Join(parent, "r")})
+	if code := exitCode(err); code != exitInterrupt {
+		t.Fatalf("exit %d (%v), want %d", code, err, exitInterrupt)
+	}
+	if ents, _ := os.ReadDir(parent); len(ents) != 0 {
+		t.Errorf("an interrupted report left %d entries", len(ents))
 	}
 }
