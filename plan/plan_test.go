@@ -67,7 +67,7 @@ func build(t *testing.T, path string) *Plan {
 	return p
 }
 
-func table(t *testing.T, p *Plan) string {
+func planTable(t *testing.T, p *Plan) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := p.WriteTable(&buf); err != nil {
@@ -93,11 +93,11 @@ func TestSliceGolden(t *testing.T) {
 	if len(p.Points) != 64 || len(p.Skipped) != 0 {
 		t.Errorf("%d points, %d skipped; want 64 and 0", len(p.Points), len(p.Skipped))
 	}
-	golden.Check(t, "testdata/slice.golden", []byte(table(t, p)))
+	golden.Check(t, "testdata/slice.golden", []byte(planTable(t, p)))
 }
 
 func TestMixedGolden(t *testing.T) {
-	golden.Check(t, "testdata/mixed.golden", []byte(table(t, build(t, "testdata/mixed.yaml"))))
+	golden.Check(t, "testdata/mixed.golden", []byte(planTable(t, build(t, "testdata/mixed.yaml"))))
 }
 
 // TestBuildReadsKernels checks Build against package kernels: the source
@@ -464,7 +464,7 @@ func TestHashSensitivity(t *testing.T) {
 // TestDispatchGolden plans a dispatch variant: the table shows the arm
 // each nkv runs, switching at 512 and 2048.
 func TestDispatchGolden(t *testing.T) {
-	golden.Check(t, "testdata/dispatch.golden", []byte(table(t, build(t, "testdata/dispatch.yaml"))))
+	golden.Check(t, "testdata/dispatch.golden", []byte(planTable(t, build(t, "testdata/dispatch.yaml"))))
 }
 
 // TestDispatch checks the points of a dispatch variant against the arms

@@ -6,15 +6,21 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
+	"github.com/ktune/ktune/internal/table"
 )
 
 // WriteTable prints the plan: one row per point, then the counts, the
 // skipped combinations with their reasons and the warnings. HEAD_DIM and
 // KV_F16 are left out of the defines column: the shape column says them.
 func (p *Plan) WriteTable(w io.Writer) error {
-	t := tablewriter.NewTable(w)
-	t.Header("#", "variant", "shape", "defines", "nkv", "grid", "block", "numerics", "landed", "hash")
+	var t table.Table
+	for _, c := range []struct {
+		name  string
+		right bool
+	}{{"#", true}, {"variant", false}, {"shape", false}, {"defines", false}, {"nkv", true},
+		{"grid", false}, {"block", false}, {"numerics", false}, {"landed", false}, {"hash", false}} {
+		t.Col(c.name, c.right)
+	}
 	dims := func(d [3]int) string { return fmt.Sprintf("%d×%d×%d", d[0], d[1], d[2]) }
 	for _, pt := range p.Points {
 		c := &pt.Config
@@ -33,12 +39,10 @@ func (p *Plan) WriteTable(w io.Writer) error {
 				variant += " → " + c.Kernel // the arm this nkv dispatches to
 			}
 		}
-		if err := t.Append(strconv.Itoa(pt.Index), variant, c.Shape.Name, ds.String(), strconv.Itoa(c.NKV),
-			dims(c.Grid), dims(c.Block), numerics, landed, pt.Hash[:8]); err != nil {
-			return fmt.Errorf("writing the plan table: %w", err)
-		}
+		t.Add(strconv.Itoa(pt.Index), variant, c.Shape.Name, ds.String(), strconv.Itoa(c.NKV),
+			dims(c.Grid), dims(c.Block), numerics, landed, pt.Hash[:8])
 	}
-	if err := t.Render(); err != nil {
+	if err := t.Render(w, false); err != nil {
 		return fmt.Errorf("writing the plan table: %w", err)
 	}
 	perVariant := map[string]int{}

@@ -223,13 +223,13 @@ func fmtCI(s benchmath.Summary) string {
 func (c *Comparison) WriteText(w io.Writer, markdown bool) error {
 	g := &grid{}
 	for _, h := range []string{"shape", "config", "nkv", "probe", "old µs", "new µs", "delta", "p / n"} {
-		g.col(h, h == "nkv" || strings.Contains(h, "µs") || h == "delta")
+		g.Col(h, h == "nkv" || strings.Contains(h, "µs") || h == "delta")
 	}
 	warned := map[string]bool{}
 	var warnings []string
 	for i := range c.Rows {
 		r := &c.Rows[i]
-		g.rows = append(g.rows, []string{r.Shape, r.Config, fmt.Sprint(r.NKV), string(r.Probe),
+		g.Rows = append(g.Rows, []string{r.Shape, r.Config, fmt.Sprint(r.NKV), string(r.Probe),
 			fmtCI(r.Old), fmtCI(r.New), r.Delta(), fmt.Sprintf("p=%.3f n=%d+%d", r.P, r.N1, r.N2)})
 		for _, s := range r.Warnings {
 			if !warned[s] {
@@ -238,8 +238,8 @@ func (c *Comparison) WriteText(w io.Writer, markdown bool) error {
 			}
 		}
 	}
-	if len(g.rows) > 0 {
-		if err := g.render(w, markdown); err != nil {
+	if len(g.Rows) > 0 {
+		if err := g.Render(w, markdown); err != nil {
 			return err
 		}
 	}

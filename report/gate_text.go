@@ -12,7 +12,7 @@ func (res *GateResult) WriteText(w io.Writer) error {
 	ew.printf("gate: candidate %s against %s (threshold %.1f%%, α=%.2f)\n\n", res.Candidate, res.Baseline, res.Threshold*100, res.Alpha)
 	ng := &grid{}
 	for _, h := range []string{"shape", "candidate config", "numerics", "reason"} {
-		ng.col(h, false)
+		ng.Col(h, false)
 	}
 	for _, n := range res.Numerics {
 		v := "pass"
@@ -21,28 +21,28 @@ func (res *GateResult) WriteText(w io.Writer) error {
 		} else if !n.Pass {
 			v = "FAIL"
 		}
-		ng.rows = append(ng.rows, []string{n.Shape, n.Config, v, n.Reason})
+		ng.Rows = append(ng.Rows, []string{n.Shape, n.Config, v, n.Reason})
 	}
 	if ew.err != nil {
 		return ew.err
 	}
-	if err := ng.render(w, false); err != nil {
+	if err := ng.Render(w, false); err != nil {
 		return err
 	}
 	if len(res.Points) > 0 {
 		pg := &grid{}
 		for _, h := range []string{"shape", "nkv", "probe", "candidate", "baseline", "cand µs", "base µs", "delta", "verdict"} {
-			pg.col(h, h == "nkv" || strings.Contains(h, "µs") || h == "delta")
+			pg.Col(h, h == "nkv" || strings.Contains(h, "µs") || h == "delta")
 		}
 		for _, p := range res.Points {
-			pg.rows = append(pg.rows, []string{p.Shape, fmt.Sprint(p.NKV), string(p.Probe), p.Candidate, p.Baseline,
+			pg.Rows = append(pg.Rows, []string{p.Shape, fmt.Sprint(p.NKV), string(p.Probe), p.Candidate, p.Baseline,
 				fmtUS(p.CandNS), fmtUS(p.BaseNS), fmt.Sprintf("%+.1f%%", p.DeltaPct), p.Reason})
 		}
 		ew.printf("\n")
 		if ew.err != nil {
 			return ew.err
 		}
-		if err := pg.render(w, false); err != nil {
+		if err := pg.Render(w, false); err != nil {
 			return err
 		}
 	}

@@ -52,19 +52,19 @@ func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) erro
 		if ew.err != nil {
 			return ew.err
 		}
-		if err := configGrid(s.rows, true).render(w, true); err != nil {
+		if err := configGrid(s.rows, true).Render(w, true); err != nil {
 			return err
 		}
 		for _, p := range rep.Probes {
 			g := probeGrid(s.rows, p, true)
-			if len(g.rows) == 0 {
+			if len(g.Rows) == 0 {
 				continue
 			}
 			ew.printf("\n%s probe:\n\n", p)
 			if ew.err != nil {
 				return ew.err
 			}
-			if err := g.render(w, true); err != nil {
+			if err := g.Render(w, true); err != nil {
 				return err
 			}
 		}
@@ -119,13 +119,13 @@ func (rep *Report) writeProjection(w io.Writer, markdown bool) error {
 	}
 	g := &grid{}
 	for _, c := range []string{"shape", "nkv", "config", "kernel µs", "landed µs", "rest ms", "Δstep ms", "tokens/s"} {
-		g.col(c, c != "shape" && c != "config")
+		g.Col(c, c != "shape" && c != "config")
 	}
 	for _, r := range pr.Rows {
-		g.rows = append(g.rows, escape([]string{r.Shape, fmt.Sprint(r.NKV), r.Config, fmtUS(r.KernelUS * 1000), fmtUS(r.LandedUS * 1000),
+		g.Rows = append(g.Rows, escape([]string{r.Shape, fmt.Sprint(r.NKV), r.Config, fmtUS(r.KernelUS * 1000), fmtUS(r.LandedUS * 1000),
 			fmt.Sprintf("%.3f", r.RestMS), fmt.Sprintf("%+.3f", r.DeltaStepMS), fmt.Sprintf("%.1f", r.TokensPerSec)}, markdown))
 	}
-	if err := g.render(w, markdown); err != nil {
+	if err := g.Render(w, markdown); err != nil {
 		return err
 	}
 	if len(pr.Refused) > 0 {

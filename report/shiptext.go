@@ -44,7 +44,7 @@ func (rep *Report) WriteShip(w io.Writer, markdown bool) error {
 		if ew.err != nil {
 			return ew.err
 		}
-		if err := shipGrid(s, markdown).render(w, markdown); err != nil {
+		if err := shipGrid(s, markdown).Render(w, markdown); err != nil {
 			return err
 		}
 		if !markdown {
@@ -60,7 +60,7 @@ func (rep *Report) WriteShip(w io.Writer, markdown bool) error {
 func shipGrid(s *ShipShape, markdown bool) *grid {
 	g := &grid{}
 	for _, c := range []string{"nkv range", "nkv", "ship", "µs [95% CI]", "× landed [95% CI]", "× references [95% CI]"} {
-		g.col(c, c == "nkv" || c == "µs [95% CI]" || c == "× landed [95% CI]")
+		g.Col(c, c == "nkv" || c == "µs [95% CI]" || c == "× landed [95% CI]")
 	}
 	for _, rg := range s.Ranges {
 		for i, pt := range rg.Points {
@@ -87,7 +87,7 @@ func shipGrid(s *ShipShape, markdown bool) *grid {
 			if len(refs) > 0 {
 				ref = strings.Join(refs, "; ")
 			}
-			g.rows = append(g.rows, escape([]string{rng, fmt.Sprint(pt.NKV), cfg, fmtCIns(pt.Median), landed, ref}, markdown))
+			g.Rows = append(g.Rows, escape([]string{rng, fmt.Sprint(pt.NKV), cfg, fmtCIns(pt.Median), landed, ref}, markdown))
 		}
 	}
 	return g

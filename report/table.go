@@ -5,58 +5,13 @@ import (
 	"io"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/table"
 )
 
 // A grid is a table before rendering: the one shape the terminal and
-// Markdown renderers share.
-type grid struct {
-	header []string
-	right  []bool // right-align the column (numbers)
-	rows   [][]string
-}
-
-func (g *grid) col(name string, right bool) {
-	g.header = append(g.header, name)
-	g.right = append(g.right, right)
-}
-
-// render writes g with tablewriter. Headers keep their case: "µs" and
-// "SPLITS" mean something, and tablewriter upper-cases by default.
-func (g *grid) render(w io.Writer, markdown bool) error {
-	aligns := make([]tw.Align, len(g.header))
-	for i, r := range g.right {
-		aligns[i] = tw.AlignLeft
-		if r {
-			aligns[i] = tw.AlignRight
-		}
-	}
-	opts := []tablewriter.Option{
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: aligns}),
-		tablewriter.WithHeaderAlignmentConfig(tw.CellAlignment{PerColumn: aligns}),
-	}
-	if markdown {
-		opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
-	}
-	t := tablewriter.NewTable(w, opts...)
-	t.Header(g.header)
-	for _, r := range g.rows {
-		if err := t.Append(r); err != nil {
-			return fmt.Errorf("rendering table: %w", err)
-		}
-	}
-	if err := t.Render(); err != nil {
-		return fmt.Errorf("rendering table: %w", err)
-	}
-	return nil
-}
+// Markdown renderers share (internal/table, as every ktune table).
+type grid = table.Table
 
 // fmtUS renders a duration in ns as µs with three significant figures or
 // more: kernel times span 5 µs to 2 ms and a fixed number of decimals
@@ -180,7 +135,7 @@ func (s *section) title(devices int) string {
 func probeGrid(rows []*Row, p results.Probe, markdown bool) *grid {
 	g := &grid{}
 	for _, c := range []string{"configuration", "nkv", "µs ±", "× landed", "GB/s", "% BW", "flags"} {
-		g.col(c, c != "configuration" && c != "flags")
+		g.Col(c, c != "configuration" && c != "flags")
 	}
 	for _, r := range rows {
 		st := r.Probe(p)
@@ -194,7 +149,7 @@ func probeGrid(rows []*Row, p results.Probe, markdown bool) *grid {
 			c = append(c, "-", "-")
 		}
 		c = append(c, dash(strings.Join(r.Flags, " ")))
-		g.rows = append(g.rows, escape(c, markdown))
+		g.Rows = append(g.Rows, escape(c, markdown))
 	}
 	return g
 }
@@ -204,7 +159,7 @@ func probeGrid(rows []*Row, p results.Probe, markdown bool) *grid {
 func configGrid(rows []*Row, markdown bool) *grid {
 	g := &grid{}
 	for _, c := range []string{"configuration", "kernel", "gate", "nkv", "regs", "local B", "occ"} {
-		g.col(c, c == "regs" || c == "local B" || c == "occ")
+		g.Col(c, c == "regs" || c == "local B" || c == "occ")
 	}
 	type acc struct {
 		row  *Row
@@ -236,7 +191,7 @@ func configGrid(rows []*Row, markdown bool) *grid {
 		if a.fail != "" {
 			verdict = a.fail
 		}
-		g.rows = append(g.rows, escape([]string{configCell(r), r.Kernel, verdict, nkvList(a.nkvs), regs(r.Registers), fmt.Sprint(r.LocalBytes), occ}, markdown))
+		g.Rows = append(g.Rows, escape([]string{configCell(r), r.Kernel, verdict, nkvList(a.nkvs), regs(r.Registers), fmt.Sprint(r.LocalBytes), occ}, markdown))
 	}
 	return g
 }
@@ -299,11 +254,11 @@ func (rep *Report) WriteText(w io.Writer) error {
 			return ew.err
 		}
 		g := probeGrid(s.rows, results.ProbeCold, false)
-		if len(g.rows) == 0 {
+		if len(g.Rows) == 0 {
 			ew.printf("  (no cold measurement)\n")
 			continue
 		}
-		if err := g.render(w, false); err != nil {
+		if err := g.Render(w, false); err != nil {
 			return err
 		}
 	}
@@ -332,19 +287,19 @@ func (rep *Report) WriteMarkdownTable(w io.Writer) error {
 		if ew.err != nil {
 			return ew.err
 		}
-		if err := configGrid(s.rows, true).render(w, true); err != nil {
+		if err := configGrid(s.rows, true).Render(w, true); err != nil {
 			return err
 		}
 		for _, p := range rep.Probes {
 			g := probeGrid(s.rows, p, true)
-			if len(g.rows) == 0 {
+			if len(g.Rows) == 0 {
 				continue
 			}
 			ew.printf("\n%s probe:\n\n", p)
 			if ew.err != nil {
 				return ew.err
 			}
-			if err := g.render(w, true); err != nil {
+			if err := g.Render(w, true); err != nil {
 				return err
 			}
 		}
@@ -395,13 +350,13 @@ func SummaryTable(w io.Writer, recs []results.Record) error {
 	}
 	g := &grid{}
 	if rep.Devices > 1 {
-		g.col("device", false)
+		g.Col("device", false)
 	}
 	if len(shapes) > 1 {
-		g.col("shape", false)
+		g.Col("shape", false)
 	}
 	for _, c := range []string{"variant", "SPLITS", "nkv", "cold µs", "hot µs", "GB/s", "% BW", "vs landed", "gate"} {
-		g.col(c, c != "variant" && c != "gate")
+		g.Col(c, c != "variant" && c != "gate")
 	}
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
@@ -425,9 +380,9 @@ func SummaryTable(w io.Writer, recs []results.Record) error {
 			c = append(c, "-", "-", "-")
 		}
 		c = append(c, r.Verdict)
-		g.rows = append(g.rows, c)
+		g.Rows = append(g.Rows, c)
 	}
-	if err := g.render(w, false); err != nil {
+	if err := g.Render(w, false); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(w, "* landed configuration; vs landed = landed cold median / cold median (>1 is faster)")
