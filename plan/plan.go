@@ -38,17 +38,20 @@ type Skip struct {
 	Reason  string
 }
 
-// compileFlags are the NVRTC options of every point besides -D and -arch:
-// -lineinfo so that profiles map SASS to source lines, --std=c++17 for the
-// kernels' constexpr functions.
-func compileFlags() []string { return []string{"-lineinfo", "--std=c++17"} }
-
-// abiGrid and abiBlock are the ABI's default partial launch, used by user
-// kernels that give no geometry: one warp per (split, head, sequence).
-var (
-	abiGrid  = []string{spec.Splits, "heads", "batch"}
-	abiBlock = []string{"32"}
-)
+// compileFlags are the NVRTC options of a variant's points besides -D and
+// -arch: -lineinfo so that profiles map SASS to source lines, --std=c++17
+// for the kernels' constexpr functions (unless the variant names its own
+// standard), then the variant's own flags. This is their one home: the
+// probe passes them as they are.
+func compileFlags(v *spec.Variant) []string {
+	out := []string{"-lineinfo"}
+	if !slices.ContainsFunc(v.Flags, func(f string) bool {
+		return strings.HasPrefix(f, "--std=") || strings.HasPrefix(f, "-std=")
+	}) {
+		out = append(out, "--std=c++17")
+	}
+	return append(out, v.Flags...)
+}
 
 // Build expands a spec into its plan for the given GPU architecture
 // (e.g. "sm_90"), reading built-in kernel sources from package kernels.
@@ -210,7 +213,11 @@ func (b *builder) loadHeaders() error {
 func (b *builder) warn(p *Plan) {
 	for _, v := range b.s.Variants {
 		var reads []string
-		for _, e := range append(append(append([]string{}, v.Grid...), v.Block...), v.Shared) {
+		exprs := append(append(append([]string{}, v.Grid...), v.Block...), v.Shared)
+		for _, l := range v.Launches {
+			exprs = append(append(append(exprs, l.Grid...), l.Block...), l.Shared)
+		}
+		for _, e := range exprs {
 			if x, err := expr.Parse(e); err == nil && contains(x.Symbols(), spec.NKV) {
 				reads = append(reads, e)
 			}
@@ -288,19 +295,20 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		CombineBlock: [3]int{sh.HeadDim, 1, 1},
 		BitwiseWith:  v.BitwiseWith,
 	}
-	geo, err := b.geometry(v, sh, defs, nkv, &cfg)
+	geo, launches, wsBytes, err := b.geometry(v, sh, defs, nkv, &cfg)
 	if err != nil {
 		return nil, err
 	}
 	g, m := b.s.Gates, b.s.Measure
 	pt := &Point{
-		Index: -1, Config: cfg, Source: src, Flags: compileFlags(),
+		Index: -1, Config: cfg, Source: src, Flags: compileFlags(v), IO: ioOf(v),
 		GateNKV: gateNKV(g.NKV, splits, sh.Capacity), Seed: g.Seed,
 		Tol: Tolerance{MaxAbs: g.MaxAbs, MaxRel: g.MaxRel, NMSE: g.NMSE},
 		Measure: Measure{Warmup: m.Warmup, MinSamples: m.MinSamples, MaxSamples: m.MaxSamples, MaxNoise: m.MaxNoise,
 			BudgetSec: m.BudgetSec, HotBatch: m.HotBatch, TimeoutSec: m.TimeoutSec},
 		Landed:   b.landed(v, defs),
 		Geometry: geo,
+		Launches: launches, WorkspaceBytes: wsBytes,
 	}
 	for _, name := range b.s.Probes {
 		pt.Probes = append(pt.Probes, results.Probe(name))
@@ -344,7 +352,35 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 		text = string(data)
 		b.text[key] = text
 	}
+	if declared(v) {
+		src.Named = true
+		for _, l := range v.Launches {
+			if !slices.Contains(src.NameExprs, l.Entry) {
+				src.NameExprs = append(src.NameExprs, l.Entry)
+			}
+		}
+		src.Partial, src.Combine = v.Launches[0].Entry, ""
+		if len(v.Launches) > 1 {
+			src.Combine = v.Launches[1].Entry
+		}
+	}
+	if v.Artifact != "" {
+		// A prebuilt file is loaded as it is: its digest stands for its
+		// content in the hash and the record, and there is nothing to
+		// compile (nor to resolve: entries are its symbols).
+		src.Artifact, src.ArtifactKind, src.Named, src.NameExprs = []byte(text), v.Artifact, false, nil
+		src.ArtifactSHA256 = sha256Hex(src.Artifact)
+		return src, nil
+	}
 	src.Text = text
+	if len(v.Include) > 0 {
+		hs, err := b.external(v, text)
+		if err != nil {
+			return Source{}, err
+		}
+		src.Headers = hs
+		return src, nil
+	}
 	src.Headers = b.included(text)
 	return src, nil
 }
@@ -388,9 +424,12 @@ func (b *builder) included(text string) map[string]string {
 	return out
 }
 
-// geometry evaluates the partial launch of a point: the variant's
-// overrides, else its built-in's geometry, else the ABI default.
-func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) (*Geometry, error) {
+// geometry evaluates the launches of a point (launchesOf: the variant's
+// own, else the ABI's with its overrides, its built-in's geometry or the
+// ABI default) and its workspace size. The first launch's geometry goes
+// into cfg.Grid, Block and SharedBytes and the second's into CombineGrid
+// and CombineBlock, as the records have always carried them.
+func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) (*Geometry, []Launch, int64, error) {
 	env := expr.Env{"heads": int64(sh.Heads), "kv_heads": int64(sh.KVHeads), "head_dim": int64(sh.HeadDim),
 		"batch": int64(sh.Batch), "group": int64(sh.Heads / sh.KVHeads), "capacity": int64(sh.Capacity), spec.NKV: int64(nkv)}
 	for name, val := range defs {
@@ -398,25 +437,7 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 			env[name] = n
 		}
 	}
-	grid, block, shared := v.Grid, v.Block, v.Shared
-	if k := v.Builtin; k != nil {
-		if len(grid) == 0 && k.Grid != [3]string{} {
-			grid = k.Grid[:]
-		}
-		if len(block) == 0 && k.Block != [3]string{} {
-			block = k.Block[:]
-		}
-		if shared == "" {
-			shared = k.Shared
-		}
-	}
-	if len(grid) == 0 {
-		grid = abiGrid
-	}
-	if len(block) == 0 {
-		block = abiBlock
-	}
-	eval := func(what, src string, lowest int64) (int, error) {
+	eval := func(what, src string, lowest, highest int64) (int64, error) {
 		if src == "" {
 			src = strconv.FormatInt(lowest, 10)
 		}
@@ -425,41 +446,69 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 		if err == nil {
 			n, err = x.Eval(env)
 		}
-		if err == nil && (n < lowest || n > 1<<31-1) {
-			err = fmt.Errorf("%d is outside %d..%d", n, lowest, 1<<31-1)
+		if err == nil && (n < lowest || n > highest) {
+			err = fmt.Errorf("%d is outside %d..%d", n, lowest, highest)
 		}
 		if err != nil {
 			return 0, fmt.Errorf("%s:%d:%d: variant %s, shape %s, %s, nkv %d: %s %q: %w",
 				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, sh.Name, sorted(defs, false).String(), nkv, what, src, err)
 		}
-		return int(n), nil
+		return n, nil
 	}
-	var err error
 	var geo *Geometry
-	for i := range 3 {
-		cfg.Grid[i], cfg.Block[i] = 1, 1
-		if i < len(grid) {
-			if cfg.Grid[i], err = eval(fmt.Sprintf("grid[%d]", i), grid[i], 1); err != nil {
-				return nil, err
-			}
-			if x, perr := expr.Parse(grid[i]); perr == nil && contains(x.Symbols(), spec.NKV) && geo == nil {
-				geo = &Geometry{Symbols: map[string]int64{}}
-				for k, val := range env {
-					if k != spec.NKV {
-						geo.Symbols[k] = val
-					}
+	specs := launchesOf(v)
+	launches := make([]Launch, len(specs))
+	for li, ls := range specs {
+		// The ABI's launches keep their historical names in messages.
+		prefix := ""
+		if declared(v) {
+			prefix = fmt.Sprintf("launches[%d].", li)
+		}
+		l := Launch{Entry: ls.Entry, Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: ls.Args}
+		for i := range 3 {
+			if i < len(ls.Grid) {
+				n, err := eval(fmt.Sprintf("%sgrid[%d]", prefix, i), ls.Grid[i], 1, 1<<31-1)
+				if err != nil {
+					return nil, nil, 0, err
 				}
-				copy(geo.Grid[:], grid)
+				l.Grid[i] = int(n)
+				if x, perr := expr.Parse(ls.Grid[i]); li == 0 && perr == nil && contains(x.Symbols(), spec.NKV) && geo == nil {
+					geo = &Geometry{Symbols: map[string]int64{}}
+					for k, val := range env {
+						if k != spec.NKV {
+							geo.Symbols[k] = val
+						}
+					}
+					copy(geo.Grid[:], ls.Grid)
+				}
+			}
+			if i < len(ls.Block) {
+				n, err := eval(fmt.Sprintf("%sblock[%d]", prefix, i), ls.Block[i], 1, 1<<31-1)
+				if err != nil {
+					return nil, nil, 0, err
+				}
+				l.Block[i] = int(n)
 			}
 		}
-		if i < len(block) {
-			if cfg.Block[i], err = eval(fmt.Sprintf("block[%d]", i), block[i], 1); err != nil {
-				return nil, err
-			}
+		n, err := eval(prefix+"shared", ls.Shared, 0, 1<<31-1)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		l.Shared = int(n)
+		launches[li] = l
+	}
+	cfg.Grid, cfg.Block, cfg.SharedBytes = launches[0].Grid, launches[0].Block, launches[0].Shared
+	if len(launches) > 1 {
+		cfg.CombineGrid, cfg.CombineBlock = launches[1].Grid, launches[1].Block
+	}
+	var ws int64
+	if io := ioOf(v); io.Workspace != "" {
+		var err error
+		if ws, err = eval("io.workspace", io.Workspace, 1, 1<<40); err != nil {
+			return nil, nil, 0, err
 		}
 	}
-	cfg.SharedBytes, err = eval("shared", shared, 0)
-	return geo, err
+	return geo, launches, ws, nil
 }
 
 func (b *builder) landed(v *spec.Variant, defs map[string]string) bool {

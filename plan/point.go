@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/ktune/ktune/internal/expr"
+	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -28,6 +29,17 @@ type Source struct {
 	// attn_partial also takes out and a zeroed scratch, writes out itself,
 	// and no combine is launched. User kernels are never fused.
 	Fused bool
+	// Named is set when the launches' entries are C++ name expressions
+	// (a declared signature): NVRTC resolves them to the symbols of the
+	// CUBIN (NameExprs, each entry once).
+	Named     bool     `json:",omitempty"`
+	NameExprs []string `json:",omitempty"`
+	// Artifact is a prebuilt PTX, CUBIN or fatbin loaded as it is
+	// (ArtifactKind says which), without NVRTC; Text is then empty.
+	// ArtifactSHA256 is its digest, hashed and recorded.
+	Artifact       []byte `json:",omitempty"`
+	ArtifactKind   string `json:",omitempty"`
+	ArtifactSHA256 string `json:",omitempty"`
 }
 
 // Tolerance bounds for the oracle gate. A NaN anywhere never passes.
@@ -55,7 +67,15 @@ type Point struct {
 	Hash   string // stable hash of everything that determines the result
 	Config results.Config
 	Source Source
-	Flags  []string // NVRTC flags other than -D and -arch
+	Flags  []string // NVRTC flags other than -D and -arch; the plan is their one home
+
+	// Launches are the kernel launches of one decode step, in stream
+	// order, with their arguments; IO the dtypes and layouts of the
+	// buffers they use (spec.ABIIO for the ABI's kernels). WorkspaceBytes
+	// is io.workspace evaluated at the point.
+	Launches       []Launch
+	IO             spec.IO
+	WorkspaceBytes int64 `json:",omitempty"`
 
 	// GateKey groups points that share one compiled kernel and shape, so
 	// that the gates (which do not depend on the timed nkv) run once per
