@@ -13,8 +13,8 @@ import (
 	"fmt"
 
 	"github.com/ktune/ktune/internal/expr"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
 )
 
 // A Source is the CUDA C++ text of one kernel variant, with the headers it
