@@ -352,13 +352,13 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 		text = string(data)
 		b.text[key] = text
 	}
-	if declared(v) {
-		src.Named = true
-		for _, l := range v.Launches {
-			if !slices.Contains(src.NameExprs, l.Entry) {
-				src.NameExprs = append(src.NameExprs, l.Entry)
-			}
+	for _, l := range launchesOf(v) {
+		if !slices.Contains(src.Entries, l.Entry) {
+			src.Entries = append(src.Entries, l.Entry)
 		}
+	}
+	if declared(v) {
+		src.Named, src.NameExprs = true, src.Entries
 		src.Partial, src.Combine = v.Launches[0].Entry, ""
 		if len(v.Launches) > 1 {
 			src.Combine = v.Launches[1].Entry

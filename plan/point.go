@@ -29,6 +29,9 @@ type Source struct {
 	// attn_partial also takes out and a zeroed scratch, writes out itself,
 	// and no combine is launched. User kernels are never fused.
 	Fused bool
+	// Entries are the entry points of the point's launches, each once, in
+	// launch order: the functions to look up in the loaded module.
+	Entries []string `json:",omitempty"`
 	// Named is set when the launches' entries are C++ name expressions
 	// (a declared signature): NVRTC resolves them to the symbols of the
 	// CUBIN (NameExprs, each entry once).
