@@ -318,6 +318,12 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		if pt.Twin, err = b.point(tv, sh, tdefs, nkv); err != nil {
 			return nil, err
 		}
+		// Twins run in one workspace and compare bytes: the same buffers
+		// in the same dtypes and layouts, or the comparison means nothing.
+		if pt.Twin.IO != pt.IO {
+			return nil, fmt.Errorf("%s:%d:%d: variant %s: bitwise_with %s, whose io differs (%+v against %+v): byte identity needs the same dtypes and layouts",
+				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, tv.Name, pt.IO, pt.Twin.IO)
+		}
 	}
 	pt.GateKey, pt.Hash = b.keys(pt)
 	b.memo[id] = pt

@@ -94,6 +94,8 @@ func scalarValue(name string, s results.Shape, l layout) (float64, error) {
 		return float64(head), nil
 	case "kv_batch_stride":
 		return float64(c * kvh * d), nil
+	case "pstr":
+		return float64(l.pstr), nil
 	case "scale":
 		return 1 / math.Sqrt(float64(s.HeadDim)), nil
 	}

@@ -37,7 +37,7 @@ var Scalars = map[string]ArgType{
 	"heads": ArgI32, "kv_heads": ArgI32, "head_dim": ArgI32, "capacity": ArgI32, "batch": ArgI32,
 	"group": ArgI32, "splits": ArgI32,
 	"kv_row_stride": ArgI32, "kv_head_stride": ArgI32, "kv_batch_stride": ArgI32,
-	"scale": ArgF32,
+	"pstr": ArgI32, "scale": ArgF32,
 }
 
 // An Arg is one kernel parameter of a launch: a buffer, a scalar of the
@@ -80,7 +80,7 @@ func ParseArg(tok string) (Arg, error) {
 			_, err = strconv.ParseInt(lit, 0, bitsOf(t))
 		}
 		if err != nil {
-			return Arg{}, fmt.Errorf("constant %q: %q is not a %s literal", tok, lit, t)
+			return Arg{}, fmt.Errorf("constant %q: %q is not a valid %s literal", tok, lit, t)
 		}
 		return Arg{Type: t, Value: lit}, nil
 	}
@@ -143,7 +143,7 @@ func scalarNames() []string {
 	// A fixed order, so that error messages (and their golden files) are
 	// stable.
 	return []string{"heads", "kv_heads", "head_dim", "capacity", "batch", "group", "splits",
-		"kv_row_stride", "kv_head_stride", "kv_batch_stride", "scale"}
+		"kv_row_stride", "kv_head_stride", "kv_batch_stride", "pstr", "scale"}
 }
 
 // A Launch is one kernel launch of a decode step, in stream order.

@@ -277,3 +277,25 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 		d.checkExpr(s, i, v.IO.Workspace, e.wsize, "io.workspace")
 	}
 }
+
+// twinIO checks that bitwise twins declare the same io: they run in one
+// workspace and their outputs are compared byte for byte.
+func (d *decoder) twinIO(s *Spec, w *where) {
+	io := func(v *Variant) IO {
+		if v.IO != nil {
+			return *v.IO
+		}
+		return ABIIO
+	}
+	for i := range s.Variants {
+		v := &s.Variants[i]
+		t := s.Variant(v.BitwiseWith)
+		if v.BitwiseWith == "" || t == nil {
+			continue
+		}
+		if a, b := io(v), io(t); a != b {
+			d.errorf(w.variants[i].bitwise, "variants[%d] (%s): bitwise_with %s, whose io differs (q %s/%s, out %s/%s, kv_layout %s/%s, partial %s/%s): byte identity needs the same buffers in the same dtypes and layouts",
+				i, v.Name, t.Name, a.Q, b.Q, a.Out, b.Out, a.KVLayout, b.KVLayout, a.Partial, b.Partial)
+		}
+	}
+}

@@ -36,6 +36,7 @@ func (d *decoder) validate(s *Spec, w *where, kernels variants.Set) {
 	if len(d.errs) > 0 {
 		return
 	}
+	d.twinIO(s, w)
 	d.geometry(s, w)
 	d.splitsBound(s, w)
 	d.landedRefs(s, w)
