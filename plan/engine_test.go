@@ -128,3 +128,58 @@ func TestEngineHash(t *testing.T) {
 		t.Error("an added argument kept the hash")
 	}
 }
+
+// TestEngineSpec plans experiments/engine.yaml, with a stand-in for the
+// PTX that run-engine.sh builds on the GPU machine.
+func TestEngineSpec(t *testing.T) {
+	dir := t.TempDir()
+	copyFile := func(src, dst string) {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile("../experiments/engine.yaml", filepath.Join(dir, "engine.yaml"))
+	copyFile("../experiments/engine/d2_engine.cuh", filepath.Join(dir, "engine/d2_engine.cuh"))
+	copyFile("../experiments/engine/d2_engine.cu", filepath.Join(dir, "engine/d2_engine.cu"))
+	if err := os.MkdirAll(filepath.Join(dir, "engine/build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "engine/build/d2_engine.ptx"), []byte("// PTX\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.LoadWith(filepath.Join(dir, "engine.yaml"), variants.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(s, "sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Points) != 9 {
+		t.Fatalf("%d points, want 9", len(p.Points))
+	}
+	var landed int
+	for _, pt := range p.Points {
+		if pt.Landed {
+			landed++
+			if pt.Config.Variant != "engine-ptx" || pt.Source.ArtifactKind != "ptx" {
+				t.Errorf("landed point %s (%s)", pt.Config.Variant, pt.Source.ArtifactKind)
+			}
+		}
+		if pt.Config.Variant == "engine" {
+			if pt.Source.Headers["d2_engine.cuh"] == "" || !pt.Source.Named || pt.Launches[0].Grid != [3]int{32, 28, 1} {
+				t.Errorf("engine point: headers %d named %v launches %+v", len(pt.Source.Headers), pt.Source.Named, pt.Launches)
+			}
+		}
+	}
+	if landed != 3 {
+		t.Errorf("%d landed points, want engine-ptx at 3 lengths", landed)
+	}
+}
