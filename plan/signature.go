@@ -1,9 +1,12 @@
 package plan
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/variants"
 )
 
 // A Launch is one kernel launch of a point's decode step, resolved: its
@@ -137,4 +140,40 @@ func signatureText(pt *Point) string {
 // (the ABI's entries and geometry are hashed already).
 func isABI(pt *Point) bool {
 	return pt.IO == spec.ABIIO && !pt.Source.Named && pt.Source.Artifact == nil
+}
+
+// Complete gives a point built by hand (a test, a tool), not by Build,
+// what the plan would give an ABI kernel at its configuration: the ABI's
+// launches at the default geometry (fused when p.Source.Fused), their
+// entries, the ABI's io and, when it has none, the default compile flags.
+// It goes through the same code as Build, so the ABI's launch stays
+// declared in one place.
+func Complete(p *Point) error {
+	c := &p.Config
+	v := &spec.Variant{Name: c.Variant}
+	if p.Source.Fused {
+		v.Builtin = &variants.Kernel{Name: c.Kernel, Fused: true}
+	}
+	sh := spec.Shape{Name: c.Shape.Name, Heads: c.Shape.Heads, KVHeads: c.Shape.KVHeads, HeadDim: c.Shape.HeadDim,
+		KVDtype: c.Shape.KVDtype, Batch: c.Shape.Batch, Capacity: c.Shape.Capacity}
+	defs := map[string]string{}
+	for _, d := range c.Defines {
+		defs[d.Name] = d.Value
+	}
+	b := &builder{s: &spec.Spec{Path: "(a point built by hand)"}}
+	_, launches, _, err := b.geometry(v, &sh, defs, c.NKV, c)
+	if err != nil {
+		return fmt.Errorf("completing point %s: %w", c.Variant, err)
+	}
+	p.Launches, p.IO = launches, spec.ABIIO
+	p.Source.Entries = nil
+	for _, l := range launches {
+		if !slices.Contains(p.Source.Entries, l.Entry) {
+			p.Source.Entries = append(p.Source.Entries, l.Entry)
+		}
+	}
+	if p.Flags == nil {
+		p.Flags = compileFlags(v)
+	}
+	return nil
 }

@@ -113,7 +113,7 @@ func TestLaunchesABI(t *testing.T) {
 	}
 }
 
-const engineSpec = `name: t
+const declaredSpec = `name: t
 shapes: [{name: s, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16, batch: 2, capacity: 1000}]
 axes: {nkv: [1000], SPLITS: [16]}
 variants:
@@ -138,7 +138,7 @@ variants:
 // TestMarshalEngineSignature: every argument of a declared signature, in
 // order, as the values (and so the bytes) cuLaunchKernel receives.
 func TestMarshalEngineSignature(t *testing.T) {
-	p := planned(t, engineSpec, map[string]string{
+	p := planned(t, declaredSpec, map[string]string{
 		"src/eng.cu": "#include \"eng.cuh\"\n", "inc/eng.cuh": "// header\n",
 	})
 	pt := p.Points[0]
