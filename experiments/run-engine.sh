@@ -82,5 +82,23 @@ for p in "experiments/slice.yaml|variant=d2,SPLITS=32,nkv=32768|d2" \
   cp "$work/profile-$name"/ncu-*.csv "$out/ncu-$name.csv" 2>/dev/null
 done
 
+say "ktune against enginebench (engine form, nkv 32768; they should agree within 3%)"
+if command -v python3 > /dev/null; then
+  python3 - "$out/engine.jsonl" "$out/enginebench.txt" <<'PY' 2>&1 | tee -a "$log"
+import json, re, sys
+cold = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    for p in r.get("probes") or []:
+        if p["probe"] == "cold":
+            cold[(r["config"]["variant"], r["config"]["nkv"])] = p["summary"]["median"] / 1e3
+bench = {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"nkv (\d+): median ([\d.]+) us", open(sys.argv[2]).read())}
+for n, us in sorted(bench.items()):
+    for v in ("engine", "engine-ptx", "d2"):
+        if (v, n) in cold:
+            print(f"nkv {n}: {v} ktune cold {cold[(v, n)]:.1f} us, enginebench {us:.1f} us, ratio {cold[(v, n)] / us:.3f}")
+PY
+fi
+
 say "done in $(( $(date +%s) - start )) s; files in $out:"
 ls -l "$out" | tee -a "$log"

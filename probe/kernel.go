@@ -63,7 +63,10 @@ func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*ker
 	if src.Artifact != nil {
 		key = "artifact-" + src.ArtifactSHA256
 	}
-	if k, ok := b.loaded[key]; ok {
+	// One image serves every point that names the same entries in it; a
+	// point that names others gets its own load of the image.
+	lkey := key + "\x00" + strings.Join(entryPoints(src), "\x00")
+	if k, ok := b.loaded[lkey]; ok {
 		// The record says "cached": this point paid no compile.
 		rec := *k.build
 		rec.record.Cached, rec.record.Seconds = true, 0
@@ -100,7 +103,7 @@ func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*ker
 			return nil, bld, fmt.Errorf("finding %s in %s: %w", entry, src.Name, err)
 		}
 	}
-	b.loaded[key] = k
+	b.loaded[lkey] = k
 	if b.opts.SASSDir != "" && src.Artifact == nil {
 		b.keep(c.Variant, key, ".cubin", bld.cubin)
 	}
