@@ -183,3 +183,25 @@ func TestEngineSpec(t *testing.T) {
 		t.Errorf("%d landed points, want engine-ptx at 3 lengths", landed)
 	}
 }
+
+// TestMissingArtifact: a prebuilt kernel is a build output; before it is
+// built the plan has its points, warns, and hashes them as missing.
+func TestMissingArtifact(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range engineFiles {
+		if k != "eng/k.ptx" {
+			files[k] = v
+		}
+	}
+	p := buildEngine(t, files)
+	shipped := p.Points[1]
+	if shipped.Source.Missing == "" || shipped.Source.Artifact != nil || shipped.Source.ArtifactKind != "ptx" {
+		t.Errorf("missing artifact source %+v", shipped.Source)
+	}
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "does not exist yet") {
+		t.Errorf("warnings %q", p.Warnings)
+	}
+	if built := buildEngine(t, engineFiles); built.Points[1].Hash == shipped.Hash {
+		t.Error("building the artifact kept the hash")
+	}
+}

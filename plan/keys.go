@@ -104,7 +104,10 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 			field("launch", fmt.Sprint(l.Entry, l.Grid, l.Block, l.Shared))
 		}
 	}
-	if s.ArtifactSHA256 != "" {
+	switch {
+	case s.Missing != "":
+		field("artifact", s.ArtifactKind+" missing")
+	case s.ArtifactSHA256 != "":
 		field("artifact", s.ArtifactKind+" sha256:"+s.ArtifactSHA256)
 	}
 	gateKey = digest(h)

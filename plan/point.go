@@ -43,6 +43,10 @@ type Source struct {
 	Artifact       []byte `json:",omitempty"`
 	ArtifactKind   string `json:",omitempty"`
 	ArtifactSHA256 string `json:",omitempty"`
+	// Missing is the path of a prebuilt kernel that did not exist when
+	// the plan was built (a build output not made yet); Artifact is then
+	// empty and the point fails until it is built.
+	Missing string `json:",omitempty"`
 }
 
 // Tolerance bounds for the oracle gate. A NaN anywhere never passes.

@@ -139,7 +139,7 @@ func signatureText(pt *Point) string {
 // recorded results stay what they were before signatures were declared
 // (the ABI's entries and geometry are hashed already).
 func isABI(pt *Point) bool {
-	return pt.IO == spec.ABIIO && !pt.Source.Named && pt.Source.Artifact == nil
+	return pt.IO == spec.ABIIO && !pt.Source.Named && pt.Source.ArtifactKind == ""
 }
 
 // Complete gives a point built by hand (a test, a tool), not by Build,

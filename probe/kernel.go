@@ -60,7 +60,10 @@ func threads(b [3]int) int { return b[0] * b[1] * b[2] }
 func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
 	opts := compileOptions(b.arch, c.Defines, flags)
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
-	if src.Artifact != nil {
+	if src.ArtifactKind != "" {
+		if src.Missing != "" {
+			return nil, nil, failPoint(results.StatusError, "the prebuilt %s %s did not exist when the plan was made: build it, then run the point again", src.ArtifactKind, src.Missing)
+		}
 		key = "artifact-" + src.ArtifactSHA256
 	}
 	// One image serves every point that names the same entries in it; a
@@ -73,7 +76,7 @@ func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*ker
 		return k, &rec, nil
 	}
 	var bld *build
-	if src.Artifact != nil {
+	if src.ArtifactKind != "" {
 		bld = &build{key: key, cubin: src.Artifact, record: results.Compile{Cached: true, Artifact: src.ArtifactKind + " sha256:" + src.ArtifactSHA256}}
 	} else {
 		var err error
@@ -104,10 +107,10 @@ func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*ker
 		}
 	}
 	b.loaded[lkey] = k
-	if b.opts.SASSDir != "" && src.Artifact == nil {
+	if b.opts.SASSDir != "" && src.ArtifactKind == "" {
 		b.keep(c.Variant, key, ".cubin", bld.cubin)
 	}
-	if src.Artifact == nil || cuda.Kind(src.Artifact) == cuda.ImageCUBIN {
+	if src.ArtifactKind == "" || cuda.Kind(src.Artifact) == cuda.ImageCUBIN {
 		first := names[0]
 		if src.Named {
 			first = bld.lowered[first]

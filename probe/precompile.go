@@ -82,7 +82,7 @@ func compileJobs(points []*plan.Point, arch, nvrtcVersion string) []compileJob {
 	var jobs []compileJob
 	seen := map[string]bool{}
 	add := func(p *plan.Point) {
-		if p.Source.Artifact != nil {
+		if p.Source.ArtifactKind != "" {
 			return // prebuilt: loaded as it is
 		}
 		opts := compileOptions(arch, p.Config.Defines, p.Flags)

@@ -270,7 +270,9 @@
 // through its JIT) without NVRTC, and its SHA-256 goes into the point's
 // hash and its record (compile.artifact). Its entries are symbols as in
 // the file (the mangled name of a C++ kernel: the .entry lines of the
-// PTX, or cuobjdump -symbols); include and flags do not apply.
+// PTX, or cuobjdump -symbols); include and flags do not apply. An
+// artifact is a build output, so one that does not exist yet is no spec
+// error: the plan warns, and its points fail until it is built.
 //
 // include, io and launches are for kernels of your own; a built-in keeps
 // the ABI's. A dispatch variant takes none of these keys.

@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -90,6 +92,9 @@ func (d *decoder) kernel(s *Spec, name string, at *yaml.Node, where string, kern
 			p = filepath.Join(s.Dir, p)
 		}
 		switch fi, err := os.Stat(p); {
+		case err != nil && artifactKind(p) != "" && errors.Is(err, fs.ErrNotExist):
+			// A prebuilt kernel is a build output: the plan warns that it
+			// is missing, and its points fail until it is built.
 		case err != nil:
 			d.errorf(at, "%s: kernel file %s not found (a path resolves against the spec's directory)", where, p)
 		case !fi.Mode().IsRegular():
