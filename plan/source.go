@@ -217,4 +217,3 @@ func (b *builder) artifact(v *spec.Variant, src Source) (Source, error) {
 	src.Artifact, src.ArtifactSHA256 = data, sha256Hex(data)
 	return src, nil
 }
-
