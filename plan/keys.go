@@ -93,6 +93,23 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	if pt.Twin != nil {
 		field("twin", pt.Twin.GateKey)
 	}
+	// An engine's kernel: its declared signature (entries, arguments, io)
+	// and a prebuilt artifact's digest. Only when they differ from the
+	// ABI's, so that the hashes of the ABI kernels' records stay as they
+	// were; the headers of its include directories are in Headers above.
+	if !isABI(pt) {
+		field("signature", signatureText(pt))
+		field("workspace-bytes", strconv.FormatInt(pt.WorkspaceBytes, 10))
+		for _, l := range pt.Launches {
+			field("launch", fmt.Sprint(l.Entry, l.Grid, l.Block, l.Shared))
+		}
+	}
+	switch {
+	case s.Missing != "":
+		field("artifact", s.ArtifactKind+" missing")
+	case s.ArtifactSHA256 != "":
+		field("artifact", s.ArtifactKind+" sha256:"+s.ArtifactSHA256)
+	}
 	gateKey = digest(h)
 	field("nkv", strconv.Itoa(c.NKV))
 	m := pt.Measure

@@ -2,10 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"os"
 
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,17 +37,20 @@ type Skip struct {
 	Reason  string
 }
 
-// compileFlags are the NVRTC options of every point besides -D and -arch:
-// -lineinfo so that profiles map SASS to source lines, --std=c++17 for the
-// kernels' constexpr functions.
-func compileFlags() []string { return []string{"-lineinfo", "--std=c++17"} }
-
-// abiGrid and abiBlock are the ABI's default partial launch, used by user
-// kernels that give no geometry: one warp per (split, head, sequence).
-var (
-	abiGrid  = []string{spec.Splits, "heads", "batch"}
-	abiBlock = []string{"32"}
-)
+// compileFlags are the NVRTC options of a variant's points besides -D and
+// -arch: -lineinfo so that profiles map SASS to source lines, --std=c++17
+// for the kernels' constexpr functions (unless the variant names its own
+// standard), then the variant's own flags. This is their one home: the
+// probe passes them as they are.
+func compileFlags(v *spec.Variant) []string {
+	out := []string{"-lineinfo"}
+	if !slices.ContainsFunc(v.Flags, func(f string) bool {
+		return strings.HasPrefix(f, "--std=") || strings.HasPrefix(f, "-std=")
+	}) {
+		out = append(out, "--std=c++17")
+	}
+	return append(out, v.Flags...)
+}
 
 // Build expands a spec into its plan for the given GPU architecture
 // (e.g. "sm_90"), reading built-in kernel sources from package kernels.
@@ -210,7 +212,11 @@ func (b *builder) loadHeaders() error {
 func (b *builder) warn(p *Plan) {
 	for _, v := range b.s.Variants {
 		var reads []string
-		for _, e := range append(append(append([]string{}, v.Grid...), v.Block...), v.Shared) {
+		exprs := append(append(append([]string{}, v.Grid...), v.Block...), v.Shared)
+		for _, l := range v.Launches {
+			exprs = append(append(append(exprs, l.Grid...), l.Block...), l.Shared)
+		}
+		for _, e := range exprs {
 			if x, err := expr.Parse(e); err == nil && contains(x.Symbols(), spec.NKV) {
 				reads = append(reads, e)
 			}
@@ -224,6 +230,11 @@ func (b *builder) warn(p *Plan) {
 			if !slices.ContainsFunc(b.s.NKVs(), func(n int) bool { return n >= lo && n < hi }) {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: arm %s (%s) has no point: no nkv of the axes falls in its range",
 					v.Name, v.Dispatch[i].Kernel, v.ArmRange(i)))
+			}
+		}
+		if v.Artifact != "" {
+			if _, err := os.Stat(v.Path); err != nil {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: prebuilt %s %s does not exist yet: its points fail until it is built", v.Name, v.Artifact, v.Path))
 			}
 		}
 		if k := v.Builtin; k != nil && k.Twin != "" && v.BitwiseWith == "" {
@@ -288,19 +299,20 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		CombineBlock: [3]int{sh.HeadDim, 1, 1},
 		BitwiseWith:  v.BitwiseWith,
 	}
-	geo, err := b.geometry(v, sh, defs, nkv, &cfg)
+	geo, launches, wsBytes, err := b.geometry(v, sh, defs, nkv, &cfg)
 	if err != nil {
 		return nil, err
 	}
 	g, m := b.s.Gates, b.s.Measure
 	pt := &Point{
-		Index: -1, Config: cfg, Source: src, Flags: compileFlags(),
+		Index: -1, Config: cfg, Source: src, Flags: compileFlags(v), IO: ioOf(v),
 		GateNKV: gateNKV(g.NKV, splits, sh.Capacity), Seed: g.Seed,
 		Tol: Tolerance{MaxAbs: g.MaxAbs, MaxRel: g.MaxRel, NMSE: g.NMSE},
 		Measure: Measure{Warmup: m.Warmup, MinSamples: m.MinSamples, MaxSamples: m.MaxSamples, MaxNoise: m.MaxNoise,
 			BudgetSec: m.BudgetSec, HotBatch: m.HotBatch, TimeoutSec: m.TimeoutSec},
 		Landed:   b.landed(v, defs),
 		Geometry: geo,
+		Launches: launches, WorkspaceBytes: wsBytes,
 	}
 	for _, name := range b.s.Probes {
 		pt.Probes = append(pt.Probes, results.Probe(name))
@@ -310,156 +322,16 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		if pt.Twin, err = b.point(tv, sh, tdefs, nkv); err != nil {
 			return nil, err
 		}
+		// Twins run in one workspace and compare bytes: the same buffers
+		// in the same dtypes and layouts, or the comparison means nothing.
+		if pt.Twin.IO != pt.IO {
+			return nil, fmt.Errorf("%s:%d:%d: variant %s: bitwise_with %s, whose io differs (%+v against %+v): byte identity needs the same dtypes and layouts",
+				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, tv.Name, pt.IO, pt.Twin.IO)
+		}
 	}
 	pt.GateKey, pt.Hash = b.keys(pt)
 	b.memo[id] = pt
 	return pt, nil
-}
-
-func (b *builder) source(v *spec.Variant) (Source, error) {
-	src := Source{Partial: "attn_partial", Combine: "attn_combine"}
-	var name, key string
-	var read func() ([]byte, error)
-	if k := v.Builtin; k != nil {
-		name, key, read = k.File, "builtin:"+k.File, func() ([]byte, error) { return fs.ReadFile(b.files, k.File) }
-		if k.Partial != "" {
-			src.Partial = k.Partial
-		}
-		if k.Combine != "" {
-			src.Combine = k.Combine
-		}
-		if k.Fused {
-			src.Fused, src.Combine = true, ""
-		}
-	} else {
-		name, key, read = filepath.Base(v.Path), "path:"+v.Path, func() ([]byte, error) { return os.ReadFile(v.Path) }
-	}
-	src.Name = name
-	text, ok := b.text[key]
-	if !ok {
-		data, err := read()
-		if err != nil {
-			return Source{}, fmt.Errorf("reading the source of variant %s (kernel %s): %w", v.Name, v.Kernel, err)
-		}
-		text = string(data)
-		b.text[key] = text
-	}
-	src.Text = text
-	src.Headers = b.included(text)
-	return src, nil
-}
-
-// included returns the kernel headers text #includes, directly or through
-// another header. Only those go into the source, and so into the hash: a
-// change to a header a kernel does not include must not invalidate its
-// recorded results. A quoted include that names no kernel header is left
-// to NVRTC, which reports it.
-func (b *builder) included(text string) map[string]string {
-	out := map[string]string{}
-	var walk func(string)
-	walk = func(t string) {
-		for _, line := range strings.Split(t, "\n") {
-			line = strings.TrimSpace(line)
-			if !strings.HasPrefix(line, "#") {
-				continue
-			}
-			rest := strings.TrimSpace(strings.TrimPrefix(line, "#"))
-			if !strings.HasPrefix(rest, "include") {
-				continue
-			}
-			rest = strings.TrimSpace(strings.TrimPrefix(rest, "include"))
-			if len(rest) < 2 || rest[0] != '"' {
-				continue
-			}
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
-				continue
-			}
-			name := rest[1 : 1+end]
-			if h, ok := b.headers[name]; ok {
-				if _, seen := out[name]; !seen {
-					out[name] = h
-					walk(h)
-				}
-			}
-		}
-	}
-	walk(text)
-	return out
-}
-
-// geometry evaluates the partial launch of a point: the variant's
-// overrides, else its built-in's geometry, else the ABI default.
-func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) (*Geometry, error) {
-	env := expr.Env{"heads": int64(sh.Heads), "kv_heads": int64(sh.KVHeads), "head_dim": int64(sh.HeadDim),
-		"batch": int64(sh.Batch), "group": int64(sh.Heads / sh.KVHeads), "capacity": int64(sh.Capacity), spec.NKV: int64(nkv)}
-	for name, val := range defs {
-		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
-			env[name] = n
-		}
-	}
-	grid, block, shared := v.Grid, v.Block, v.Shared
-	if k := v.Builtin; k != nil {
-		if len(grid) == 0 && k.Grid != [3]string{} {
-			grid = k.Grid[:]
-		}
-		if len(block) == 0 && k.Block != [3]string{} {
-			block = k.Block[:]
-		}
-		if shared == "" {
-			shared = k.Shared
-		}
-	}
-	if len(grid) == 0 {
-		grid = abiGrid
-	}
-	if len(block) == 0 {
-		block = abiBlock
-	}
-	eval := func(what, src string, lowest int64) (int, error) {
-		if src == "" {
-			src = strconv.FormatInt(lowest, 10)
-		}
-		x, err := expr.Parse(src)
-		var n int64
-		if err == nil {
-			n, err = x.Eval(env)
-		}
-		if err == nil && (n < lowest || n > 1<<31-1) {
-			err = fmt.Errorf("%d is outside %d..%d", n, lowest, 1<<31-1)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("%s:%d:%d: variant %s, shape %s, %s, nkv %d: %s %q: %w",
-				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, sh.Name, sorted(defs, false).String(), nkv, what, src, err)
-		}
-		return int(n), nil
-	}
-	var err error
-	var geo *Geometry
-	for i := range 3 {
-		cfg.Grid[i], cfg.Block[i] = 1, 1
-		if i < len(grid) {
-			if cfg.Grid[i], err = eval(fmt.Sprintf("grid[%d]", i), grid[i], 1); err != nil {
-				return nil, err
-			}
-			if x, perr := expr.Parse(grid[i]); perr == nil && contains(x.Symbols(), spec.NKV) && geo == nil {
-				geo = &Geometry{Symbols: map[string]int64{}}
-				for k, val := range env {
-					if k != spec.NKV {
-						geo.Symbols[k] = val
-					}
-				}
-				copy(geo.Grid[:], grid)
-			}
-		}
-		if i < len(block) {
-			if cfg.Block[i], err = eval(fmt.Sprintf("block[%d]", i), block[i], 1); err != nil {
-				return nil, err
-			}
-		}
-	}
-	cfg.SharedBytes, err = eval("shared", shared, 0)
-	return geo, err
 }
 
 func (b *builder) landed(v *spec.Variant, defs map[string]string) bool {

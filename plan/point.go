@@ -14,6 +14,7 @@ import (
 
 	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
 )
 
 // A Source is the CUDA C++ text of one kernel variant, with the headers it
@@ -28,6 +29,24 @@ type Source struct {
 	// attn_partial also takes out and a zeroed scratch, writes out itself,
 	// and no combine is launched. User kernels are never fused.
 	Fused bool
+	// Entries are the entry points of the point's launches, each once, in
+	// launch order: the functions to look up in the loaded module.
+	Entries []string `json:",omitempty"`
+	// Named is set when the launches' entries are C++ name expressions
+	// (a declared signature): NVRTC resolves them to the symbols of the
+	// CUBIN (NameExprs, each entry once).
+	Named     bool     `json:",omitempty"`
+	NameExprs []string `json:",omitempty"`
+	// Artifact is a prebuilt PTX, CUBIN or fatbin loaded as it is
+	// (ArtifactKind says which), without NVRTC; Text is then empty.
+	// ArtifactSHA256 is its digest, hashed and recorded.
+	Artifact       []byte `json:",omitempty"`
+	ArtifactKind   string `json:",omitempty"`
+	ArtifactSHA256 string `json:",omitempty"`
+	// Missing is the path of a prebuilt kernel that did not exist when
+	// the plan was built (a build output not made yet); Artifact is then
+	// empty and the point fails until it is built.
+	Missing string `json:",omitempty"`
 }
 
 // Tolerance bounds for the oracle gate. A NaN anywhere never passes.
@@ -55,7 +74,15 @@ type Point struct {
 	Hash   string // stable hash of everything that determines the result
 	Config results.Config
 	Source Source
-	Flags  []string // NVRTC flags other than -D and -arch
+	Flags  []string // NVRTC flags other than -D and -arch; the plan is their one home
+
+	// Launches are the kernel launches of one decode step, in stream
+	// order, with their arguments; IO the dtypes and layouts of the
+	// buffers they use (spec.ABIIO for the ABI's kernels). WorkspaceBytes
+	// is io.workspace evaluated at the point.
+	Launches       []Launch
+	IO             spec.IO
+	WorkspaceBytes int64 `json:",omitempty"`
 
 	// GateKey groups points that share one compiled kernel and shape, so
 	// that the gates (which do not depend on the timed nkv) run once per

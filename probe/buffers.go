@@ -1,11 +1,14 @@
 package probe
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/plan"
 )
 
 // poison is the NaN bit pattern the gates fill partial and out with before
@@ -32,6 +35,14 @@ type layout struct {
 	// but different dtypes (f32 at capacity C, f16 at 2C) must not share a
 	// workspace: its random fill holds elements of one dtype.
 	elt int
+
+	// The declared io of the point's signature (spec.IO): q's and out's
+	// dtypes, how K and V are laid out, whether partial holds the ABI's
+	// slots (which the gates then inspect). Lse and Workspace are the
+	// sizes of those buffers, zero when the signature does not use them.
+	qDtype, outDtype, kvLayout string
+	partialABI                 bool
+	Lse, Workspace             int64
 }
 
 // align16 rounds n up to 16 bytes: cuMemsetD32 works in 4-byte words and
@@ -65,18 +76,71 @@ func layoutOf(c *results.Config) (layout, error) {
 		Q:         align16(b * h * d * 4),
 		K:         align16(kv),
 		V:         align16(kv),
-		Positions: align16(b * 4),
+		Positions: align16(b * 8), // positions, then seqlens
 		Partial:   align16(b * int64(splits) * h * int64(pstr) * 4),
 		Out:       align16(b * h * d * 4),
 		Scratch:   align16(b * int64(s.KVHeads) * 4),
 		splits:    splits,
 		pstr:      pstr,
 		elt:       oracle.EltBytes(s.KVDtype),
+		qDtype:    "f32", outDtype: "f32", kvLayout: spec.KVBSHD, partialABI: true,
 	}, nil
 }
 
+// pointLayout sizes the buffers of a point as its signature declares them
+// (plan.Point.IO): q and out in their dtypes, the lse and workspace
+// buffers when a launch passes them, counters for every query head.
+func pointLayout(p *plan.Point) (layout, error) {
+	l, err := layoutOf(&p.Config)
+	if err != nil {
+		return l, err
+	}
+	io, s := p.IO, p.Config.Shape
+	if io == (spec.IO{}) {
+		io = spec.ABIIO
+	}
+	b, h, d := int64(s.Batch), int64(s.Heads), int64(s.HeadDim)
+	l.qDtype, l.outDtype, l.kvLayout, l.partialABI = io.Q, io.Out, io.KVLayout, io.Partial == spec.PartialABI
+	l.Q = align16(b * h * d * int64(dtypeBytes(io.Q)))
+	l.Out = align16(b * h * d * int64(dtypeBytes(io.Out)))
+	uses := func(name string) bool {
+		for _, ln := range p.Launches {
+			for _, a := range ln.Args {
+				if a.IsBuffer() && a.Name == name {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if uses("lse") {
+		// Room for a per-split or a per-head log-sum-exp.
+		l.Lse = align16(b * int64(l.splits) * h * 4)
+	}
+	if uses("workspace") {
+		l.Workspace = align16(p.WorkspaceBytes)
+	}
+	if uses("counters") {
+		// One counter per (sequence, query head): enough for a kernel that
+		// counts per KV head as the fused ABI does, or per query head.
+		l.Scratch = max(l.Scratch, align16(b*h*4))
+	}
+	return l, nil
+}
+
+// gatedSlots is the number of partial slots the gates read: every slot
+// when partial holds the ABI's layout, none when it is opaque scratch.
+func (l layout) gatedSlots(s results.Shape) int {
+	if !l.partialABI {
+		return 0
+	}
+	return s.Batch * l.splits * s.Heads
+}
+
 // Total is the sum of the buffers.
-func (l layout) Total() int64 { return l.Q + l.K + l.V + l.Positions + l.Partial + l.Out + l.Scratch }
+func (l layout) Total() int64 {
+	return l.Q + l.K + l.V + l.Positions + l.Partial + l.Out + l.Scratch + l.Lse + l.Workspace
+}
 
 // flushBytes is the L2 flush buffer size: twice the L2, because writing
 // exactly L2-size bytes leaves lines of the previous contents behind under
@@ -103,11 +167,12 @@ type workspace struct {
 	l                                layout
 	q, k, v, positions, partial, out cuda.DevPtr
 	scratch                          cuda.DevPtr // zero between launches (kernels/ABI.md)
+	lse, workspace                   cuda.DevPtr // 0 unless the signature uses them
 }
 
 func (w *workspace) free(c *cuda.Context) error {
 	var first error
-	for _, p := range []cuda.DevPtr{w.q, w.k, w.v, w.positions, w.partial, w.out, w.scratch} {
+	for _, p := range []cuda.DevPtr{w.q, w.k, w.v, w.positions, w.partial, w.out, w.scratch, w.lse, w.workspace} {
 		if p == 0 {
 			continue
 		}
@@ -130,7 +195,10 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, erro
 		p *cuda.DevPtr
 		n int64
 	}{{&w.q, l.Q}, {&w.k, l.K}, {&w.v, l.V}, {&w.positions, l.Positions}, {&w.partial, l.Partial}, {&w.out, l.Out},
-		{&w.scratch, l.Scratch}} {
+		{&w.scratch, l.Scratch}, {&w.lse, l.Lse}, {&w.workspace, l.Workspace}} {
+		if a.n == 0 {
+			continue
+		}
 		p, err := c.Alloc(a.n)
 		if err != nil {
 			w.free(c)
@@ -149,6 +217,14 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, erro
 		w.free(c)
 		return nil, fmt.Errorf("clearing the fused kernels' scratch: %w", err)
 	}
+	// An engine's workspace starts zeroed once, like the counters: a
+	// kernel that needs it cleared per step clears it itself.
+	if l.Workspace > 0 {
+		if err := c.MemsetD32Async(w.workspace, 0, l.Workspace/4, s); err != nil {
+			w.free(c)
+			return nil, fmt.Errorf("clearing the workspace: %w", err)
+		}
+	}
 	return w, nil
 }
 
@@ -161,12 +237,17 @@ type bufferFill struct {
 	seed uint64
 }
 
-// fills lists the buffers the random fill covers: q (f32), K and V (the
-// KV dtype), each over its whole allocation and with its own seed, so that
-// K and V are not the same numbers.
+// fills lists the buffers the random fill covers: q (its dtype's element
+// size; bf16 gets f16 bit patterns, finite and nonzero all the same), K
+// and V (the KV dtype), each over its whole allocation and with its own
+// seed, so that K and V are not the same numbers.
 func (w *workspace) fills() []bufferFill {
+	qElt := 4
+	if w.l.qDtype != "" {
+		qElt = dtypeBytes(w.l.qDtype)
+	}
 	return []bufferFill{
-		{"q", w.q, w.l.Q, 4, fillSeed},
+		{"q", w.q, w.l.Q, qElt, fillSeed},
 		{"K", w.k, w.l.K, w.l.elt, fillSeed + 1},
 		{"V", w.v, w.l.V, w.l.elt, fillSeed + 2},
 	}
@@ -206,12 +287,16 @@ func kvBytes(s results.Shape, lengths []int) int64 {
 	return 2 * rows * int64(s.KVHeads) * int64(s.HeadDim) * int64(oracle.EltBytes(s.KVDtype))
 }
 
-// positionBytes encodes lengths as the ABI's positions (nkv − 1, int32).
+// positionBytes encodes lengths as the ABI's positions (nkv − 1, int32),
+// followed by the same lengths as seqlens (nkv, int32): one buffer, one
+// copy, for kernels that take either (the signature's positions and
+// seqlens arguments).
 func positionBytes(lengths []int) []byte {
-	out := make([]byte, 4*len(lengths))
-	for i, n := range lengths {
-		v := uint32(int32(n - 1))
-		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	n := len(lengths)
+	out := make([]byte, 8*n)
+	for i, nkv := range lengths {
+		binary.LittleEndian.PutUint32(out[4*i:], uint32(int32(nkv-1)))
+		binary.LittleEndian.PutUint32(out[4*(n+i):], uint32(int32(nkv)))
 	}
 	return out
 }

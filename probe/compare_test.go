@@ -155,16 +155,13 @@ func TestClockArithmetic(t *testing.T) {
 	}
 }
 
-func TestGeometryDefaults(t *testing.T) {
-	c := sevenB(2, 128, 16)
-	g := geometryOf(&c, 16)
-	if g.grid != [3]int{16, 28, 2} || g.block != [3]int{32, 1, 1} || g.cgrid != [3]int{28, 2, 1} || g.cblock != [3]int{128, 1, 1} {
-		t.Errorf("defaults: %+v", g)
-	}
-	c.Grid, c.Block, c.SharedBytes = [3]int{16, 7, 2}, [3]int{128, 1, 1}, 4096
-	g = geometryOf(&c, 16)
-	if g.grid != c.Grid || g.block != c.Block || g.shared != 4096 {
-		t.Errorf("plan geometry not kept: %+v", g)
+// TestPointGeometry: the probe launches what the plan resolved, the ABI's
+// default included (the plan is its one home).
+func TestPointGeometry(t *testing.T) {
+	p := planned(t, abiSpec, nil)
+	g := pointGeometry(p.Points[0])
+	if g.grid != [3]int{8, 28, 16} || g.block != [3]int{32, 1, 1} || g.cgrid != [3]int{28, 16, 1} || g.cblock != [3]int{128, 1, 1} || len(g.steps) != 2 {
+		t.Errorf("d2: %+v", g)
 	}
 }
 

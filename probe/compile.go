@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,16 +26,25 @@ import (
 // bump it to orphan every old entry at once.
 const cacheFormat = "ktune-cubin-1"
 
-// compileOptions returns the NVRTC options of a source: the architecture,
-// line info (so profilers and compute-sanitizer map SASS back to the .cu),
-// C++17, then one -D per define in the plan's (sorted) order, then the
-// point's own flags.
+// compileOptions returns the NVRTC options of a source: the device's
+// architecture, unless the point's flags name one (an engine building for
+// sm_90a), then one -D per define in the plan's (sorted) order, then the
+// point's flags as the plan gives them (plan.Point.Flags: -lineinfo,
+// --std=c++17 and the variant's own, in their one home).
 func compileOptions(arch string, defines results.Defines, flags []string) []string {
-	opts := []string{"-arch=" + arch, "-lineinfo", "--std=c++17"}
+	var opts []string
+	if !slices.ContainsFunc(flags, isArchFlag) {
+		opts = append(opts, "-arch="+arch)
+	}
 	for _, d := range defines {
 		opts = append(opts, "-D"+d.Name+"="+d.Value)
 	}
 	return append(opts, flags...)
+}
+
+// isArchFlag reports whether an NVRTC option sets the target architecture.
+func isArchFlag(f string) bool {
+	return strings.HasPrefix(f, "-arch") || strings.HasPrefix(f, "--gpu-architecture")
 }
 
 // cacheKey is the content address of a CUBIN: sha256 over everything that
@@ -67,6 +79,13 @@ func cacheKey(src plan.Source, opts []string, arch, nvrtcVersion string) string 
 	for _, o := range opts {
 		field(o)
 	}
+	// Name expressions choose which template instantiations NVRTC emits.
+	if len(src.NameExprs) > 0 {
+		field("names " + fmt.Sprint(len(src.NameExprs)))
+		for _, e := range src.NameExprs {
+			field(e)
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -89,23 +108,29 @@ func (c diskCache) path(key, ext string) string {
 	return filepath.Join(c.dir, key[:2], key+ext)
 }
 
-// get returns the cached CUBIN and log, ok false on a miss. A damaged
-// entry is a miss, not an error: the compile rewrites it.
-func (c diskCache) get(key string) (cubin []byte, log string, ok bool) {
+// get returns the cached CUBIN, log and lowered names, ok false on a
+// miss. A damaged entry is a miss, not an error: the compile rewrites it.
+func (c diskCache) get(key string) (cubin []byte, log string, lowered map[string]string, ok bool) {
 	if c.dir == "" {
-		return nil, "", false
+		return nil, "", nil, false
 	}
 	b, err := os.ReadFile(c.path(key, ".cubin"))
 	if err != nil || len(b) == 0 {
-		return nil, "", false
+		return nil, "", nil, false
 	}
 	l, _ := os.ReadFile(c.path(key, ".log"))
-	return b, string(l), true
+	if n, err := os.ReadFile(c.path(key, ".names")); err == nil {
+		if json.Unmarshal(n, &lowered) != nil {
+			return nil, "", nil, false
+		}
+	}
+	return b, string(l), lowered, true
 }
 
 // put stores an entry. Each file is written to a temporary name and
 // renamed, so a concurrent reader or a crash never sees half a CUBIN.
-func (c diskCache) put(key string, cubin []byte, log string) error {
+// lowered, the symbols of name expressions, goes into key.names.
+func (c diskCache) put(key string, cubin []byte, log string, lowered map[string]string) error {
 	if c.dir == "" {
 		return nil
 	}
@@ -126,9 +151,19 @@ func (c diskCache) put(key string, cubin []byte, log string) error {
 		}
 		return os.Rename(f.Name(), name)
 	}
-	// The log goes first: a CUBIN is only visible once its log is there.
+	// The log and names go first: a CUBIN is only visible once they are
+	// there.
 	if err := write(c.path(key, ".log"), []byte(log)); err != nil {
 		return fmt.Errorf("caching CUBIN %s: %w", key[:12], err)
+	}
+	if lowered != nil {
+		names, err := json.Marshal(lowered)
+		if err == nil {
+			err = write(c.path(key, ".names"), names)
+		}
+		if err != nil {
+			return fmt.Errorf("caching CUBIN %s: %w", key[:12], err)
+		}
 	}
 	if err := write(c.path(key, ".cubin"), cubin); err != nil {
 		return fmt.Errorf("caching CUBIN %s: %w", key[:12], err)
@@ -138,9 +173,11 @@ func (c diskCache) put(key string, cubin []byte, log string) error {
 
 // A build is the outcome of compiling one source with one set of options.
 type build struct {
-	key    string
-	cubin  []byte
-	record results.Compile
+	key   string
+	cubin []byte
+	// lowered maps each name expression of the source to its symbol.
+	lowered map[string]string
+	record  results.Compile
 	// failed is set when NVRTC rejected the source (its log is in
 	// record.Log): the point's fault, not the backend's.
 	failed bool
@@ -158,18 +195,20 @@ type build struct {
 func (b *Backend) compile(src plan.Source, opts []string) (*build, error) {
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
 	out := &build{key: key, record: results.Compile{Flags: opts}}
-	got, err := b.cache.obtain(context.Background(), key, src, opts, b.nvrtc.Compile, cacheWait{}, b.logf)
+	got, err := b.cache.obtain(context.Background(), key, src, opts, b.nvrtc.CompileNamed, cacheWait{}, b.logf)
 	if err != nil {
 		return nil, err
 	}
-	out.cubin, out.record.Log, out.failed = got.cubin, got.log, got.rejected
+	out.cubin, out.record.Log, out.failed, out.lowered = got.cubin, got.log, got.rejected, got.lowered
 	out.record.Cached = got.origin != fromNVRTC
 	out.record.Seconds = got.compileSec + got.waitSec
 	return out, nil
 }
 
-// A compileFunc runs NVRTC: (*cuda.NVRTC).Compile, or a fake in tests.
-type compileFunc func(src, name string, headers map[string]string, opts []string) (cubin []byte, log string, err error)
+// A compileFunc runs NVRTC: (*cuda.NVRTC).CompileNamed, or a fake in
+// tests. exprs are C++ name expressions to resolve; lowered maps each to
+// its symbol.
+type compileFunc func(src, name string, headers map[string]string, opts, exprs []string) (cubin []byte, log string, lowered map[string]string, err error)
 
 // An origin says where obtain found a CUBIN.
 type origin int
@@ -182,9 +221,10 @@ const (
 
 // A fetched CUBIN and how it was come by.
 type fetched struct {
-	cubin  []byte
-	log    string
-	origin origin
+	cubin   []byte
+	log     string
+	lowered map[string]string
+	origin  origin
 	// rejected: NVRTC refused the source (log says why); cubin is nil.
 	rejected bool
 	// compileSec is NVRTC's run time (fromNVRTC), waitSec the time spent
@@ -233,16 +273,16 @@ func (c diskCache) obtain(ctx context.Context, key string, src plan.Source, opts
 	}
 	start := w.now()
 	waited := false
-	hit := func(cubin []byte, log string) fetched {
-		f := fetched{cubin: cubin, log: log, origin: fromCache}
+	hit := func(cubin []byte, log string, lowered map[string]string) fetched {
+		f := fetched{cubin: cubin, log: log, lowered: lowered, origin: fromCache}
 		if waited {
 			f.origin, f.waitSec = fromOther, w.now().Sub(start).Seconds()
 		}
 		return f
 	}
 	for {
-		if cubin, log, ok := c.get(key); ok {
-			return hit(cubin, log), nil
+		if cubin, log, lowered, ok := c.get(key); ok {
+			return hit(cubin, log, lowered), nil
 		}
 		release, held, err := c.claim(key, w.now, w.stale)
 		if err != nil {
@@ -253,8 +293,8 @@ func (c diskCache) obtain(ctx context.Context, key string, src plan.Source, opts
 			defer release()
 			// The previous claimant may have finished between the look
 			// above and the claim.
-			if cubin, log, ok := c.get(key); ok {
-				return hit(cubin, log), nil
+			if cubin, log, lowered, ok := c.get(key); ok {
+				return hit(cubin, log, lowered), nil
 			}
 			var waitSec float64
 			if waited {
@@ -277,8 +317,8 @@ func (c diskCache) obtain(ctx context.Context, key string, src plan.Source, opts
 func compileInto(c diskCache, key string, src plan.Source, opts []string, compile compileFunc,
 	now func() time.Time, warn func(string, ...any)) (fetched, error) {
 	t0 := now()
-	cubin, log, err := compile(src.Text, src.Name, src.Headers, opts)
-	f := fetched{origin: fromNVRTC, log: log, compileSec: now().Sub(t0).Seconds()}
+	cubin, log, lowered, err := compile(src.Text, src.Name, src.Headers, opts, src.NameExprs)
+	f := fetched{origin: fromNVRTC, log: log, lowered: lowered, compileSec: now().Sub(t0).Seconds()}
 	if err != nil {
 		var ce *cuda.CompileError
 		if errors.As(err, &ce) {
@@ -291,7 +331,7 @@ func compileInto(c diskCache, key string, src plan.Source, opts []string, compil
 		return f, fmt.Errorf("compiling %s: %w", src.Name, err)
 	}
 	f.cubin = cubin
-	if err := c.put(key, cubin, log); err != nil {
+	if err := c.put(key, cubin, log, lowered); err != nil {
 		// A read-only cache slows the next run down; it does not make this
 		// one wrong.
 		warn("warning: %v", err)

@@ -20,10 +20,18 @@ import (
 )
 
 func TestCompileOptions(t *testing.T) {
-	got := compileOptions("sm_90", []results.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "SPLITS", Value: "32"}}, []string{"-use_fast_math"})
-	want := []string{"-arch=sm_90", "-lineinfo", "--std=c++17", "-DHEAD_DIM=128", "-DSPLITS=32", "-use_fast_math"}
+	// The plan's flags come as they are, once: -lineinfo and --std=c++17
+	// are the plan's (plan.compileFlags), not added again here.
+	flags := []string{"-lineinfo", "--std=c++17", "-use_fast_math"}
+	got := compileOptions("sm_90", []results.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "SPLITS", Value: "32"}}, flags)
+	want := []string{"-arch=sm_90", "-DHEAD_DIM=128", "-DSPLITS=32", "-lineinfo", "--std=c++17", "-use_fast_math"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("compileOptions = %q, want %q", got, want)
+	}
+	// A variant that names its architecture (sm_90a) replaces the device's.
+	got = compileOptions("sm_90", nil, []string{"-lineinfo", "-arch=sm_90a"})
+	if want := []string{"-lineinfo", "-arch=sm_90a"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("compileOptions with -arch = %q, want %q", got, want)
 	}
 }
 
@@ -89,13 +97,13 @@ func TestCacheKey(t *testing.T) {
 func TestDiskCache(t *testing.T) {
 	c := diskCache{dir: t.TempDir()}
 	key := cacheKey(plan.Source{Text: "x"}, nil, "sm_90", "13.0")
-	if _, _, ok := c.get(key); ok {
+	if _, _, _, ok := c.get(key); ok {
 		t.Fatal("empty cache hit")
 	}
-	if err := c.put(key, []byte{1, 2, 3}, "warning: x"); err != nil {
+	if err := c.put(key, []byte{1, 2, 3}, "warning: x", nil); err != nil {
 		t.Fatal(err)
 	}
-	cubin, log, ok := c.get(key)
+	cubin, log, _, ok := c.get(key)
 	if !ok || !reflect.DeepEqual(cubin, []byte{1, 2, 3}) || log != "warning: x" {
 		t.Errorf("get = %v, %q, %v", cubin, log, ok)
 	}
@@ -103,7 +111,7 @@ func TestDiskCache(t *testing.T) {
 	if err := os.WriteFile(c.path(key, ".cubin"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok := c.get(key); ok {
+	if _, _, _, ok := c.get(key); ok {
 		t.Error("empty CUBIN file was a hit")
 	}
 	// No temporary files are left behind.
@@ -113,10 +121,10 @@ func TestDiskCache(t *testing.T) {
 	}
 	// A disabled cache never hits and never fails.
 	var off diskCache
-	if err := off.put(key, []byte{1}, ""); err != nil {
+	if err := off.put(key, []byte{1}, "", nil); err != nil {
 		t.Error(err)
 	}
-	if _, _, ok := off.get(key); ok {
+	if _, _, _, ok := off.get(key); ok {
 		t.Error("disabled cache hit")
 	}
 }
@@ -154,7 +162,7 @@ func TestCachePutAtomic(t *testing.T) {
 					return
 				default:
 				}
-				cubin, _, ok := c.get(key)
+				cubin, _, _, ok := c.get(key)
 				if !ok {
 					continue
 				}
@@ -166,7 +174,7 @@ func TestCachePutAtomic(t *testing.T) {
 		})
 	}
 	for i := 1; i <= writes; i++ {
-		if err := c.put(key, entry(i), fmt.Sprint("log ", i)); err != nil {
+		if err := c.put(key, entry(i), fmt.Sprint("log ", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +186,7 @@ func TestCachePutAtomic(t *testing.T) {
 	if seen.Load() == 0 {
 		t.Error("no reader ever saw the entry")
 	}
-	if cubin, log, _ := c.get(key); !bytes.Equal(cubin, entry(writes)) || log != fmt.Sprint("log ", writes) {
+	if cubin, log, _, _ := c.get(key); !bytes.Equal(cubin, entry(writes)) || log != fmt.Sprint("log ", writes) {
 		t.Errorf("final entry: %d bytes, log %q", len(cubin), log)
 	}
 	if m, _ := filepath.Glob(filepath.Join(c.dir, key[:2], ".tmp-*")); len(m) != 0 {
@@ -196,7 +204,7 @@ type fakeNVRTC struct {
 	gate    chan struct{} // non-nil: every compile waits for a receive from it
 }
 
-func (f *fakeNVRTC) compile(src, name string, _ map[string]string, opts []string) ([]byte, string, error) {
+func (f *fakeNVRTC) compile(src, name string, _ map[string]string, opts, _ []string) ([]byte, string, map[string]string, error) {
 	f.calls.Add(1)
 	n := f.running.Add(1)
 	defer f.running.Add(-1)
@@ -211,9 +219,9 @@ func (f *fakeNVRTC) compile(src, name string, _ map[string]string, opts []string
 	}
 	time.Sleep(f.delay)
 	if strings.Contains(src, "bad") {
-		return nil, name + "(1): error: bad", &cuda.CompileError{Name: name, Log: name + "(1): error: bad"}
+		return nil, name + "(1): error: bad", nil, &cuda.CompileError{Name: name, Log: name + "(1): error: bad"}
 	}
-	return []byte("cubin:" + strings.Join(opts, " ")), "", nil
+	return []byte("cubin:" + strings.Join(opts, " ")), "", nil, nil
 }
 
 func noWarn(t *testing.T) func(string, ...any) {
@@ -247,7 +255,7 @@ func TestObtainCompilesOnceThenHits(t *testing.T) {
 	if err != nil || !f.rejected || f.cubin != nil || !strings.Contains(f.log, "error: bad") {
 		t.Fatalf("rejected source: %+v, %v", f, err)
 	}
-	if _, _, ok := c.get(bkey); ok {
+	if _, _, _, ok := c.get(bkey); ok {
 		t.Error("a rejected source was cached")
 	}
 }
@@ -283,7 +291,7 @@ func TestObtainWaitsForClaimant(t *testing.T) {
 		t.Fatalf("obtain returned while the key was claimed: %+v", r)
 	default:
 	}
-	if err := c.put(key, []byte("theirs"), "their log"); err != nil {
+	if err := c.put(key, []byte("theirs"), "their log", nil); err != nil {
 		t.Fatal(err)
 	}
 	release()

@@ -83,7 +83,7 @@ func (r *pointRun) numericGates(ctx context.Context) ([]results.Gate, error) {
 		return nil, err
 	}
 	bounds := oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE}
-	slots := s.Batch * r.l.splits * s.Heads
+	slots := r.l.gatedSlots(s)
 	var gates []results.Gate
 	for _, nkv := range nkvs {
 		if err := ctx.Err(); err != nil {
@@ -134,14 +134,15 @@ func (r *pointRun) upload(in *oracle.Inputs) error {
 	if err := b.stream.Synchronize(); err != nil {
 		return fmt.Errorf("waiting for the stream: %w", err)
 	}
-	if err := b.ctx.CopyHtoD(w.q, in.QBytes()); err != nil {
+	// In the signature's q dtype and K/V layout (io.go).
+	if err := b.ctx.CopyHtoD(w.q, qUpload(r.l, in)); err != nil {
 		return fmt.Errorf("uploading q: %w", err)
 	}
-	for _, sp := range rowSpans(s, in.Rows, int64(in.RowBytes())) {
-		if err := b.ctx.CopyHtoD(w.k+devOff(sp.dst), in.KBytes[sp.src:sp.src+sp.n]); err != nil {
+	for _, cp := range kvCopies(r.l, s, in.Rows, in.KBytes, in.VBytes) {
+		if err := b.ctx.CopyHtoD(w.k+devOff(cp.dst), cp.k); err != nil {
 			return fmt.Errorf("uploading K: %w", err)
 		}
-		if err := b.ctx.CopyHtoD(w.v+devOff(sp.dst), in.VBytes[sp.src:sp.src+sp.n]); err != nil {
+		if err := b.ctx.CopyHtoD(w.v+devOff(cp.dst), cp.v); err != nil {
 			return fmt.Errorf("uploading V: %w", err)
 		}
 	}
@@ -184,7 +185,7 @@ func (r *pointRun) poison() error {
 	if err := b.ctx.MemsetD32Async(w.partial, poison, r.l.Partial/4, b.stream); err != nil {
 		return fmt.Errorf("poisoning partial: %w", err)
 	}
-	if err := b.ctx.MemsetD32Async(w.out, poison, r.l.Out/4, b.stream); err != nil {
+	if err := b.ctx.MemsetD32Async(w.out, outPoison(r.l), r.l.Out/4, b.stream); err != nil {
 		return fmt.Errorf("poisoning out: %w", err)
 	}
 	return nil
@@ -197,15 +198,19 @@ func (r *pointRun) readBack() (partial, out []byte, err error) {
 	if err := b.stream.Synchronize(); err != nil {
 		return nil, nil, fmt.Errorf("running the kernels: %w", err)
 	}
-	partial = make([]byte, s.Batch*r.l.splits*s.Heads*r.l.pstr*4)
-	out = make([]byte, s.Batch*s.Heads*s.HeadDim*4)
-	if err := b.ctx.CopyDtoH(partial, w.partial); err != nil {
-		return nil, nil, fmt.Errorf("reading partial: %w", err)
+	// partial only when the signature declares the ABI's slots; out in
+	// its declared dtype, returned as f32 (io.go).
+	partial = make([]byte, r.l.gatedSlots(s)*r.l.pstr*4)
+	out = make([]byte, outBytes(r.l, s))
+	if len(partial) > 0 {
+		if err := b.ctx.CopyDtoH(partial, w.partial); err != nil {
+			return nil, nil, fmt.Errorf("reading partial: %w", err)
+		}
 	}
 	if err := b.ctx.CopyDtoH(out, w.out); err != nil {
 		return nil, nil, fmt.Errorf("reading out: %w", err)
 	}
-	return partial, out, nil
+	return partial, outToF32(r.l, out), nil
 }
 
 // runOnce launches one pair at the given lengths over poisoned outputs and

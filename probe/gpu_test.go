@@ -52,7 +52,7 @@ func refPoint(t *testing.T, nkv int, extra ...results.Define) *plan.Point {
 	for _, d := range extra {
 		key += " " + d.Name + "=" + d.Value
 	}
-	return &plan.Point{
+	p := &plan.Point{
 		Hash: key,
 		Config: results.Config{
 			Spec: "test", Variant: "ref", Kernel: "testdata/ref.cu", Defines: defs, Shape: shape,
@@ -65,6 +65,17 @@ func refPoint(t *testing.T, nkv int, extra ...results.Define) *plan.Point {
 		Tol:     plan.Tolerance{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6},
 		Probes:  []results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph},
 		Measure: plan.Measure{Warmup: 2, MinSamples: 5, MaxSamples: 30, MaxNoise: 0.05, BudgetSec: 0.5, HotBatch: 10, TimeoutSec: 60},
+	}
+	complete(t, p)
+	return p
+}
+
+// complete gives a point built by hand its ABI launches and flags, as the
+// plan would.
+func complete(t *testing.T, p *plan.Point) {
+	t.Helper()
+	if err := plan.Complete(p); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -254,7 +265,7 @@ func builtinPoint(t *testing.T, file string, nkv, splits int) *plan.Point {
 	}
 	name := strings.TrimSuffix(file, ".cu")
 	sp := strconv.Itoa(splits)
-	return &plan.Point{
+	p := &plan.Point{
 		Hash: name + sp + strconv.Itoa(nkv),
 		Config: results.Config{
 			Variant: name, Kernel: name, NKV: nkv, Splits: splits,
@@ -269,6 +280,8 @@ func builtinPoint(t *testing.T, file string, nkv, splits int) *plan.Point {
 		Probes:  []results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph},
 		Measure: plan.Measure{Warmup: 3, MinSamples: 10, MaxSamples: 200, MaxNoise: 0.03, BudgetSec: 1, HotBatch: 20, TimeoutSec: 120},
 	}
+	complete(t, p)
+	return p
 }
 
 // TestGPUBuiltinD2 runs the embedded d2 kernel, gated bitwise against r4,

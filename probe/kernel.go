@@ -11,44 +11,42 @@ import (
 	"github.com/ktune/ktune/plan"
 )
 
-// A kernelPair is one loaded build of a variant: its partial and combine
-// entry points, kept loaded for every point that shares the CUBIN. A fused
-// build (kernels/ABI.md, "Fused kernels") has no combine: its partial
-// writes out.
+// A kernelPair is one loaded build of a variant: the functions of its
+// entry points, kept loaded for every point that shares the image. The
+// name stays from the ABI's partial + combine pair; a build may have any
+// number of entry points (kernels/ABI.md, "Engine kernels").
 type kernelPair struct {
-	mod              *cuda.Module
-	partial, combine *cuda.Function
-	fused            bool
-	build            *build
-	resources        []results.Resource
+	mod *cuda.Module
+	// fns holds the functions by entry as the point's launches name them
+	// (a name expression maps to the function of its lowered symbol).
+	fns       map[string]*cuda.Function
+	build     *build
+	resources []results.Resource
 	// loadsBeforeChain is the SASS count for Resource.LoadsBeforeChain of
-	// the partial entry point, -1 when no disassembler was available.
+	// the first entry point, -1 when no disassembler was available.
 	loadsBeforeChain int
 }
 
-// A geometry is how a pair is launched.
+// A geometry is how a point's launches run: the plan's launches, with the
+// first launch's grid kept apart in grid because the gates may replace it
+// at another context length (geometryAt) for a kernel whose grid reads
+// nkv. block and shared are the first launch's too, cgrid and cblock the
+// second's, for messages and tests.
 type geometry struct {
 	grid, block, cgrid, cblock [3]int
 	shared                     int
+	steps                      []plan.Launch
 }
 
-// geometryOf returns the launch geometry of a configuration. The plan
-// resolves it; a configuration without one (all zero) gets the ABI's
-// default, grid (SPLITS, heads, batch) × block 32 and combine (heads,
-// batch) × HEAD_DIM.
-func geometryOf(c *results.Config, splits int) geometry {
-	g := geometry{grid: c.Grid, block: c.Block, cgrid: c.CombineGrid, cblock: c.CombineBlock, shared: c.SharedBytes}
-	if g.grid == [3]int{} {
-		g.grid = [3]int{splits, c.Shape.Heads, c.Shape.Batch}
+// pointGeometry is the geometry of a point as its plan resolved it: the
+// plan is the one home of every launch, the ABI's default included.
+func pointGeometry(p *plan.Point) geometry {
+	g := geometry{steps: p.Launches}
+	if len(p.Launches) > 0 {
+		g.grid, g.block, g.shared = p.Launches[0].Grid, p.Launches[0].Block, p.Launches[0].Shared
 	}
-	if g.block == [3]int{} {
-		g.block = [3]int{32, 1, 1}
-	}
-	if g.cgrid == [3]int{} {
-		g.cgrid = [3]int{c.Shape.Heads, c.Shape.Batch, 1}
-	}
-	if g.cblock == [3]int{} {
-		g.cblock = [3]int{c.Shape.HeadDim, 1, 1}
+	if len(p.Launches) > 1 {
+		g.cgrid, g.cblock = p.Launches[1].Grid, p.Launches[1].Block
 	}
 	return g
 }
@@ -56,54 +54,81 @@ func geometryOf(c *results.Config, splits int) geometry {
 func threads(b [3]int) int { return b[0] * b[1] * b[2] }
 
 // load compiles (or finds in the caches) and loads the kernels of src
-// built with the configuration's defines. A nil pair with a nil error
-// means NVRTC rejected the source; the build then carries the log.
+// built with the configuration's defines; a prebuilt artifact is loaded as
+// it is. A nil pair with a nil error means NVRTC rejected the source; the
+// build then carries the log.
 func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
 	opts := compileOptions(b.arch, c.Defines, flags)
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
-	// The CUBIN does not depend on Fused, but which entry points are looked
-	// up and how they are launched does.
-	lkey := key
-	if src.Fused {
-		lkey += " fused"
+	if src.ArtifactKind != "" {
+		if src.Missing != "" {
+			return nil, nil, failPoint(results.StatusError, "the prebuilt %s %s did not exist when the plan was made: build it, then run the point again", src.ArtifactKind, src.Missing)
+		}
+		key = "artifact-" + src.ArtifactSHA256
 	}
+	// One image serves every point that names the same entries in it; a
+	// point that names others gets its own load of the image.
+	lkey := key + "\x00" + strings.Join(entryPoints(src), "\x00")
 	if k, ok := b.loaded[lkey]; ok {
 		// The record says "cached": this point paid no compile.
 		rec := *k.build
 		rec.record.Cached, rec.record.Seconds = true, 0
 		return k, &rec, nil
 	}
-	bld, err := b.compile(src, opts)
+	var bld *build
+	if src.ArtifactKind != "" {
+		bld = &build{key: key, cubin: src.Artifact, record: results.Compile{Cached: true, Artifact: src.ArtifactKind + " sha256:" + src.ArtifactSHA256}}
+	} else {
+		var err error
+		if bld, err = b.compile(src, opts); err != nil {
+			return nil, nil, err
+		}
+		if bld.failed {
+			return nil, bld, nil
+		}
+	}
+	mod, err := b.ctx.LoadImage(bld.cubin)
 	if err != nil {
-		return nil, nil, err
+		return nil, bld, fmt.Errorf("loading the module of %s: %w", src.Name, err)
 	}
-	if bld.failed {
-		return nil, bld, nil
-	}
-	mod, err := b.ctx.LoadModule(bld.cubin)
-	if err != nil {
-		return nil, bld, fmt.Errorf("loading the CUBIN of %s: %w", src.Name, err)
-	}
-	k := &kernelPair{mod: mod, build: bld, fused: src.Fused}
+	k := &kernelPair{mod: mod, build: bld, fns: map[string]*cuda.Function{}}
 	names := entryPoints(src)
-	for i, fn := range []**cuda.Function{&k.partial, &k.combine}[:len(names)] {
-		if *fn, err = mod.Function(names[i]); err != nil {
+	for _, entry := range names {
+		sym := entry
+		if src.Named {
+			if sym = bld.lowered[entry]; sym == "" {
+				mod.Unload()
+				return nil, bld, fmt.Errorf("NVRTC resolved no symbol for the name expression %q of %s", entry, src.Name)
+			}
+		}
+		if k.fns[entry], err = mod.Function(sym); err != nil {
 			mod.Unload()
-			return nil, bld, fmt.Errorf("finding %s in %s: %w", names[i], src.Name, err)
+			return nil, bld, fmt.Errorf("finding %s in %s: %w", entry, src.Name, err)
 		}
 	}
 	b.loaded[lkey] = k
-	if b.opts.SASSDir != "" {
+	if b.opts.SASSDir != "" && src.ArtifactKind == "" {
 		b.keep(c.Variant, key, ".cubin", bld.cubin)
 	}
-	b.inspect(k, c.Variant, key, names[0])
+	if src.ArtifactKind == "" || cuda.Kind(src.Artifact) == cuda.ImageCUBIN {
+		first := names[0]
+		if src.Named {
+			first = bld.lowered[first]
+		}
+		b.inspect(k, c.Variant, key, first)
+	} else {
+		k.loadsBeforeChain = -1 // PTX is compiled by the driver: no CUBIN to read
+	}
 	return k, bld, nil
 }
 
-// entryPoints names the functions to look up in a build of src: partial
-// then combine, with the ABI's names where src gives none; the partial
-// alone for a fused kernel.
+// entryPoints names the functions to look up in a build of src: each
+// entry of its launches once, in launch order; for a Source that names
+// none (not built by a plan), the ABI's partial and combine.
 func entryPoints(src plan.Source) []string {
+	if len(src.Entries) > 0 {
+		return src.Entries
+	}
 	partial, combine := src.Partial, src.Combine
 	if partial == "" {
 		partial = "attn_partial"
@@ -129,47 +154,40 @@ func artefactName(variant, key, ext string) string {
 	return fmt.Sprintf("%s-%s%s", name, key[:16], ext)
 }
 
-// resources reads the compiled footprint of both entry points for the
-// launch geometry g. Dynamic shared memory above the default 48 KiB limit
-// is opted into here, once per pair, before any launch.
+// resources reads the compiled footprint of every launch's entry point
+// for the launch geometry g. Dynamic shared memory above the default 48 KiB
+// limit is opted into here, once per pair, before any launch.
 func (b *Backend) resources(k *kernelPair, g geometry) ([]results.Resource, error) {
-	type entry struct {
-		f            *cuda.Function
-		name         string
-		threads, dyn int
-	}
 	var out []results.Resource
-	entries := []entry{
-		{k.partial, "attn_partial", threads(g.block), g.shared},
-		{k.combine, "attn_combine", threads(g.cblock), 0},
-	}
-	if k.fused {
-		entries = entries[:1] // no combine is ever launched
-	}
-	for i, e := range entries {
-		if e.dyn > 48<<10 {
-			if err := e.f.SetMaxDynamicShared(e.dyn); err != nil {
-				return nil, fmt.Errorf("allowing %d bytes of dynamic shared memory for %s: %w", e.dyn, e.name, err)
+	for i, l := range g.steps {
+		f := k.fns[l.Entry]
+		if f == nil {
+			return nil, fmt.Errorf("launch %d: entry %s was not loaded", i, l.Entry)
+		}
+		name := l.Entry
+		if l.Shared > 48<<10 {
+			if err := f.SetMaxDynamicShared(l.Shared); err != nil {
+				return nil, fmt.Errorf("allowing %d bytes of dynamic shared memory for %s: %w", l.Shared, name, err)
 			}
 		}
-		r := results.Resource{Kernel: e.name, DynamicShared: e.dyn, LoadsBeforeChain: -1}
+		r := results.Resource{Kernel: name, DynamicShared: l.Shared, LoadsBeforeChain: -1}
 		if i == 0 {
 			r.LoadsBeforeChain = k.loadsBeforeChain
 		}
 		var err error
-		if r.Registers, err = e.f.Attr(cuda.FuncNumRegs); err != nil {
-			return nil, fmt.Errorf("reading the registers of %s: %w", e.name, err)
+		if r.Registers, err = f.Attr(cuda.FuncNumRegs); err != nil {
+			return nil, fmt.Errorf("reading the registers of %s: %w", name, err)
 		}
-		if r.LocalBytes, err = e.f.Attr(cuda.FuncLocalSizeBytes); err != nil {
-			return nil, fmt.Errorf("reading the local memory of %s: %w", e.name, err)
+		if r.LocalBytes, err = f.Attr(cuda.FuncLocalSizeBytes); err != nil {
+			return nil, fmt.Errorf("reading the local memory of %s: %w", name, err)
 		}
-		if r.StaticShared, err = e.f.Attr(cuda.FuncSharedSizeBytes); err != nil {
-			return nil, fmt.Errorf("reading the shared memory of %s: %w", e.name, err)
+		if r.StaticShared, err = f.Attr(cuda.FuncSharedSizeBytes); err != nil {
+			return nil, fmt.Errorf("reading the shared memory of %s: %w", name, err)
 		}
-		if r.MaxBlocksPerSM, err = e.f.MaxActiveBlocksPerSM(e.threads, e.dyn); err != nil {
-			return nil, fmt.Errorf("computing the occupancy of %s: %w", e.name, err)
+		if r.MaxBlocksPerSM, err = f.MaxActiveBlocksPerSM(threads(l.Block), l.Shared); err != nil {
+			return nil, fmt.Errorf("computing the occupancy of %s: %w", name, err)
 		}
-		r.Occupancy = occupancy(r.MaxBlocksPerSM, e.threads, b.maxThreadsPerSM)
+		r.Occupancy = occupancy(r.MaxBlocksPerSM, threads(l.Block), b.maxThreadsPerSM)
 		out = append(out, r)
 	}
 	return out, nil
@@ -187,31 +205,44 @@ func occupancy(blocks, threads, maxThreads int) float64 {
 // A launch is one kernel launch of a pair, arguments included.
 type launch struct {
 	fn          *cuda.Function
-	name        string // ABI name, for messages
+	name        string // the entry, for messages
 	grid, block [3]int
 	shared      int
 	args        []any
 }
 
-// launches lists the launches of one pair, in stream order: partial then
-// combine, or, for a fused kernel, the partial alone with out and the
-// scratch counters as its two extra arguments (kernels/ABI.md). Every
-// launch path (gates, probes, graph capture, replay) goes through it.
-func launches(k *kernelPair, c *results.Config, g geometry, w *workspace) []launch {
-	s := c.Shape
-	scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
-	args := []any{w.q, w.k, w.v, w.positions, w.partial, int32(s.Heads), int32(s.KVHeads), int32(s.Capacity), scale}
-	partial := launch{k.partial, "attn_partial", g.grid, g.block, g.shared, args}
-	if k.fused {
-		partial.args = append(args, w.out, w.scratch)
-		return []launch{partial}
+// launches lists the launches of one point's step, in stream order, each
+// with its arguments marshalled from its signature (marshal.go). Every
+// launch path (gates, probes, graph capture, replay) goes through it, for
+// the ABI's kernels and an engine's alike.
+func launches(k *kernelPair, c *results.Config, g geometry, w *workspace) ([]launch, error) {
+	out := make([]launch, len(g.steps))
+	for i, l := range g.steps {
+		args, err := marshal(l.Args, c.Shape, w)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.Entry, err)
+		}
+		out[i] = launch{k.fns[l.Entry], l.Entry, l.Grid, l.Block, l.Shared, args}
 	}
-	return []launch{partial, {k.combine, "attn_combine", g.cgrid, g.cblock, 0, []any{w.partial, w.out, int32(s.Heads)}}}
+	if len(out) > 0 {
+		out[0].grid = g.grid // geometryAt's grid for a kernel that reads nkv
+	}
+	return out, nil
 }
 
-// launchPair enqueues one pair (launches) on the backend's stream.
+// launchPair enqueues one step (launches) on the backend's stream.
 func (b *Backend) launchPair(k *kernelPair, c *results.Config, g geometry, w *workspace) error {
-	for _, l := range launches(k, c, g, w) {
+	ls, err := launches(k, c, g, w)
+	if err != nil {
+		return fmt.Errorf("marshalling the arguments of %s: %w", c.Variant, err)
+	}
+	if len(ls) == 0 {
+		return fmt.Errorf("%s: the point has no launches (not built by a plan)", c.Variant)
+	}
+	for _, l := range ls {
+		if l.fn == nil {
+			return fmt.Errorf("launching %s %s: entry not loaded", c.Variant, l.name)
+		}
 		if err := b.ctx.Launch(l.fn, l.grid, l.block, l.shared, b.stream, l.args...); err != nil {
 			return fmt.Errorf("launching %s %s (grid %v, block %v): %w", c.Variant, l.name, l.grid, l.block, err)
 		}

@@ -82,6 +82,9 @@ func compileJobs(points []*plan.Point, arch, nvrtcVersion string) []compileJob {
 	var jobs []compileJob
 	seen := map[string]bool{}
 	add := func(p *plan.Point) {
+		if p.Source.ArtifactKind != "" {
+			return // prebuilt: loaded as it is
+		}
 		opts := compileOptions(arch, p.Config.Defines, p.Flags)
 		key := cacheKey(p.Source, opts, arch, nvrtcVersion)
 		if !seen[key] {
@@ -132,7 +135,7 @@ func StartPrecompile(points []*plan.Point, opts PrecompileOptions) (*Precompiler
 	if log == nil {
 		log = io.Discard
 	}
-	return startPrecompile(jobs, cache, nv.Compile, opts.Threads, cacheWait{}, log), nil
+	return startPrecompile(jobs, cache, nv.CompileNamed, opts.Threads, cacheWait{}, log), nil
 }
 
 // startPrecompile starts the goroutines over jobs; compile and the wait

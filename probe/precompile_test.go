@@ -114,7 +114,7 @@ func TestPrecompileStats(t *testing.T) {
 	jobs := jobsOf(t, "a", "b", "bad", "c", "d")
 	// Two kernels are in the cache already.
 	for _, j := range []compileJob{jobs[1], jobs[3]} {
-		if err := c.put(j.key, []byte("old"), ""); err != nil {
+		if err := c.put(j.key, []byte("old"), "", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -214,7 +214,7 @@ func TestPrecompileHandOff(t *testing.T) {
 	if st := pc.Stats(); st.Pending != 1 {
 		t.Errorf("before the worker's b: %+v", st)
 	}
-	if err := c.put(jobs[1].key, []byte("worker's b"), ""); err != nil {
+	if err := c.put(jobs[1].key, []byte("worker's b"), "", nil); err != nil {
 		t.Fatal(err)
 	}
 	release()
@@ -245,7 +245,7 @@ func TestPrecompileStop(t *testing.T) {
 	if s.Compiled != 1 || s.Pending != 3 || nv.calls.Load() != 1 {
 		t.Errorf("stats %+v after %d compiles", s, nv.calls.Load())
 	}
-	if _, _, ok := c.get(jobs[0].key); !ok {
+	if _, _, _, ok := c.get(jobs[0].key); !ok {
 		t.Error("the compile in flight at Stop was not cached")
 	}
 }

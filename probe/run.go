@@ -126,7 +126,7 @@ type pointRun struct {
 func (r *pointRun) run(ctx context.Context) error {
 	b, p, c := r.b, r.p, &r.p.Config
 	var err error
-	if r.l, err = layoutOf(c); err != nil {
+	if r.l, err = pointLayout(p); err != nil {
 		return failPoint(results.StatusError, "sizing the buffers of %s: %w", c.Variant, err)
 	}
 	for i, n := range lengthsOf(c) {
@@ -146,7 +146,7 @@ func (r *pointRun) run(ctx context.Context) error {
 		return failPoint(results.StatusCompileFailed, "NVRTC rejected %s (%s); the log is in compile.log", p.Source.Name, c.Variant)
 	}
 	b.logf("%s %s: compiled in %.2fs (cached %v)", c.Variant, c.Defines.String(), bld.record.Seconds, bld.record.Cached)
-	r.k, r.g = k, geometryOf(c, r.l.splits)
+	r.k, r.g = k, pointGeometry(p)
 	if r.rec.Resources, err = b.resources(k, r.g); err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (r *pointRun) run(ctx context.Context) error {
 		if tk == nil {
 			return failPoint(results.StatusError, "the bitwise twin %s does not compile:\n%s", tc.Variant, tb.record.Log)
 		}
-		r.twin, r.twinG = tk, geometryOf(tc, r.l.splits)
+		r.twin, r.twinG = tk, pointGeometry(p.Twin)
 		// For the side effect: the twin's dynamic shared memory opt-in.
 		if _, err := b.resources(tk, r.twinG); err != nil {
 			return fmt.Errorf("preparing the bitwise twin %s: %w", tc.Variant, err)

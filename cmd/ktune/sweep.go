@@ -54,14 +54,19 @@ Examples:
   $ ktune sweep experiments/slice.yaml -o out/slice --only 'variant=d2,SPLITS=32|64'
   $ ktune sweep experiments/slice.yaml -o out/slice --force --only nkv=32768
 
-  # One point under Nsight Compute: no gates and one probe, so that the
-  # profile holds only the timed launches (the records get their own hash
-  # and never stand in for full points). Read ncu's durations, not the
-  # record: ncu serialises kernels, so the stream blocker cannot be
-  # released and ktune's own samples come back empty ("gave up"):
-  $ ncu --clock-control none --metrics gpu__time_duration.sum \
-      ./bin/ktune sweep experiments/slice.yaml -o out/ncu \
+  # One point under Nsight Compute. ncu profiles the process it starts,
+  # so the kernels must run in it: --in-process (a worker process would
+  # run them out of ncu's sight, and ncu would report no kernel). No gates
+  # and one probe, so that the profile holds only the timed launches (the
+  # records get their own hash and never stand in for full points). Read
+  # ncu's durations, not the record: ncu serialises kernels, so the stream
+  # blocker cannot be released and ktune's own samples come back empty.
+  # 'ktune profile' does all of this and puts the numbers side by side.
+  $ ncu --clock-control none --cache-control all \
+      --metrics gpu__time_duration.sum --csv \
+      ./bin/ktune sweep experiments/slice.yaml -o out/ncu --in-process \
       --only variant=d2,SPLITS=32,nkv=32768 --no-gates --probes cold
+  $ ktune profile experiments/slice.yaml --only variant=d2,SPLITS=32,nkv=32768 -o out/profile
 
 --only selects points with KEY=VALUE terms joined by commas (all must
 hold); a term may list alternatives with |. Keys: variant, shape, nkv and

@@ -36,6 +36,7 @@ type Driver struct {
 	cuMemHostGetDevicePointer                   func(d *uint64, p unsafe.Pointer, flags uint32) int32
 	cuMemFreeHost                               func(p unsafe.Pointer) int32
 	cuModuleLoadData                            func(m *uintptr, image unsafe.Pointer) int32
+	cuModuleLoadDataEx                          func(m *uintptr, image uintptr, numOptions uint32, options, values uintptr) int32
 	cuModuleGetFunction                         func(f *uintptr, m uintptr, name string) int32
 	cuModuleUnload                              func(m uintptr) int32
 	cuFuncGetAttribute                          func(v *int32, attr int32, f uintptr) int32
@@ -88,6 +89,7 @@ func (d *Driver) bindings() []binding {
 		{&d.cuMemHostGetDevicePointer, names("cuMemHostGetDevicePointer_v2")},
 		{&d.cuMemFreeHost, names("cuMemFreeHost")},
 		{&d.cuModuleLoadData, names("cuModuleLoadData")},
+		{&d.cuModuleLoadDataEx, names("cuModuleLoadDataEx")},
 		{&d.cuModuleGetFunction, names("cuModuleGetFunction")},
 		{&d.cuModuleUnload, names("cuModuleUnload")},
 		{&d.cuFuncGetAttribute, names("cuFuncGetAttribute")},

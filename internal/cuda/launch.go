@@ -34,32 +34,49 @@ func packArgs(buf []byte, args []any) error {
 		off := maxKernelArgs*argSlot + i*argSlot
 		slot := buf[off : off+argSlot]
 		clear(slot)
-		switch v := a.(type) {
-		case DevPtr:
-			putU64(slot, uint64(v))
-		case uint64:
-			putU64(slot, v)
-		case int64:
-			putU64(slot, uint64(v))
-		case int32:
-			putU32(slot, uint32(v))
-		case uint32:
-			putU32(slot, v)
-		case int:
-			if v < math.MinInt32 || v > math.MaxInt32 {
-				return fmt.Errorf("kernel argument %d: int %d does not fit a 32-bit C int", i, v)
-			}
-			putU32(slot, uint32(int32(v)))
-		case float32:
-			putU32(slot, math.Float32bits(v))
-		case float64:
-			putU64(slot, math.Float64bits(v))
-		default:
-			return fmt.Errorf("kernel argument %d: unsupported type %T (use DevPtr, int, int32, uint32, int64, uint64, float32 or float64)", i, a)
+		b, err := ArgBytes(a)
+		if err != nil {
+			return fmt.Errorf("kernel argument %d: %w", i, err)
 		}
+		copy(slot, b)
 		putU64(buf[i*argSlot:], uint64(base)+uint64(off))
 	}
 	return nil
+}
+
+// ArgBytes returns the bytes cuLaunchKernel reads for one kernel argument:
+// its value little-endian, at the size of the kernel parameter it feeds
+// (see packArgs for the types).
+func ArgBytes(a any) ([]byte, error) {
+	b := make([]byte, 8)
+	switch v := a.(type) {
+	case DevPtr:
+		putU64(b, uint64(v))
+	case uint64:
+		putU64(b, v)
+	case int64:
+		putU64(b, uint64(v))
+	case int32:
+		putU32(b, uint32(v))
+		b = b[:4]
+	case uint32:
+		putU32(b, v)
+		b = b[:4]
+	case int:
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return nil, fmt.Errorf("int %d does not fit a 32-bit C int", v)
+		}
+		putU32(b, uint32(int32(v)))
+		b = b[:4]
+	case float32:
+		putU32(b, math.Float32bits(v))
+		b = b[:4]
+	case float64:
+		putU64(b, math.Float64bits(v))
+	default:
+		return nil, fmt.Errorf("unsupported type %T (use DevPtr, int, int32, uint32, int64, uint64, float32 or float64)", a)
+	}
+	return b, nil
 }
 
 // Launch runs f on a grid of grid[0]×grid[1]×grid[2] blocks of

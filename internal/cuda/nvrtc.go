@@ -29,6 +29,8 @@ type NVRTC struct {
 	nvrtcGetCUBINSize      func(prog uintptr, n *uintptr) int32
 	nvrtcGetCUBIN          func(prog uintptr, cubin *byte) int32
 	nvrtcDestroyProgram    func(prog *uintptr) int32
+	nvrtcAddNameExpression func(prog uintptr, expr uintptr) int32
+	nvrtcGetLoweredName    func(prog uintptr, expr uintptr, lowered **byte) int32
 }
 
 func (n *NVRTC) bindings() []binding {
@@ -42,6 +44,8 @@ func (n *NVRTC) bindings() []binding {
 		{&n.nvrtcGetCUBINSize, names("nvrtcGetCUBINSize")},
 		{&n.nvrtcGetCUBIN, names("nvrtcGetCUBIN")},
 		{&n.nvrtcDestroyProgram, names("nvrtcDestroyProgram")},
+		{&n.nvrtcAddNameExpression, names("nvrtcAddNameExpression")},
+		{&n.nvrtcGetLoweredName, names("nvrtcGetLoweredName")},
 	}
 }
 
@@ -184,6 +188,17 @@ func (e *CompileError) Unwrap() error { return e.Err }
 // sm_XX, never for a virtual compute_XX. The log is returned in every case,
 // since warnings matter too; a rejected program gives a *CompileError.
 func (n *NVRTC) Compile(src, name string, headers map[string]string, opts []string) (cubin []byte, log string, err error) {
+	cubin, log, _, err = n.CompileNamed(src, name, headers, opts, nil)
+	return cubin, log, err
+}
+
+// CompileNamed is Compile that also resolves C++ name expressions: each of
+// exprs names a __global__ function as C++ would, a template
+// instantiation included (partial<__half, 4>), and lowered maps it to the
+// symbol NVRTC gave it in the CUBIN (its mangled name), which is what the
+// driver looks a function up by. Naming an instantiation also makes NVRTC
+// emit it, so a template needs no explicit instantiation in the source.
+func (n *NVRTC) CompileNamed(src, name string, headers map[string]string, opts, exprs []string) (cubin []byte, log string, lowered map[string]string, err error) {
 	incNames := make([]string, 0, len(headers))
 	for k := range headers {
 		incNames = append(incNames, k)
@@ -196,9 +211,9 @@ func (n *NVRTC) Compile(src, name string, headers map[string]string, opts []stri
 
 	// Source, names and options go to C as NUL-terminated strings in
 	// arrays of pointers, all outside the Go heap.
-	arena, err := newOffHeap(cstringsSize([]string{src, name}, incNames, incBodies, opts))
+	arena, err := newOffHeap(cstringsSize([]string{src, name}, incNames, incBodies, opts, exprs))
 	if err != nil {
-		return nil, "", fmt.Errorf("compiling %s: %w", name, err)
+		return nil, "", nil, fmt.Errorf("compiling %s: %w", name, err)
 	}
 	defer arena.free()
 	cstrs := func(ss []string) uintptr {
@@ -213,18 +228,38 @@ func (n *NVRTC) Compile(src, name string, headers map[string]string, opts []stri
 
 	var prog uintptr
 	if err := n.check("nvrtcCreateProgram", n.nvrtcCreateProgram(&prog, srcP, nameP, int32(len(incNames)), bodiesP, namesP)); err != nil {
-		return nil, "", fmt.Errorf("compiling %s: %w", name, err)
+		return nil, "", nil, fmt.Errorf("compiling %s: %w", name, err)
 	}
 	defer n.nvrtcDestroyProgram(&prog)
+	// The expressions stay in the arena until the lowered names are read:
+	// NVRTC matches them by content, but a copy per call keeps it simple.
+	exprP := make([]uintptr, len(exprs))
+	for i, e := range exprs {
+		exprP[i] = arena.cstring(e)
+		if err := n.check("nvrtcAddNameExpression", n.nvrtcAddNameExpression(prog, exprP[i])); err != nil {
+			return nil, "", nil, fmt.Errorf("compiling %s: adding the name expression %q: %w", name, e, err)
+		}
+	}
 
 	cerr := n.check("nvrtcCompileProgram", n.nvrtcCompileProgram(prog, int32(len(opts)), optsP))
 	runtime.KeepAlive(arena)
 	log, lerr := n.programLog(prog)
 	if cerr != nil {
-		return nil, log, &CompileError{Name: name, Log: log, Err: cerr}
+		return nil, log, nil, &CompileError{Name: name, Log: log, Err: cerr}
 	}
 	if lerr != nil {
-		return nil, log, fmt.Errorf("compiling %s: %w", name, lerr)
+		return nil, log, nil, fmt.Errorf("compiling %s: %w", name, lerr)
+	}
+	if len(exprs) > 0 {
+		lowered = make(map[string]string, len(exprs))
+		for i, e := range exprs {
+			var p *byte
+			if err := n.check("nvrtcGetLoweredName", n.nvrtcGetLoweredName(prog, exprP[i], &p)); err != nil {
+				return nil, log, nil, fmt.Errorf("compiling %s: resolving the name expression %q: %w", name, e, err)
+			}
+			lowered[e] = goString(p)
+		}
+		runtime.KeepAlive(arena)
 	}
 
 	var size uintptr
@@ -232,13 +267,13 @@ func (n *NVRTC) Compile(src, name string, headers map[string]string, opts []stri
 		if err == nil {
 			err = fmt.Errorf("nvrtcGetCUBINSize: empty CUBIN")
 		}
-		return nil, log, fmt.Errorf("compiling %s: no CUBIN (pass -arch=sm_XX, a real architecture, among the options %q): %w", name, opts, err)
+		return nil, log, nil, fmt.Errorf("compiling %s: no CUBIN (pass -arch=sm_XX, a real architecture, among the options %q): %w", name, opts, err)
 	}
 	cubin = make([]byte, size)
 	if err := n.check("nvrtcGetCUBIN", n.nvrtcGetCUBIN(prog, &cubin[0])); err != nil {
-		return nil, log, fmt.Errorf("compiling %s: %w", name, err)
+		return nil, log, nil, fmt.Errorf("compiling %s: %w", name, err)
 	}
-	return cubin, log, nil
+	return cubin, log, lowered, nil
 }
 
 // programLog fetches the compile log without its terminating NUL.

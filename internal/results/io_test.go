@@ -36,7 +36,7 @@ func fullRecord(hash string) Record {
 		},
 		Status:  StatusGateFailed,
 		Error:   "some text",
-		Compile: Compile{Seconds: 1.5, Cached: true, Flags: []string{"-lineinfo"}, Log: "warning: x"},
+		Compile: Compile{Seconds: 1.5, Cached: true, Flags: []string{"-lineinfo"}, Log: "warning: x", Artifact: "ptx sha256:00ff"},
 		Resources: []Resource{{
 			Kernel: "attn_partial", Registers: 96, LocalBytes: 8, StaticShared: 512, DynamicShared: 4096,
 			MaxBlocksPerSM: 16, Occupancy: 0.5, LoadsBeforeChain: 4,

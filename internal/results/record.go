@@ -141,6 +141,9 @@ type Compile struct {
 	Cached  bool     `json:"cached"`
 	Flags   []string `json:"flags,omitempty"`
 	Log     string   `json:"log,omitempty"` // NVRTC log, kept even on success
+	// Artifact names a prebuilt kernel loaded as it is, without NVRTC:
+	// "ptx sha256:<hex>" (or cubin, fatbin), the digest of the very file.
+	Artifact string `json:"artifact,omitempty"`
 }
 
 // Resource is the compiled footprint of one kernel entry point.

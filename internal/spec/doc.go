@@ -60,6 +60,22 @@
 //	    dispatch:             # each nkv runs the first arm whose below exceeds it
 //	      - {below: 2048, kernel: d2, defines: {NR: 2}}
 //	      - {kernel: r4}      # the last arm has no below: every longer nkv
+//	  - name: engine          # an engine's kernel as it is ("Engine kernels" below)
+//	    kernel: engine/eng.cu
+//	    include: [engine/include]      # its headers, hashed with the point
+//	    flags: [-DATTN_SPLITS=SPLITS]  # extra NVRTC options
+//	    io: {q: f32, out: f16, kv_layout: bshd, partial: abi}
+//	    launches:                      # one decode step, in stream order
+//	      - entry: "split_partial<__half, 4>"   # a C++ name expression
+//	        grid: [SPLITS, heads, batch]
+//	        block: [32]
+//	        args: [q, k, v, positions, partial, heads, kv_heads, head_dim, kv_row_stride, pstr, scale]
+//	      - entry: split_combine
+//	        grid: [heads, batch]
+//	        block: [head_dim]
+//	        args: [partial, out, heads, head_dim, pstr]
+//	  - name: shipped         # a prebuilt PTX, CUBIN or fatbin, loaded as it is;
+//	    kernel: engine/eng.ptx  # without launches it runs the ABI's signature
 //
 //	# Optional, default [cold, hot]. cold: L2 flushed before each sample;
 //	# hot: back-to-back launches; graph: partial+combine replayed from a
@@ -180,6 +196,86 @@
 // variant. `ktune plan` shows each point's arm (hybrid → d2), skips an
 // arm's combination its kernel refuses with the arm's range in the
 // reason, and warns about an arm no nkv of the axes reaches.
+//
+// # Engine kernels
+//
+// A kernel need not be rewritten into the ABI (kernels/ABI.md): a variant
+// can run an engine's kernel as the engine builds it, from its own tree.
+//
+// include lists directories (relative to the spec) whose headers the
+// source may include: #include "x" is looked up next to the including
+// file and then in these, #include <x> in these, and every header found
+// is handed to NVRTC and hashed with the point, so editing one re-measures
+// the kernels that include it. A header found in none of them (a toolkit
+// header such as <cuda_fp16.h>) is left to NVRTC; give it a directory with
+// a flag (-I/usr/local/cuda/include) when NVRTC lacks it built in.
+//
+// flags are extra NVRTC options, one token each (-DNAME=value,
+// --use_fast_math, -maxrregcount=64, -arch=sm_90a, which replaces the
+// device's architecture, --std=c++20, which replaces ktune's c++17).
+// ktune always passes its -D defines (HEAD_DIM, KV_F16, SPLITS and the
+// axes); a kernel that takes its sizes at run time ignores them, and a
+// flag may forward one under the engine's own name:
+// -DATTN_SPLITS=SPLITS.
+//
+// launches replaces the ABI's attn_partial + attn_combine with the
+// engine's own step: one launch (a fused kernel), two or more, in stream
+// order. Each has an entry, grid and block (1 to 3 expressions, as
+// above), shared (bytes of dynamic shared memory; default 0) and args,
+// the kernel's parameters in order. For a .cu source the entry is any C++
+// name NVRTC can resolve, a template instantiation included
+// ("partial<__half, 128, 4>"): ktune asks NVRTC for its symbol, and the
+// instantiation needs no explicit mention in the source. Without
+// launches a kernel runs the ABI's signature, with the variant's grid,
+// block and shared for its partial launch.
+//
+// args take their values from this vocabulary:
+//
+//	q, k, v, out     the attention buffers (dtypes and layouts under io)
+//	partial          batch × SPLITS × heads slots of head_dim + 4 floats
+//	workspace        io.workspace bytes, zeroed once when allocated
+//	positions        int32 per sequence: nkv − 1
+//	seqlens          int32 per sequence: nkv
+//	lse              batch × SPLITS × heads floats (not gated)
+//	counters         batch × heads unsigned ints, zeroed once; a kernel
+//	                 that counts in them leaves them zero when it ends
+//	heads, kv_heads, head_dim, capacity, batch, group, splits   int32
+//	kv_row_stride    elements between rows of one KV head
+//	kv_head_stride   elements between KV heads of one row
+//	kv_batch_stride  elements between sequences
+//	pstr             head_dim + 4, the partial slot stride in floats
+//	scale            float 1/sqrt(head_dim)
+//	TYPE:VALUE       a constant: i32:4, u32:1, i64:0, u64:0, f32:0.5
+//
+// A scalar is an int (i32) unless written name:TYPE with TYPE one of i32,
+// u32, i64, u64 (capacity:i64 for a size_t parameter); scale is a float.
+// The context length is never an argument: a captured CUDA graph replays
+// its arguments unchanged while the context grows, so a kernel reads it
+// from positions or seqlens on the device.
+//
+// io declares the buffers: q and out are f32 (default), f16 or bf16;
+// kv_layout is bshd ([batch][capacity][kv_heads][head_dim], default) or
+// bhsd ([batch][kv_heads][capacity][head_dim]); K and V hold the shape's
+// kv_dtype. partial is abi (default: the slots of kernels/ABI.md, which
+// the written gate checks and the bitwise gate compares) or opaque
+// (scratch the gates ignore). workspace is the workspace's size in bytes,
+// an expression. The gates read what io declares: the oracle gate
+// compares out in its dtype (q rounded to q's dtype on both sides), the
+// written gate poisons out (and ABI partial slots) before each run, and
+// bitwise twins, which must declare the same io, compare them byte for
+// byte. The replay gate captures every launch of the step.
+//
+// A kernel whose path ends in .ptx, .cubin or .fatbin is a prebuilt
+// artifact, the very file an engine ships: the driver loads it (PTX
+// through its JIT) without NVRTC, and its SHA-256 goes into the point's
+// hash and its record (compile.artifact). Its entries are symbols as in
+// the file (the mangled name of a C++ kernel: the .entry lines of the
+// PTX, or cuobjdump -symbols); include and flags do not apply. An
+// artifact is a build output, so one that does not exist yet is no spec
+// error: the plan warns, and its points fail until it is built.
+//
+// include, io and launches are for kernels of your own; a built-in keeps
+// the ABI's. A dispatch variant takes none of these keys.
 //
 // # Gates and measurement
 //

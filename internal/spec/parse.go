@@ -119,6 +119,7 @@ type variantNodes struct {
 	grid    []*yaml.Node
 	block   []*yaml.Node
 	shared  *yaml.Node
+	engine  engineNodes
 }
 
 var topKeys = []string{"version", "name", "description", "landed", "shapes", "axes", "variants", "probes", "gates", "measure", "engine"}
@@ -368,7 +369,8 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 	return out
 }
 
-var variantKeys = []string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared"}
+var variantKeys = []string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
+	"include", "flags", "io", "launches"}
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -423,6 +425,8 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			}
 		case "shared":
 			v.Shared, vn.shared = d.str(val, k), val
+		case "include", "flags", "io", "launches":
+			d.engineKey(key, k, val, &v, vn)
 		}
 	})
 	if deref(n).Kind == yaml.MappingNode {

@@ -74,6 +74,9 @@ func TestFullExample(t *testing.T) {
 	}
 	for i := range s.Variants {
 		s.Variants[i].Pos, s.Variants[i].Builtin, s.Variants[i].Path = Pos{}, nil, ""
+		for j := range s.Variants[i].Launches {
+			s.Variants[i].Launches[j].Pos = Pos{}
+		}
 		for j := range s.Variants[i].Dispatch {
 			s.Variants[i].Dispatch[j].Pos, s.Variants[i].Dispatch[j].Builtin = Pos{}, nil
 		}
@@ -105,6 +108,20 @@ func TestFullExample(t *testing.T) {
 				{Below: 2048, Kernel: "d2", Defines: map[string]string{"NR": "2"}, DefineOrder: []string{"NR"}},
 				{Kernel: "r4", Defines: map[string]string{}},
 			}},
+			{Name: "engine", Kernel: "engine/eng.cu", Defines: map[string][]string{},
+				Include: []string{"testdata/engine/include"}, Flags: []string{"-DATTN_SPLITS=SPLITS"},
+				IO: &IO{Q: "f32", Out: "f16", KVLayout: "bshd", Partial: "abi"},
+				Launches: []Launch{
+					{Entry: "split_partial<__half, 4>", Grid: []string{"SPLITS", "heads", "batch"}, Block: []string{"32"},
+						Args: []Arg{{Name: "q", Type: ArgPtr}, {Name: "k", Type: ArgPtr}, {Name: "v", Type: ArgPtr},
+							{Name: "positions", Type: ArgPtr}, {Name: "partial", Type: ArgPtr}, {Name: "heads", Type: ArgI32},
+							{Name: "kv_heads", Type: ArgI32}, {Name: "head_dim", Type: ArgI32}, {Name: "kv_row_stride", Type: ArgI32},
+							{Name: "pstr", Type: ArgI32}, {Name: "scale", Type: ArgF32}}},
+					{Entry: "split_combine", Grid: []string{"heads", "batch"}, Block: []string{"head_dim"},
+						Args: []Arg{{Name: "partial", Type: ArgPtr}, {Name: "out", Type: ArgPtr}, {Name: "heads", Type: ArgI32},
+							{Name: "head_dim", Type: ArgI32}, {Name: "pstr", Type: ArgI32}}},
+				}},
+			{Name: "shipped", Kernel: "engine/eng.ptx", Defines: map[string][]string{}, Artifact: "ptx"},
 		},
 		Probes:  []string{"cold", "hot", "graph"},
 		Gates:   Gates{NKV: []int{1, 29, 52, 512, 1641}, MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6, Seed: 1},

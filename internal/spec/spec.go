@@ -75,6 +75,18 @@ type Variant struct {
 	// their thresholds, the last one (Below 0) serving every longer
 	// context. Each point runs the arm that Arm(nkv) picks.
 	Dispatch []Arm
+
+	// An engine's kernel as it is (signature.go): include directories
+	// (resolved against the spec's directory) whose headers the source may
+	// include, extra NVRTC options, the dtypes and layouts of its buffers
+	// (nil: the ABI's) and its launches (nil: the ABI's attn_partial and
+	// attn_combine). Artifact is set when Path is a prebuilt PTX, CUBIN or
+	// fatbin, loaded without NVRTC.
+	Include  []string
+	Flags    []string
+	IO       *IO
+	Launches []Launch
+	Artifact string
 }
 
 // An Arm is one branch of a dispatch variant: a kernel with fixed defines

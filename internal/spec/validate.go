@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -31,10 +33,12 @@ const (
 func (d *decoder) validate(s *Spec, w *where, kernels variants.Set) {
 	d.shapes(s, w)
 	d.kernels(s, w, kernels)
+	d.engineKernels(s, w)
 	d.references(s, w)
 	if len(d.errs) > 0 {
 		return
 	}
+	d.twinIO(s, w)
 	d.geometry(s, w)
 	d.splitsBound(s, w)
 	d.landedRefs(s, w)
@@ -76,7 +80,7 @@ func (d *decoder) shapes(s *Spec, w *where) {
 
 // isPath tells a user kernel path from a built-in name.
 func isPath(k string) bool {
-	return strings.ContainsAny(k, `/\`) || strings.HasSuffix(k, ".cu") || strings.HasSuffix(k, ".cuh")
+	return strings.ContainsAny(k, `/\`) || strings.HasSuffix(k, ".cu") || strings.HasSuffix(k, ".cuh") || artifactKind(k) != ""
 }
 
 // kernel resolves a kernel name: a path to a user kernel (returned
@@ -88,6 +92,9 @@ func (d *decoder) kernel(s *Spec, name string, at *yaml.Node, where string, kern
 			p = filepath.Join(s.Dir, p)
 		}
 		switch fi, err := os.Stat(p); {
+		case err != nil && artifactKind(p) != "" && errors.Is(err, fs.ErrNotExist):
+			// A prebuilt kernel is a build output: the plan warns that it
+			// is missing, and its points fail until it is built.
 		case err != nil:
 			d.errorf(at, "%s: kernel file %s not found (a path resolves against the spec's directory)", where, p)
 		case !fi.Mode().IsRegular():
@@ -208,41 +215,46 @@ func (d *decoder) references(s *Spec, w *where) {
 func (d *decoder) geometry(s *Spec, w *where) {
 	for i := range s.Variants {
 		v, vn := &s.Variants[i], w.variants[i]
-		axes := s.DefineAxes(v)
-		check := func(src string, n *yaml.Node, key string) {
-			e, err := expr.Parse(src)
-			if err != nil {
-				ee := err.(*expr.Error)
-				p := exprPos(n)
-				p.Col += ee.Col - 1
-				d.errorAt(p, "variants[%d] (%s).%s: %s", i, v.Name, key, ee.Msg)
-				return
-			}
-			for _, sym := range e.Symbols() {
-				if contains(Symbols, sym) || results.Derived(sym) {
-					continue
-				}
-				ax := slices.IndexFunc(axes, func(a Axis) bool { return a.Name == sym })
-				if ax < 0 {
-					d.errorf(n, "variants[%d] (%s).%s: unknown symbol %q in %q (symbols: %s, and the variant's defines)",
-						i, v.Name, key, sym, src, strings.Join(Symbols, ", "))
-					continue
-				}
-				for _, val := range axes[ax].Values {
-					if _, err := strconv.Atoi(val); err != nil {
-						d.errorf(n, "variants[%d] (%s).%s: define %s=%s is not an integer", i, v.Name, key, sym, val)
-					}
-				}
-			}
-		}
 		for j, src := range v.Grid {
-			check(src, vn.grid[j], fmt.Sprintf("grid[%d]", j))
+			d.checkExpr(s, i, src, vn.grid[j], fmt.Sprintf("grid[%d]", j))
 		}
 		for j, src := range v.Block {
-			check(src, vn.block[j], fmt.Sprintf("block[%d]", j))
+			d.checkExpr(s, i, src, vn.block[j], fmt.Sprintf("block[%d]", j))
 		}
 		if v.Shared != "" {
-			check(v.Shared, vn.shared, "shared")
+			d.checkExpr(s, i, v.Shared, vn.shared, "shared")
+		}
+		d.launchExprs(s, i, w)
+	}
+}
+
+// checkExpr checks one expression of variant i: its syntax, and that each
+// symbol is a shape symbol or an integer define of the variant.
+func (d *decoder) checkExpr(s *Spec, i int, src string, n *yaml.Node, key string) {
+	v := &s.Variants[i]
+	axes := s.DefineAxes(v)
+	e, err := expr.Parse(src)
+	if err != nil {
+		ee := err.(*expr.Error)
+		p := exprPos(n)
+		p.Col += ee.Col - 1
+		d.errorAt(p, "variants[%d] (%s).%s: %s", i, v.Name, key, ee.Msg)
+		return
+	}
+	for _, sym := range e.Symbols() {
+		if contains(Symbols, sym) || results.Derived(sym) {
+			continue
+		}
+		ax := slices.IndexFunc(axes, func(a Axis) bool { return a.Name == sym })
+		if ax < 0 {
+			d.errorf(n, "variants[%d] (%s).%s: unknown symbol %q in %q (symbols: %s, and the variant's defines)",
+				i, v.Name, key, sym, src, strings.Join(Symbols, ", "))
+			continue
+		}
+		for _, val := range axes[ax].Values {
+			if _, err := strconv.Atoi(val); err != nil {
+				d.errorf(n, "variants[%d] (%s).%s: define %s=%s is not an integer", i, v.Name, key, sym, val)
+			}
 		}
 	}
 }

@@ -1,0 +1,301 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// engineNodes keeps the nodes of a variant's engine keys for the
+// positions of validation errors.
+type engineNodes struct {
+	include  *yaml.Node
+	includes []*yaml.Node
+	flags    *yaml.Node
+	io       *yaml.Node
+	launches *yaml.Node
+	launch   []launchNodes
+	wsize    *yaml.Node // io.workspace
+}
+
+type launchNodes struct {
+	node, entry  *yaml.Node
+	grid, block  []*yaml.Node
+	shared, args *yaml.Node
+}
+
+// engineKey decodes include, flags, io or launches of a variant.
+func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *variantNodes) {
+	e := &vn.engine
+	switch key {
+	case "include":
+		e.include = val
+		l, ok := d.list(val, where, true)
+		if !ok {
+			return
+		}
+		for _, n := range l {
+			v.Include, e.includes = append(v.Include, d.str(n, where)), append(e.includes, n)
+		}
+	case "flags":
+		e.flags = val
+		l, ok := d.list(val, where, true)
+		if !ok {
+			return
+		}
+		for _, n := range l {
+			f := d.str(n, where)
+			switch {
+			case f == "" || strings.ContainsAny(f, " \t\r\n"):
+				d.errorf(n, "%s: %q: one NVRTC option per entry, without spaces (write -I dir as -Idir)", where, f)
+			case !strings.HasPrefix(f, "-"):
+				d.errorf(n, "%s: %q is not an option (NVRTC options start with -)", where, f)
+			}
+			v.Flags = append(v.Flags, f)
+		}
+	case "io":
+		e.io = val
+		v.IO = d.io(val, where, e)
+	case "launches":
+		e.launches = val
+		l, ok := d.list(val, where, false)
+		if !ok {
+			return
+		}
+		if len(l) == 0 {
+			d.errorf(val, "%s: empty list: a step has at least one launch", where)
+		}
+		for j, n := range l {
+			ln, lnodes := d.launch(n, fmt.Sprintf("%s[%d]", where, j))
+			v.Launches, e.launch = append(v.Launches, ln), append(e.launch, lnodes)
+		}
+	}
+}
+
+var ioKeys = []string{"q", "out", "kv_layout", "partial", "workspace"}
+
+func (d *decoder) io(n *yaml.Node, where string, e *engineNodes) *IO {
+	io := ABIIO
+	d.fields(n, where, ioKeys, func(key string, _, v *yaml.Node) {
+		k := where + "." + key
+		s := d.str(v, k)
+		switch key {
+		case "q", "out":
+			if !contains(Dtypes, s) {
+				d.errorf(v, "%s: want one of %s, got %q", k, strings.Join(Dtypes, ", "), s)
+			}
+			if key == "q" {
+				io.Q = s
+			} else {
+				io.Out = s
+			}
+		case "kv_layout":
+			if s != KVBSHD && s != KVBHSD {
+				d.errorf(v, "%s: want %s ([batch][capacity][kv_heads][head_dim]) or %s ([batch][kv_heads][capacity][head_dim]), got %q",
+					k, KVBSHD, KVBHSD, s)
+			}
+			io.KVLayout = s
+		case "partial":
+			if s != PartialABI && s != PartialOpaque {
+				d.errorf(v, "%s: want %s (the ABI's slots, inspected by the gates) or %s (scratch the gates ignore), got %q",
+					k, PartialABI, PartialOpaque, s)
+			}
+			io.Partial = s
+		case "workspace":
+			io.Workspace, e.wsize = s, v
+		}
+	})
+	return &io
+}
+
+var launchKeys = []string{"entry", "grid", "block", "shared", "args"}
+
+func (d *decoder) launch(n *yaml.Node, where string) (Launch, launchNodes) {
+	l := Launch{Pos: pos(n)}
+	ln := launchNodes{node: n}
+	seen := d.fields(n, where, launchKeys, func(key string, _, v *yaml.Node) {
+		k := where + "." + key
+		switch key {
+		case "entry":
+			l.Entry, ln.entry = strings.TrimSpace(d.str(v, k)), v
+		case "grid", "block":
+			es, ok := d.list(v, k, true)
+			if !ok {
+				return
+			}
+			if len(es) < 1 || len(es) > 3 {
+				d.errorf(v, "%s: want 1 to 3 expressions (x, y, z), got %d (quote an expression with a comma)", k, len(es))
+				return
+			}
+			for _, e := range es {
+				if key == "grid" {
+					l.Grid, ln.grid = append(l.Grid, d.str(e, k)), append(ln.grid, e)
+				} else {
+					l.Block, ln.block = append(l.Block, d.str(e, k)), append(ln.block, e)
+				}
+			}
+		case "shared":
+			l.Shared, ln.shared = d.str(v, k), v
+		case "args":
+			ln.args = v
+			es, ok := d.list(v, k, false)
+			if !ok {
+				return
+			}
+			for _, e := range es {
+				a, err := ParseArg(d.str(e, k))
+				if err != nil {
+					d.errorf(e, "%s: %v", k, err)
+					continue
+				}
+				l.Args = append(l.Args, a)
+			}
+		}
+	})
+	if deref(n).Kind == yaml.MappingNode {
+		d.require(n, where, seen, "entry", "grid", "block", "args")
+	}
+	return l, ln
+}
+
+// engineKernels checks the engine keys of each variant against its
+// kernel: a built-in keeps the ABI's signature, a prebuilt artifact is
+// not compiled, include directories exist, and an artifact's entries are
+// the symbols in the file.
+func (d *decoder) engineKernels(s *Spec, w *where) {
+	for i := range s.Variants {
+		v, vn := &s.Variants[i], w.variants[i]
+		e := &vn.engine
+		where := fmt.Sprintf("variants[%d] (%s)", i, v.Name)
+		if len(v.Dispatch) > 0 {
+			for _, n := range []*yaml.Node{e.include, e.flags, e.io, e.launches} {
+				if n != nil {
+					d.errorf(n, "%s: a dispatch variant takes include, flags, io and launches from its arms' kernels; give the kernel a variant of its own", where)
+					break
+				}
+			}
+			continue
+		}
+		v.Artifact = artifactKind(v.Path)
+		if v.Builtin != nil {
+			for _, n := range []*yaml.Node{e.include, e.io, e.launches} {
+				if n != nil {
+					d.errorf(n, "%s: kernel %s is a built-in, whose headers and signature are the ABI's; include, io and launches are for a kernel of your own (a path)", where, v.Builtin.Name)
+					break
+				}
+			}
+		}
+		if v.Artifact != "" {
+			for _, n := range []*yaml.Node{e.include, e.flags} {
+				if n != nil {
+					d.errorf(n, "%s: %s is a prebuilt %s, loaded without NVRTC: include and flags do not apply (build it with them instead)", where, filepath.Base(v.Path), v.Artifact)
+					break
+				}
+			}
+			for j, l := range v.Launches {
+				if strings.ContainsAny(l.Entry, "<>:( ") {
+					d.errorf(e.launch[j].entry, "%s.launches[%d].entry: %q is a C++ name expression, which only NVRTC can resolve; a prebuilt %s names its symbols as they are in the file (cuobjdump -symbols, or the .entry lines of a PTX)",
+						where, j, l.Entry, v.Artifact)
+				}
+			}
+		}
+		for j, dir := range v.Include {
+			p := dir
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(s.Dir, p)
+			}
+			if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+				d.errorf(e.includes[j], "%s.include[%d]: %s is not a directory (a path resolves against the spec's directory)", where, j, p)
+			}
+			v.Include[j] = p
+		}
+		if len(v.Launches) > 0 {
+			for _, n := range []*yaml.Node{vn.shared} {
+				if n != nil {
+					d.errorf(n, "%s: shared is given per launch under launches", where)
+				}
+			}
+			if len(vn.grid) > 0 || len(vn.block) > 0 {
+				n := vn.node
+				if len(vn.grid) > 0 {
+					n = vn.grid[0]
+				} else if len(vn.block) > 0 {
+					n = vn.block[0]
+				}
+				d.errorf(n, "%s: with launches, grid and block are given per launch", where)
+			}
+		}
+		d.launchArgs(v, e, where)
+	}
+}
+
+// launchArgs checks what the arguments can only be checked against
+// together: the buffers the io declares.
+func (d *decoder) launchArgs(v *Variant, e *engineNodes, where string) {
+	io := ABIIO
+	if v.IO != nil {
+		io = *v.IO
+	}
+	outs := 0
+	for j, l := range v.Launches {
+		for _, a := range l.Args {
+			switch a.Name {
+			case "workspace":
+				if io.Workspace == "" {
+					d.errorf(e.launch[j].args, "%s.launches[%d]: the workspace argument needs io.workspace (its size in bytes)", where, j)
+				}
+			case "out":
+				outs++
+			}
+		}
+	}
+	if len(v.Launches) > 0 && outs == 0 {
+		d.errorf(e.launches, "%s: no launch passes out: the gates compare out with the oracle", where)
+	}
+}
+
+// launchExprs checks the geometry expressions of variant i's launches,
+// and the io's workspace size.
+func (d *decoder) launchExprs(s *Spec, i int, w *where) {
+	v, e := &s.Variants[i], &w.variants[i].engine
+	for j, l := range v.Launches {
+		ln := e.launch[j]
+		for k, src := range l.Grid {
+			d.checkExpr(s, i, src, ln.grid[k], fmt.Sprintf("launches[%d].grid[%d]", j, k))
+		}
+		for k, src := range l.Block {
+			d.checkExpr(s, i, src, ln.block[k], fmt.Sprintf("launches[%d].block[%d]", j, k))
+		}
+		if l.Shared != "" {
+			d.checkExpr(s, i, l.Shared, ln.shared, fmt.Sprintf("launches[%d].shared", j))
+		}
+	}
+	if v.IO != nil && v.IO.Workspace != "" {
+		d.checkExpr(s, i, v.IO.Workspace, e.wsize, "io.workspace")
+	}
+}
+
+// twinIO checks that bitwise twins declare the same io: they run in one
+// workspace and their outputs are compared byte for byte.
+func (d *decoder) twinIO(s *Spec, w *where) {
+	io := func(v *Variant) IO {
+		if v.IO != nil {
+			return *v.IO
+		}
+		return ABIIO
+	}
+	for i := range s.Variants {
+		v := &s.Variants[i]
+		t := s.Variant(v.BitwiseWith)
+		if v.BitwiseWith == "" || t == nil {
+			continue
+		}
+		if a, b := io(v), io(t); a != b {
+			d.errorf(w.variants[i].bitwise, "variants[%d] (%s): bitwise_with %s, whose io differs (q %s/%s, out %s/%s, kv_layout %s/%s, partial %s/%s): byte identity needs the same buffers in the same dtypes and layouts",
+				i, v.Name, t.Name, a.Q, b.Q, a.Out, b.Out, a.KVLayout, b.KVLayout, a.Partial, b.Partial)
+		}
+	}
+}

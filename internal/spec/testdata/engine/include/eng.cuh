@@ -1,0 +1,2 @@
+// The engine's header (a test fixture).
+#pragma once

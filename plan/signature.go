@@ -1,0 +1,179 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/variants"
+)
+
+// A Launch is one kernel launch of a point's decode step, resolved: its
+// entry point, its geometry at the point's nkv and its arguments in order.
+// Every kernel, built-in or an engine's, runs as a list of launches; the
+// probe marshals each argument from the signature (probe/marshal.go).
+type Launch struct {
+	Entry  string
+	Grid   [3]int
+	Block  [3]int
+	Shared int
+	Args   []spec.Arg
+}
+
+// The ABI's signature (kernels/ABI.md), declared once: every built-in and
+// every user kernel that declares no launches of its own runs with it.
+var (
+	// abiPartialArgs are attn_partial's parameters.
+	abiPartialArgs = args("q", "k", "v", "positions", "partial", "heads", "kv_heads", "capacity", "scale")
+	// abiFusedArgs are the two more that a fused attn_partial takes: it
+	// writes out itself, counting its blocks in a zeroed scratch.
+	abiFusedArgs = args("out", "counters")
+	// abiCombineArgs are attn_combine's parameters.
+	abiCombineArgs = args("partial", "out", "heads")
+	// abiGrid and abiBlock are the default partial launch, used by user
+	// kernels that give no geometry: one warp per (split, head, sequence).
+	abiGrid  = []string{spec.Splits, "heads", "batch"}
+	abiBlock = []string{"32"}
+	// abiCombineGrid and abiCombineBlock: one block per (head, sequence),
+	// one thread per dimension.
+	abiCombineGrid  = []string{"heads", "batch"}
+	abiCombineBlock = []string{"head_dim"}
+)
+
+// args parses names of the vocabulary; they are constants of this file,
+// so a mistake is a programming error.
+func args(names ...string) []spec.Arg {
+	out := make([]spec.Arg, len(names))
+	for i, n := range names {
+		a, err := spec.ParseArg(n)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// launchesOf returns the unresolved launches of a variant: its own, or the
+// ABI's with the variant's geometry overrides, else its built-in's
+// geometry, else the ABI default.
+func launchesOf(v *spec.Variant) []spec.Launch {
+	if len(v.Launches) > 0 {
+		return v.Launches
+	}
+	partial, combine := "attn_partial", "attn_combine"
+	grid, block, shared := v.Grid, v.Block, v.Shared
+	fused := false
+	if k := v.Builtin; k != nil {
+		if k.Partial != "" {
+			partial = k.Partial
+		}
+		if k.Combine != "" {
+			combine = k.Combine
+		}
+		fused = k.Fused
+		if len(grid) == 0 && k.Grid != [3]string{} {
+			grid = trimEmpty(k.Grid[:])
+		}
+		if len(block) == 0 && k.Block != [3]string{} {
+			block = trimEmpty(k.Block[:])
+		}
+		if shared == "" {
+			shared = k.Shared
+		}
+	}
+	if len(grid) == 0 {
+		grid = abiGrid
+	}
+	if len(block) == 0 {
+		block = abiBlock
+	}
+	p := spec.Launch{Entry: partial, Grid: grid, Block: block, Shared: shared, Args: abiPartialArgs}
+	if fused {
+		p.Args = append(append([]spec.Arg{}, abiPartialArgs...), abiFusedArgs...)
+		return []spec.Launch{p}
+	}
+	return []spec.Launch{p, {Entry: combine, Grid: abiCombineGrid, Block: abiCombineBlock, Args: abiCombineArgs}}
+}
+
+// trimEmpty drops the trailing empty expressions of a built-in's [3]
+// geometry: a missing dimension is 1.
+func trimEmpty(e []string) []string {
+	for len(e) > 0 && e[len(e)-1] == "" {
+		e = e[:len(e)-1]
+	}
+	return e
+}
+
+// ioOf is the variant's declared io, or the ABI's.
+func ioOf(v *spec.Variant) spec.IO {
+	if v.IO != nil {
+		return *v.IO
+	}
+	return spec.ABIIO
+}
+
+// declared reports whether a variant declares a signature of its own:
+// its entries are then C++ name expressions, resolved by NVRTC.
+func declared(v *spec.Variant) bool { return len(v.Launches) > 0 }
+
+// signatureText is the canonical text of a point's launches and io, for
+// its hash: the entry, geometry and arguments of each launch in order.
+func signatureText(pt *Point) string {
+	var b strings.Builder
+	io := pt.IO
+	b.WriteString("io " + io.Q + " " + io.Out + " " + io.KVLayout + " " + io.Partial + " " + io.Workspace + "\n")
+	for _, l := range pt.Launches {
+		b.WriteString(l.Entry)
+		for _, a := range l.Args {
+			b.WriteString(" " + a.String())
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// isABI reports whether a point runs the ABI's signature: its hash then
+// leaves the signature out, so that the hashes of the ABI kernels'
+// recorded results stay what they were before signatures were declared
+// (the ABI's entries and geometry are hashed already).
+func isABI(pt *Point) bool {
+	return pt.IO == spec.ABIIO && !pt.Source.Named && pt.Source.ArtifactKind == ""
+}
+
+// Complete gives a point built by hand (a test, a tool), not by Build,
+// what the plan would give an ABI kernel at its configuration: the ABI's
+// launches at the default geometry (fused when p.Source.Fused), their
+// entries, the ABI's io and, when it has none, the default compile flags.
+// It goes through the same code as Build, so the ABI's launch stays
+// declared in one place.
+func Complete(p *Point) error {
+	c := &p.Config
+	v := &spec.Variant{Name: c.Variant}
+	if p.Source.Fused {
+		v.Builtin = &variants.Kernel{Name: c.Kernel, Fused: true}
+	}
+	sh := spec.Shape{Name: c.Shape.Name, Heads: c.Shape.Heads, KVHeads: c.Shape.KVHeads, HeadDim: c.Shape.HeadDim,
+		KVDtype: c.Shape.KVDtype, Batch: c.Shape.Batch, Capacity: c.Shape.Capacity}
+	defs := map[string]string{}
+	for _, d := range c.Defines {
+		defs[d.Name] = d.Value
+	}
+	b := &builder{s: &spec.Spec{Path: "(a point built by hand)"}}
+	_, launches, _, err := b.geometry(v, &sh, defs, c.NKV, c)
+	if err != nil {
+		return fmt.Errorf("completing point %s: %w", c.Variant, err)
+	}
+	p.Launches, p.IO = launches, spec.ABIIO
+	p.Source.Entries = nil
+	for _, l := range launches {
+		if !slices.Contains(p.Source.Entries, l.Entry) {
+			p.Source.Entries = append(p.Source.Entries, l.Entry)
+		}
+	}
+	if p.Flags == nil {
+		p.Flags = compileFlags(v)
+	}
+	return nil
+}

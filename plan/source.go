@@ -1,0 +1,219 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ktune/ktune/internal/expr"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+)
+
+func (b *builder) source(v *spec.Variant) (Source, error) {
+	src := Source{Partial: "attn_partial", Combine: "attn_combine"}
+	var name, key string
+	var read func() ([]byte, error)
+	if k := v.Builtin; k != nil {
+		name, key, read = k.File, "builtin:"+k.File, func() ([]byte, error) { return fs.ReadFile(b.files, k.File) }
+		if k.Partial != "" {
+			src.Partial = k.Partial
+		}
+		if k.Combine != "" {
+			src.Combine = k.Combine
+		}
+		if k.Fused {
+			src.Fused, src.Combine = true, ""
+		}
+	} else {
+		name, key, read = filepath.Base(v.Path), "path:"+v.Path, func() ([]byte, error) { return os.ReadFile(v.Path) }
+	}
+	src.Name = name
+	for _, l := range launchesOf(v) {
+		if !slices.Contains(src.Entries, l.Entry) {
+			src.Entries = append(src.Entries, l.Entry)
+		}
+	}
+	if v.Artifact != "" {
+		return b.artifact(v, src)
+	}
+	text, ok := b.text[key]
+	if !ok {
+		data, err := read()
+		if err != nil {
+			return Source{}, fmt.Errorf("reading the source of variant %s (kernel %s): %w", v.Name, v.Kernel, err)
+		}
+		text = string(data)
+		b.text[key] = text
+	}
+	if declared(v) {
+		src.Named, src.NameExprs = true, src.Entries
+		src.Partial, src.Combine = v.Launches[0].Entry, ""
+		if len(v.Launches) > 1 {
+			src.Combine = v.Launches[1].Entry
+		}
+	}
+	src.Text = text
+	if len(v.Include) > 0 {
+		hs, err := b.external(v, text)
+		if err != nil {
+			return Source{}, err
+		}
+		src.Headers = hs
+		return src, nil
+	}
+	src.Headers = b.included(text)
+	return src, nil
+}
+
+// included returns the kernel headers text #includes, directly or through
+// another header. Only those go into the source, and so into the hash: a
+// change to a header a kernel does not include must not invalidate its
+// recorded results. A quoted include that names no kernel header is left
+// to NVRTC, which reports it.
+func (b *builder) included(text string) map[string]string {
+	out := map[string]string{}
+	var walk func(string)
+	walk = func(t string) {
+		for _, line := range strings.Split(t, "\n") {
+			line = strings.TrimSpace(line)
+			if !strings.HasPrefix(line, "#") {
+				continue
+			}
+			rest := strings.TrimSpace(strings.TrimPrefix(line, "#"))
+			if !strings.HasPrefix(rest, "include") {
+				continue
+			}
+			rest = strings.TrimSpace(strings.TrimPrefix(rest, "include"))
+			if len(rest) < 2 || rest[0] != '"' {
+				continue
+			}
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				continue
+			}
+			name := rest[1 : 1+end]
+			if h, ok := b.headers[name]; ok {
+				if _, seen := out[name]; !seen {
+					out[name] = h
+					walk(h)
+				}
+			}
+		}
+	}
+	walk(text)
+	return out
+}
+
+// geometry evaluates the launches of a point (launchesOf: the variant's
+// own, else the ABI's with its overrides, its built-in's geometry or the
+// ABI default) and its workspace size. The first launch's geometry goes
+// into cfg.Grid, Block and SharedBytes and the second's into CombineGrid
+// and CombineBlock, as the records have always carried them.
+func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) (*Geometry, []Launch, int64, error) {
+	env := expr.Env{"heads": int64(sh.Heads), "kv_heads": int64(sh.KVHeads), "head_dim": int64(sh.HeadDim),
+		"batch": int64(sh.Batch), "group": int64(sh.Heads / sh.KVHeads), "capacity": int64(sh.Capacity), spec.NKV: int64(nkv)}
+	for name, val := range defs {
+		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
+			env[name] = n
+		}
+	}
+	eval := func(what, src string, lowest, highest int64) (int64, error) {
+		if src == "" {
+			src = strconv.FormatInt(lowest, 10)
+		}
+		x, err := expr.Parse(src)
+		var n int64
+		if err == nil {
+			n, err = x.Eval(env)
+		}
+		if err == nil && (n < lowest || n > highest) {
+			err = fmt.Errorf("%d is outside %d..%d", n, lowest, highest)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s:%d:%d: variant %s, shape %s, %s, nkv %d: %s %q: %w",
+				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, sh.Name, sorted(defs, false).String(), nkv, what, src, err)
+		}
+		return n, nil
+	}
+	var geo *Geometry
+	specs := launchesOf(v)
+	launches := make([]Launch, len(specs))
+	for li, ls := range specs {
+		// The ABI's launches keep their historical names in messages.
+		prefix := ""
+		if declared(v) {
+			prefix = fmt.Sprintf("launches[%d].", li)
+		}
+		l := Launch{Entry: ls.Entry, Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: ls.Args}
+		for i := range 3 {
+			if i < len(ls.Grid) {
+				n, err := eval(fmt.Sprintf("%sgrid[%d]", prefix, i), ls.Grid[i], 1, 1<<31-1)
+				if err != nil {
+					return nil, nil, 0, err
+				}
+				l.Grid[i] = int(n)
+				if x, perr := expr.Parse(ls.Grid[i]); li == 0 && perr == nil && contains(x.Symbols(), spec.NKV) && geo == nil {
+					geo = &Geometry{Symbols: map[string]int64{}}
+					for k, val := range env {
+						if k != spec.NKV {
+							geo.Symbols[k] = val
+						}
+					}
+					copy(geo.Grid[:], ls.Grid)
+				}
+			}
+			if i < len(ls.Block) {
+				n, err := eval(fmt.Sprintf("%sblock[%d]", prefix, i), ls.Block[i], 1, 1<<31-1)
+				if err != nil {
+					return nil, nil, 0, err
+				}
+				l.Block[i] = int(n)
+			}
+		}
+		n, err := eval(prefix+"shared", ls.Shared, 0, 1<<31-1)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		l.Shared = int(n)
+		launches[li] = l
+	}
+	cfg.Grid, cfg.Block, cfg.SharedBytes = launches[0].Grid, launches[0].Block, launches[0].Shared
+	if len(launches) > 1 {
+		cfg.CombineGrid, cfg.CombineBlock = launches[1].Grid, launches[1].Block
+	}
+	var ws int64
+	if io := ioOf(v); io.Workspace != "" {
+		var err error
+		if ws, err = eval("io.workspace", io.Workspace, 1, 1<<40); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	return geo, launches, ws, nil
+}
+
+// artifact is the source of a prebuilt PTX, CUBIN or fatbin: loaded as
+// it is, its digest standing for its content in the hash and the record,
+// nothing to compile and nothing to resolve (the entries are its
+// symbols). An artifact is a build output, so the plan accepts one that
+// does not exist yet: its points carry no bytes, their hash says
+// "missing", and the probe fails them with the path until it is built
+// (the build changes the hash, so they then run).
+func (b *builder) artifact(v *spec.Variant, src Source) (Source, error) {
+	src.ArtifactKind = v.Artifact
+	data, err := os.ReadFile(v.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		src.Missing = v.Path
+		return src, nil
+	case err != nil:
+		return Source{}, fmt.Errorf("reading the prebuilt kernel of variant %s: %w", v.Name, err)
+	}
+	src.Artifact, src.ArtifactSHA256 = data, sha256Hex(data)
+	return src, nil
+}

@@ -1,0 +1,157 @@
+package probe
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+)
+
+// The declared io of a signature, on the host side: q goes up in its
+// dtype, K and V in their layout, and out comes back converted to f32, so
+// that the gates (gates.go, compare.go) judge every kernel's output as
+// f32 bytes whatever dtype it writes.
+
+// dtypeBytes is the size of one element of a q or out dtype.
+func dtypeBytes(dtype string) int {
+	if dtype == "f16" || dtype == "bf16" {
+		return 2
+	}
+	return 4
+}
+
+// f32ToBF16 rounds to the nearest bfloat16, ties to even; NaN stays NaN.
+func f32ToBF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if f != f {
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7FFF + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// roundTo rounds f to what a dtype holds, as f32.
+func roundTo(dtype string, f float32) float32 {
+	switch dtype {
+	case "f16":
+		return float32(oracle.F16ToF64(oracle.F32ToF16(f)))
+	case "bf16":
+		return bf16ToF32(f32ToBF16(f))
+	}
+	return f
+}
+
+// encode writes vals as little-endian elements of dtype.
+func encode(dtype string, vals []float32) []byte {
+	n := dtypeBytes(dtype)
+	out := make([]byte, n*len(vals))
+	for i, f := range vals {
+		switch dtype {
+		case "f16":
+			binary.LittleEndian.PutUint16(out[2*i:], oracle.F32ToF16(f))
+		case "bf16":
+			binary.LittleEndian.PutUint16(out[2*i:], f32ToBF16(f))
+		default:
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
+		}
+	}
+	return out
+}
+
+// qUpload returns the bytes of q in the layout's dtype and rounds in.Q in
+// place to the values those bytes hold: the oracle then computes with the
+// q the kernel reads, and an f16 q is not charged with its own rounding.
+func qUpload(l layout, in *oracle.Inputs) []byte {
+	dt := l.qDtype
+	if dt == "" || dt == "f32" {
+		return in.QBytes()
+	}
+	for i, f := range in.Q {
+		in.Q[i] = roundTo(dt, f)
+	}
+	return encode(dt, in.Q)
+}
+
+// A kvCopy is one host-to-device copy of K and V rows: the same offsets
+// in both.
+type kvCopy struct {
+	dst  int64
+	k, v []byte
+}
+
+// kvCopies places the oracle's rows (packed [batch][rows][kv_heads][dim])
+// at the start of each sequence's capacity on the device, in the
+// layout's order: [batch][capacity][kv_heads][dim] takes one copy per
+// sequence; [batch][kv_heads][capacity][dim] one per (sequence, KV head),
+// transposed on the host.
+func kvCopies(l layout, s results.Shape, rows int, kb, vb []byte) []kvCopy {
+	rowBytes := int64(s.KVHeads) * int64(s.HeadDim) * int64(l.elt)
+	if l.kvLayout != spec.KVBHSD {
+		var out []kvCopy
+		for _, sp := range rowSpans(s, rows, rowBytes) {
+			out = append(out, kvCopy{sp.dst, kb[sp.src : sp.src+sp.n], vb[sp.src : sp.src+sp.n]})
+		}
+		return out
+	}
+	headBytes := int64(s.HeadDim) * int64(l.elt)
+	var out []kvCopy
+	for b := range s.Batch {
+		for h := range s.KVHeads {
+			k := make([]byte, int64(rows)*headBytes)
+			v := make([]byte, len(k))
+			for r := range rows {
+				src := (int64(b)*int64(rows)+int64(r))*rowBytes + int64(h)*headBytes
+				copy(k[int64(r)*headBytes:], kb[src:src+headBytes])
+				copy(v[int64(r)*headBytes:], vb[src:src+headBytes])
+			}
+			dst := (int64(b)*int64(s.KVHeads) + int64(h)) * int64(s.Capacity) * headBytes
+			out = append(out, kvCopy{dst, k, v})
+		}
+	}
+	return out
+}
+
+// poison16 is the 16-bit poison of an f16 or bf16 out: a quiet NaN in
+// both formats (all exponent bits set, a nonzero mantissa) that no kernel
+// writes by accident.
+const poison16 uint16 = 0x7FDD
+
+// outPoison is the 32-bit word the gates fill out with: poison for f32,
+// two poison16 halves for a 16-bit dtype.
+func outPoison(l layout) uint32 {
+	if dtypeBytes(l.outDtype) == 2 {
+		return uint32(poison16)<<16 | uint32(poison16)
+	}
+	return poison
+}
+
+// outBytes is the size of out as the kernel writes it, unaligned.
+func outBytes(l layout, s results.Shape) int {
+	return s.Batch * s.Heads * s.HeadDim * dtypeBytes(l.outDtype)
+}
+
+// outToF32 converts out as read back to f32 bytes; an element that still
+// holds poison16 becomes the f32 poison, so the written gate finds it.
+func outToF32(l layout, raw []byte) []byte {
+	if dtypeBytes(l.outDtype) == 4 {
+		return raw
+	}
+	out := make([]byte, 2*len(raw))
+	for i := 0; i+1 < len(raw); i += 2 {
+		h := binary.LittleEndian.Uint16(raw[i:])
+		w := poison
+		if h != poison16 {
+			f := bf16ToF32(h)
+			if l.outDtype == "f16" {
+				f = float32(oracle.F16ToF64(h))
+			}
+			w = math.Float32bits(f)
+		}
+		binary.LittleEndian.PutUint32(out[2*i:], w)
+	}
+	return out
+}
