@@ -69,9 +69,9 @@ func benchName(r *results.Record) string {
 	var b strings.Builder
 	b.WriteString("BenchmarkAttn/variant=" + nameValue(r.Config.Variant))
 	b.WriteString("/shape=" + nameValue(ShapeLabel(r.Config.Shape)))
-	b.WriteString("/SPLITS=" + strconv.Itoa(r.Config.Splits))
+	b.WriteString("/" + results.DefineSplits + "=" + strconv.Itoa(r.Config.Splits))
 	for _, d := range sortedDefines(r.Config.Defines) {
-		if d.Name == "SPLITS" || derivedDefines[d.Name] {
+		if d.Name == results.DefineSplits || results.Derived(d.Name) {
 			continue
 		}
 		b.WriteString("/" + nameValue(d.Name) + "=" + nameValue(d.Value))

@@ -13,10 +13,6 @@ import (
 // layer has evicted K/V from L2.
 var probeOrder = [...]results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph}
 
-// derivedDefines are defines every kernel receives from the shape; they
-// say nothing a shape column does not already say.
-var derivedDefines = map[string]bool{"HEAD_DIM": true, "KV_F16": true}
-
 // ShapeLabel names a shape for tables: the spec's label when it has one,
 // otherwise its dimensions.
 func ShapeLabel(s results.Shape) string {
@@ -47,7 +43,9 @@ func shapeKey(s results.Shape) string {
 func OtherDefines(c *results.Config) string {
 	var parts []string
 	for _, d := range sortedDefines(c.Defines) {
-		if d.Name == "SPLITS" || derivedDefines[d.Name] {
+		// SPLITS has its own column; the derived defines say nothing the
+		// shape column does not already say.
+		if d.Name == results.DefineSplits || results.Derived(d.Name) {
 			continue
 		}
 		parts = append(parts, d.Name+"="+d.Value)

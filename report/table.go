@@ -355,7 +355,7 @@ func SummaryTable(w io.Writer, recs []results.Record) error {
 	if len(shapes) > 1 {
 		g.Col("shape", false)
 	}
-	for _, c := range []string{"variant", "SPLITS", "nkv", "cold µs", "hot µs", "GB/s", "% BW", "vs landed", "gate"} {
+	for _, c := range []string{"variant", results.DefineSplits, "nkv", "cold µs", "hot µs", "GB/s", "% BW", "vs landed", "gate"} {
 		g.Col(c, c != "variant" && c != "gate")
 	}
 	for i := range rep.Rows {
