@@ -54,7 +54,7 @@ var engineFiles = map[string]string{
 
 func buildEngine(t *testing.T, files map[string]string) *Plan {
 	t.Helper()
-	s, err := spec.LoadWith(engineTree(t, files), variants.Builtins())
+	s, err := spec.Load(engineTree(t, files), variants.Builtins())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestEngineSpec(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "engine/build/d2_engine.ptx"), []byte("// PTX\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := spec.LoadWith(filepath.Join(dir, "engine.yaml"), variants.Builtins())
+	s, err := spec.Load(filepath.Join(dir, "engine.yaml"), variants.Builtins())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
@@ -27,7 +28,7 @@ var fixedFS = fstest.MapFS{
 
 // testKernels are two kernels shaped like the seed's R4 and D2, under
 // names of their own, with bounds that make skips easy to provoke.
-func testKernels(t testing.TB) variants.Set {
+func testKernels(t testing.TB) catalog.Set {
 	t.Helper()
 	only128 := func(s results.Shape, _ map[string]string) error {
 		if s.HeadDim != 128 {
@@ -36,22 +37,22 @@ func testKernels(t testing.TB) variants.Set {
 		return nil
 	}
 	grid, block := [3]string{"SPLITS", "heads", "batch"}, [3]string{"32", "1", "1"}
-	tr4 := &variants.Kernel{Name: "tr4", File: "r4.cu",
-		Defines: []variants.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 8}},
-		Grid:    grid, Block: block, Shared: "0", Class: variants.Tolerance, Check: only128}
-	td2 := &variants.Kernel{Name: "td2", File: "d2.cu",
-		Defines: []variants.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 4}},
-		Grid:    grid, Block: block, Shared: "0", Class: variants.Bitwise, Twin: "tr4", Check: only128}
-	set, err := variants.NewSet(tr4, td2)
+	tr4 := &catalog.Kernel{Name: "tr4", File: "r4.cu",
+		Defines: []catalog.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 8}},
+		Grid:    grid, Block: block, Shared: "0", Class: catalog.Tolerance, Check: only128}
+	td2 := &catalog.Kernel{Name: "td2", File: "d2.cu",
+		Defines: []catalog.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 4}},
+		Grid:    grid, Block: block, Shared: "0", Class: catalog.Bitwise, Twin: "tr4", Check: only128}
+	set, err := catalog.NewSet(tr4, td2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return set
 }
 
-func load(t *testing.T, path string, kernels variants.Set) *spec.Spec {
+func load(t *testing.T, path string, kernels catalog.Set) *spec.Spec {
 	t.Helper()
-	s, err := spec.LoadWith(path, kernels)
+	s, err := spec.Load(path, kernels)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestTwins(t *testing.T) {
 // TestTwinFirstValue: a define the twin takes but the candidate lacks is
 // the twin's first value.
 func TestTwinFirstValue(t *testing.T) {
-	s, err := spec.ParseWith("testdata/inline.yaml", []byte(`
+	s, err := spec.Parse("testdata/inline.yaml", []byte(`
 name: tw
 shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [100], SPLITS: [8]}
@@ -346,7 +347,7 @@ func TestSkipReasons(t *testing.T) {
 
 	// A candidate whose twin refuses the combination is skipped with the
 	// twin's reason: the user kernel takes NR=16, its twin tr4 stops at 8.
-	s, err := spec.ParseWith("testdata/inline.yaml", []byte(`
+	s, err := spec.Parse("testdata/inline.yaml", []byte(`
 name: tw
 shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [100], SPLITS: [8], NR: [4, 16]}
@@ -375,7 +376,7 @@ func TestWarnings(t *testing.T) {
 }
 
 func TestGeometryError(t *testing.T) {
-	s, err := spec.ParseWith("testdata/inline.yaml", []byte(`
+	s, err := spec.Parse("testdata/inline.yaml", []byte(`
 name: g
 shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [100], SPLITS: [8]}
@@ -566,7 +567,7 @@ func TestDispatch(t *testing.T) {
 // TestDispatchArmWithoutPoints: an arm whose range holds no nkv of the
 // axes is planned nowhere, and the plan says so.
 func TestDispatchArmWithoutPoints(t *testing.T) {
-	s, err := spec.ParseWith("testdata/inline.yaml", []byte(`
+	s, err := spec.Parse("testdata/inline.yaml", []byte(`
 name: d
 shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [100, 8192], SPLITS: [8]}

@@ -25,7 +25,7 @@ type Source struct {
 	Headers map[string]string // include name → text
 	Partial string            // entry point of the partial kernel
 	Combine string            // entry point of the combine kernel
-	// Fused is set for a built-in of the fused ABI (variants.Kernel.Fused):
+	// Fused is set for a built-in of the fused ABI (catalog.Kernel.Fused):
 	// attn_partial also takes out and a zeroed scratch, writes out itself,
 	// and no combine is launched. User kernels are never fused.
 	Fused bool

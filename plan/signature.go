@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/spec"
-	"github.com/ktune/ktune/variants"
 )
 
 // A Launch is one kernel launch of a point's decode step, resolved: its
@@ -152,7 +152,7 @@ func Complete(p *Point) error {
 	c := &p.Config
 	v := &spec.Variant{Name: c.Variant}
 	if p.Source.Fused {
-		v.Builtin = &variants.Kernel{Name: c.Kernel, Fused: true}
+		v.Builtin = &catalog.Kernel{Name: c.Kernel, Fused: true}
 	}
 	sh := spec.Shape{Name: c.Shape.Name, Heads: c.Shape.Heads, KVHeads: c.Shape.KVHeads, HeadDim: c.Shape.HeadDim,
 		KVDtype: c.Shape.KVDtype, Batch: c.Shape.Batch, Capacity: c.Shape.Capacity}

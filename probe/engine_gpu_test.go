@@ -12,12 +12,13 @@ import (
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/variants"
 )
 
 // loadPlan plans a spec file for the backend's device.
 func loadPlan(t *testing.T, b *Backend, path string) *plan.Plan {
 	t.Helper()
-	s, err := spec.Load(path)
+	s, err := spec.Load(path, variants.Builtins())
 	if err != nil {
 		t.Fatal(err)
 	}

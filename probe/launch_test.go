@@ -10,6 +10,7 @@ import (
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/variants"
 )
 
 // testWorkspace has distinct fake device addresses, so that a test can
@@ -37,7 +38,7 @@ func planned(t *testing.T, yaml string, files map[string]string) *plan.Plan {
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := spec.Load(path)
+	s, err := spec.Load(path, variants.Builtins())
 	if err != nil {
 		t.Fatal(err)
 	}

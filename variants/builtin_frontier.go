@@ -3,6 +3,7 @@ package variants
 import (
 	"fmt"
 
+	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -21,32 +22,32 @@ import (
 // kv_heads x batch, a seventh of the seeds' at group 7, so a single sequence
 // needs far more splits to fill 132 SMs; the partial buffer and the combine
 // bound it at 256.
-var frontierSplits = DefineSpec{Name: results.DefineSplits, Default: "64", Min: 1, Max: 256,
+var frontierSplits = catalog.DefineSpec{Name: results.DefineSplits, Default: "64", Min: 1, Max: 256,
 	Doc: "KV splits per (KV head, sequence); how many are used follows nkv (MINROWS)"}
 
 // gqaSplits is gqa's SPLITS: with 8 warps a block, 32 splits measured as
 // fast as 64 at batch 1 and faster at batch 16 (fewer partials to combine).
-var gqaSplits = DefineSpec{Name: results.DefineSplits, Default: "32", Min: 1, Max: 256, Doc: frontierSplits.Doc}
+var gqaSplits = catalog.DefineSpec{Name: results.DefineSplits, Default: "32", Min: 1, Max: 256, Doc: frontierSplits.Doc}
 
 // minrowsDefine is the smallest split worth its fixed costs.
-var minrowsDefine = DefineSpec{Name: "MINROWS", Default: "128", Min: 1, Max: 1 << 20,
+var minrowsDefine = catalog.DefineSpec{Name: "MINROWS", Default: "128", Min: 1, Max: 1 << 20,
 	Doc: "rows a split must get before another split is used; the rest write neutral slots"}
 
 // warpsDefine is the number of warps sharing one split. mma's default is
 // 8: at 125 registers two such blocks share an SM, and on the H200 they
 // were as fast as or faster than four 4-warp blocks at every batch and nkv
 // measured (NOTES-frontier.md).
-var warpsDefine = DefineSpec{Name: "WARPS", Default: "8", Min: 1, Max: 8,
+var warpsDefine = catalog.DefineSpec{Name: "WARPS", Default: "8", Min: 1, Max: 8,
 	Doc: "warps per block; they interleave over the split and merge in shared memory"}
 
 // cwDefine selects the combine compiled into the kernel's module. The
 // partials are the same either way; only the merge over splits differs.
-var cwDefine = DefineSpec{Name: "CW", Default: "2", Max: 2,
+var cwDefine = catalog.DefineSpec{Name: "CW", Default: "2", Max: 2,
 	Doc: "combine: 2 parallel with early accumulator loads, 1 parallel, 0 the shared serial one (combine.cuh)"}
 
 // ldhDefine adds cache hints to the K/V loads. Measured slower on the H200
 // (up to 6% at batch 16), it stays off and sweepable.
-var ldhDefine = DefineSpec{Name: "LDH", Default: "0", Max: 1,
+var ldhDefine = catalog.DefineSpec{Name: "LDH", Default: "0", Max: 1,
 	Doc: "1: K/V loads with L1::no_allocate and L2::256B prefetch hints"}
 
 // gqaWarps is gqa's WARPS: at 228 registers only one or two blocks fit an
@@ -140,12 +141,12 @@ func checkMMAFusedKernel(s results.Shape, defines map[string]string) error {
 }
 
 func init() {
-	register(&Kernel{
+	register(&catalog.Kernel{
 		Name:    "gqa",
 		File:    "gqa.cu",
 		Doc:     "block per GQA group on CUDA cores: half-warp per row, lane owns 8 dims of every head, transposed score reduction",
 		Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []DefineSpec{
+		Defines: []catalog.DefineSpec{
 			gqaSplits,
 			{Name: "NR", Default: "4", Min: 2, Max: 8, Doc: "rows per half-warp per step (even): loads staged before the step's reduction"},
 			gqaWarps,
@@ -154,15 +155,15 @@ func init() {
 			ldhDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
-		Class: Tolerance,
+		Class: catalog.Tolerance,
 		Check: checkGQAKernel,
 	})
-	register(&Kernel{
+	register(&catalog.Kernel{
 		Name:    "mma",
 		File:    "mma.cu",
 		Doc:     "block per GQA group on tensor cores: mma.sync m16n8k16, S^T = K.Q^T and O^T = V^T.P^T, f16 q and weights",
 		Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []DefineSpec{
+		Defines: []catalog.DefineSpec{
 			frontierSplits,
 			{Name: "NR", Default: "1", Min: 1, Max: 4, Doc: "16-row tiles per warp step, all loaded before the first mma"},
 			warpsDefine,
@@ -173,7 +174,7 @@ func init() {
 			ldhDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
-		Class: Tolerance,
+		Class: catalog.Tolerance,
 		Check: checkMMAKernel,
 	})
 	// mmaf is mma in one launch: the last block of each (KV head, sequence)
@@ -182,12 +183,12 @@ func init() {
 	// but it is gated in the tolerance class like mma: the identity holds
 	// only against that one combine. It takes mma's defines but CW: there
 	// is no combine to choose.
-	register(&Kernel{
+	register(&catalog.Kernel{
 		Name:    "mmaf",
 		File:    "mma_fused.cu",
 		Doc:     "mma in one launch: the last block of each (KV head, sequence) merges the splits and writes out",
 		Partial: "attn_partial",
-		Defines: []DefineSpec{
+		Defines: []catalog.DefineSpec{
 			frontierSplits,
 			{Name: "NR", Default: "1", Min: 1, Max: 4, Doc: "16-row tiles per warp step, all loaded before the first mma"},
 			warpsDefine,
@@ -197,7 +198,7 @@ func init() {
 			ldhDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
-		Class: Tolerance,
+		Class: catalog.Tolerance,
 		Check: checkMMAFusedKernel,
 		Fused: true,
 	})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/kernels"
@@ -42,7 +43,7 @@ func TestFrontierGeometry(t *testing.T) {
 		if want := [6]int64{96, 4, 16, 256, 1, 1}; got != want {
 			t.Errorf("%s: grid+block = %v, want %v", name, got, want)
 		}
-		if k.Class != Tolerance {
+		if k.Class != catalog.Tolerance {
 			t.Errorf("%s: class %s, want tolerance (they reorder the summation)", name, k.Class)
 		}
 	}
@@ -191,13 +192,13 @@ func TestFusedRegistry(t *testing.T) {
 		t.Fatal("mmaf is not registered")
 	}
 	m, _ := Lookup("mma")
-	if f.Combine != "" || f.Partial != "attn_partial" || f.Class != Tolerance || f.Twin != "" {
+	if f.Combine != "" || f.Partial != "attn_partial" || f.Class != catalog.Tolerance || f.Twin != "" {
 		t.Errorf("mmaf: partial %q combine %q class %s twin %q", f.Partial, f.Combine, f.Class, f.Twin)
 	}
 	if f.Grid != m.Grid || f.Block != m.Block || f.Shared != m.Shared {
 		t.Errorf("mmaf geometry %v %v %q differs from mma's %v %v %q", f.Grid, f.Block, f.Shared, m.Grid, m.Block, m.Shared)
 	}
-	var want []DefineSpec
+	var want []catalog.DefineSpec
 	for _, d := range m.Defines {
 		if d.Name != "CW" {
 			want = append(want, d)

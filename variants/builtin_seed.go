@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -12,15 +13,15 @@ import (
 // partial slot per (split, head, sequence) and share kernels/combine.cuh.
 
 // splitsDefine is the SPLITS define every kernel takes.
-var splitsDefine = DefineSpec{Name: results.DefineSplits, Default: "32", Min: 1,
+var splitsDefine = catalog.DefineSpec{Name: results.DefineSplits, Default: "32", Min: 1,
 	Doc: "KV splits per (head, sequence): partial slots merged by attn_combine"}
 
 // nrDefine is the row window of the lane-owns-dims kernels.
-var nrDefine = DefineSpec{Name: "NR", Default: "4", Min: 1, Max: 16,
+var nrDefine = catalog.DefineSpec{Name: "NR", Default: "4", Min: 1, Max: 16,
 	Doc: "rows per warp window: the loads staged ahead of the softmax chain"}
 
 // ringDefine is the cp.async ring depth.
-var ringDefine = DefineSpec{Name: "RING", Default: "2", Min: 2, Max: 4,
+var ringDefine = catalog.DefineSpec{Name: "RING", Default: "2", Min: 2, Max: 4,
 	Doc: "cp.async ring stages (windows of K and V in flight)"}
 
 var (
@@ -112,74 +113,74 @@ func checkCpasync(s results.Shape, defines map[string]string) error {
 }
 
 func init() {
-	register(&Kernel{
+	register(&catalog.Kernel{
 		Name:    "r4",
 		File:    "r4.cu",
 		Doc:     "lane owns 4 dims, warp walks NR-row windows; K staged, V loaded inline at its use (R4)",
 		Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []DefineSpec{splitsDefine, nrDefine},
+		Defines: []catalog.DefineSpec{splitsDefine, nrDefine},
 		Grid:    warpGrid, Block: warpBlock, Shared: "0",
-		Class: Tolerance,
+		Class: catalog.Tolerance,
 		Check: checkLaneDims,
 	})
-	register(&Kernel{
+	register(&catalog.Kernel{
 		Name:    "d2",
 		File:    "d2.cu",
 		Doc:     "r4 with K and V of the whole NR-row window staged in registers before the softmax chain (D2)",
 		Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []DefineSpec{splitsDefine, nrDefine},
+		Defines: []catalog.DefineSpec{splitsDefine, nrDefine},
 		Grid:    warpGrid, Block: warpBlock, Shared: "0",
-		Class: Bitwise, Twin: "r4",
+		Class: catalog.Bitwise, Twin: "r4",
 		Check: checkLaneDims,
 	})
-	register(&Kernel{
+	register(&catalog.Kernel{
 		Name:    "d2full",
 		File:    "d2full.cu",
 		Doc:     "d2 with unguarded full windows and one guarded tail window, so the staged loads really issue together",
 		Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []DefineSpec{splitsDefine, nrDefine},
+		Defines: []catalog.DefineSpec{splitsDefine, nrDefine},
 		Grid:    warpGrid, Block: warpBlock, Shared: "0",
-		Class: Bitwise, Twin: "d2",
+		Class: catalog.Bitwise, Twin: "d2",
 		Check: checkLaneDims,
 	})
-	register(&Kernel{
+	register(&catalog.Kernel{
 		Name:    "rows",
 		File:    "rows.cu",
 		Doc:     "pre-R4 specimen: lane owns rows, runtime-indexed accumulator in local memory, 4-byte row walk",
 		Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []DefineSpec{splitsDefine},
+		Defines: []catalog.DefineSpec{splitsDefine},
 		Grid:    warpGrid, Block: warpBlock, Shared: "0",
-		Class: Tolerance,
+		Class: catalog.Tolerance,
 		Check: checkRows,
 	})
-	register(&Kernel{
+	register(&catalog.Kernel{
 		Name:    "cpasync",
 		File:    "cpasync.cu",
 		Doc:     "d2's arithmetic fed by a RING-deep cp.async shared-memory ring of NR-row K/V windows",
 		Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []DefineSpec{splitsDefine, nrDefine, ringDefine},
+		Defines: []catalog.DefineSpec{splitsDefine, nrDefine, ringDefine},
 		Grid:    warpGrid, Block: warpBlock, Shared: "0",
-		Class: Bitwise, Twin: "d2",
+		Class: catalog.Bitwise, Twin: "d2",
 		Check: checkCpasync,
 	})
-	register(&Kernel{
+	register(&catalog.Kernel{
 		Name:    "pair",
 		File:    "pair.cu",
 		Doc:     "d2's arithmetic with pair lookahead: the next two rows' K/V loads issue before this pair's chain",
 		Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []DefineSpec{splitsDefine},
+		Defines: []catalog.DefineSpec{splitsDefine},
 		Grid:    warpGrid, Block: warpBlock, Shared: "0",
-		Class: Bitwise, Twin: "d2",
+		Class: catalog.Bitwise, Twin: "d2",
 		Check: checkLaneDims,
 	})
-	register(&Kernel{
+	register(&catalog.Kernel{
 		Name:    "warp4",
 		File:    "warp4.cu",
 		Doc:     "4 cooperating warps walk 256 rows per step (64 each, windows of 4), merged in shared memory",
 		Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []DefineSpec{splitsDefine},
+		Defines: []catalog.DefineSpec{splitsDefine},
 		Grid:    warpGrid, Block: [3]string{"128", "1", "1"}, Shared: "0",
-		Class: Tolerance,
+		Class: catalog.Tolerance,
 		Check: checkLaneDims,
 	})
 }

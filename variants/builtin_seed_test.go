@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/kernels"
 )
@@ -57,7 +58,7 @@ func TestSeedTwins(t *testing.T) {
 			continue
 		}
 		if twin, bitwise := want[name]; bitwise {
-			if k.Class != Bitwise || k.Twin != twin {
+			if k.Class != catalog.Bitwise || k.Twin != twin {
 				t.Errorf("%s: class %s twin %q, want bitwise twin %q", name, k.Class, k.Twin, twin)
 			}
 			tk, ok := Lookup(k.Twin)
@@ -66,7 +67,7 @@ func TestSeedTwins(t *testing.T) {
 			} else if tk.Block != k.Block || tk.Grid != k.Grid {
 				t.Errorf("%s: launch %v/%v differs from twin %s's %v/%v", name, k.Grid, k.Block, tk.Name, tk.Grid, tk.Block)
 			}
-		} else if k.Class != Tolerance || k.Twin != "" {
+		} else if k.Class != catalog.Tolerance || k.Twin != "" {
 			t.Errorf("%s: class %s twin %q, want tolerance with no twin", name, k.Class, k.Twin)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/replay"
 	"github.com/ktune/ktune/sweep"
+	"github.com/ktune/ktune/variants"
 )
 
 // writeShard writes a shard directory holding the records of hashes.
@@ -143,7 +144,7 @@ func TestShardedSweepMerges(t *testing.T) {
 	if err := run(&stdout, &stderr, append([]string{"merge", "-o", out}, dirs...)); err != nil {
 		t.Fatalf("merge: %v\n%s", err, stderr.String())
 	}
-	s, err := spec.Load(specPath)
+	s, err := spec.Load(specPath, variants.Builtins())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/variants"
 )
 
 func init() {
@@ -149,7 +150,7 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, args []string, de
 	if err != nil {
 		return usageErrorf("--only: %v", err)
 	}
-	s, err := spec.Load(pos[0])
+	s, err := spec.Load(pos[0], variants.Builtins())
 	if err != nil {
 		return withCode(exitUsage, err)
 	}

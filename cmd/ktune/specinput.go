@@ -8,6 +8,7 @@ import (
 
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/variants"
 )
 
 // loadSpec reads the spec at path for plan, sweep, tune and gate. Every
@@ -21,7 +22,7 @@ func loadSpec(path string) (*spec.Spec, error) {
 		return nil, usageErrorf("%s is a ktune results file (JSON lines), not a spec: give the YAML spec it was swept from; "+
 			"results are read by report, compare, gate, export and tune --from", path)
 	}
-	s, err := spec.Load(path)
+	s, err := spec.Load(path, variants.Builtins())
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ktune/ktune/internal/catalog"
 	"gopkg.in/yaml.v3"
-
-	"github.com/ktune/ktune/variants"
 )
 
 // dispatchKeys reports the keys a dispatch variant cannot have beside
@@ -24,7 +23,7 @@ func (d *decoder) dispatchKeys(where string, seen map[string]*yaml.Node) {
 
 // armKernels resolves the kernels of dispatch variant i and checks the
 // arms' own defines and the variant's defines against them.
-func (d *decoder) armKernels(s *Spec, i int, w *where, kernels variants.Set) {
+func (d *decoder) armKernels(s *Spec, i int, w *where, kernels catalog.Set) {
 	v, vn := &s.Variants[i], w.variants[i]
 	for j := range v.Dispatch {
 		a, an := &v.Dispatch[j], vn.arms[j]

@@ -22,7 +22,7 @@ variants:
 
 func TestDispatchDecode(t *testing.T) {
 	kernels := testKernels(t)
-	s, err := ParseWith("h.yaml", []byte(hybridSpec), kernels)
+	s, err := Parse("h.yaml", []byte(hybridSpec), kernels)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestDispatchDecode(t *testing.T) {
 // TestDispatchDefaults: a built-in arm gets its declared defaults, and an
 // arm may fix SPLITS when no axis gives it.
 func TestDispatchDefaults(t *testing.T) {
-	s, err := ParseWith("h.yaml", []byte(`
+	s, err := Parse("h.yaml", []byte(`
 name: h
 shapes: [{name: s, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [1, 4096]}
@@ -114,7 +114,7 @@ variants:
 // TestDispatchSplitsMissing: an arm without SPLITS anywhere is refused at
 // the arm, not at the variant.
 func TestDispatchSplitsMissing(t *testing.T) {
-	_, err := ParseWith("h.yaml", []byte(`
+	_, err := Parse("h.yaml", []byte(`
 name: h
 shapes: [{name: s, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [1, 4096]}
@@ -133,7 +133,7 @@ variants:
 // TestDispatchCannotRun: a built-in arm that refuses every combination
 // refuses the spec, at the arm's kernel.
 func TestDispatchCannotRun(t *testing.T) {
-	_, err := ParseWith("h.yaml", []byte(`
+	_, err := Parse("h.yaml", []byte(`
 name: h
 shapes: [{name: s, heads: 8, kv_heads: 8, head_dim: 64, kv_dtype: f16}]
 axes: {nkv: [1, 4096], SPLITS: [8]}

@@ -14,7 +14,7 @@ import (
 func FuzzParse(f *testing.F) {
 	kernels := testKernels(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ParseWith("fuzz.yaml", data, kernels)
+		s, err := Parse("fuzz.yaml", data, kernels)
 		if err != nil {
 			var list ErrorList
 			if !errors.As(err, &list) || len(list) == 0 {

@@ -14,28 +14,26 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/variants"
 )
 
-// Load reads and parses the spec file at path against the built-in
-// kernels.
-func Load(path string) (*Spec, error) { return LoadWith(path, variants.Builtins()) }
-
-// LoadWith is Load against the given kernel set.
-func LoadWith(path string, kernels variants.Set) (*Spec, error) {
+// Load reads and parses the spec file at path against a kernel set (the
+// built-ins are variants.Builtins(); the spec does not pick them itself,
+// so that it depends on what a kernel is, not on ktune's list of them).
+func Load(path string, kernels catalog.Set) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading spec: %w", err)
 	}
-	return ParseWith(path, data, kernels)
+	return Parse(path, data, kernels)
 }
 
-// ParseWith decodes and validates a spec against the given kernel set.
+// Parse decodes and validates a spec against the given kernel set.
 // name is the file name used in error messages; user kernel paths resolve
 // against its directory. Mistakes are returned as an ErrorList of *Error,
 // each printed file:line:col: message.
-func ParseWith(name string, data []byte, kernels variants.Set) (*Spec, error) {
+func Parse(name string, data []byte, kernels catalog.Set) (*Spec, error) {
 	d := &decoder{file: name}
 	s := &Spec{Path: name, Dir: filepath.Dir(name)}
 	root, err := document(name, data)

@@ -45,7 +45,7 @@ func TestDocExample(t *testing.T) {
 // Spec written out by hand from the text.
 func TestFullExample(t *testing.T) {
 	kernels := testKernels(t)
-	s, err := LoadWith("testdata/full.yaml", kernels)
+	s, err := Load("testdata/full.yaml", kernels)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestFullExample(t *testing.T) {
 
 // TestDefaults checks that a minimal spec gets the documented defaults.
 func TestDefaults(t *testing.T) {
-	s, err := ParseWith("min.yaml", []byte(`
+	s, err := Parse("min.yaml", []byte(`
 name: m
 shapes: [{name: s, heads: 8, kv_heads: 8, head_dim: 64, kv_dtype: f32}]
 axes: {SPLITS: [4], nkv: [100, 7]}
@@ -176,7 +176,7 @@ func TestDurations(t *testing.T) {
 		text string
 		want float64
 	}{{"2s", 2}, {"500ms", 0.5}, {"1m30s", 90}, {"3", 3}, {"0.25", 0.25}} {
-		s, err := ParseWith("d.yaml", []byte(`
+		s, err := Parse("d.yaml", []byte(`
 name: m
 shapes: [{name: s, heads: 8, kv_heads: 8, head_dim: 64, kv_dtype: f32}]
 axes: {nkv: [7], SPLITS: [4]}
@@ -194,7 +194,7 @@ measure: {budget: `+c.text+`}
 }
 
 func TestDefineAxes(t *testing.T) {
-	s, err := LoadWith("testdata/full.yaml", testKernels(t))
+	s, err := Load("testdata/full.yaml", testKernels(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestDefineAxes(t *testing.T) {
 }
 
 func TestUndeclaredAxisIsNotApplied(t *testing.T) {
-	s, err := ParseWith("u.yaml", []byte(`
+	s, err := Parse("u.yaml", []byte(`
 name: m
 shapes: [{name: s, heads: 8, kv_heads: 8, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [7], SPLITS: [4], WARPS: [1, 2, 4]}
@@ -276,7 +276,7 @@ func TestCombinations(t *testing.T) {
 // TestSkipNotError: a global axis value a kernel refuses, or a shape it
 // refuses, is not a spec error as long as some point remains.
 func TestSkipNotError(t *testing.T) {
-	_, err := ParseWith("s.yaml", []byte(`
+	_, err := Parse("s.yaml", []byte(`
 name: m
 shapes:
   - {name: ok, heads: 8, kv_heads: 8, head_dim: 128, kv_dtype: f16}

@@ -3,7 +3,7 @@
 
 package spec
 
-import "github.com/ktune/ktune/variants"
+import "github.com/ktune/ktune/internal/catalog"
 
 // A Spec is a decoded, validated experiment spec.
 type Spec struct {
@@ -66,7 +66,7 @@ type Variant struct {
 	Pos         Pos
 
 	// Builtin is the built-in kernel Kernel names, nil for a user kernel.
-	Builtin *variants.Kernel
+	Builtin *catalog.Kernel
 	// Path is a user kernel's file, resolved against the spec's directory;
 	// empty for a built-in.
 	Path string
@@ -102,7 +102,7 @@ type Arm struct {
 	Pos         Pos
 
 	// Builtin is the built-in kernel Kernel names, nil for a user kernel.
-	Builtin *variants.Kernel
+	Builtin *catalog.Kernel
 	// Path is a user kernel's file, resolved against the spec's directory;
 	// empty for a built-in.
 	Path string

@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/variants"
 )
 
 // testKernels stands in for the built-ins: two kernels shaped like the
 // seed's R4 and D2, so that these tests do not change when the real
 // built-ins do.
-func testKernels(t testing.TB) variants.Set {
+func testKernels(t testing.TB) catalog.Set {
 	t.Helper()
 	only128 := func(s results.Shape, _ map[string]string) error {
 		if s.HeadDim != 128 {
@@ -23,15 +23,15 @@ func testKernels(t testing.TB) variants.Set {
 		}
 		return nil
 	}
-	r4 := &variants.Kernel{Name: "r4", File: "r4.cu", Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []variants.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 8, Doc: "rows per register window"}},
+	r4 := &catalog.Kernel{Name: "r4", File: "r4.cu", Partial: "attn_partial", Combine: "attn_combine",
+		Defines: []catalog.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 8, Doc: "rows per register window"}},
 		Grid:    [3]string{"SPLITS", "heads", "batch"}, Block: [3]string{"32", "1", "1"}, Shared: "0",
-		Class: variants.Tolerance, Check: only128}
-	d2 := &variants.Kernel{Name: "d2", File: "d2.cu", Partial: "attn_partial", Combine: "attn_combine",
-		Defines: []variants.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 4, Doc: "rows per staged K+V window"}},
+		Class: catalog.Tolerance, Check: only128}
+	d2 := &catalog.Kernel{Name: "d2", File: "d2.cu", Partial: "attn_partial", Combine: "attn_combine",
+		Defines: []catalog.DefineSpec{{Name: "NR", Default: "4", Min: 1, Max: 4, Doc: "rows per staged K+V window"}},
 		Grid:    [3]string{"SPLITS", "heads", "batch"}, Block: [3]string{"32", "1", "1"}, Shared: "0",
-		Class: variants.Bitwise, Twin: "r4", Check: only128}
-	set, err := variants.NewSet(r4, d2)
+		Class: catalog.Bitwise, Twin: "r4", Check: only128}
+	set, err := catalog.NewSet(r4, d2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestErrors(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		t.Run(name, func(t *testing.T) {
-			s, err := LoadWith(f, kernels)
+			s, err := Load(f, kernels)
 			if err == nil {
 				t.Fatalf("accepted: %+v", s)
 			}

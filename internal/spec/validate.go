@@ -14,9 +14,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/variants"
 )
 
 const (
@@ -30,7 +30,7 @@ const (
 
 // validate checks what spans sections: references between variants, the
 // landed configuration, kernels, expressions and the size of the sweep.
-func (d *decoder) validate(s *Spec, w *where, kernels variants.Set) {
+func (d *decoder) validate(s *Spec, w *where, kernels catalog.Set) {
 	d.shapes(s, w)
 	d.kernels(s, w, kernels)
 	d.engineKernels(s, w)
@@ -85,7 +85,7 @@ func isPath(k string) bool {
 
 // kernel resolves a kernel name: a path to a user kernel (returned
 // resolved against the spec's directory) or a built-in of the set.
-func (d *decoder) kernel(s *Spec, name string, at *yaml.Node, where string, kernels variants.Set) (*variants.Kernel, string, bool) {
+func (d *decoder) kernel(s *Spec, name string, at *yaml.Node, where string, kernels catalog.Set) (*catalog.Kernel, string, bool) {
 	if isPath(name) {
 		p := name
 		if !filepath.IsAbs(p) {
@@ -113,7 +113,7 @@ func (d *decoder) kernel(s *Spec, name string, at *yaml.Node, where string, kern
 	return k, "", ok
 }
 
-func (d *decoder) kernels(s *Spec, w *where, kernels variants.Set) {
+func (d *decoder) kernels(s *Spec, w *where, kernels catalog.Set) {
 	for i := range s.Variants {
 		v, vn := &s.Variants[i], w.variants[i]
 		where := fmt.Sprintf("variants[%d] (%s)", i, v.Name)
@@ -146,7 +146,7 @@ func (d *decoder) kernels(s *Spec, w *where, kernels variants.Set) {
 	}
 }
 
-func declared(k *variants.Kernel) string {
+func declared(k *catalog.Kernel) string {
 	names := []string{Splits}
 	for _, def := range k.Defines {
 		if def.Name != Splits {
