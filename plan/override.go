@@ -1,53 +1,46 @@
 package plan
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
-	"strings"
 
 	"github.com/ktune/ktune/internal/results"
 )
 
 // An Override changes what points measure, against their spec: for
 // cross-checks with an outside instrument (running under ncu, say) where
-// the gates or some probes would only add launches to the profile.
+// the gates or some probes would only add launches to the profile. The
+// builder applies it to each point before hashing, so an overridden point
+// gets its hash through the one path every point's hash takes (keys): its
+// record lacks gates or probes a full point has, so it must not stand in
+// for the full point when the directory is swept again without it.
 type Override struct {
-	Probes  []results.Probe // non-nil: measure these probes only
-	NoGates bool            // skip the numerics gates
+	Probes []results.Probe // non-nil: measure these probes only
+	// NoGates gates at one length only (the capacity), without the split
+	// boundaries and the bitwise twin: a point is never measured ungated.
+	NoGates bool
 }
 
-// Apply changes the points in place. A point it changes gets a new hash,
-// derived from the old one and the override: its record lacks gates or
-// probes a full point has, so it must not stand in for the full point
-// when the directory is swept again without the override.
-func (o Override) Apply(points []*Point) {
-	for _, p := range points {
-		var changed []string
-		if o.Probes != nil && !slices.Equal(o.Probes, p.Probes) {
-			p.Probes = slices.Clone(o.Probes)
-			ps := make([]string, len(o.Probes))
-			for i, pr := range o.Probes {
-				ps[i] = string(pr)
-			}
-			changed = append(changed, "probes="+strings.Join(ps, ","))
-		}
-		if o.NoGates && (len(p.GateNKV) > 0 || p.Twin != nil) {
-			p.GateNKV, p.Twin = nil, nil
-			changed = append(changed, "no-gates")
-		}
-		if len(changed) > 0 {
-			p.Hash = Rehash(p.Hash, strings.Join(changed, ";"))
-		}
+// apply changes one point before it is hashed.
+func (o Override) apply(p *Point) {
+	if o.Probes != nil {
+		p.Probes = slices.Clone(o.Probes)
+	}
+	if o.NoGates {
+		p.GateNKV, p.Twin = nil, nil
 	}
 }
 
-// Rehash derives a hash of the same length as old (at least 16 hex digits).
-func Rehash(old, change string) string {
-	sum := sha256.Sum256([]byte(old + "\x00" + change))
-	h := hex.EncodeToString(sum[:])
-	if n := len(old); n >= 16 && n < len(h) {
-		h = h[:n]
+// WithSamples returns a copy of p that takes exactly n samples (at most the
+// spec's maximum), hashed through keys like every point: its record has
+// fewer samples than a full one and must never stand in for it. The
+// screening rounds of a search measure such copies.
+func (p *Point) WithSamples(n int) *Point {
+	q := *p
+	if q.Measure.MaxSamples > 0 {
+		n = min(n, q.Measure.MaxSamples)
 	}
-	return h
+	q.Measure.MinSamples, q.Measure.MaxSamples = n, n
+	b := builder{arch: p.arch}
+	q.GateKey, q.Hash = b.keys(&q)
+	return &q
 }

@@ -74,12 +74,17 @@ func compileFlags(v *spec.Variant) []string {
 // probes. Point.GateKey is the same without nkv, the measure settings and
 // the probes: the gates of points that share it run once. The Landed mark
 // is derived from the spec on every run and is not hashed.
-func Build(s *spec.Spec, arch string) (*Plan, error) { return BuildFrom(s, arch, kernels.FS) }
+func Build(s *spec.Spec, arch string) (*Plan, error) { return BuildFrom(s, arch, kernels.FS, Override{}) }
+
+// BuildWith is Build with an Override of what the points measure.
+func BuildWith(s *spec.Spec, arch string, over Override) (*Plan, error) {
+	return BuildFrom(s, arch, kernels.FS, over)
+}
 
 // BuildFrom is Build reading built-in kernel sources and headers from files
 // (a test passes its own).
-func BuildFrom(s *spec.Spec, arch string, files fs.FS) (*Plan, error) {
-	b := &builder{s: s, arch: arch, files: files, text: map[string]string{}, memo: map[string]*Point{}, arms: map[*spec.Arm]*spec.Variant{}}
+func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, error) {
+	b := &builder{s: s, arch: arch, files: files, over: over, text: map[string]string{}, memo: map[string]*Point{}, arms: map[*spec.Arm]*spec.Variant{}}
 	if err := b.loadHeaders(); err != nil {
 		return nil, err
 	}
@@ -183,6 +188,7 @@ func (b *builder) armVariant(v *spec.Variant, a *spec.Arm) *spec.Variant {
 
 type builder struct {
 	s     *spec.Spec
+	over  Override
 	arch  string
 	files fs.FS
 	// headers is every *.cuh of files; a point's Source carries those its
@@ -329,6 +335,8 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, tv.Name, pt.IO, pt.Twin.IO)
 		}
 	}
+	b.over.apply(pt)
+	pt.arch = b.arch
 	pt.GateKey, pt.Hash = b.keys(pt)
 	b.memo[id] = pt
 	return pt, nil

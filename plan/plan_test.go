@@ -61,7 +61,7 @@ func load(t *testing.T, path string, kernels catalog.Set) *spec.Spec {
 
 func build(t *testing.T, path string) *Plan {
 	t.Helper()
-	p, err := BuildFrom(load(t, path, testKernels(t)), "sm_90", fixedFS)
+	p, err := BuildFrom(load(t, path, testKernels(t)), "sm_90", fixedFS, Override{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestSliceGolden(t *testing.T) {
 		}
 	}
 	s := load(t, "../experiments/slice.yaml", variants.Builtins())
-	p, err := BuildFrom(s, "sm_90", fixedFS)
+	p, err := BuildFrom(s, "sm_90", fixedFS, Override{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestTwins(t *testing.T) {
 	s.Variants[0].DefineOrder = []string{"NR"}
 	s.Variants[1].Defines = map[string][]string{"NR": {"4"}}
 	s.Variants[1].DefineOrder = []string{"NR"}
-	q, err := BuildFrom(s, "sm_90", fixedFS)
+	q, err := BuildFrom(s, "sm_90", fixedFS, Override{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := BuildFrom(s, "sm_90", fixedFS)
+	p, err := BuildFrom(s, "sm_90", fixedFS, Override{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := BuildFrom(s, "sm_90", fixedFS)
+	q, err := BuildFrom(s, "sm_90", fixedFS, Override{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,13 +386,13 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = BuildFrom(s, "sm_90", fixedFS)
+	_, err = BuildFrom(s, "sm_90", fixedFS, Override{})
 	want := `testdata/inline.yaml:6:5: variant u, shape s, SPLITS=8 WARPS=3, nkv 100: block[0] "64 / (WARPS - 3)": col 4: division by zero`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v\nwant    %s", err, want)
 	}
 	s.Variants[0].Block = []string{"WARPS - 2"} // 0 at WARPS=2
-	_, err = BuildFrom(s, "sm_90", fixedFS)
+	_, err = BuildFrom(s, "sm_90", fixedFS, Override{})
 	if err == nil || !strings.Contains(err.Error(), `block[0] "WARPS - 2": 0 is outside 1..2147483647`) {
 		t.Errorf("error %v, want a launch dimension below 1 refused", err)
 	}
@@ -578,7 +578,7 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := BuildFrom(s, "sm_90", fixedFS)
+	p, err := BuildFrom(s, "sm_90", fixedFS, Override{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,7 +654,7 @@ func TestHeadersFollowIncludes(t *testing.T) {
 	for k, v := range fixedFS {
 		extra[k] = v
 	}
-	p, err := BuildFrom(load(t, "testdata/mixed.yaml", testKernels(t)), "sm_90", extra)
+	p, err := BuildFrom(load(t, "testdata/mixed.yaml", testKernels(t)), "sm_90", extra, Override{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,6 +101,10 @@ type Point struct {
 	// captured graph, which keeps the grid of its capture, disagrees with
 	// them and the replay gate fails, as it must for such a kernel.
 	Geometry *Geometry `json:",omitempty"`
+
+	// arch is the architecture the point was hashed for, so that a copy
+	// with other measure settings (WithSamples) is hashed the same way.
+	arch string
 }
 
 // Geometry is a partial grid as expressions, with the symbols they read

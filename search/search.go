@@ -342,19 +342,10 @@ func screenRound(ctx context.Context, b plan.Backend, ro sweep.RunOptions, confi
 	return sweep.Run(ctx, annotate(b, note), sp, ro)
 }
 
-// screenPoint returns a copy of p that takes exactly n samples, with a
-// hash of its own: its record has fewer samples than a full one and must
-// never stand in for it. The hash does not name the round, so that a
-// search run again with other --rounds still finds its screenings.
-func screenPoint(p *plan.Point, n int) *plan.Point {
-	q := *p
-	if q.Measure.MaxSamples > 0 {
-		n = min(n, q.Measure.MaxSamples)
-	}
-	q.Measure.MinSamples, q.Measure.MaxSamples = n, n
-	q.Hash = plan.Rehash(p.Hash, fmt.Sprintf("screen samples=%d", n))
-	return &q
-}
+// screenPoint is the point p measured with exactly n samples. Its hash
+// does not name the round, so that a search run again with other --rounds
+// still finds its screenings.
+func screenPoint(p *plan.Point, n int) *plan.Point { return p.WithSamples(n) }
 
 // screen decides which configurations survive a screening round. At each
 // shape and nkv, a configuration is dropped when its samples are

@@ -424,32 +424,6 @@ func TestParseProbes(t *testing.T) {
 	}
 }
 
-func TestOverrideRehashesChangedPoints(t *testing.T) {
-	pl := testPlan(2)
-	orig := planHashes(pl, 0, 1)
-	plan.Override{Probes: []results.Probe{results.ProbeCold}}.Apply(pl.Points)
-	same(t, "hashes after a no-op override", planHashes(pl, 0, 1), orig)
-
-	plan.Override{NoGates: true}.Apply(pl.Points)
-	h1 := planHashes(pl, 0, 1)
-	if h1[0] == orig[0] || h1[1] == orig[1] || h1[0] == h1[1] || len(h1[0]) != len(orig[0]) {
-		t.Errorf("no-gates hashes %v from %v: want new, distinct, same length", h1, orig)
-	}
-	if pl.Points[0].GateNKV != nil {
-		t.Error("gates kept")
-	}
-	// Deterministic: the same override on the same point gives the same
-	// hash, so a no-gates sweep resumes like any other.
-	pl2 := testPlan(2)
-	plan.Override{NoGates: true}.Apply(pl2.Points)
-	same(t, "second derivation", planHashes(pl2, 0, 1), h1)
-
-	plan.Override{Probes: []results.Probe{results.ProbeHot}}.Apply(pl.Points)
-	if pl.Points[0].Hash == h1[0] || pl.Points[0].Probes[0] != results.ProbeHot {
-		t.Error("probe override did not change the point")
-	}
-}
-
 // TestProgressGolden pins both progress displays on a run with a passing,
 // a gate-failing and an unrecorded point.
 func TestProgressGolden(t *testing.T) {

@@ -260,12 +260,12 @@ func (bn *bench) close() {
 // when set) are validated before the GPU is touched: a mistake in the file
 // is reported in a second, on any machine.
 func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlags, bs backendSpec, deps sweepDeps,
-	check func(draft *plan.Plan) error) (*bench, error) {
+	over plan.Override, check func(draft *plan.Plan) error) (*bench, error) {
 	s, err := loadSpec(path)
 	if err != nil {
 		return nil, err
 	}
-	draft, err := plan.Build(s, "")
+	draft, err := plan.BuildWith(s, "", over)
 	if err != nil {
 		return nil, planError(path, err)
 	}
@@ -311,7 +311,7 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 		bn.close()
 		return nil, interruptedOr(ctx, fmt.Errorf("describing %s: %w"+needs, bn.where, err))
 	}
-	if bn.plan, err = plan.Build(s, bn.env.Arch); err != nil {
+	if bn.plan, err = plan.BuildWith(s, bn.env.Arch, over); err != nil {
 		bn.close()
 		return nil, withCode(exitUsage, err)
 	}

@@ -192,7 +192,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 		shard = &sh
 	}
 
-	bn, err := openBench(ctx, stderr, pos[0], f.backendFlags, bs, deps, func(draft *plan.Plan) error {
+	bn, err := openBench(ctx, stderr, pos[0], f.backendFlags, bs, deps, over, func(draft *plan.Plan) error {
 		if filter != nil {
 			if err := filter.Check(draft.Points); err != nil {
 				return usageErrorf("--only: %v", err)
@@ -205,7 +205,6 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	}
 	defer bn.close()
 	s, pl, env, where := bn.spec, bn.plan, bn.env, bn.where
-	over.Apply(pl.Points)
 
 	// A shard is cut from the whole plan, before --only, so that every
 	// machine of a job array deals the same groups whatever it selects.

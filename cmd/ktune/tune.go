@@ -13,6 +13,7 @@ import (
 
 	"github.com/ktune/ktune/internal/dispatch"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/search"
 )
 
@@ -226,7 +227,7 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 	if err != nil {
 		return err
 	}
-	bn, err := openBench(ctx, stderr, specPath, f.backendFlags, bs, deps, nil)
+	bn, err := openBench(ctx, stderr, specPath, f.backendFlags, bs, deps, plan.Override{}, nil)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,63 @@
+package plan
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// An override goes through plan building: the hashes it gives come from
+// keys, like every point's, and change exactly when what the point
+// measures changes.
+func TestOverrideHashesThroughKeys(t *testing.T) {
+	s := load(t, "testdata/mixed.yaml", testKernels(t))
+	build := func(o Override) *Plan {
+		t.Helper()
+		p, err := BuildFrom(s, "sm_90", fixedFS, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hashes := func(p *Plan) []string {
+		var out []string
+		for _, pt := range p.Points {
+			out = append(out, pt.Hash)
+		}
+		return out
+	}
+	base := build(Override{})
+	var same []results.Probe
+	for _, name := range s.Probes {
+		same = append(same, results.Probe(name))
+	}
+	if got := hashes(build(Override{Probes: same})); !slices.Equal(got, hashes(base)) {
+		t.Error("an override that changes nothing changed the hashes")
+	}
+	ng := build(Override{NoGates: true})
+	for i, pt := range ng.Points {
+		if pt.Hash == base.Points[i].Hash || pt.GateNKV != nil || pt.Twin != nil {
+			t.Errorf("no-gates point %d: hash %s (was %s), gate lengths %v, twin %v", i, pt.Hash, base.Points[i].Hash, pt.GateNKV, pt.Twin != nil)
+		}
+	}
+	if !slices.Equal(hashes(build(Override{NoGates: true})), hashes(ng)) {
+		t.Error("the same override gave other hashes a second time: a no-gates sweep would not resume")
+	}
+	hot := build(Override{Probes: []results.Probe{results.ProbeHot}})
+	if hot.Points[0].Hash == base.Points[0].Hash || !slices.Equal(hot.Points[0].Probes, []results.Probe{results.ProbeHot}) {
+		t.Error("a probe override did not change the point")
+	}
+	// A screening copy is hashed the same way: distinct per sample count,
+	// stable, and never above the spec's maximum.
+	p := base.Points[0]
+	a, b := p.WithSamples(3), p.WithSamples(4)
+	if a.Hash == p.Hash || a.Hash == b.Hash || a.Hash != p.WithSamples(3).Hash {
+		t.Errorf("screening hashes %s %s of %s: want distinct and stable", a.Hash, b.Hash, p.Hash)
+	}
+	if max := p.Measure.MaxSamples; max > 0 {
+		if c := p.WithSamples(max + 10); c.Measure.MaxSamples != max {
+			t.Errorf("screening above the maximum %d takes %d", max, c.Measure.MaxSamples)
+		}
+	}
+}
