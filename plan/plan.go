@@ -26,6 +26,15 @@ type Plan struct {
 	Warnings []string
 }
 
+// Configs returns the configurations of the plan's points, in order.
+func (p *Plan) Configs() []*results.Config {
+	out := make([]*results.Config, len(p.Points))
+	for i, pt := range p.Points {
+		out[i] = &pt.Config
+	}
+	return out
+}
+
 // A Skip is a combination of a variant's defines and a shape that its
 // kernel cannot run, with the kernel's reason. Skips are reported, not
 // errors: a sweep space usually holds a few combinations that one kernel

@@ -38,15 +38,15 @@ const (
 // GateOptions says what to gate against what.
 type GateOptions struct {
 	Candidate string // variant name
-	// Defines restricts the candidate to the configurations with these
-	// define values (e.g. SPLITS=64): how to gate one configuration of a
-	// swept candidate. Unset: every configuration takes part and at each
-	// point the fastest one is compared.
-	Defines map[string]string
+	// Only restricts the candidate to the configurations it selects (e.g.
+	// SPLITS=64), in ktune's one filter syntax: how to gate one
+	// configuration of a swept candidate. Nil: every configuration takes
+	// part and at each point the fastest one is compared.
+	Only *results.Filter
 	// Against is the baseline variant; empty means the landed records.
 	Against string
-	// AgainstDefines restricts the baseline the same way.
-	AgainstDefines map[string]string
+	// AgainstOnly restricts the baseline the same way.
+	AgainstOnly *results.Filter
 	// Threshold is the tolerated slowdown (0.02 = 2%) of a significant
 	// difference.
 	Threshold float64
@@ -146,11 +146,11 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 	if opts.Against != "" {
 		res.Baseline = opts.Against
 	}
-	if len(opts.Defines) > 0 {
-		res.Candidate += " " + definesText(opts.Defines)
+	if opts.Only != nil {
+		res.Candidate += " " + strings.ReplaceAll(opts.Only.String(), ",", " ")
 	}
-	if len(opts.AgainstDefines) > 0 {
-		res.Baseline += " " + definesText(opts.AgainstDefines)
+	if opts.AgainstOnly != nil {
+		res.Baseline += " " + strings.ReplaceAll(opts.AgainstOnly.String(), ",", " ")
 	}
 	var cand, base []Row
 	rep, err := Build(recs, Options{})
@@ -158,14 +158,14 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 		return nil, fmt.Errorf("gating: %w", err)
 	}
 	for _, r := range rep.Rows {
-		if r.Variant == opts.Candidate && definesMatch(r.Config(), opts.Defines) {
+		if r.Variant == opts.Candidate && opts.Only.Match(r.Config()) {
 			cand = append(cand, r)
 		}
 		isBase := r.Landed
 		if opts.Against != "" {
 			isBase = r.Variant == opts.Against
 		}
-		if isBase && definesMatch(r.Config(), opts.AgainstDefines) {
+		if isBase && opts.AgainstOnly.Match(r.Config()) {
 			base = append(base, r)
 		}
 	}
@@ -213,24 +213,6 @@ func anyPoint(ps []GatePoint) bool {
 		}
 	}
 	return false
-}
-
-func definesText(m map[string]string) string {
-	var parts []string
-	for k, v := range m {
-		parts = append(parts, k+"="+v)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, " ")
-}
-
-func definesMatch(c *results.Config, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := c.Define(k); !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 // checkNumerics judges each candidate configuration over all its records

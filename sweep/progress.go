@@ -146,7 +146,11 @@ func newLabeler(points []*plan.Point) *labeler {
 	l := &labeler{}
 	shapes := map[string]bool{}
 	values := map[string]map[string]bool{}
-	names := plan.DefineNames(points)
+	configs := make([]*results.Config, len(points))
+	for i, p := range points {
+		configs[i] = &p.Config
+	}
+	names := results.DefineNames(configs)
 	for _, p := range points {
 		shapes[p.Config.Shape.Name] = true
 		for _, n := range names {

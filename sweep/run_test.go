@@ -351,13 +351,13 @@ func TestRunNotRecordedReplay(t *testing.T) {
 
 func TestRunFilter(t *testing.T) {
 	pl := testPlan(6)
-	f, err := plan.ParseFilter("variant=d2, SPLITS=64")
+	f, err := results.ParseFilter("variant=d2, SPLITS=64")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := newRunEnv(t)
 	opts := e.opts()
-	opts.Filter = f.Match
+	opts.Filter = func(p *plan.Point) bool { return f.Match(&p.Config) }
 	rp := replay.New(recordsFor(pl))
 	sum, err := Run(context.Background(), rp, pl, opts)
 	if err != nil {
@@ -379,15 +379,15 @@ func TestFilterParseAndCheck(t *testing.T) {
 		{expr: "nkv=8192", match: []int{2, 3}},
 		{expr: "SPLITS=32|64,nkv=2048", match: []int{0, 1}},
 		{expr: "shape=7b,variant=d2,SPLITS=32", match: []int{0, 2, 4}},
-		{expr: "SPLIT=32", wantErr: `no point has a "SPLIT"; keys are variant, shape, nkv and the defines (HEAD_DIM, SPLITS)`},
-		{expr: "variant=r4", wantErr: `selects none of the 6 points`},
+		{expr: "SPLIT=32", wantErr: `no configuration has a "SPLIT"; keys are variant, shape, nkv and the defines (HEAD_DIM, SPLITS)`},
+		{expr: "variant=r4", wantErr: `selects none of the 6 configurations`},
 	}
 	for _, c := range cases {
-		f, err := plan.ParseFilter(c.expr)
+		f, err := results.ParseFilter(c.expr)
 		if err != nil {
 			t.Fatalf("%s: %v", c.expr, err)
 		}
-		err = f.Check(pl.Points)
+		err = f.Check(pl.Configs())
 		if c.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Errorf("%s: Check = %v, want %q", c.expr, err, c.wantErr)
@@ -399,7 +399,7 @@ func TestFilterParseAndCheck(t *testing.T) {
 		}
 		var got []int
 		for i, p := range pl.Points {
-			if f.Match(p) {
+			if f.Match(&p.Config) {
 				got = append(got, i)
 			}
 		}
@@ -408,8 +408,8 @@ func TestFilterParseAndCheck(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "variant", "=d2", "SPLITS="} {
-		if _, err := plan.ParseFilter(bad); err == nil {
-			t.Errorf("plan.ParseFilter(%q) accepted", bad)
+		if _, err := results.ParseFilter(bad); err == nil {
+			t.Errorf("results.ParseFilter(%q) accepted", bad)
 		}
 	}
 }

@@ -79,23 +79,23 @@ Examples:
 Flags:
 `
 
-// gateDefines collects repeated --define NAME=VALUE flags.
-type gateDefines map[string]string
+// gateFilter collects --only FILTER and repeated --define NAME=VALUE
+// flags (a shorthand for one term) into one filter.
+type gateFilter struct{ f **results.Filter }
 
-func (d gateDefines) String() string {
-	var parts []string
-	for k, v := range d {
-		parts = append(parts, k+"="+v)
+func (g gateFilter) String() string {
+	if g.f == nil {
+		return ""
 	}
-	return strings.Join(parts, ",")
+	return (*g.f).String()
 }
 
-func (d gateDefines) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" || v == "" {
-		return fmt.Errorf("want NAME=VALUE, got %q", s)
+func (g gateFilter) Set(s string) error {
+	f, err := results.ParseFilter(s)
+	if err != nil {
+		return err
 	}
-	d[k] = v
+	*g.f = (*g.f).And(f)
 	return nil
 }
 
@@ -108,11 +108,12 @@ type gateJSON struct {
 func runGate(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	opts := report.GateOptions{Defines: gateDefines{}}
+	var opts report.GateOptions
 	fs.StringVar(&opts.Candidate, "candidate", "", "candidate variant `NAME` (required)")
 	fs.StringVar(&opts.Against, "against", "", "baseline `VARIANT` instead of the landed records")
 	fs.Float64Var(&opts.Threshold, "threshold", 0.02, "tolerated significant slowdown (`fraction`, 0.02 = 2%)")
-	fs.Var(gateDefines(opts.Defines), "define", "gate only the candidate configuration with `NAME=VALUE` (repeatable)")
+	fs.Var(gateFilter{&opts.Only}, "only", "gate only the candidate configurations `FILTER` selects (the syntax of sweep --only: KEY=VALUE[|VALUE],...)")
+	fs.Var(gateFilter{&opts.Only}, "define", "gate only the candidate configuration with `NAME=VALUE` (repeatable; a shorthand for --only)")
 	probes := fs.String("probes", "", "gate only these `PROBES` (cold,hot,graph); default: every probe measured on both sides")
 	resultsDir := fs.String("results", "", "results `DIR` of the sweep of SPEC (second form)")
 	asJSON := fs.Bool("json", false, "print a machine-readable verdict only")
@@ -158,7 +159,7 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 		if err != nil {
 			return err
 		}
-		opts.Against, opts.AgainstDefines = s.Landed.Variant, s.Landed.Defines
+		opts.Against, opts.AgainstOnly = s.Landed.Variant, results.DefinesFilter(s.Landed.Defines)
 		// results.Load takes a sweep directory or a results file.
 		files = []string{*resultsDir}
 	}

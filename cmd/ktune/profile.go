@@ -146,7 +146,7 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, args []string, de
 	case steps < 1:
 		return usageErrorf("--steps: want ≥ 1, got %d", steps)
 	}
-	filter, err := plan.ParseFilter(only)
+	filter, err := results.ParseFilter(only)
 	if err != nil {
 		return usageErrorf("--only: %v", err)
 	}
@@ -160,7 +160,7 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, args []string, de
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	if err := filter.Check(pl.Points); err != nil {
+	if err := filter.Check(pl.Configs()); err != nil {
 		return usageErrorf("--only: %v", err)
 	}
 	self, err := deps.self()
@@ -190,7 +190,7 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, args []string, de
 	var rows []profileRow
 	n := 0
 	for _, p := range pl.Points {
-		if !filter.Match(p) {
+		if !filter.Match(&p.Config) {
 			continue
 		}
 		n++

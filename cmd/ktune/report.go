@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/ktune/ktune/internal/results"
@@ -92,6 +93,7 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	asJSON := fs.Bool("json", false, "write the report as JSON: DIR/report.json with -o, else stdout")
 	layers := fs.Int("layers", 0, "attention launches per decode step, for the projection")
 	stepMS := fs.Float64("step-ms", 0, "measured decode step with the landed kernel (`ms`), for the projection")
+	only := fs.String("only", "", "render only the records `FILTER` selects (the syntax of sweep --only: KEY=VALUE[|VALUE],...)")
 	var allowReplayed bool
 	registerAllowReplayed(fs, &allowReplayed)
 	fs.Usage = func() {
@@ -114,9 +116,25 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if (*layers > 0) != (*stepMS > 0) || *layers < 0 || *stepMS < 0 {
 		return usageErrorf("--layers and --step-ms go together, both positive")
 	}
+	var filter *results.Filter
+	if *only != "" {
+		if filter, err = results.ParseFilter(*only); err != nil {
+			return usageErrorf("--only: %v", err)
+		}
+	}
 	recs, sources, err := loadSourced(stderr, pos)
 	if err != nil {
 		return err
+	}
+	if filter != nil {
+		configs := make([]*results.Config, len(recs))
+		for i := range recs {
+			configs[i] = &recs[i].Config
+		}
+		if err := filter.Check(configs); err != nil {
+			return usageErrorf("--only: %v", err)
+		}
+		recs = slices.DeleteFunc(recs, func(r results.Record) bool { return !filter.Match(&r.Config) })
 	}
 	// Records of 'sweep --backend replay' are not measurements (replayed.go).
 	if err := refuseReplayed(stderr, recs, allowReplayed); err != nil {

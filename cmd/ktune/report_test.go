@@ -266,3 +266,29 @@ func TestReportInterrupted(t *testing.T) {
 		t.Errorf("an interrupted report left %d entries", len(ents))
 	}
 }
+
+// report --only takes the filter syntax of sweep --only; a key no record
+// has is a mistake, not an empty report.
+func TestReportOnly(t *testing.T) {
+	stdout, stderr, code := runCmd("report", h200Slice, "--json", "--only", "variant=d2,SPLITS=32")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var d report.Document
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range d.Rows {
+		if r.Variant != "d2" || r.Splits != 32 {
+			t.Errorf("row %s SPLITS=%d passed the filter variant=d2,SPLITS=32", r.Variant, r.Splits)
+		}
+	}
+	if len(d.Rows) == 0 {
+		t.Error("the filter selected nothing")
+	}
+	var o, e bytes.Buffer
+	err := run(&o, &e, []string{"report", h200Slice, "--json", "--only", "SPLIT=32"})
+	if exitCode(err) != exitUsage || err == nil || !strings.Contains(err.Error(), `no configuration has a "SPLIT"`) {
+		t.Errorf("unknown key: %v (exit %d)", err, exitCode(err))
+	}
+}

@@ -173,9 +173,9 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 			return usageErrorf("--probes: %v", err)
 		}
 	}
-	var filter *plan.Filter
+	var filter *results.Filter
 	if f.only != "" {
-		if filter, err = plan.ParseFilter(f.only); err != nil {
+		if filter, err = results.ParseFilter(f.only); err != nil {
 			return usageErrorf("--only: %v", err)
 		}
 	}
@@ -194,7 +194,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 
 	bn, err := openBench(ctx, stderr, pos[0], f.backendFlags, bs, deps, over, func(draft *plan.Plan) error {
 		if filter != nil {
-			if err := filter.Check(draft.Points); err != nil {
+			if err := filter.Check(draft.Configs()); err != nil {
 				return usageErrorf("--only: %v", err)
 			}
 		}
@@ -216,7 +216,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	for _, p := range pl.Points {
 		if selected(p) {
 			inShard++
-			if filter == nil || filter.Match(p) {
+			if filter.Match(&p.Config) {
 				chosen++
 			}
 		}
@@ -247,7 +247,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	opts.Force = f.force
 	switch {
 	case filter != nil:
-		opts.Filter = func(p *plan.Point) bool { return selected(p) && filter.Match(p) }
+		opts.Filter = func(p *plan.Point) bool { return selected(p) && filter.Match(&p.Config) }
 	case shard != nil:
 		opts.Filter = selected
 	}
