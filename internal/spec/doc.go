@@ -56,6 +56,7 @@
 //	    grid: [SPLITS, heads, batch]   # launch geometry: 1 to 3 expressions
 //	    block: [32 * WARPS]
 //	    shared: WARPS * (head_dim + 4) * 4
+//	    graph: never          # the engine never captures it in a CUDA graph
 //	  - name: hybrid          # a dispatch by context length instead of kernel:
 //	    dispatch:             # each nkv runs the first arm whose below exceeds it
 //	      - {below: 2048, kernel: d2, defines: {NR: 2}}
@@ -159,6 +160,18 @@
 // element must satisfy |out − ref| ≤ max_abs + max_rel·|ref| (numpy's
 // allclose rule), the normalised squared error Σ(out−ref)²/Σref² must be
 // ≤ nmse, and no output may be NaN or Inf.
+//
+// # Replay safety
+//
+// An engine captures its decode step in a CUDA graph once and replays it
+// while the context grows, so every kernel is gated for replay whatever
+// the probes: a pair is captured at a length below every split boundary
+// and replayed across the boundaries up to the capacity, each replay
+// compared with a fresh launch and with the oracle. A grid expression that
+// reads nkv fails that gate outright — a replay keeps the grid of its
+// capture — unless the variant says graph: never (the only value): the
+// engine launches this kernel fresh every step. Such a variant gets no
+// replay gate and no graph probe.
 //
 // # Dispatch
 //
