@@ -72,8 +72,13 @@ type Backend struct {
 	flagsDev  cuda.DevPtr
 	scratch   cuda.DevPtr // 16 bytes: ktune_clock's output, ktune_read_bw's sink
 
-	flush cuda.DevPtr
-	ws    *workspace
+	// gpu is what the orchestration uses of the device: cudaDevice{b} on a
+	// real one, a model of the kernels in tests.
+	gpu device
+
+	flush     cuda.DevPtr
+	haveFlush bool // the L2 flush buffer is allocated (and zeroed)
+	ws        *workspace
 
 	loaded map[string]*kernelPair  // by CUBIN key
 	gates  map[string]*gateVerdict // by Point.GateKey
@@ -97,6 +102,7 @@ func New(opts Options) (*Backend, error) {
 	if b.log == nil {
 		b.log = io.Discard
 	}
+	b.gpu = cudaDevice{b}
 	switch opts.CacheDir {
 	case "off":
 	case "":
