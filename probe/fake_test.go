@@ -79,11 +79,31 @@ type fakeDevice struct {
 	stopped   bool
 	passBytes int64
 
+	graphs                                                       int // captured and not destroyed
 	pairs, workspaces, frees, buffers, passes, reloads, captures int
+
+	// failAt makes the n-th call (1-based) of an operation fail with a
+	// non-sticky error; calls counts them.
+	failAt map[string]int
+	calls  map[string]int
+}
+
+// hit counts a call of op and returns the sticky error, or the injected
+// one when this is the call failAt names.
+func (f *fakeDevice) hit(op string) error {
+	if f.dead != nil {
+		return f.dead
+	}
+	f.calls[op]++
+	if n, ok := f.failAt[op]; ok && f.calls[op] == n {
+		return fmt.Errorf("fake %s: %w", op, errInvalid)
+	}
+	return nil
 }
 
 func newFakeDevice() *fakeDevice {
 	return &fakeDevice{models: map[string]fakeModel{}, kernels: map[*kernelPair]*fakeKernel{},
+		failAt: map[string]int{}, calls: map[string]int{},
 		next: 0x10000, freeMem: 1 << 40, bw: 4000, mhz: 1980, timedIdx: -1}
 }
 
@@ -104,10 +124,13 @@ func (f *fakeDevice) load(src plan.Source, c *results.Config, _ []string) (*kern
 }
 
 func (f *fakeDevice) reload(_ plan.Source, k *kernelPair) (*kernelPair, error) {
+	if err := f.hit("reload"); err != nil {
+		return nil, err
+	}
 	f.reloads++
 	n := &kernelPair{build: k.build, fns: map[string]*cuda.Function{}}
 	f.kernels[n] = &fakeKernel{m: f.kernels[k].m}
-	return n, f.dead
+	return n, nil
 }
 
 func (f *fakeDevice) unload(k *kernelPair) { delete(f.kernels, k) }
@@ -174,22 +197,25 @@ func (f *fakeDevice) alloc(n int64) (cuda.DevPtr, error) {
 func (f *fakeDevice) free(cuda.DevPtr) error { f.buffers--; return nil }
 
 func (f *fakeDevice) write(dst cuda.DevPtr, b []byte) error {
-	if f.dead != nil {
-		return f.dead
+	if err := f.hit("write"); err != nil {
+		return err
 	}
 	copy(f.at(dst), b)
 	return nil
 }
 
 func (f *fakeDevice) read(b []byte, src cuda.DevPtr) error {
-	if f.dead != nil {
-		return f.dead
+	if err := f.hit("read"); err != nil {
+		return err
 	}
 	copy(b, f.at(src))
 	return nil
 }
 
 func (f *fakeDevice) fill32(p cuda.DevPtr, v uint32, n int64) error {
+	if err := f.hit("fill32"); err != nil {
+		return err
+	}
 	buf := f.at(p)
 	for i := int64(0); i < n/4 && buf != nil; i++ {
 		binary.LittleEndian.PutUint32(buf[4*i:], v)
@@ -197,16 +223,16 @@ func (f *fakeDevice) fill32(p cuda.DevPtr, v uint32, n int64) error {
 	return f.dead
 }
 
-func (f *fakeDevice) sync() error { return f.dead }
+func (f *fakeDevice) sync() error { return f.hit("sync") }
 
 func (f *fakeDevice) readPass(_ cuda.DevPtr, n int64) error {
 	f.passes++
 	f.passBytes = n
-	return f.dead
+	return f.hit("readPass")
 }
 
 func (f *fakeDevice) clockSpin() (uint64, uint64, error) {
-	return uint64(f.mhz * 1000), 1_000_000, f.dead // cycles in 1 ms
+	return uint64(f.mhz * 1000), 1_000_000, f.hit("clockSpin") // cycles in 1 ms
 }
 
 // block starts timed sample number f.samples.
@@ -238,22 +264,26 @@ func (f *fakeDevice) blockerTimedOut() bool {
 func (f *fakeDevice) record(e event) error {
 	if e == evStop {
 		f.stopped = true
+		return f.hit("record stop")
 	}
-	return f.dead
+	return f.hit("record start")
 }
 
 func (f *fakeDevice) waitStop() error {
 	if f.blocked {
 		panic("fake device: waiting for the stop event behind an unreleased blocker")
 	}
-	return f.dead
+	return f.hit("waitStop")
 }
 
 // elapsedMS is the scripted sample inside a timed sample, else the time
 // a readPass takes at f.bw GB/s.
 func (f *fakeDevice) elapsedMS() (float64, error) {
+	if err := f.hit("elapsed"); err != nil {
+		return 0, err
+	}
 	if f.timedIdx < 0 {
-		return float64(f.passBytes) / f.bw / 1e6, f.dead
+		return float64(f.passBytes) / f.bw / 1e6, nil
 	}
 	i := f.timedIdx
 	f.timedIdx = -1
@@ -273,8 +303,8 @@ func (f *fakeDevice) positions(w *workspace, batch int) []int32 {
 }
 
 func (f *fakeDevice) launch(k *kernelPair, c *results.Config, g geometry, w *workspace) error {
-	if f.dead != nil {
-		return f.dead
+	if err := f.hit("launch"); err != nil {
+		return err
 	}
 	l := fakeLaunch{k, *c, g, w, f.positions(w, c.Shape.Batch)}
 	if f.capturing != nil {
@@ -324,18 +354,23 @@ func (g *fakeGraph) launch() error {
 	return nil
 }
 
-func (g *fakeGraph) destroy() {}
+func (g *fakeGraph) destroy() { g.f.graphs-- }
 
 func (f *fakeDevice) beginCapture() error {
+	if err := f.hit("beginCapture"); err != nil {
+		return err
+	}
 	f.captures++
 	f.capturing = &[]fakeLaunch{}
-	return f.dead
+	return nil
 }
 
 func (f *fakeDevice) endCapture() (graph, error) {
 	ls := f.capturing
 	f.capturing = nil
-	return &fakeGraph{f, *ls}, f.dead
+	g := &fakeGraph{f: f, launches: *ls}
+	f.graphs++
+	return g, f.hit("endCapture")
 }
 
 // execute computes the partial slots and out of one launch in float64.
