@@ -32,8 +32,8 @@ func (o Override) Apply(points []*Point) {
 			}
 			changed = append(changed, "probes="+strings.Join(ps, ","))
 		}
-		if o.NoGates && (len(p.GateNKV) > 0 || p.Twin != nil) {
-			p.GateNKV, p.Twin = nil, nil
+		if o.NoGates && (len(p.GateNKV) > 0 || len(p.ReplayNKV) > 0 || p.Twin != nil) {
+			p.GateNKV, p.Twin, p.CaptureNKV, p.ReplayNKV = nil, nil, 0, nil
 			changed = append(changed, "no-gates")
 		}
 		if len(changed) > 0 {
