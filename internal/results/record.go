@@ -164,7 +164,7 @@ type Resource struct {
 const (
 	GateTolerance = "tolerance" // vs the float64 CPU oracle
 	GateBitwise   = "bitwise"   // memcmp against the bitwise_with twin
-	GateReplay    = "replay"    // CUDA-graph replay at other nkv equals a fresh launch
+	GateReplay    = "replay"    // CUDA-graph replay at other nkv equals a fresh launch and the oracle
 	GateWritten   = "written"   // every output element written (poison check)
 	// GateDeterminism: the same launch twice gives the same bytes (a race
 	// or an atomic summation order shows here).
