@@ -192,16 +192,14 @@ func TestGPURunGateFailures(t *testing.T) {
 	if rec.Status != results.StatusGateFailed {
 		t.Errorf("unwritten idle splits: status %s", rec.Status)
 	}
+	// Which lengths fail is decided above the device (gates_test.go); here
+	// it is enough that the poison survived the real memset, launch and copy.
+	unwrittenSeen := false
 	for _, g := range rec.Gates {
-		// A sequence has idle splits when the last split starts at or past
-		// its length: (SPLITS−1)·ceil(n/SPLITS) ≥ n.
-		idle := false
-		for _, n := range gateLengths(g.NKV, 2) {
-			idle = idle || 7*((n+7)/8) >= n
-		}
-		if g.Kind == results.GateWritten && g.Pass == idle {
-			t.Errorf("written gate at nkv %d: pass %v (%s)", g.NKV, g.Pass, g.Detail)
-		}
+		unwrittenSeen = unwrittenSeen || (g.Kind == results.GateWritten && !g.Pass && g.DiffBytes > 0)
+	}
+	if !unwrittenSeen {
+		t.Error("no written gate saw the poison of an unwritten idle split")
 	}
 
 	p := refPoint(t, 100)
