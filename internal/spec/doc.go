@@ -294,7 +294,13 @@
 //
 // gates.nkv lists the context lengths the gates run at (each ≥ 1; the
 // planner adds the split boundaries of each point), seed seeds the random
-// inputs. measure: warmup ≥ 0 launches before the first sample; between
+// inputs. Every length runs on five input sets (uniform; peaked, with a
+// dominant key at each chunk's first and last row; large scores and V;
+// f16-subnormal V; K with outlier channels), each set walking the lengths
+// in its own order (ascending, descending, shuffled); on uniform data each
+// launch is repeated and must give the same bytes, and once on a freshly
+// loaded module. max_abs is for |V| ≤ 1 and scales with the largest |V|
+// of a set. measure: warmup ≥ 0 launches before the first sample; between
 // min_samples ≥ 1 and max_samples samples, stopping once the interquartile
 // range is within max_noise (a fraction in (0, 1)) of the median or when
 // budget runs out; hot_batch ≥ 1 launches per hot or graph sample; timeout
