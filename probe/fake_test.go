@@ -34,6 +34,7 @@ type fakeKernel struct {
 	m        fakeModel
 	seen     map[int]int // keepMax's device state, per sequence
 	launches int
+	prepared bool // resources ran: large dynamic shared memory is opted into
 }
 
 type fakeAlloc struct {
@@ -133,7 +134,10 @@ func (f *fakeDevice) reload(_ plan.Source, k *kernelPair) (*kernelPair, error) {
 
 func (f *fakeDevice) unload(k *kernelPair) { delete(f.kernels, k) }
 
-func (f *fakeDevice) resources(*kernelPair, geometry) ([]results.Resource, error) {
+func (f *fakeDevice) resources(k *kernelPair, _ geometry) ([]results.Resource, error) {
+	if fk := f.kernels[k]; fk != nil {
+		fk.prepared = true
+	}
 	return []results.Resource{{Kernel: "attn_partial", Registers: 40, LoadsBeforeChain: -1}}, f.dead
 }
 
@@ -326,6 +330,9 @@ func (f *fakeDevice) run(l fakeLaunch) error {
 	}
 	if fk.m.launchErr != nil {
 		return fk.m.launchErr
+	}
+	if l.g.shared > 48<<10 && !fk.prepared {
+		return fmt.Errorf("fake launch with %d bytes of dynamic shared memory before the opt-in: %w", l.g.shared, errInvalid)
 	}
 	f.pairs++
 	fk.launches++

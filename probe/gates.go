@@ -223,6 +223,11 @@ func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
 		return err
 	}
 	defer r.b.gpu.unload(k)
+	// For the side effect: a new module's functions need their own
+	// opt-in to large dynamic shared memory.
+	if _, err := r.b.gpu.resources(k, g); err != nil {
+		return fmt.Errorf("preparing a fresh module: %w", err)
+	}
 	fp, fo, err := r.runOnce(k, c, g, lengths)
 	if err != nil {
 		return fmt.Errorf("fresh-module gate at nkv %d, fresh module: %w", nkv, err)

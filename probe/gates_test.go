@@ -169,6 +169,18 @@ func TestFakeGridReadingNKV(t *testing.T) {
 	}
 }
 
+// TestFakeLargeShared: every module a point launches, the fresh one of
+// the fresh-module gate included, is opted into its dynamic shared memory.
+func TestFakeLargeShared(t *testing.T) {
+	f := newFakeDevice()
+	b := fakeBackend(t, f)
+	p := fakePoint("big", 100)
+	p.Config.SharedBytes = 64 << 10
+	if rec := run(t, b, p); rec.Status != results.StatusOK {
+		t.Errorf("%s: %s", rec.Status, rec.Error)
+	}
+}
+
 // TestFakeStateNeedsOrders: the kernel that keeps the longest length seen
 // passes an ascending walk on one set; the other orders catch it.
 func TestFakeStateNeedsOrders(t *testing.T) {
