@@ -397,7 +397,7 @@ func fakePoint(variant string, nkv int) *plan.Point {
 			Spec: "test", Variant: variant, Kernel: variant + ".cu", Shape: shape, NKV: nkv, Splits: 8,
 			Defines: results.Defines{{Name: "SPLITS", Value: "8"}},
 		},
-		Source:     plan.Source{Name: variant + ".cu", Partial: "attn_partial", Combine: "attn_combine"},
+		Source: plan.Source{Name: variant + ".cu", Partial: "attn_partial", Combine: "attn_combine"},
 		// The ABI's two launches; the fake runs its model, not the args.
 		Launches: []plan.Launch{
 			{Entry: "attn_partial", Grid: [3]int{8, 4, 2}, Block: [3]int{32, 1, 1}},

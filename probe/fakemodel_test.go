@@ -113,4 +113,3 @@ func (f *fakeDevice) execute(fk *fakeKernel, l fakeLaunch) {
 		binary.LittleEndian.PutUint32(ob, binary.LittleEndian.Uint32(ob)^1)
 	}
 }
-

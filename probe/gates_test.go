@@ -175,7 +175,7 @@ func TestFakeLargeShared(t *testing.T) {
 	f := newFakeDevice()
 	b := fakeBackend(t, f)
 	p := fakePoint("big", 100)
-	p.Config.SharedBytes = 64 << 10
+	p.Launches[0].Shared = 64 << 10
 	if rec := run(t, b, p); rec.Status != results.StatusOK {
 		t.Errorf("%s: %s", rec.Status, rec.Error)
 	}
