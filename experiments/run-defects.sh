@@ -7,7 +7,8 @@
 #    prints, per kernel: the gate expected to catch it, and where it was
 #    caught (status, failed gate kinds with their input sets, first detail);
 # 2. sweeps the seed experiments (SEEDS, default "slice"; every built-in is
-#    in SEEDS="slice splits staging multiwarp h200-frontier h200-fused")
+#    in SEEDS="slice splits staging multiwarp h200-frontier h200-fused";
+#    DEFECTS=0 skips step 1)
 #    with -v, only the points SEED_ONLY selects (default nkv=32768: the
 #    first point of every gate group, so every compiled kernel is gated
 #    once and timed once), and reports the gate phase per compiled kernel
@@ -22,7 +23,9 @@ mkdir -p "$out"
 k=./bin/ktune
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$out/cache}
 
-for s in defects ${SEEDS:-slice}; do
+specs="${SEEDS-slice}"
+[ "${DEFECTS:-1}" != 0 ] && specs="defects $specs"
+for s in $specs; do
   only=()
   [ "$s" != defects ] && [ -n "${SEED_ONLY-nkv=32768}" ] && only=(--only "${SEED_ONLY-nkv=32768}")
   t0=$(date +%s)
@@ -30,10 +33,10 @@ for s in defects ${SEEDS:-slice}; do
   echo "$s: exit $?, $(( $(date +%s) - t0 )) s" | tee -a "$out/wall.txt"
 done
 
-python3 - "$out" ${SEEDS:-slice} <<'PY' | tee "$out/summary.txt"
+python3 - "$out" $specs <<'PY' | tee "$out/summary.txt"
 import collections, json, re, sys
 
-out, seeds = sys.argv[1], sys.argv[2:]
+out, specs = sys.argv[1], sys.argv[2:]
 
 def records(spec):
     try:
@@ -53,7 +56,7 @@ expected = {
     "race": "determinism (probabilistic)",
 }
 by = collections.OrderedDict()
-for r in records("defects"):
+for r in (records("defects") if "defects" in specs else []):
     by.setdefault(r["config"]["variant"], []).append(r)
 print(f"{'defect':<11} {'expected gate':<52} caught where")
 for v, rs in by.items():
@@ -66,7 +69,7 @@ for v, rs in by.items():
 
 print()
 print("gate phase per compiled kernel (first point of each gate group; later points copy the verdict)")
-for spec in ["defects"] + seeds:
+for spec in specs:
     rs = records(spec)
     secs = [r.get("gate_sec", 0) for r in rs if r.get("gate_sec", 0) > 0.005]
     pairs = []
