@@ -51,6 +51,29 @@ func gateNKV(gates []int, splits, capacity int) []int {
 	return out
 }
 
+// replayNKV returns the replay gate's lengths: the capture length and the
+// replays, in the order they run. The capture is at 1 row, below every
+// split boundary (a grid that reads nkv is then at its smallest). The
+// replays climb across the boundaries (SPLITS−1 rows: idle splits;
+// SPLITS+1 and 2·SPLITS+1: the chunk grows by one, the tail splits go
+// idle), past the longest gate length and up to the capacity, then drop
+// back to SPLITS+1: a kernel that keeps the longest length seen in device
+// memory walks the capacity's rows there. Every replay at or below the
+// longest gate length is also checked against the oracle, so all but the
+// capacity are chosen there.
+func replayNKV(gates []int, splits, capacity int) (capture int, replays []int) {
+	most := 0
+	for _, n := range gates {
+		most = max(most, n)
+	}
+	for _, n := range []int{splits - 1, splits + 1, 2*splits + 1, most, capacity, splits + 1} {
+		if n >= 1 && n <= capacity && (len(replays) == 0 || replays[len(replays)-1] != n) {
+			replays = append(replays, n)
+		}
+	}
+	return 1, replays
+}
+
 // keys computes the point's GateKey and Hash (see Build).
 func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	h := sha256.New()
@@ -81,10 +104,21 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	}
 	sh := c.Shape
 	field("shape", fmt.Sprintf("%s %d %d %d %s %d %d", sh.Name, sh.Heads, sh.KVHeads, sh.HeadDim, sh.KVDtype, sh.Batch, sh.Capacity))
-	field("geometry", fmt.Sprint(c.Grid, c.Block, c.SharedBytes, c.CombineGrid, c.CombineBlock))
+	if pt.Geometry != nil {
+		// The grid reads nkv: its expressions, not their value at this nkv,
+		// make the kernel, so that every length shares one gate verdict
+		// (the replay gate's failure included).
+		field("geometry", fmt.Sprint(pt.Geometry.Grid, c.Block, c.SharedBytes, c.CombineGrid, c.CombineBlock))
+	} else {
+		field("geometry", fmt.Sprint(c.Grid, c.Block, c.SharedBytes, c.CombineGrid, c.CombineBlock))
+	}
 	field("flags", strings.Join(pt.Flags, " "))
 	field("arch", b.arch)
 	field("gate-nkv", fmt.Sprint(pt.GateNKV))
+	field("replay-nkv", fmt.Sprint(pt.CaptureNKV, pt.ReplayNKV))
+	if pt.NeverCaptured {
+		field("graph", "never")
+	}
 	field("seed", strconv.FormatUint(pt.Seed, 10))
 	num("max-abs", pt.Tol.MaxAbs)
 	num("max-rel", pt.Tol.MaxRel)
@@ -112,6 +146,9 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	}
 	gateKey = digest(h)
 	field("nkv", strconv.Itoa(c.NKV))
+	if pt.Geometry != nil {
+		field("grid", fmt.Sprint(c.Grid))
+	}
 	m := pt.Measure
 	for _, x := range []float64{float64(m.Warmup), float64(m.MinSamples), float64(m.MaxSamples), m.MaxNoise,
 		m.BudgetSec, float64(m.HotBatch), m.TimeoutSec} {

@@ -26,7 +26,7 @@ func (o Override) apply(p *Point) {
 		p.Probes = slices.Clone(o.Probes)
 	}
 	if o.NoGates {
-		p.GateNKV, p.Twin = nil, nil
+		p.GateNKV, p.Twin, p.CaptureNKV, p.ReplayNKV = nil, nil, 0, nil
 	}
 }
 

@@ -37,7 +37,7 @@ func TestOverrideHashesThroughKeys(t *testing.T) {
 	}
 	ng := build(Override{NoGates: true})
 	for i, pt := range ng.Points {
-		if pt.Hash == base.Points[i].Hash || pt.GateNKV != nil || pt.Twin != nil {
+		if pt.Hash == base.Points[i].Hash || pt.GateNKV != nil || pt.Twin != nil || pt.ReplayNKV != nil || pt.CaptureNKV != 0 {
 			t.Errorf("no-gates point %d: hash %s (was %s), gate lengths %v, twin %v", i, pt.Hash, base.Points[i].Hash, pt.GateNKV, pt.Twin != nil)
 		}
 	}

@@ -322,7 +322,8 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	pt := &Point{
 		Index: -1, Config: cfg, Source: src, Flags: compileFlags(v), IO: ioOf(v),
 		GateNKV: gateNKV(g.NKV, splits, sh.Capacity), Seed: g.Seed,
-		Tol: Tolerance{MaxAbs: g.MaxAbs, MaxRel: g.MaxRel, NMSE: g.NMSE},
+		NeverCaptured: v.NeverCaptured,
+		Tol:           Tolerance{MaxAbs: g.MaxAbs, MaxRel: g.MaxRel, NMSE: g.NMSE},
 		Measure: Measure{Warmup: m.Warmup, MinSamples: m.MinSamples, MaxSamples: m.MaxSamples, MaxNoise: m.MaxNoise,
 			BudgetSec: m.BudgetSec, HotBatch: m.HotBatch, TimeoutSec: m.TimeoutSec},
 		Landed:   b.landed(v, defs),
@@ -344,6 +345,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, tv.Name, pt.IO, pt.Twin.IO)
 		}
 	}
+	pt.CaptureNKV, pt.ReplayNKV = replayNKV(pt.GateNKV, splits, sh.Capacity)
 	b.over.apply(pt)
 	pt.arch = b.arch
 	pt.GateKey, pt.Hash = b.keys(pt)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -445,6 +446,9 @@ func TestHashSensitivity(t *testing.T) {
 		{"tolerance", func(p *Point, _ *builder) { p.Tol.NMSE = 1e-7 }, true},
 		{"numerics class", func(p *Point, _ *builder) { p.Config.BitwiseWith = "" }, true},
 		{"twin", func(p *Point, _ *builder) { p.Twin.GateKey = "0000000000000000" }, true},
+		{"replay nkv", func(p *Point, _ *builder) { p.ReplayNKV = append(slices.Clone(p.ReplayNKV), 3) }, true},
+		{"capture nkv", func(p *Point, _ *builder) { p.CaptureNKV++ }, true},
+		{"graph never", func(p *Point, _ *builder) { p.NeverCaptured = true }, true},
 		{"nkv", func(p *Point, _ *builder) { p.Config.NKV++ }, false},
 		{"measure", func(p *Point, _ *builder) { p.Measure.MaxNoise = 0.05 }, false},
 		{"budget", func(p *Point, _ *builder) { p.Measure.BudgetSec = 3 }, false},

@@ -89,12 +89,24 @@ type Point struct {
 	// group. Backends may cache gate verdicts by it.
 	GateKey string
 	GateNKV []int // context lengths at which the gates run
-	Seed    uint64
-	Tol     Tolerance
-	Twin    *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
-	Probes  []results.Probe
-	Measure Measure
-	Landed  bool // this point is the landed kernel's configuration
+	// CaptureNKV and ReplayNKV are the replay gate's lengths: one pair is
+	// captured in a CUDA graph at CaptureNKV, below every split boundary,
+	// and replayed at each ReplayNKV in order, across the boundaries up to
+	// the capacity and back down. Replay safety is a property of the
+	// compiled kernel, so the replay gate runs whatever the probes.
+	CaptureNKV int
+	ReplayNKV  []int
+	// NeverCaptured is set when the spec says the engine never captures
+	// this kernel in a CUDA graph (variant key graph: never): the replay
+	// gate and the graph probe are then skipped, and a grid that reads nkv
+	// is allowed.
+	NeverCaptured bool `json:",omitempty"`
+	Seed          uint64
+	Tol           Tolerance
+	Twin          *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
+	Probes        []results.Probe
+	Measure       Measure
+	Landed        bool // this point is the landed kernel's configuration
 	// Geometry is set only when the partial grid reads nkv. The gates then
 	// launch fresh at each length with the grid that length gives — what an
 	// engine that recomputes its launch every step would do — so that a

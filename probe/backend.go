@@ -72,8 +72,13 @@ type Backend struct {
 	flagsDev  cuda.DevPtr
 	scratch   cuda.DevPtr // 16 bytes: ktune_clock's output, ktune_read_bw's sink
 
-	flush cuda.DevPtr
-	ws    *workspace
+	// gpu is what the orchestration uses of the device: cudaDevice{b} on a
+	// real one, a model of the kernels in tests.
+	gpu device
+
+	flush     cuda.DevPtr
+	haveFlush bool // the L2 flush buffer is allocated (and zeroed)
+	ws        *workspace
 
 	loaded map[string]*kernelPair  // by CUBIN key
 	gates  map[string]*gateVerdict // by Point.GateKey
@@ -97,6 +102,7 @@ func New(opts Options) (*Backend, error) {
 	if b.log == nil {
 		b.log = io.Discard
 	}
+	b.gpu = cudaDevice{b}
 	switch opts.CacheDir {
 	case "off":
 	case "":
@@ -162,48 +168,67 @@ func (b *Backend) open() error {
 
 // describe fills the static part of the Env from device attributes.
 func (b *Backend) describe() error {
-	e := &b.env
-	e.DeviceIndex = b.opts.Device
 	var err error
-	if e.Device, err = b.dev.Name(); err != nil {
-		return err
+	b.env, b.maxThreadsPerSM, err = describeEnv(b.dev, b.drv, b.nvrtc, b.opts.Device)
+	b.arch, b.nvrtcVersion = b.env.Arch, b.env.NVRTC
+	return err
+}
+
+// deviceInfo is what describeEnv reads of a device (cuda.Device).
+type deviceInfo interface {
+	Name() (string, error)
+	UUID() (string, error)
+	TotalMem() (int64, error)
+	Attr(cuda.DeviceAttr) (int, error)
+}
+
+// versioner is a library that reports its version (the driver, NVRTC).
+type versioner interface {
+	Version() (major, minor int, err error)
+}
+
+// describeEnv builds the static Env of device ordinal from its attributes
+// and the driver's and NVRTC's versions, with the device's thread limit
+// per SM. The architecture is sm_<major><minor> of the compute
+// capability, the form NVRTC's -arch takes; clocks come in kHz.
+func describeEnv(dev deviceInfo, drv, nvrtc versioner, ordinal int) (e results.Env, maxThreadsPerSM int, err error) {
+	e.DeviceIndex = ordinal
+	if e.Device, err = dev.Name(); err != nil {
+		return e, 0, err
 	}
-	if e.UUID, err = b.dev.UUID(); err != nil {
-		return err
+	if e.UUID, err = dev.UUID(); err != nil {
+		return e, 0, err
 	}
-	if e.MemBytes, err = b.dev.TotalMem(); err != nil {
-		return err
+	if e.MemBytes, err = dev.TotalMem(); err != nil {
+		return e, 0, err
 	}
 	attr := map[cuda.DeviceAttr]int{}
 	for _, a := range []cuda.DeviceAttr{
 		cuda.AttrMultiprocessorCount, cuda.AttrL2CacheSize, cuda.AttrClockRate, cuda.AttrMemoryClockRate,
 		cuda.AttrComputeCapabilityMajor, cuda.AttrComputeCapabilityMinor, cuda.AttrMaxThreadsPerMultiprocessor,
 	} {
-		if attr[a], err = b.dev.Attr(a); err != nil {
-			return err
+		if attr[a], err = dev.Attr(a); err != nil {
+			return e, 0, err
 		}
 	}
 	e.SMs = attr[cuda.AttrMultiprocessorCount]
 	e.L2Bytes = int64(attr[cuda.AttrL2CacheSize])
 	e.ClockMHz = float64(attr[cuda.AttrClockRate]) / 1000 // kHz
 	e.MemClockMHz = float64(attr[cuda.AttrMemoryClockRate]) / 1000
-	b.maxThreadsPerSM = attr[cuda.AttrMaxThreadsPerMultiprocessor]
-	b.arch = fmt.Sprintf("sm_%d%d", attr[cuda.AttrComputeCapabilityMajor], attr[cuda.AttrComputeCapabilityMinor])
-	e.Arch = b.arch
+	e.Arch = fmt.Sprintf("sm_%d%d", attr[cuda.AttrComputeCapabilityMajor], attr[cuda.AttrComputeCapabilityMinor])
 
-	maj, min, err := b.drv.Version()
+	maj, min, err := drv.Version()
 	if err != nil {
-		return err
+		return e, 0, err
 	}
 	e.Driver = fmt.Sprintf("%d.%d", maj, min)
-	if maj, min, err = b.nvrtc.Version(); err != nil {
-		return err
+	if maj, min, err = nvrtc.Version(); err != nil {
+		return e, 0, err
 	}
-	b.nvrtcVersion = fmt.Sprintf("%d.%d", maj, min)
-	e.NVRTC = b.nvrtcVersion
+	e.NVRTC = fmt.Sprintf("%d.%d", maj, min)
 	e.Host, _ = os.Hostname()
 	e.Ktune = buildVersion()
-	return nil
+	return e, attr[cuda.AttrMaxThreadsPerMultiprocessor], nil
 }
 
 // buildVersion names this ktune build (internal/buildinfo).
@@ -236,23 +261,26 @@ func (b *Backend) Env(ctx context.Context) (results.Env, error) {
 // Close releases everything the backend holds. After a sticky fault most
 // of these calls fail; the context release at the end is what matters.
 func (b *Backend) Close() error {
+	for _, k := range b.loaded {
+		b.gpu.unload(k)
+	}
+	b.loaded = nil
+	if b.ws != nil {
+		b.gpu.freeWorkspace(b.ws)
+		b.ws = nil
+	}
+	if b.haveFlush {
+		b.gpu.free(b.flush)
+		b.haveFlush, b.flush = false, 0
+	}
 	if b.ctx == nil {
 		return nil
 	}
-	for _, k := range b.loaded {
-		k.mod.Unload()
-	}
-	b.loaded = nil
 	if b.util != nil {
 		b.util.mod.Unload()
 	}
-	if b.ws != nil {
-		b.ws.free(b.ctx)
-	}
-	for _, p := range []cuda.DevPtr{b.flush, b.scratch} {
-		if p != 0 {
-			b.ctx.Free(p)
-		}
+	if b.scratch != 0 {
+		b.ctx.Free(b.scratch)
 	}
 	if b.hostFlags != nil {
 		b.ctx.FreeHost(b.hostFlags)

@@ -124,16 +124,6 @@ func TestGateAndReplayLengths(t *testing.T) {
 	if got := gateNKVs([]int{512}, 64); len(got) != 1 || got[0] != 64 {
 		t.Errorf("nothing fits: %v, want [64]", got)
 	}
-	r := replayNKVs(2048, 32, 4096)
-	for i, w := range []int{2048, 1, 31, 682, 4096} {
-		if r[i] != w {
-			t.Fatalf("replayNKVs = %v", r)
-		}
-	}
-	// Duplicates and out-of-range values drop out: SPLITS 2 gives 1 twice.
-	if r := replayNKVs(3, 2, 3); len(r) != 2 || r[0] != 3 || r[1] != 1 {
-		t.Errorf("replayNKVs(3, 2, 3) = %v", r)
-	}
 }
 
 func TestClockArithmetic(t *testing.T) {

@@ -3,8 +3,9 @@ package probe
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
-	"strings"
+	"time"
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/oracle"
@@ -16,9 +17,8 @@ func devOff(n int64) cuda.DevPtr { return cuda.DevPtr(n) }
 
 // A gateVerdict is the cached outcome of one GateKey's gates.
 type gateVerdict struct {
-	gates  []results.Gate
-	pass   bool
-	replay bool // the replay gate ran (only needed with the graph probe)
+	gates []results.Gate
+	pass  bool
 }
 
 // gateNKVs returns the gate lengths that fit the capacity, in order and
@@ -37,112 +37,251 @@ func gateNKVs(want []int, capacity int) []int {
 	return out
 }
 
+// gateOrder is the order the gate lengths run in for the i-th input set:
+// ascending, descending, then shuffled with the seed, in turn. One order
+// alone lets state kept on the device between launches through: a kernel
+// that remembers the longest length seen is right at every step of an
+// ascending walk.
+func gateOrder(nkvs []int, i int, seed uint64) []int {
+	out := slices.Clone(nkvs)
+	slices.Sort(out)
+	switch i % 3 {
+	case 1:
+		slices.Reverse(out)
+	case 2:
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		rng.Shuffle(len(out), func(a, b int) { out[a], out[b] = out[b], out[a] })
+	}
+	return out
+}
+
 // gate runs the gates of the point, or copies the verdict of an earlier
 // point with the same GateKey: the gates depend on the compiled kernel and
-// the shape, never on the timed nkv.
+// the shape, never on the timed nkv, and the first point of a group runs
+// all of them (the replay gate included, whatever the probes), so a
+// failure fails every point of the group.
 func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	b, p := r.b, r.p
-	needReplay := slices.Contains(p.Probes, results.ProbeGraph)
-	if v, ok := b.gates[p.GateKey]; ok && p.GateKey != "" && (v.replay || !needReplay) {
+	if v, ok := b.gates[p.GateKey]; ok && p.GateKey != "" {
 		r.rec.Gates = slices.Clone(v.gates)
 		return v.pass, nil
 	}
-	gates, err := r.numericGates(ctx)
-	if err != nil {
+	start, pairs := time.Now(), r.pairs
+	log := &gateLog{}
+	if err := r.numericGates(ctx, log); err != nil {
 		return false, err
 	}
-	if needReplay {
-		rg, err := r.replayGates(ctx)
-		if err != nil {
-			return false, err
-		}
-		gates = append(gates, rg...)
+	if err := r.freshGate(ctx, log); err != nil {
+		return false, err
 	}
-	v := &gateVerdict{gates: gates, pass: true, replay: needReplay}
-	for _, g := range gates {
+	if err := r.replayGates(ctx, log); err != nil {
+		return false, err
+	}
+	v := &gateVerdict{gates: log.gates, pass: true}
+	for _, g := range log.gates {
 		v.pass = v.pass && g.Pass
 	}
 	if p.GateKey != "" {
 		b.gates[p.GateKey] = v
 	}
-	r.rec.Gates = slices.Clone(gates)
+	r.rec.Gates = slices.Clone(log.gates)
+	b.logf("%s: gates: %d launch pairs, %d verdicts kept, pass %v, %.2fs",
+		p.Config.Variant, r.pairs-pairs, len(log.gates), v.pass, time.Since(start).Seconds())
 	return v.pass, nil
 }
 
+// A gateLog collects verdicts. Every verdict on the uniform set is kept,
+// as before there were other sets; on the other sets a record keeps every
+// failure and, per kind and buffer, the passing verdict closest to its
+// bound, so that a record carries the evidence without five copies of
+// every length.
+type gateLog struct {
+	gates []results.Gate
+	kept  map[string]int // index in gates of the kept pass, by kind/inputs/buffer
+}
+
+func (l *gateLog) add(g results.Gate) {
+	if !g.Pass || g.Inputs == "" || g.Inputs == string(oracle.SetUniform) {
+		l.gates = append(l.gates, g)
+		return
+	}
+	key := g.Kind + "/" + g.Inputs + "/" + g.Buffer
+	if l.kept == nil {
+		l.kept = map[string]int{}
+	}
+	if i, ok := l.kept[key]; ok {
+		if g.NMSE > l.gates[i].NMSE {
+			l.gates[i] = g
+		}
+		return
+	}
+	l.kept[key] = len(l.gates)
+	l.gates = append(l.gates, g)
+}
+
 // numericGates runs the written, tolerance and bitwise gates at every gate
-// length, on fresh inputs seeded with p.Seed.
-func (r *pointRun) numericGates(ctx context.Context) ([]results.Gate, error) {
-	b, p, c := r.b, r.p, &r.p.Config
+// length on every input set, each set walking the lengths in its own
+// order; on the uniform set each launch is also repeated and the two
+// compared byte for byte (a race or an atomic summation order shows as a
+// difference).
+func (r *pointRun) numericGates(ctx context.Context, log *gateLog) error {
+	p, s := r.p, r.p.Config.Shape
+	nkvs := gateNKVs(p.GateNKV, s.Capacity)
+	rows := slices.Max(nkvs)
+	for i, set := range oracle.Sets {
+		var in *oracle.Inputs
+		for _, nkv := range gateOrder(nkvs, i, p.Seed) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			lengths := gateLengths(nkv, s.Batch)
+			if in == nil || set.PerLength() {
+				var err error
+				if in, err = r.uploadSet(set, rows, lengths); err != nil {
+					return err
+				}
+			}
+			if err := r.checkAt(set, in, nkv, lengths, log, set == oracle.SetUniform); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkAt runs the point's kernel (and its twin) once at nkv on inputs in
+// and judges the outputs.
+func (r *pointRun) checkAt(set oracle.InputSet, in *oracle.Inputs, nkv int, lengths []int, log *gateLog, repeat bool) error {
+	p, c := r.p, &r.p.Config
+	s := c.Shape
+	tag := func(g results.Gate) results.Gate { g.Inputs = string(set); return g }
+	partial, out, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
+	if err != nil {
+		return fmt.Errorf("gate run at nkv %d (%s inputs): %w", nkv, set, err)
+	}
+	log.add(tag(writtenGate(nkv, p.Seed, partial, out, r.l.gatedSlots(s), s.HeadDim)))
+	ref, err := oracle.Reference(in, lengths)
+	if err != nil {
+		return err
+	}
+	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE})
+	m, err := oracle.Compare(floats(out), ref, bounds)
+	if err != nil {
+		return err
+	}
+	log.add(tag(toleranceGate(nkv, p.Seed, m, bounds)))
+	if repeat {
+		p2, o2, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
+		if err != nil {
+			return fmt.Errorf("repeated gate run at nkv %d: %w", nkv, err)
+		}
+		log.add(tag(bytesGate(results.GateDeterminism, nkv, p.Seed, partial, p2, out, o2,
+			"the same launch twice gave different bytes (a race, or an order of atomic updates)")))
+	}
+	if r.twin != nil {
+		tp, to, err := r.runOnce(r.twin, &p.Twin.Config, r.twinG, lengths)
+		if err != nil {
+			return fmt.Errorf("bitwise twin %s at nkv %d: %w", p.Twin.Config.Variant, nkv, err)
+		}
+		for _, x := range []struct {
+			name string
+			a, b []byte
+		}{{"partial", partial, tp}, {"out", out, to}} {
+			g := diffGate(results.GateBitwise, nkv, p.Seed, x.name, x.a, x.b)
+			g.Twin = p.Twin.Config.Variant
+			log.add(tag(g))
+		}
+	}
+	r.b.logf("%s: gates at nkv %d (%s): max_abs %.2g nmse %.2g", c.Variant, nkv, set, m.MaxAbs, m.NMSE)
+	return nil
+}
+
+// freshGate runs the shortest gate length once more on the module that
+// ran every gate so far and on a freshly loaded module of the same CUBIN:
+// their bytes must agree. A kernel that keeps state in __device__ memory
+// (the longest length seen, a counter) gives itself away here even when
+// each gate length alone looked right.
+func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, c := r.p, &r.p.Config
 	s := c.Shape
 	nkvs := gateNKVs(p.GateNKV, s.Capacity)
-	in, err := oracle.Generate(s, slices.Max(nkvs), p.Seed)
+	nkv := slices.Min(nkvs)
+	lengths := gateLengths(nkv, s.Batch)
+	if _, err := r.uploadSet(oracle.SetUniform, slices.Max(nkvs), lengths); err != nil {
+		return err
+	}
+	g := r.geometryAt(r.g, nkv)
+	op, oo, err := r.runOnce(r.k, c, g, lengths)
 	if err != nil {
-		return nil, fmt.Errorf("generating gate inputs: %w", err)
+		return fmt.Errorf("fresh-module gate at nkv %d: %w", nkv, err)
+	}
+	k, err := r.b.gpu.reload(p.Source, r.k)
+	if err != nil {
+		return err
+	}
+	defer r.b.gpu.unload(k)
+	// For the side effect: a new module's functions need their own
+	// opt-in to large dynamic shared memory.
+	if _, err := r.b.gpu.resources(k, g); err != nil {
+		return fmt.Errorf("preparing a fresh module: %w", err)
+	}
+	fp, fo, err := r.runOnce(k, c, g, lengths)
+	if err != nil {
+		return fmt.Errorf("fresh-module gate at nkv %d, fresh module: %w", nkv, err)
+	}
+	gate := bytesGate(results.GateFresh, nkv, p.Seed, fp, op, fo, oo,
+		"a freshly loaded module differs from the module that ran the gates (state kept in device memory between launches)")
+	gate.Inputs = string(oracle.SetUniform)
+	log.add(gate)
+	return nil
+}
+
+// bytesGate compares partial then out of two runs; why prefixes the detail
+// of a difference.
+func bytesGate(kind string, nkv int, seed uint64, pa, pb, oa, ob []byte, why string) results.Gate {
+	g := diffGate(kind, nkv, seed, "partial", pa, pb)
+	if g.Pass {
+		g = diffGate(kind, nkv, seed, "out", oa, ob)
+	}
+	if !g.Pass {
+		g.Detail = why + ": " + g.Detail
+	}
+	return g
+}
+
+// uploadSet generates one input set (rows rows per sequence; the peaked
+// set only as many as the longest length) and uploads it.
+func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*oracle.Inputs, error) {
+	p := r.p
+	if set.PerLength() {
+		rows = slices.Max(lengths)
+	}
+	in, err := oracle.GenerateSet(set, p.Config.Shape, rows, lengths, r.l.splits, p.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("generating %s gate inputs: %w", set, err)
 	}
 	if err := r.upload(in); err != nil {
 		return nil, err
 	}
-	bounds := oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE}
-	slots := r.l.gatedSlots(s)
-	var gates []results.Gate
-	for _, nkv := range nkvs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		lengths := gateLengths(nkv, s.Batch)
-		partial, out, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
-		if err != nil {
-			return nil, fmt.Errorf("gate run at nkv %d: %w", nkv, err)
-		}
-		gates = append(gates, writtenGate(nkv, p.Seed, partial, out, slots, s.HeadDim))
-
-		ref, err := oracle.Reference(in, lengths)
-		if err != nil {
-			return nil, err
-		}
-		m, err := oracle.Compare(floats(out), ref, bounds)
-		if err != nil {
-			return nil, err
-		}
-		gates = append(gates, toleranceGate(nkv, p.Seed, m, bounds))
-
-		if r.twin != nil {
-			tp, to, err := r.runOnce(r.twin, &p.Twin.Config, r.twinG, lengths)
-			if err != nil {
-				return nil, fmt.Errorf("bitwise twin %s at nkv %d: %w", p.Twin.Config.Variant, nkv, err)
-			}
-			for _, x := range []struct {
-				name string
-				a, b []byte
-			}{{"partial", partial, tp}, {"out", out, to}} {
-				g := diffGate(results.GateBitwise, nkv, p.Seed, x.name, x.a, x.b)
-				g.Twin = p.Twin.Config.Variant
-				gates = append(gates, g)
-			}
-		}
-		b.logf("%s: gates at nkv %d: max_abs %.2g nmse %.2g", c.Variant, nkv, m.MaxAbs, m.NMSE)
-	}
-	return gates, nil
+	return in, nil
 }
 
 // upload writes q and the generated rows of K and V; rows past in.Rows keep
 // the workspace's random fill (or an earlier gate's inputs, random too).
 func (r *pointRun) upload(in *oracle.Inputs) error {
-	b, w, s := r.b, r.ws, r.p.Config.Shape
-	// A synchronous copy does not order itself after work on a
-	// non-default stream: an earlier point's launches may still read q.
-	if err := b.stream.Synchronize(); err != nil {
-		return fmt.Errorf("waiting for the stream: %w", err)
-	}
+	d, w, s := r.b.gpu, r.ws, r.p.Config.Shape
 	// In the signature's q dtype and K/V layout (io.go).
-	if err := b.ctx.CopyHtoD(w.q, qUpload(r.l, in)); err != nil {
+	if err := d.write(w.q, qUpload(r.l, in)); err != nil {
 		return fmt.Errorf("uploading q: %w", err)
 	}
 	for _, cp := range kvCopies(r.l, s, in.Rows, in.KBytes, in.VBytes) {
-		if err := b.ctx.CopyHtoD(w.k+devOff(cp.dst), cp.k); err != nil {
+		if err := d.write(w.k+devOff(cp.dst), cp.k); err != nil {
 			return fmt.Errorf("uploading K: %w", err)
 		}
-		if err := b.ctx.CopyHtoD(w.v+devOff(cp.dst), cp.v); err != nil {
+		if err := d.write(w.v+devOff(cp.dst), cp.v); err != nil {
 			return fmt.Errorf("uploading V: %w", err)
 		}
 	}
@@ -170,10 +309,7 @@ func rowSpans(s results.Shape, rows int, rowBytes int64) []span {
 
 // setPositions writes the ABI's positions for lengths.
 func (r *pointRun) setPositions(lengths []int) error {
-	if err := r.b.stream.Synchronize(); err != nil {
-		return fmt.Errorf("waiting for the stream: %w", err)
-	}
-	if err := r.b.ctx.CopyHtoD(r.ws.positions, positionBytes(lengths)); err != nil {
+	if err := r.b.gpu.write(r.ws.positions, positionBytes(lengths)); err != nil {
 		return fmt.Errorf("uploading positions: %w", err)
 	}
 	return nil
@@ -181,11 +317,11 @@ func (r *pointRun) setPositions(lengths []int) error {
 
 // poison fills partial and out with the poison pattern.
 func (r *pointRun) poison() error {
-	b, w := r.b, r.ws
-	if err := b.ctx.MemsetD32Async(w.partial, poison, r.l.Partial/4, b.stream); err != nil {
+	d, w := r.b.gpu, r.ws
+	if err := d.fill32(w.partial, poison, r.l.Partial); err != nil {
 		return fmt.Errorf("poisoning partial: %w", err)
 	}
-	if err := b.ctx.MemsetD32Async(w.out, outPoison(r.l), r.l.Out/4, b.stream); err != nil {
+	if err := d.fill32(w.out, outPoison(r.l), r.l.Out); err != nil {
 		return fmt.Errorf("poisoning out: %w", err)
 	}
 	return nil
@@ -194,8 +330,8 @@ func (r *pointRun) poison() error {
 // readBack waits for the stream and copies partial and out back, trimmed
 // to their unaligned sizes.
 func (r *pointRun) readBack() (partial, out []byte, err error) {
-	b, w, s := r.b, r.ws, r.p.Config.Shape
-	if err := b.stream.Synchronize(); err != nil {
+	d, w, s := r.b.gpu, r.ws, r.p.Config.Shape
+	if err := d.sync(); err != nil {
 		return nil, nil, fmt.Errorf("running the kernels: %w", err)
 	}
 	// partial only when the signature declares the ABI's slots; out in
@@ -203,11 +339,11 @@ func (r *pointRun) readBack() (partial, out []byte, err error) {
 	partial = make([]byte, r.l.gatedSlots(s)*r.l.pstr*4)
 	out = make([]byte, outBytes(r.l, s))
 	if len(partial) > 0 {
-		if err := b.ctx.CopyDtoH(partial, w.partial); err != nil {
+		if err := d.read(partial, w.partial); err != nil {
 			return nil, nil, fmt.Errorf("reading partial: %w", err)
 		}
 	}
-	if err := b.ctx.CopyDtoH(out, w.out); err != nil {
+	if err := d.read(out, w.out); err != nil {
 		return nil, nil, fmt.Errorf("reading out: %w", err)
 	}
 	return partial, outToF32(r.l, out), nil
@@ -222,69 +358,8 @@ func (r *pointRun) runOnce(k *kernelPair, c *results.Config, g geometry, lengths
 	if err := r.poison(); err != nil {
 		return nil, nil, err
 	}
-	if err := r.b.launchPair(k, c, g, r.ws); err != nil {
+	if err := r.pair(k, c, g); err != nil {
 		return nil, nil, err
 	}
 	return r.readBack()
-}
-
-// writtenGate checks that the kernels overwrote every element the ABI
-// says they write: all of out, and p[0], p[1], p[4..4+head_dim) of every
-// partial slot (idle splits included: they must write −inf, 0, 0).
-func writtenGate(nkv int, seed uint64, partial, out []byte, slots, headDim int) results.Gate {
-	g := results.Gate{Kind: results.GateWritten, NKV: nkv, Seed: seed, FirstDiff: -1}
-	np, fp := unwritten(partial, partialWords(slots, headDim))
-	no, fo := unwritten(out, outWords(len(out)/4))
-	g.Pass = np == 0 && no == 0
-	g.DiffBytes = 4 * (np + no)
-	// The partial buffer is upstream of out: its first hole is the cause.
-	switch {
-	case np > 0:
-		g.Buffer, g.FirstDiff = "partial", fp
-	case no > 0:
-		g.Buffer, g.FirstDiff = "out", fo
-	}
-	if !g.Pass {
-		g.Detail = fmt.Sprintf("%d partial and %d out floats still hold the poison", np, no)
-		if np > 0 {
-			pstr := headDim + 4
-			word := fp / 4
-			g.Detail += fmt.Sprintf(" (first: slot %d word %d)", word/pstr, word%pstr)
-		}
-	}
-	return g
-}
-
-// toleranceGate judges the oracle metrics.
-func toleranceGate(nkv int, seed uint64, m oracle.Metrics, b oracle.Bounds) results.Gate {
-	g := results.Gate{
-		Kind: results.GateTolerance, NKV: nkv, Seed: seed, Pass: m.Pass(b),
-		MaxAbs: m.MaxAbs, MaxRel: m.MaxRel, NMSE: m.NMSE, NaNs: m.NaNs,
-	}
-	if g.Pass {
-		return g
-	}
-	var why []string
-	if m.NaNs > 0 {
-		why = append(why, fmt.Sprintf("%d NaN/Inf outputs", m.NaNs))
-	}
-	if m.Outside > 0 {
-		why = append(why, fmt.Sprintf("%d outputs outside |err| <= %.3g + %.3g*|ref| (worst %.3gx the bound; max_abs %.3g, max_rel %.3g)",
-			m.Outside, b.MaxAbs, b.MaxRel, m.Worst, m.MaxAbs, m.MaxRel))
-	}
-	if m.NMSE > b.NMSE {
-		why = append(why, fmt.Sprintf("nmse %.3g > %.3g", m.NMSE, b.NMSE))
-	}
-	g.Detail = strings.Join(why, ", ")
-	return g
-}
-
-// diffGate compares two buffers byte for byte.
-func diffGate(kind string, nkv int, seed uint64, buffer string, a, b []byte) results.Gate {
-	n, first := diffBytes(a, b)
-	g := results.Gate{Kind: kind, NKV: nkv, Seed: seed, Pass: n == 0, DiffBytes: n, FirstDiff: first, Buffer: buffer}
-	if n > 0 {
-		g.Detail = fmt.Sprintf("%d of %d %s bytes differ, first at byte %d", n, max(len(a), len(b)), buffer, first)
-	}
-	return g
 }

@@ -61,10 +61,13 @@ func refPoint(t *testing.T, nkv int, extra ...results.Define) *plan.Point {
 		Source:  plan.Source{Name: "ref.cu", Text: string(text), Partial: "attn_partial", Combine: "attn_combine"},
 		GateKey: key,
 		GateNKV: []int{1, 7, 8, 9, 29, 64, 65, 512, 1024, 5000},
-		Seed:    1,
-		Tol:     plan.Tolerance{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6},
-		Probes:  []results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph},
-		Measure: plan.Measure{Warmup: 2, MinSamples: 5, MaxSamples: 30, MaxNoise: 0.05, BudgetSec: 0.5, HotBatch: 10, TimeoutSec: 60},
+		// As the plan chooses them (plan.replayNKV) for SPLITS 8.
+		CaptureNKV: 1,
+		ReplayNKV:  []int{7, 9, 17, 1024, 9},
+		Seed:       1,
+		Tol:        plan.Tolerance{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6},
+		Probes:     []results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph},
+		Measure:    plan.Measure{Warmup: 2, MinSamples: 5, MaxSamples: 30, MaxNoise: 0.05, BudgetSec: 0.5, HotBatch: 10, TimeoutSec: 60},
 	}
 	complete(t, p)
 	return p
@@ -123,10 +126,14 @@ func TestGPURunGood(t *testing.T) {
 			t.Errorf("gate at nkv %d beyond the capacity", g.NKV)
 		}
 	}
-	// 9 gate lengths fit: written + tolerance + 2 bitwise each; replay at
-	// 700, 1, 7, 233, 1024.
-	if kinds["written"] != 9 || kinds["tolerance"] != 9 || kinds["bitwise"] != 18 || kinds["replay"] != 5 {
-		t.Errorf("gate counts %v", kinds)
+	// Which gates run is decided above the device and tested on the fake
+	// (gates_test.go); here every kind must have run through the driver:
+	// memsets, copies, a fresh module, a captured graph.
+	for _, k := range []string{results.GateWritten, results.GateTolerance, results.GateBitwise,
+		results.GateDeterminism, results.GateFresh, results.GateReplay} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s gate: %v", k, kinds)
+		}
 	}
 	if len(rec.Resources) != 2 || rec.Resources[0].Registers <= 0 || rec.Resources[0].Occupancy <= 0 {
 		t.Errorf("resources %+v", rec.Resources)
@@ -185,16 +192,14 @@ func TestGPURunGateFailures(t *testing.T) {
 	if rec.Status != results.StatusGateFailed {
 		t.Errorf("unwritten idle splits: status %s", rec.Status)
 	}
+	// Which lengths fail is decided above the device (gates_test.go); here
+	// it is enough that the poison survived the real memset, launch and copy.
+	unwrittenSeen := false
 	for _, g := range rec.Gates {
-		// A sequence has idle splits when the last split starts at or past
-		// its length: (SPLITS−1)·ceil(n/SPLITS) ≥ n.
-		idle := false
-		for _, n := range gateLengths(g.NKV, 2) {
-			idle = idle || 7*((n+7)/8) >= n
-		}
-		if g.Kind == results.GateWritten && g.Pass == idle {
-			t.Errorf("written gate at nkv %d: pass %v (%s)", g.NKV, g.Pass, g.Detail)
-		}
+		unwrittenSeen = unwrittenSeen || (g.Kind == results.GateWritten && !g.Pass && g.DiffBytes > 0)
+	}
+	if !unwrittenSeen {
+		t.Error("no written gate saw the poison of an unwritten idle split")
 	}
 
 	p := refPoint(t, 100)
@@ -275,10 +280,13 @@ func builtinPoint(t *testing.T, file string, nkv, splits int) *plan.Point {
 		Source:  src,
 		GateKey: name + sp,
 		GateNKV: []int{1, 29, 52, 512, 1641},
-		Seed:    1,
-		Tol:     plan.Tolerance{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6},
-		Probes:  []results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph},
-		Measure: plan.Measure{Warmup: 3, MinSamples: 10, MaxSamples: 200, MaxNoise: 0.03, BudgetSec: 1, HotBatch: 20, TimeoutSec: 120},
+		// As the plan chooses them (plan.replayNKV).
+		CaptureNKV: 1,
+		ReplayNKV:  []int{splits - 1, splits + 1, 2*splits + 1, 1641, 32768, splits + 1},
+		Seed:       1,
+		Tol:        plan.Tolerance{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6},
+		Probes:     []results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph},
+		Measure:    plan.Measure{Warmup: 3, MinSamples: 10, MaxSamples: 200, MaxNoise: 0.03, BudgetSec: 1, HotBatch: 20, TimeoutSec: 120},
 	}
 	complete(t, p)
 	return p

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/stats"
 )
@@ -32,6 +31,12 @@ func (r *pointRun) measure(ctx context.Context) error {
 	}
 	bytes := kvBytes(c.Shape, lengths)
 	for _, probe := range r.p.Probes {
+		if probe == results.ProbeGraph && r.p.NeverCaptured {
+			// The engine never captures this kernel: a graph time would
+			// describe a launch that never happens.
+			r.b.logf("%s: graph probe skipped (graph: never)", c.Variant)
+			continue
+		}
 		m, err := r.probe(ctx, probe)
 		if m != nil {
 			m.Bytes = bytes
@@ -66,11 +71,11 @@ func (r *pointRun) probe(ctx context.Context, probe results.Probe) (*results.Mea
 		take = r.hotSample(m.Batch)
 	case results.ProbeGraph:
 		m.Batch = max(1, ms.HotBatch)
-		g, err := r.capture(m.Batch)
+		g, err := r.capture(m.Batch, r.g)
 		if err != nil {
 			return nil, fmt.Errorf("graph probe: %w", err)
 		}
-		cleanup = func() { g.Destroy() }
+		cleanup = g.destroy
 		take = r.graphSample(g, m.Batch)
 	default:
 		return nil, failPoint(results.StatusError, "unknown probe %q", probe)
@@ -106,7 +111,7 @@ func (r *pointRun) probe(ctx context.Context, probe results.Probe) (*results.Mea
 			return m, err
 		}
 	}
-	if err := b.stream.Synchronize(); err != nil {
+	if err := b.gpu.sync(); err != nil {
 		return m, fmt.Errorf("%s warm-up: %w", probe, err)
 	}
 
@@ -171,7 +176,7 @@ func (r *pointRun) warm(probe results.Probe, batch int) error {
 		n = batch
 	}
 	for range n {
-		if err := r.b.launchPair(r.k, &r.p.Config, r.g, r.ws); err != nil {
+		if err := r.pair(r.k, &r.p.Config, r.g); err != nil {
 			return err
 		}
 	}
@@ -181,38 +186,39 @@ func (r *pointRun) warm(probe results.Probe, batch int) error {
 // timed runs enqueue between the blocker and its release, bracketed by the
 // events, and returns the elapsed time. The blocker holds the stream while
 // the host enqueues, so the events see only device time; the release comes
-// after the stop event is enqueued and on every error path.
-func (r *pointRun) timed(enqueue func() error) (ms float64, dropped bool, err error) {
-	b := r.b
-	if err := b.block(); err != nil {
+// after the stop event is enqueued and on every error path (a blocker
+// never released holds the stream for blockerTimeout).
+func (b *Backend) timed(enqueue func() error) (ms float64, dropped bool, err error) {
+	d := b.gpu
+	if err := d.block(); err != nil {
 		return 0, false, err
 	}
 	released := false
 	release := func() {
 		if !released {
-			b.releaseBlocker()
+			d.release()
 			released = true
 		}
 	}
 	defer release()
-	if err := b.start.Record(b.stream); err != nil {
+	if err := d.record(evStart); err != nil {
 		return 0, false, fmt.Errorf("recording the start event: %w", err)
 	}
 	if err := enqueue(); err != nil {
 		return 0, false, err
 	}
-	if err := b.stop.Record(b.stream); err != nil {
+	if err := d.record(evStop); err != nil {
 		return 0, false, fmt.Errorf("recording the stop event: %w", err)
 	}
 	release()
-	if err := b.stop.Synchronize(); err != nil {
+	if err := d.waitStop(); err != nil {
 		return 0, false, fmt.Errorf("running the timed launches: %w", err)
 	}
-	t, err := cuda.Elapsed(b.start, b.stop)
+	t, err := d.elapsedMS()
 	if err != nil {
 		return 0, false, fmt.Errorf("reading the events: %w", err)
 	}
-	return float64(t), b.blockerTimedOut(), nil
+	return t, d.blockerTimedOut(), nil
 }
 
 // coldSample times one pair after reading 2 × L2 of flush buffer, so that
@@ -230,7 +236,7 @@ func (r *pointRun) coldSample() (float64, bool, error) {
 	if err := b.flushL2(); err != nil {
 		return 0, false, fmt.Errorf("flushing L2: %w", err)
 	}
-	ms, drop, err := r.timed(func() error { return b.launchPair(r.k, &r.p.Config, r.g, r.ws) })
+	ms, drop, err := b.timed(func() error { return r.pair(r.k, &r.p.Config, r.g) })
 	return ms * 1e6, drop, err
 }
 
@@ -238,9 +244,9 @@ func (r *pointRun) coldSample() (float64, bool, error) {
 // the time per pair.
 func (r *pointRun) hotSample(batch int) sampler {
 	return func() (float64, bool, error) {
-		ms, drop, err := r.timed(func() error {
+		ms, drop, err := r.b.timed(func() error {
 			for range batch {
-				if err := r.b.launchPair(r.k, &r.p.Config, r.g, r.ws); err != nil {
+				if err := r.pair(r.k, &r.p.Config, r.g); err != nil {
 					return err
 				}
 			}
@@ -252,10 +258,11 @@ func (r *pointRun) hotSample(batch int) sampler {
 
 // graphSample times one replay of a graph of batch pairs; the sample is
 // the time per pair.
-func (r *pointRun) graphSample(g *cuda.Graph, batch int) sampler {
+func (r *pointRun) graphSample(g graph, batch int) sampler {
 	return func() (float64, bool, error) {
-		ms, drop, err := r.timed(func() error {
-			if err := g.Launch(r.b.stream); err != nil {
+		ms, drop, err := r.b.timed(func() error {
+			r.pairs += batch
+			if err := g.launch(); err != nil {
 				return fmt.Errorf("replaying the graph: %w", err)
 			}
 			return nil

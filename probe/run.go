@@ -121,6 +121,16 @@ type pointRun struct {
 	k, twin  *kernelPair
 	g, twinG geometry
 	ws       *workspace
+	// pairs counts the launch pairs (and graph replays) of this run: the
+	// gates' cost per compiled kernel is read off it.
+	pairs int
+}
+
+// pair enqueues one pair of k: the one launch path of a point, which the
+// gates, the probes and graph capture all go through.
+func (r *pointRun) pair(k *kernelPair, c *results.Config, g geometry) error {
+	r.pairs++
+	return r.b.gpu.launch(k, c, g, r.ws)
 }
 
 func (r *pointRun) run(ctx context.Context) error {
@@ -135,7 +145,7 @@ func (r *pointRun) run(ctx context.Context) error {
 		}
 	}
 
-	k, bld, err := b.load(p.Source, c, p.Flags)
+	k, bld, err := b.gpu.load(p.Source, c, p.Flags)
 	if bld != nil {
 		r.rec.Compile = bld.record
 	}
@@ -147,12 +157,12 @@ func (r *pointRun) run(ctx context.Context) error {
 	}
 	b.logf("%s %s: compiled in %.2fs (cached %v)", c.Variant, c.Defines.String(), bld.record.Seconds, bld.record.Cached)
 	r.k, r.g = k, pointGeometry(p)
-	if r.rec.Resources, err = b.resources(k, r.g); err != nil {
+	if r.rec.Resources, err = b.gpu.resources(k, r.g); err != nil {
 		return err
 	}
 	if p.Twin != nil {
 		tc := &p.Twin.Config
-		tk, tb, err := b.load(p.Twin.Source, tc, p.Twin.Flags)
+		tk, tb, err := b.gpu.load(p.Twin.Source, tc, p.Twin.Flags)
 		if err != nil {
 			return fmt.Errorf("compiling the bitwise twin %s: %w", tc.Variant, err)
 		}
@@ -161,7 +171,7 @@ func (r *pointRun) run(ctx context.Context) error {
 		}
 		r.twin, r.twinG = tk, pointGeometry(p.Twin)
 		// For the side effect: the twin's dynamic shared memory opt-in.
-		if _, err := b.resources(tk, r.twinG); err != nil {
+		if _, err := b.gpu.resources(tk, r.twinG); err != nil {
 			return fmt.Errorf("preparing the bitwise twin %s: %w", tc.Variant, err)
 		}
 	}
@@ -193,19 +203,19 @@ func (r *pointRun) run(ctx context.Context) error {
 func (b *Backend) workspaceFor(l layout, cold bool) (*workspace, error) {
 	reuse := b.ws != nil && b.ws.l == l
 	var flush int64
-	if cold && b.flush == 0 {
+	if cold && !b.haveFlush {
 		flush = flushBytes(b.env.L2Bytes)
 	}
 	if reuse && flush == 0 {
 		return b.ws, nil
 	}
 	if !reuse && b.ws != nil {
-		if err := b.ws.free(b.ctx); err != nil {
+		if err := b.gpu.freeWorkspace(b.ws); err != nil {
 			return nil, fmt.Errorf("freeing the previous point's buffers: %w", err)
 		}
 		b.ws = nil
 	}
-	free, _, err := b.ctx.MemInfo()
+	free, err := b.gpu.memFree()
 	if err != nil {
 		return nil, fmt.Errorf("reading free device memory: %w", err)
 	}
@@ -217,16 +227,20 @@ func (b *Backend) workspaceFor(l layout, cold bool) (*workspace, error) {
 		return nil, &pointError{results.StatusOOM, err}
 	}
 	if flush > 0 {
-		if b.flush, err = b.ctx.Alloc(flush); err != nil {
-			return nil, &pointError{results.StatusOOM, fmt.Errorf("allocating the %s L2 flush buffer: %w", gib(flush), err)}
+		if b.flush, err = b.gpu.alloc(flush); err != nil {
+			if cuda.IsOutOfMemory(err) {
+				return nil, &pointError{results.StatusOOM, fmt.Errorf("allocating the %s L2 flush buffer: %w", gib(flush), err)}
+			}
+			return nil, fmt.Errorf("allocating the L2 flush buffer: %w", err)
 		}
+		b.haveFlush = true
 		// Zeros, once: the read flush's conditional store then never fires.
-		if err = b.ctx.MemsetD32Async(b.flush, 0, flush/4, b.stream); err != nil {
+		if err := b.gpu.fill32(b.flush, 0, flush); err != nil {
 			return nil, fmt.Errorf("clearing the L2 flush buffer: %w", err)
 		}
 	}
 	if !reuse {
-		if b.ws, err = allocWorkspace(b.ctx, l, b.stream); err != nil {
+		if b.ws, err = b.gpu.allocWorkspace(l); err != nil {
 			if cuda.IsOutOfMemory(err) {
 				return nil, &pointError{results.StatusOOM, fmt.Errorf("allocating %s of buffers: %w", gib(l.Total()), err)}
 			}

@@ -81,18 +81,28 @@ func (b *Backend) blockerTimedOut() bool { return atomic.LoadUint32(b.flag(1)) !
 
 // sampleClock returns the SM clock in MHz measured by ktune_clock.
 func (b *Backend) sampleClock() (float64, error) {
-	err := b.ctx.Launch(b.util.clock, [3]int{1, 1, 1}, [3]int{1, 1, 1}, 0, b.stream, uint64(clockCycles), b.scratch)
+	cycles, ns, err := b.gpu.clockSpin()
 	if err != nil {
-		return 0, fmt.Errorf("launching the clock probe: %w", err)
+		return 0, err
+	}
+	return clockMHz(cycles, ns), nil
+}
+
+// clockSpin launches ktune_clock, waits for it and reads back the cycles
+// and nanoseconds it counted.
+func (b *Backend) clockSpin() (cycles, ns uint64, err error) {
+	err = b.ctx.Launch(b.util.clock, [3]int{1, 1, 1}, [3]int{1, 1, 1}, 0, b.stream, uint64(clockCycles), b.scratch)
+	if err != nil {
+		return 0, 0, fmt.Errorf("launching the clock probe: %w", err)
 	}
 	if err := b.stream.Synchronize(); err != nil {
-		return 0, fmt.Errorf("running the clock probe: %w", err)
+		return 0, 0, fmt.Errorf("running the clock probe: %w", err)
 	}
 	var out [16]byte
 	if err := b.ctx.CopyDtoH(out[:], b.scratch); err != nil {
-		return 0, fmt.Errorf("reading the clock probe: %w", err)
+		return 0, 0, fmt.Errorf("reading the clock probe: %w", err)
 	}
-	return clockMHz(binary.LittleEndian.Uint64(out[0:]), binary.LittleEndian.Uint64(out[8:])), nil
+	return binary.LittleEndian.Uint64(out[0:]), binary.LittleEndian.Uint64(out[8:]), nil
 }
 
 // clockMHz converts elapsed cycles over elapsed nanoseconds to MHz.
@@ -122,7 +132,8 @@ func bwBufferBytes(l2, free int64) (int64, error) {
 // the median over bwReps passes, each timed alone with events, of a
 // float4 grid-stride read over a buffer far larger than L2.
 func (b *Backend) readBandwidth(ctx context.Context) (float64, error) {
-	free, _, err := b.ctx.MemInfo()
+	d := b.gpu
+	free, err := d.memFree()
 	if err != nil {
 		return 0, err
 	}
@@ -130,23 +141,17 @@ func (b *Backend) readBandwidth(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	buf, err := b.ctx.Alloc(n)
+	buf, err := d.alloc(n)
 	if err != nil {
 		return 0, fmt.Errorf("allocating %s: %w", gib(n), err)
 	}
-	defer b.ctx.Free(buf)
+	defer d.free(buf)
 	// Zeros: the kernel's conditional store then never fires.
-	if err := b.ctx.MemsetD32Async(buf, 0, n/4, b.stream); err != nil {
+	if err := d.fill32(buf, 0, n); err != nil {
 		return 0, err
 	}
-	// Enough resident blocks to fill every SM; the grid-stride loop makes
-	// the count a matter of occupancy only, not of coverage.
-	grid := [3]int{b.env.SMs * max(1, b.maxThreadsPerSM/bwBlock), 1, 1}
-	launch := func() error {
-		return b.ctx.Launch(b.util.readBW, grid, [3]int{bwBlock, 1, 1}, 0, b.stream, buf, uint64(n/16), b.scratch)
-	}
 	// One untimed pass: module load and first-touch costs stay out.
-	if err := launch(); err != nil {
+	if err := d.readPass(buf, n); err != nil {
 		return 0, err
 	}
 	var ms []float64
@@ -154,23 +159,23 @@ func (b *Backend) readBandwidth(ctx context.Context) (float64, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		if err := b.start.Record(b.stream); err != nil {
+		if err := d.record(evStart); err != nil {
 			return 0, err
 		}
-		if err := launch(); err != nil {
+		if err := d.readPass(buf, n); err != nil {
 			return 0, err
 		}
-		if err := b.stop.Record(b.stream); err != nil {
+		if err := d.record(evStop); err != nil {
 			return 0, err
 		}
-		if err := b.stop.Synchronize(); err != nil {
+		if err := d.waitStop(); err != nil {
 			return 0, err
 		}
-		t, err := cuda.Elapsed(b.start, b.stop)
+		t, err := d.elapsedMS()
 		if err != nil {
 			return 0, err
 		}
-		ms = append(ms, float64(t))
+		ms = append(ms, t)
 	}
 	med := stats.Summarize(ms).Median
 	if med <= 0 {
@@ -192,8 +197,12 @@ func (b *Backend) SMClockMHz() (float64, error) {
 // read kernel: 2 × L2 of clean lines displace everything in L2 without
 // leaving write-back work behind. The kernel's conditional store never
 // fires on zeros, so the flush writes nothing.
-func (b *Backend) flushL2() error {
-	n := flushBytes(b.env.L2Bytes)
+func (b *Backend) flushL2() error { return b.gpu.readPass(b.flush, flushBytes(b.env.L2Bytes)) }
+
+// readPass launches the streaming read kernel over n bytes at p, with
+// enough resident blocks to fill every SM; the grid-stride loop makes the
+// count a matter of occupancy only, not of coverage.
+func (b *Backend) readPass(p cuda.DevPtr, n int64) error {
 	grid := [3]int{b.env.SMs * max(1, b.maxThreadsPerSM/bwBlock), 1, 1}
-	return b.ctx.Launch(b.util.readBW, grid, [3]int{bwBlock, 1, 1}, 0, b.stream, b.flush, uint64(n/16), b.scratch)
+	return b.ctx.Launch(b.util.readBW, grid, [3]int{bwBlock, 1, 1}, 0, b.stream, p, uint64(n/16), b.scratch)
 }

@@ -44,7 +44,7 @@ func fullRecord(hash string) Record {
 		Gates: []Gate{{
 			Kind: GateTolerance, NKV: 1641, Pass: true, Seed: 7, Twin: "r4",
 			MaxAbs: 1e-4, MaxRel: 2e-3, NMSE: 1e-9, NaNs: 1,
-			DiffBytes: 3, FirstDiff: 12, Buffer: "out", Detail: "d",
+			DiffBytes: 3, FirstDiff: 12, Buffer: "out", Detail: "d", Inputs: "peaked",
 		}},
 		Probes: []Measurement{{
 			Probe: ProbeCold, SamplesNS: []float64{84400, 84500.5},

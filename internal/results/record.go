@@ -164,8 +164,14 @@ type Resource struct {
 const (
 	GateTolerance = "tolerance" // vs the float64 CPU oracle
 	GateBitwise   = "bitwise"   // memcmp against the bitwise_with twin
-	GateReplay    = "replay"    // CUDA-graph replay at other nkv equals a fresh launch
+	GateReplay    = "replay"    // CUDA-graph replay at other nkv equals a fresh launch and the oracle
 	GateWritten   = "written"   // every output element written (poison check)
+	// GateDeterminism: the same launch twice gives the same bytes (a race
+	// or an atomic summation order shows here).
+	GateDeterminism = "determinism"
+	// GateFresh: a freshly loaded module gives the bytes of the module that
+	// already ran (state kept in __device__ memory between launches).
+	GateFresh = "fresh"
 )
 
 // A Gate is one verdict with its evidence.
@@ -185,6 +191,10 @@ type Gate struct {
 	FirstDiff int    `json:"first_diff,omitempty"` // byte index of the first difference, -1 if none
 	Buffer    string `json:"buffer,omitempty"`     // "partial" or "out"
 	Detail    string `json:"detail,omitempty"`
+	// Inputs names the oracle input set the gate ran on (oracle.InputSet:
+	// uniform, peaked, large, subnormal, outliers); empty in records
+	// written before there was more than one.
+	Inputs string `json:"inputs,omitempty"`
 }
 
 // Summary holds order statistics of a sample set (all in ns).

@@ -56,6 +56,7 @@
 //	    grid: [SPLITS, heads, batch]   # launch geometry: 1 to 3 expressions
 //	    block: [32 * WARPS]
 //	    shared: WARPS * (head_dim + 4) * 4
+//	    graph: never          # the engine never captures it in a CUDA graph
 //	  - name: hybrid          # a dispatch by context length instead of kernel:
 //	    dispatch:             # each nkv runs the first arm whose below exceeds it
 //	      - {below: 2048, kernel: d2, defines: {NR: 2}}
@@ -159,6 +160,18 @@
 // element must satisfy |out − ref| ≤ max_abs + max_rel·|ref| (numpy's
 // allclose rule), the normalised squared error Σ(out−ref)²/Σref² must be
 // ≤ nmse, and no output may be NaN or Inf.
+//
+// # Replay safety
+//
+// An engine captures its decode step in a CUDA graph once and replays it
+// while the context grows, so every kernel is gated for replay whatever
+// the probes: a pair is captured at a length below every split boundary
+// and replayed across the boundaries up to the capacity, each replay
+// compared with a fresh launch and with the oracle. A grid expression that
+// reads nkv fails that gate outright — a replay keeps the grid of its
+// capture — unless the variant says graph: never (the only value): the
+// engine launches this kernel fresh every step. Such a variant gets no
+// replay gate and no graph probe.
 //
 // # Dispatch
 //
@@ -281,7 +294,13 @@
 //
 // gates.nkv lists the context lengths the gates run at (each ≥ 1; the
 // planner adds the split boundaries of each point), seed seeds the random
-// inputs. measure: warmup ≥ 0 launches before the first sample; between
+// inputs. Every length runs on five input sets (uniform; peaked, with a
+// dominant key at each chunk's first and last row; large scores and V;
+// f16-subnormal V; K with outlier channels), each set walking the lengths
+// in its own order (ascending, descending, shuffled); on uniform data each
+// launch is repeated and must give the same bytes, and once on a freshly
+// loaded module. max_abs is for |V| ≤ 1 and scales with the largest |V|
+// of a set. measure: warmup ≥ 0 launches before the first sample; between
 // min_samples ≥ 1 and max_samples samples, stopping once the interquartile
 // range is within max_noise (a fraction in (0, 1)) of the median or when
 // budget runs out; hot_batch ≥ 1 launches per hot or graph sample; timeout

@@ -368,7 +368,7 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 }
 
 var variantKeys = []string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
-	"include", "flags", "io", "launches"}
+	"include", "flags", "io", "launches", "graph"}
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -425,6 +425,14 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			v.Shared, vn.shared = d.str(val, k), val
 		case "include", "flags", "io", "launches":
 			d.engineKey(key, k, val, &v, vn)
+		case "graph":
+			// One value for now: the default is that a kernel may be
+			// captured, and saying so needs no key.
+			if g, ok := d.scalar(val, k); ok && g == "never" {
+				v.NeverCaptured = true
+			} else if ok {
+				d.errorf(val, "%s: want never (the engine never captures this kernel in a CUDA graph), got %q", k, g)
+			}
 		}
 	})
 	if deref(n).Kind == yaml.MappingNode {

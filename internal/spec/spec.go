@@ -63,7 +63,11 @@ type Variant struct {
 	Block       []string
 	Shared      string // dynamic shared memory bytes expression; empty: the kernel's default
 	BitwiseWith string // numerics class: byte-identical to this variant; empty: tolerance
-	Pos         Pos
+	// NeverCaptured is `graph: never`: the engine never captures this
+	// kernel in a CUDA graph, so its grid may read nkv and no replay gate
+	// or graph probe runs.
+	NeverCaptured bool
+	Pos           Pos
 
 	// Builtin is the built-in kernel Kernel names, nil for a user kernel.
 	Builtin *catalog.Kernel

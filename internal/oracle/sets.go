@@ -1,0 +1,264 @@
+package oracle
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+// An InputSet names one family of gate inputs. Uniform data alone is too
+// gentle a test: q and K uniform in [−1, 1] give every row a score within
+// about ±1 of the others, so the softmax is nearly flat, any one row moves
+// the output by about 1/nkv, and a kernel that drops a row, flushes f16
+// subnormals or overflows exp on large scores stays inside the tolerance.
+// Each other set is built to make one class of defect move the output by
+// far more than the bound.
+type InputSet string
+
+// The input sets, in the order the gates run them.
+const (
+	// SetUniform is Generate's data: q, K and V uniform in [−1, 1].
+	SetUniform InputSet = "uniform"
+	// SetPeaked puts one "needle" key at the first and at the last row of
+	// every split's chunk and at the last row of the context; needles score
+	// peakedScore above the rest, so the output is the mean of the needles'
+	// V rows and skipping, repeating or misplacing any chunk-edge row moves
+	// it by about 1/needles — over a hundred times the bound.
+	SetPeaked InputSet = "peaked"
+	// SetLarge has spike keys scoring up to largeScore (exp of which
+	// overflows float32: a kernel that does not subtract the running max
+	// yields Inf or NaN) and V scaled by largeV, the range an f16
+	// accumulator or sum cannot hold.
+	SetLarge InputSet = "large"
+	// SetSubnormal has V made of f16 subnormals only (|V| < 2^-14), and
+	// half of K too: a kernel that decodes them as zero returns zero, an
+	// error of the output's whole size (the NMSE is then 1).
+	SetSubnormal InputSet = "subnormal"
+	// SetOutliers gives K a few channels outlierScale times larger than
+	// the rest, with a sign fixed per channel, as the key activations of
+	// real LLMs have: scores then carry a large shared offset and a peakier
+	// softmax than uniform data.
+	SetOutliers InputSet = "outliers"
+)
+
+// Sets lists every input set, uniform first.
+var Sets = []InputSet{SetUniform, SetPeaked, SetLarge, SetSubnormal, SetOutliers}
+
+const (
+	// peakedScore is a needle's score (natural-log units) for the query
+	// head its key is built for: e^20 ≈ 5e8, so even 10^5 background rows
+	// (score within ±1 or so) weigh under 10^-3 of one needle.
+	peakedScore = 20
+	// largeScore is the top spike's score: e^96 ≈ 5e41 overflows float32
+	// (max 3.4e38). Lower spikes score 4 and 8 less, so the top spikes,
+	// whose keys are identical, carry the output and a kernel's rounding of
+	// the lower ones' weights (e^-4, e^-8) stays far inside the bound.
+	largeScore = 96
+	// largeV scales V in the large set.
+	largeV = 1024
+	// largeEvery places a spike at every row r with r % largeEvery == 17.
+	largeEvery = 61
+	// subnormalMax is the largest f16 subnormal, (1023/1024)·2^-14.
+	subnormalMax = 1023.0 / (1 << 24)
+	// outlierEvery picks the outlier channels (i % outlierEvery == 5) and
+	// outlierScale their magnitude.
+	outlierEvery = 32
+	outlierScale = 16
+)
+
+// PerLength reports whether the set's data depends on the context
+// lengths, so that it must be generated again at every gate length: the
+// peaked set's needles sit at the chunk edges of each length.
+func (s InputSet) PerLength() bool { return s == SetPeaked }
+
+// VScale is the largest |V| of the set, relative to the uniform set's 1.
+func (s InputSet) VScale() float64 {
+	switch s {
+	case SetLarge:
+		return largeV
+	case SetSubnormal:
+		return subnormalMax
+	}
+	return 1
+}
+
+// Bounds returns the bounds the set is judged with. A spec's max_abs is
+// an absolute error for outputs of |V| ≤ 1; every rounding error of the
+// attention (the weights' and the accumulation's) is a relative error of
+// V, so the absolute bound scales with the set's V. max_rel and the NMSE
+// are already relative and stay as they are.
+func (s InputSet) Bounds(b Bounds) Bounds {
+	b.MaxAbs *= s.VScale()
+	return b
+}
+
+// GenerateSet makes the inputs of set for shape s, rows rows per sequence.
+// lengths (one per sequence) and splits place the peaked set's needles;
+// the other sets ignore them. The uniform set is exactly Generate's.
+func GenerateSet(set InputSet, s results.Shape, rows int, lengths []int, splits int, seed uint64) (*Inputs, error) {
+	in, err := Generate(s, rows, seed)
+	if err != nil || set == SetUniform {
+		return in, err
+	}
+	if set == SetPeaked && (len(lengths) != s.Batch || splits < 1) {
+		return nil, fmt.Errorf("oracle: the peaked set needs one length per sequence (%d for batch %d) and SPLITS ≥ 1 (%d)", len(lengths), s.Batch, splits)
+	}
+	g := &setGen{in: in, rng: rand.New(rand.NewPCG(seed, setStream(set)))}
+	switch set {
+	case SetPeaked:
+		g.groupQueries()
+		for b, n := range lengths {
+			for _, r := range needleRows(min(n, rows), splits) {
+				for kh := range s.KVHeads {
+					g.aim(b, r, kh, peakedScore)
+				}
+			}
+		}
+	case SetLarge:
+		g.groupQueries()
+		for i, v := range in.V {
+			g.setV(i, v*largeV)
+		}
+		for b := range s.Batch {
+			for r := 17; r < rows; r += largeEvery {
+				level := (r / largeEvery) % 3
+				for kh := range s.KVHeads {
+					g.aim(b, r, kh, largeScore-4*float64(level))
+				}
+			}
+		}
+	case SetSubnormal:
+		for i := range in.V {
+			g.setV(i, g.subnormal())
+		}
+		for i := range in.K {
+			if g.rng.IntN(2) == 0 {
+				g.setK(i, g.subnormal())
+			}
+		}
+	case SetOutliers:
+		sign := make([]float64, s.HeadDim)
+		for i := range sign {
+			sign[i] = float64(1 - 2*g.rng.IntN(2))
+		}
+		for i := range in.K {
+			if c := i % s.HeadDim; c%outlierEvery == 5 {
+				g.setK(i, sign[c]*outlierScale*(0.5+0.5*g.rng.Float64()))
+			}
+		}
+	default:
+		return nil, fmt.Errorf("oracle: unknown input set %q", set)
+	}
+	return in, nil
+}
+
+// needleRows lists the peaked set's needle rows for one sequence of n
+// rows: the first and last row of every live split's chunk
+// (kt_split_range's chunk = ceil(n/splits)) and the last row of the
+// context, in ascending order without repeats.
+func needleRows(n, splits int) []int {
+	if n < 1 {
+		return nil
+	}
+	chunk := (n + splits - 1) / splits
+	var out []int
+	for sp := 0; sp < splits; sp++ {
+		lo := sp * chunk
+		if lo >= n {
+			break
+		}
+		hi := min(n, lo+chunk)
+		out = append(out, lo)
+		if hi-1 != lo {
+			out = append(out, hi-1)
+		}
+	}
+	return out // the last chunk's last row is n−1
+}
+
+// setStream separates the random streams of the sets from Generate's.
+func setStream(set InputSet) uint64 {
+	h := uint64(0xcbf29ce484222325)
+	for _, c := range []byte(set) {
+		h = (h ^ uint64(c)) * 0x100000001b3
+	}
+	return h
+}
+
+// A setGen rewrites Generate's inputs into one set's.
+type setGen struct {
+	in  *Inputs
+	rng *rand.Rand
+	// dir holds one unit-free direction per (sequence, KV head): the query
+	// heads of the group lean towards it and aimed keys point along it.
+	dir [][]float64
+}
+
+// groupQueries makes every query head of a KV group lean towards one
+// shared direction u (q = 0.8u + 0.2·noise), so that a key along u scores
+// high for every head of the group, not just one of them.
+func (g *setGen) groupQueries() {
+	s := g.in.Shape
+	d, group := s.HeadDim, s.Heads/s.KVHeads
+	g.dir = make([][]float64, s.Batch*s.KVHeads)
+	for i := range g.dir {
+		u := make([]float64, d)
+		for j := range u {
+			u[j] = g.rng.Float64()*2 - 1
+		}
+		g.dir[i] = u
+	}
+	for b := range s.Batch {
+		for h := range s.Heads {
+			u := g.dir[b*s.KVHeads+h/group]
+			q := g.in.Q[(b*s.Heads+h)*d : (b*s.Heads+h+1)*d]
+			for j := range q {
+				q[j] = float32(0.8*u[j] + 0.2*(g.rng.Float64()*2-1))
+			}
+		}
+	}
+}
+
+// aim makes the key of (b, r, kh) c·u, with c such that the shared part
+// of the group's queries, 0.8u, scores score against it.
+func (g *setGen) aim(b, r, kh int, score float64) {
+	s := g.in.Shape
+	u := g.dir[b*s.KVHeads+kh]
+	uu := 0.0
+	for _, x := range u {
+		uu += x * x
+	}
+	c := score * math.Sqrt(float64(s.HeadDim)) / (0.8 * max(uu, 1e-3))
+	c = min(c, 1000) // a tiny head_dim: stay far inside the f16 range
+	off := ((b*g.in.Rows+r)*s.KVHeads + kh) * s.HeadDim
+	for j, x := range u {
+		g.setK(off+j, c*x)
+	}
+}
+
+// subnormal draws an f16 subnormal of random sign: m·2^-24, m in 1..1023.
+func (g *setGen) subnormal() float64 {
+	m := float64(1 + g.rng.IntN(1023))
+	if g.rng.IntN(2) == 0 {
+		m = -m
+	}
+	return m / (1 << 24)
+}
+
+func (g *setGen) setK(i int, f float64) { g.in.K[i] = encode(g.in.KBytes, g.in.Shape.KVDtype, i, f) }
+func (g *setGen) setV(i int, f float64) { g.in.V[i] = encode(g.in.VBytes, g.in.Shape.KVDtype, i, f) }
+
+// encode stores f as element i of raw in the KV dtype and returns the
+// value the stored bits hold.
+func encode(raw []byte, dtype string, i int, f float64) float64 {
+	if EltBytes(dtype) == 2 {
+		h := F32ToF16(float32(f))
+		binary.LittleEndian.PutUint16(raw[2*i:], h)
+		return F16ToF64(h)
+	}
+	binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(f)))
+	return float64(float32(f))
+}

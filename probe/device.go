@@ -1,0 +1,204 @@
+package probe
+
+import (
+	"fmt"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+)
+
+// A device is everything the orchestration of a point (gates, probes,
+// workspace reuse, the bandwidth and clock measurements, status
+// classification) asks of the GPU, and no more: memory, kernel launches,
+// the measurement kernels, events and graph capture. The CUDA
+// implementation (cudaDevice) is a thin shim over the driver; the tests
+// implement it with Go memory and a Go model of the kernels, so that the
+// decisions above it run in CI without a GPU.
+//
+// Every kernel launch of a point goes through launch; a graph capture
+// records the launches made between beginCapture and endCapture.
+type device interface {
+	// load compiles (or finds) and loads a point's kernels; a nil pair
+	// with a nil error means NVRTC rejected the source (the build has the
+	// log).
+	load(src plan.Source, c *results.Config, flags []string) (*kernelPair, *build, error)
+	// reload loads k's CUBIN again as a module of its own, whose
+	// __device__ variables start from their initial values; unload
+	// releases it.
+	reload(src plan.Source, k *kernelPair) (*kernelPair, error)
+	unload(k *kernelPair)
+	// resources reads the compiled footprint for geometry g (and opts into
+	// large dynamic shared memory).
+	resources(k *kernelPair, g geometry) ([]results.Resource, error)
+	// launch enqueues one partial+combine pair (one launch for a fused
+	// kernel).
+	launch(k *kernelPair, c *results.Config, g geometry, w *workspace) error
+
+	// memFree is the free device memory in bytes.
+	memFree() (int64, error)
+	alloc(n int64) (cuda.DevPtr, error)
+	free(p cuda.DevPtr) error
+	// allocWorkspace allocates the buffers of l with their random fill;
+	// freeWorkspace releases them.
+	allocWorkspace(l layout) (*workspace, error)
+	freeWorkspace(w *workspace) error
+	// write copies b to dst once the stream's earlier work is done; read
+	// copies src into b after waiting for the stream; fill32 enqueues a
+	// fill of n bytes at p with the word v.
+	write(dst cuda.DevPtr, b []byte) error
+	read(b []byte, src cuda.DevPtr) error
+	fill32(p cuda.DevPtr, v uint32, n int64) error
+	// sync waits for the stream.
+	sync() error
+
+	// readPass enqueues the streaming read kernel over n bytes at p (the
+	// bandwidth measurement and the cold probe's L2 flush).
+	readPass(p cuda.DevPtr, n int64) error
+	// clockSpin runs the clock kernel and returns the SM cycles and the
+	// nanoseconds it counted.
+	clockSpin() (cycles, ns uint64, err error)
+	// block enqueues the stream blocker, which holds the launches
+	// enqueued after it until release; blockerTimedOut reports, after the
+	// stream synchronized, that it gave up waiting.
+	block() error
+	release()
+	blockerTimedOut() bool
+	// record enqueues the start or stop event; waitStop waits for the
+	// stop event; elapsedMS is the time between the two.
+	record(e event) error
+	waitStop() error
+	elapsedMS() (float64, error)
+
+	// beginCapture starts capturing the stream's launches into a graph;
+	// endCapture ends it (on every path: it also unlocks the thread).
+	beginCapture() error
+	endCapture() (graph, error)
+}
+
+// An event is one of the two timing events.
+type event int
+
+const (
+	evStart event = iota
+	evStop
+)
+
+// A graph is a captured sequence of launches.
+type graph interface {
+	launch() error
+	destroy()
+}
+
+// cudaDevice is the device of a Backend: its context, stream, events and
+// measurement kernels.
+type cudaDevice struct{ b *Backend }
+
+func (d cudaDevice) load(src plan.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
+	return d.b.load(src, c, flags)
+}
+
+func (d cudaDevice) reload(src plan.Source, k *kernelPair) (*kernelPair, error) {
+	mod, err := d.b.ctx.LoadImage(k.build.cubin)
+	if err != nil {
+		return nil, fmt.Errorf("loading a fresh module of %s: %w", src.Name, err)
+	}
+	f := &kernelPair{mod: mod, build: k.build, fns: map[string]*cuda.Function{}, loadsBeforeChain: k.loadsBeforeChain}
+	// The entries as load looked them up (a name expression by its
+	// lowered symbol).
+	for _, entry := range entryPoints(src) {
+		sym := entry
+		if src.Named {
+			sym = k.build.lowered[entry]
+		}
+		if f.fns[entry], err = mod.Function(sym); err != nil {
+			mod.Unload()
+			return nil, fmt.Errorf("finding %s in a fresh module of %s: %w", entry, src.Name, err)
+		}
+	}
+	return f, nil
+}
+
+func (d cudaDevice) unload(k *kernelPair) { k.mod.Unload() }
+
+func (d cudaDevice) resources(k *kernelPair, g geometry) ([]results.Resource, error) {
+	return d.b.resources(k, g)
+}
+
+func (d cudaDevice) launch(k *kernelPair, c *results.Config, g geometry, w *workspace) error {
+	return d.b.launchPair(k, c, g, w)
+}
+
+func (d cudaDevice) memFree() (int64, error) {
+	free, _, err := d.b.ctx.MemInfo()
+	return free, err
+}
+
+func (d cudaDevice) alloc(n int64) (cuda.DevPtr, error) { return d.b.ctx.Alloc(n) }
+func (d cudaDevice) free(p cuda.DevPtr) error           { return d.b.ctx.Free(p) }
+
+func (d cudaDevice) allocWorkspace(l layout) (*workspace, error) {
+	return allocWorkspace(d.b.ctx, l, d.b.stream)
+}
+
+func (d cudaDevice) freeWorkspace(w *workspace) error { return w.free(d.b.ctx) }
+
+// write synchronizes first: a synchronous copy does not order itself
+// after work on a non-default stream, and an earlier launch may still be
+// reading the buffer.
+func (d cudaDevice) write(dst cuda.DevPtr, b []byte) error {
+	if err := d.b.stream.Synchronize(); err != nil {
+		return fmt.Errorf("waiting for the stream: %w", err)
+	}
+	return d.b.ctx.CopyHtoD(dst, b)
+}
+
+func (d cudaDevice) read(b []byte, src cuda.DevPtr) error {
+	if err := d.b.stream.Synchronize(); err != nil {
+		return fmt.Errorf("waiting for the stream: %w", err)
+	}
+	return d.b.ctx.CopyDtoH(b, src)
+}
+
+func (d cudaDevice) fill32(p cuda.DevPtr, v uint32, n int64) error {
+	return d.b.ctx.MemsetD32Async(p, v, n/4, d.b.stream)
+}
+
+func (d cudaDevice) sync() error                               { return d.b.stream.Synchronize() }
+func (d cudaDevice) readPass(p cuda.DevPtr, n int64) error     { return d.b.readPass(p, n) }
+func (d cudaDevice) clockSpin() (cycles, ns uint64, err error) { return d.b.clockSpin() }
+func (d cudaDevice) block() error                              { return d.b.block() }
+func (d cudaDevice) release()                                  { d.b.releaseBlocker() }
+func (d cudaDevice) blockerTimedOut() bool                     { return d.b.blockerTimedOut() }
+
+func (d cudaDevice) record(e event) error {
+	if e == evStart {
+		return d.b.start.Record(d.b.stream)
+	}
+	return d.b.stop.Record(d.b.stream)
+}
+
+func (d cudaDevice) waitStop() error { return d.b.stop.Synchronize() }
+
+func (d cudaDevice) elapsedMS() (float64, error) {
+	t, err := cuda.Elapsed(d.b.start, d.b.stop)
+	return float64(t), err
+}
+
+func (d cudaDevice) beginCapture() error { return d.b.stream.BeginCapture() }
+
+func (d cudaDevice) endCapture() (graph, error) {
+	g, err := d.b.stream.EndCapture()
+	if g == nil {
+		return nil, err
+	}
+	return cudaGraph{g, d.b.stream}, err
+}
+
+type cudaGraph struct {
+	g *cuda.Graph
+	s *cuda.Stream
+}
+
+func (g cudaGraph) launch() error { return g.g.Launch(g.s) }
+func (g cudaGraph) destroy()      { g.g.Destroy() }

@@ -1,0 +1,431 @@
+package probe
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+)
+
+// A fakeModel is how a fake kernel behaves: a correct split-KV kernel in
+// float64, with switches for the defects the gates must catch.
+type fakeModel struct {
+	compileFails bool
+	offset       float32       // added to every output
+	skipIdle     bool          // idle splits leave their slots unwritten
+	keepMax      bool          // uses the longest nkv it has seen (state in the module)
+	gridRows     int           // > 0: block x covers rows [x·gridRows, …); rows past grid·gridRows are lost
+	nkvByValue   bool          // nkv is fixed at enqueue time, so a replay keeps the captured one
+	noise        bool          // every other launch flips the last bit of out[0]
+	skipNewest   int           // > 0: row nkv−1 is left out when nkv > skipNewest
+	ftz          bool          // f16 subnormals read as zero
+	readPast     bool          // each split also reads the first row of the next chunk
+	delay        time.Duration // per launch
+	fault        error         // every launch fails with it
+	launchErr    error         // the launch is refused (not sticky)
+}
+
+type fakeKernel struct {
+	m        fakeModel
+	seen     map[int]int // keepMax's device state, per sequence
+	launches int
+	prepared bool // resources ran: large dynamic shared memory is opted into
+}
+
+type fakeAlloc struct {
+	base cuda.DevPtr
+	size int64
+	data []byte // nil: not backed by host memory
+}
+
+type fakeLaunch struct {
+	k   *kernelPair
+	c   results.Config
+	g   geometry
+	w   *workspace
+	pos []int32 // positions at enqueue time
+}
+
+// fakeDevice is a device with Go memory and Go kernels. It counts what
+// the orchestration asks of it, so tests can assert on the calls.
+type fakeDevice struct {
+	models  map[string]fakeModel // by variant; absent: correct
+	kernels map[*kernelPair]*fakeKernel
+	allocs  []fakeAlloc
+	next    cuda.DevPtr
+
+	freeMem  int64
+	allocErr error
+	bw, mhz  float64
+	// sample returns the i-th timed sample (ns per pair) and whether the
+	// blocker timed out; nil: 1000 ns.
+	sample  func(i int) (float64, bool)
+	samples int
+	// onTimed runs before each timed sample (a test cancels from it).
+	onTimed func(i int)
+
+	capturing *[]fakeLaunch
+	dead      error // sticky: every later call fails with it
+
+	blocked   bool // a stream blocker is enqueued and not released
+	timedIdx  int  // the sample being timed, -1 outside a timed sample
+	lastIdx   int  // the last sample timed
+	stopped   bool
+	passBytes int64
+
+	graphs                                                       int // captured and not destroyed
+	pairs, workspaces, frees, buffers, passes, reloads, captures int
+
+	// failAt makes the n-th call (1-based) of an operation fail with a
+	// non-sticky error; calls counts them.
+	failAt map[string]int
+	calls  map[string]int
+}
+
+// hit counts a call of op and returns the sticky error, or the injected
+// one when this is the call failAt names.
+func (f *fakeDevice) hit(op string) error {
+	if f.dead != nil {
+		return f.dead
+	}
+	f.calls[op]++
+	if n, ok := f.failAt[op]; ok && f.calls[op] == n {
+		return fmt.Errorf("fake %s: %w", op, errInvalid)
+	}
+	return nil
+}
+
+func newFakeDevice() *fakeDevice {
+	return &fakeDevice{models: map[string]fakeModel{}, kernels: map[*kernelPair]*fakeKernel{},
+		failAt: map[string]int{}, calls: map[string]int{},
+		next: 0x10000, freeMem: 1 << 40, bw: 4000, mhz: 1980, timedIdx: -1}
+}
+
+func (f *fakeDevice) load(src plan.Source, c *results.Config, _ []string) (*kernelPair, *build, error) {
+	if f.dead != nil {
+		return nil, nil, f.dead
+	}
+	m := f.models[c.Variant]
+	bld := &build{key: "fake-" + c.Variant, record: results.Compile{Seconds: 0.01, Log: "fake"}}
+	if m.compileFails {
+		bld.failed = true
+		bld.record.Log = src.Name + "(9): error: expected a ';'"
+		return nil, bld, nil
+	}
+	k := &kernelPair{build: bld, fns: map[string]*cuda.Function{}, loadsBeforeChain: -1}
+	f.kernels[k] = &fakeKernel{m: m}
+	return k, bld, nil
+}
+
+func (f *fakeDevice) reload(_ plan.Source, k *kernelPair) (*kernelPair, error) {
+	if err := f.hit("reload"); err != nil {
+		return nil, err
+	}
+	f.reloads++
+	n := &kernelPair{build: k.build, fns: map[string]*cuda.Function{}}
+	f.kernels[n] = &fakeKernel{m: f.kernels[k].m}
+	return n, nil
+}
+
+func (f *fakeDevice) unload(k *kernelPair) { delete(f.kernels, k) }
+
+func (f *fakeDevice) resources(k *kernelPair, _ geometry) ([]results.Resource, error) {
+	if fk := f.kernels[k]; fk != nil {
+		fk.prepared = true
+	}
+	return []results.Resource{{Kernel: "attn_partial", Registers: 40, LoadsBeforeChain: -1}}, f.dead
+}
+
+func (f *fakeDevice) memFree() (int64, error) { return f.freeMem, f.dead }
+
+func (f *fakeDevice) allocBytes(n int64) cuda.DevPtr {
+	p := f.next
+	f.allocs = append(f.allocs, fakeAlloc{p, n, make([]byte, n)})
+	f.next += cuda.DevPtr(n+0xffff) &^ 0xffff
+	return p
+}
+
+// at returns the bytes of device memory from p on.
+func (f *fakeDevice) at(p cuda.DevPtr) []byte {
+	for _, a := range f.allocs {
+		if p >= a.base && p < a.base+cuda.DevPtr(a.size) {
+			if a.data == nil {
+				return nil
+			}
+			return a.data[p-a.base:]
+		}
+	}
+	panic(fmt.Sprintf("fake device: address %#x is not allocated", p))
+}
+
+func (f *fakeDevice) allocWorkspace(l layout) (*workspace, error) {
+	if f.allocErr != nil {
+		return nil, f.allocErr
+	}
+	f.workspaces++
+	w := &workspace{l: l}
+	for _, a := range []struct {
+		p *cuda.DevPtr
+		n int64
+	}{{&w.q, l.Q}, {&w.k, l.K}, {&w.v, l.V}, {&w.positions, l.Positions}, {&w.partial, l.Partial}, {&w.out, l.Out}, {&w.scratch, l.Scratch}} {
+		*a.p = f.allocBytes(a.n)
+	}
+	for _, fl := range w.fills() {
+		fillValues(f.at(fl.p)[:fl.n], fl.elt, fl.seed, 0)
+	}
+	return w, nil
+}
+
+func (f *fakeDevice) freeWorkspace(*workspace) error { f.frees++; return nil }
+
+func (f *fakeDevice) alloc(n int64) (cuda.DevPtr, error) {
+	if f.allocErr != nil {
+		return 0, f.allocErr
+	}
+	f.buffers++
+	// Unbacked: the bandwidth and flush buffers are gigabytes that only
+	// the (modelled) read kernel touches.
+	p := f.next
+	f.allocs = append(f.allocs, fakeAlloc{base: p, size: n})
+	f.next += cuda.DevPtr(n+0xffff) &^ 0xffff
+	return p, f.dead
+}
+
+func (f *fakeDevice) free(cuda.DevPtr) error { f.buffers--; return nil }
+
+func (f *fakeDevice) write(dst cuda.DevPtr, b []byte) error {
+	if err := f.hit("write"); err != nil {
+		return err
+	}
+	copy(f.at(dst), b)
+	return nil
+}
+
+func (f *fakeDevice) read(b []byte, src cuda.DevPtr) error {
+	if err := f.hit("read"); err != nil {
+		return err
+	}
+	copy(b, f.at(src))
+	return nil
+}
+
+func (f *fakeDevice) fill32(p cuda.DevPtr, v uint32, n int64) error {
+	if err := f.hit("fill32"); err != nil {
+		return err
+	}
+	buf := f.at(p)
+	for i := int64(0); i < n/4 && buf != nil; i++ {
+		binary.LittleEndian.PutUint32(buf[4*i:], v)
+	}
+	return f.dead
+}
+
+func (f *fakeDevice) sync() error { return f.hit("sync") }
+
+func (f *fakeDevice) readPass(_ cuda.DevPtr, n int64) error {
+	f.passes++
+	f.passBytes = n
+	return f.hit("readPass")
+}
+
+func (f *fakeDevice) clockSpin() (uint64, uint64, error) {
+	return uint64(f.mhz * 1000), 1_000_000, f.hit("clockSpin") // cycles in 1 ms
+}
+
+// block starts timed sample number f.samples.
+func (f *fakeDevice) block() error {
+	if f.dead != nil {
+		return f.dead
+	}
+	if f.blocked {
+		panic("fake device: a second blocker before the first was released")
+	}
+	f.blocked, f.timedIdx, f.lastIdx = true, f.samples, f.samples
+	f.samples++
+	if f.onTimed != nil {
+		f.onTimed(f.timedIdx)
+	}
+	return nil
+}
+
+func (f *fakeDevice) release() { f.blocked = false }
+
+func (f *fakeDevice) blockerTimedOut() bool {
+	if f.sample == nil {
+		return false
+	}
+	_, drop := f.sample(f.lastIdx)
+	return drop
+}
+
+func (f *fakeDevice) record(e event) error {
+	if e == evStop {
+		f.stopped = true
+		return f.hit("record stop")
+	}
+	return f.hit("record start")
+}
+
+func (f *fakeDevice) waitStop() error {
+	if f.blocked {
+		panic("fake device: waiting for the stop event behind an unreleased blocker")
+	}
+	return f.hit("waitStop")
+}
+
+// elapsedMS is the scripted sample inside a timed sample, else the time
+// a readPass takes at f.bw GB/s.
+func (f *fakeDevice) elapsedMS() (float64, error) {
+	if err := f.hit("elapsed"); err != nil {
+		return 0, err
+	}
+	if f.timedIdx < 0 {
+		return float64(f.passBytes) / f.bw / 1e6, nil
+	}
+	i := f.timedIdx
+	f.timedIdx = -1
+	if f.sample == nil {
+		return 1e-3, f.dead
+	}
+	ns, _ := f.sample(i)
+	return ns / 1e6, f.dead
+}
+
+func (f *fakeDevice) positions(w *workspace, batch int) []int32 {
+	out := make([]int32, batch)
+	for b := range out {
+		out[b] = int32(binary.LittleEndian.Uint32(f.at(w.positions)[4*b:]))
+	}
+	return out
+}
+
+func (f *fakeDevice) launch(k *kernelPair, c *results.Config, g geometry, w *workspace) error {
+	if err := f.hit("launch"); err != nil {
+		return err
+	}
+	l := fakeLaunch{k, *c, g, w, f.positions(w, c.Shape.Batch)}
+	if f.capturing != nil {
+		*f.capturing = append(*f.capturing, l)
+		return nil
+	}
+	return f.run(l)
+}
+
+func (f *fakeDevice) run(l fakeLaunch) error {
+	fk := f.kernels[l.k]
+	if fk == nil {
+		return fmt.Errorf("fake device: launch of an unloaded kernel")
+	}
+	if fk.m.delay > 0 {
+		time.Sleep(fk.m.delay)
+	}
+	if fk.m.fault != nil {
+		f.dead = fk.m.fault
+		return f.dead
+	}
+	if fk.m.launchErr != nil {
+		return fk.m.launchErr
+	}
+	if l.g.shared > 48<<10 && !fk.prepared {
+		return fmt.Errorf("fake launch with %d bytes of dynamic shared memory before the opt-in: %w", l.g.shared, errInvalid)
+	}
+	f.pairs++
+	fk.launches++
+	f.execute(fk, l)
+	return nil
+}
+
+type fakeGraph struct {
+	f        *fakeDevice
+	launches []fakeLaunch
+}
+
+func (g *fakeGraph) launch() error {
+	for _, l := range g.launches {
+		// A replay re-reads device memory, except what a kernel took by
+		// value at capture time.
+		if !g.f.kernels[l.k].m.nkvByValue {
+			l.pos = g.f.positions(l.w, l.c.Shape.Batch)
+		}
+		if err := g.f.run(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *fakeGraph) destroy() { g.f.graphs-- }
+
+func (f *fakeDevice) beginCapture() error {
+	if err := f.hit("beginCapture"); err != nil {
+		return err
+	}
+	f.captures++
+	f.capturing = &[]fakeLaunch{}
+	return nil
+}
+
+func (f *fakeDevice) endCapture() (graph, error) {
+	ls := f.capturing
+	f.capturing = nil
+	g := &fakeGraph{f: f, launches: *ls}
+	f.graphs++
+	return g, f.hit("endCapture")
+}
+
+// fakeBackend is a Backend over f.
+func fakeBackend(t *testing.T, f *fakeDevice) *Backend {
+	return &Backend{
+		gpu: f, log: testLog{t}, loaded: map[string]*kernelPair{}, gates: map[string]*gateVerdict{},
+		env: results.Env{Device: "fake", SMs: 132, L2Bytes: 1 << 16, ClockMHz: 1980, Arch: "sm_90"},
+	}
+}
+
+// fakePoint is a small point: 4 query heads over 2 KV heads, head_dim 16,
+// batch 2, SPLITS 8, capacity 256, with the plan's kinds of gate lengths
+// (boundaries of SPLITS, past a chunk, the capacity) and replay lengths.
+func fakePoint(variant string, nkv int) *plan.Point {
+	shape := results.Shape{Name: "tiny", Heads: 4, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 2, Capacity: 256}
+	return &plan.Point{
+		Hash: fmt.Sprintf("%s-%d", variant, nkv),
+		Config: results.Config{
+			Spec: "test", Variant: variant, Kernel: variant + ".cu", Shape: shape, NKV: nkv, Splits: 8,
+			Defines: results.Defines{{Name: "SPLITS", Value: "8"}},
+		},
+		Source: plan.Source{Name: variant + ".cu", Partial: "attn_partial", Combine: "attn_combine"},
+		// The ABI's two launches; the fake runs its model, not the args.
+		Launches: []plan.Launch{
+			{Entry: "attn_partial", Grid: [3]int{8, 4, 2}, Block: [3]int{32, 1, 1}},
+			{Entry: "attn_combine", Grid: [3]int{4, 2, 1}, Block: [3]int{16, 1, 1}},
+		},
+		GateKey:    "gate-" + variant,
+		GateNKV:    []int{1, 4, 7, 8, 9, 17, 29, 100},
+		CaptureNKV: 1,
+		ReplayNKV:  []int{7, 9, 17, 100, 256, 9},
+		Seed:       1,
+		Tol:        plan.Tolerance{MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6},
+		Probes:     []results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph},
+		Measure:    plan.Measure{Warmup: 1, MinSamples: 5, MaxSamples: 20, MaxNoise: 0.05, BudgetSec: 5, HotBatch: 4, TimeoutSec: 60},
+	}
+}
+
+// failedKinds lists "kind/inputs" of the failed gates, sorted.
+func failedKinds(gs []results.Gate) []string {
+	set := map[string]bool{}
+	for _, g := range gs {
+		if !g.Pass {
+			set[g.Kind+"/"+g.Inputs] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,115 @@
+package probe
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/ktune/ktune/internal/oracle"
+)
+
+// execute computes the partial slots and out of one launch in float64.
+func (f *fakeDevice) execute(fk *fakeKernel, l fakeLaunch) {
+	m, c, w := fk.m, l.c, l.w
+	s := c.Shape
+	d, splits, pstr := s.HeadDim, c.Splits, s.HeadDim+4
+	group := s.Heads / s.KVHeads
+	q := f.at(w.q)
+	kb, vb, pb, ob := f.at(w.k), f.at(w.v), f.at(w.partial), f.at(w.out)
+	elt := oracle.EltBytes(s.KVDtype)
+	load := func(buf []byte, b, r, kh, i int) float64 {
+		off := (((b*s.Capacity+r)*s.KVHeads+kh)*d + i) * elt
+		if elt == 4 {
+			return float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[off:])))
+		}
+		h := binary.LittleEndian.Uint16(buf[off:])
+		if m.ftz && h&0x7c00 == 0 {
+			return 0
+		}
+		return oracle.F16ToF64(h)
+	}
+	put := func(buf []byte, i int, v float64) {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(v)))
+	}
+	get := func(buf []byte, i int) float64 {
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:])))
+	}
+	scale := 1 / math.Sqrt(float64(d))
+	for b := range s.Batch {
+		n := int(l.pos[b]) + 1
+		if m.keepMax {
+			if fk.seen == nil {
+				fk.seen = map[int]int{}
+			}
+			fk.seen[b] = max(fk.seen[b], n)
+			n = fk.seen[b]
+		}
+		chunk := (n + splits - 1) / splits
+		for h := range s.Heads {
+			kh := h / group
+			for sp := range splits {
+				slot := ((b*splits+sp)*s.Heads + h) * pstr
+				lo, hi := sp*chunk, min(n, (sp+1)*chunk)
+				if m.readPast && hi < n {
+					hi++
+				}
+				if lo >= n && m.skipIdle {
+					continue
+				}
+				mx, sum := math.Inf(-1), 0.0
+				acc := make([]float64, d)
+				for r := lo; r < hi; r++ {
+					if m.gridRows > 0 && r >= l.g.grid[0]*m.gridRows {
+						break
+					}
+					if m.skipNewest > 0 && n > m.skipNewest && r == n-1 {
+						continue
+					}
+					dot := 0.0
+					for i := range d {
+						dot += get(q, (b*s.Heads+h)*d+i) * load(kb, b, r, kh, i)
+					}
+					sc := dot * scale
+					nmx := math.Max(mx, sc)
+					corr, e := math.Exp(mx-nmx), math.Exp(sc-nmx)
+					sum = sum*corr + e
+					for i := range d {
+						acc[i] = acc[i]*corr + e*load(vb, b, r, kh, i)
+					}
+					mx = nmx
+				}
+				put(pb, slot, mx)
+				put(pb, slot+1, sum)
+				put(pb, slot+2, 0)
+				put(pb, slot+3, 0)
+				for i := range d {
+					put(pb, slot+4+i, acc[i])
+				}
+			}
+			// The combine, from the slots as written (kernels/ABI.md).
+			gmx := math.Inf(-1)
+			for sp := range splits {
+				gmx = math.Max(gmx, get(pb, ((b*splits+sp)*s.Heads+h)*pstr))
+			}
+			var S float64
+			acc := make([]float64, d)
+			for sp := range splits {
+				slot := ((b*splits+sp)*s.Heads + h) * pstr
+				wt := math.Exp(get(pb, slot) - gmx)
+				S += get(pb, slot+1) * wt
+				for i := range d {
+					acc[i] += get(pb, slot+4+i) * wt
+				}
+			}
+			for i := range d {
+				v := 0.0
+				if S > 0 {
+					v = acc[i] / S
+				}
+				put(ob, (b*s.Heads+h)*d+i, v+float64(m.offset))
+			}
+		}
+	}
+	if m.noise && fk.launches%2 == 0 {
+		binary.LittleEndian.PutUint32(ob, binary.LittleEndian.Uint32(ob)^1)
+	}
+}

@@ -1,0 +1,285 @@
+package probe
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+)
+
+func run(t *testing.T, b *Backend, p *plan.Point) results.Record {
+	t.Helper()
+	rec, err := b.Run(context.Background(), p)
+	if err != nil {
+		t.Fatalf("Run %s nkv %d: %v", p.Config.Variant, p.Config.NKV, err)
+	}
+	return rec
+}
+
+// TestFakeRunGood: a correct kernel passes every gate on every input set,
+// and is measured by every probe.
+func TestFakeRunGood(t *testing.T) {
+	f := newFakeDevice()
+	b := fakeBackend(t, f)
+	rec := run(t, b, fakePoint("good", 100))
+	if rec.Status != results.StatusOK || rec.Error != "" {
+		t.Fatalf("status %s: %s", rec.Status, rec.Error)
+	}
+	kinds := map[string]bool{}
+	inputs := map[string]bool{}
+	for _, g := range rec.Gates {
+		if !g.Pass {
+			t.Errorf("failed gate %+v", g)
+		}
+		kinds[g.Kind] = true
+		inputs[g.Inputs] = true
+	}
+	for _, k := range []string{results.GateWritten, results.GateTolerance, results.GateDeterminism, results.GateFresh, results.GateReplay} {
+		if !kinds[k] {
+			t.Errorf("no %s gate recorded", k)
+		}
+	}
+	for _, s := range oracle.Sets {
+		if !inputs[string(s)] {
+			t.Errorf("no gate on the %s inputs", s)
+		}
+	}
+	if len(rec.Probes) != 3 {
+		t.Fatalf("%d probes, want cold, hot and graph", len(rec.Probes))
+	}
+	for _, m := range rec.Probes {
+		if !m.Converged || len(m.SamplesNS) != 5 || m.Summary.Median != 1000/float64(m.Batch) || m.ClockMHz != 1980 || m.GBps <= 0 || m.PctBW <= 0 {
+			t.Errorf("%s: %+v", m.Probe, m)
+		}
+	}
+	if rec.Env.ReadBWGBps != 4000 || rec.Resources[0].Registers != 40 {
+		t.Errorf("env %+v resources %+v", rec.Env, rec.Resources)
+	}
+	if f.reloads != 1 || f.captures != 2 { // the replay gate's and the graph probe's
+		t.Errorf("%d fresh modules, %d captures", f.reloads, f.captures)
+	}
+
+	// A second point of the group copies the verdict: no gate launches.
+	pairs := f.pairs
+	rec2 := run(t, b, fakePoint("good", 29))
+	if rec2.Status != results.StatusOK || len(rec2.Gates) != len(rec.Gates) || rec2.GateSec > rec.GateSec {
+		t.Errorf("second point: %s, %d gates (first %d)", rec2.Status, len(rec2.Gates), len(rec.Gates))
+	}
+	// Measurement only: warm-up and samples of three probes.
+	if n := f.pairs - pairs; n > 3*(1+20)*4 {
+		t.Errorf("second point launched %d pairs: the gates ran again", n)
+	}
+}
+
+// TestFakeDefectsCaught runs each planted defect through the gates and
+// checks the verdict names the gate built for it.
+func TestFakeDefectsCaught(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		m     fakeModel
+		edit  func(p *plan.Point)
+		wants []string // kind/inputs that must be among the failures
+	}{
+		{"wrong values", fakeModel{offset: 0.01}, nil, []string{"tolerance/uniform"}},
+		{"idle splits unwritten", fakeModel{skipIdle: true}, nil, []string{"written/uniform"}},
+		{"nondeterministic", fakeModel{noise: true}, nil, []string{"determinism/uniform"}},
+		{"keeps the longest nkv in device memory", fakeModel{keepMax: true}, nil,
+			[]string{"fresh/uniform", "tolerance/peaked", "replay/uniform"}},
+		{"skips the newest row past 64", fakeModel{skipNewest: 64}, nil, []string{"tolerance/peaked"}},
+		{"flushes f16 subnormals", fakeModel{ftz: true}, nil, []string{"tolerance/subnormal"}},
+		{"reads one row past its chunk", fakeModel{readPast: true}, nil, []string{"tolerance/peaked"}},
+		{"nkv by value", fakeModel{nkvByValue: true}, nil, []string{"replay/uniform"}},
+		{"grid reads nkv, cold probe only", fakeModel{gridRows: 16}, func(p *plan.Point) {
+			p.Geometry = &plan.Geometry{Grid: [3]string{"cdiv(nkv, 16)", "heads", "batch"}, Symbols: map[string]int64{"heads": 4, "batch": 2}}
+			p.Probes = []results.Probe{results.ProbeCold}
+		}, []string{"replay/"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models[c.name] = c.m
+			b := fakeBackend(t, f)
+			p := fakePoint(c.name, 100)
+			if c.edit != nil {
+				c.edit(p)
+			}
+			rec := run(t, b, p)
+			got := failedKinds(rec.Gates)
+			if rec.Status != results.StatusGateFailed || len(rec.Probes) != 0 {
+				t.Fatalf("status %s with %d probes, failed %v", rec.Status, len(rec.Probes), got)
+			}
+			for _, w := range c.wants {
+				if !slices.Contains(got, w) {
+					t.Errorf("failed gates %v, want %s among them", got, w)
+				}
+			}
+			if !strings.Contains(rec.Error, "gate(s) failed") {
+				t.Errorf("error %q", rec.Error)
+			}
+		})
+	}
+}
+
+// TestFakeGridReadingNKV: a kernel whose grid reads nkv fails every point
+// of its group, at every length, whatever the probes; graph: never lets it
+// through and skips the graph probe.
+func TestFakeGridReadingNKV(t *testing.T) {
+	geo := &plan.Geometry{Grid: [3]string{"cdiv(nkv, 16)", "heads", "batch"}, Symbols: map[string]int64{"heads": 4, "batch": 2}}
+	f := newFakeDevice()
+	f.models["grid"] = fakeModel{gridRows: 16}
+	b := fakeBackend(t, f)
+	for _, nkv := range []int{256, 1, 29} { // the first point is at the capacity: its own grid is full
+		p := fakePoint("grid", nkv)
+		p.Geometry = geo
+		p.Probes = []results.Probe{results.ProbeCold}
+		if rec := run(t, b, p); rec.Status != results.StatusGateFailed {
+			t.Errorf("nkv %d: %s", nkv, rec.Status)
+		}
+	}
+	// The replay itself disagrees, not only the outright verdict.
+	p := fakePoint("grid", 256)
+	p.Geometry, p.GateKey = geo, "other"
+	rec := run(t, b, p)
+	diff := 0
+	for _, g := range rec.Gates {
+		if g.Kind == results.GateReplay && !g.Pass && g.DiffBytes > 0 {
+			diff++
+		}
+	}
+	if diff == 0 {
+		t.Errorf("no replay disagreed with a fresh launch: %v", failedKinds(rec.Gates))
+	}
+
+	f = newFakeDevice()
+	f.models["never"] = fakeModel{gridRows: 16}
+	b = fakeBackend(t, f)
+	p = fakePoint("never", 100)
+	p.Geometry, p.NeverCaptured = geo, true
+	rec = run(t, b, p)
+	if rec.Status != results.StatusOK || f.captures != 0 {
+		t.Fatalf("graph: never: %s (%v), %d captures", rec.Status, failedKinds(rec.Gates), f.captures)
+	}
+	for _, m := range rec.Probes {
+		if m.Probe == results.ProbeGraph {
+			t.Error("graph probe ran on a kernel the engine never captures")
+		}
+	}
+}
+
+// TestFakeLargeShared: every module a point launches, the fresh one of
+// the fresh-module gate included, is opted into its dynamic shared memory.
+func TestFakeLargeShared(t *testing.T) {
+	f := newFakeDevice()
+	b := fakeBackend(t, f)
+	p := fakePoint("big", 100)
+	p.Launches[0].Shared = 64 << 10
+	if rec := run(t, b, p); rec.Status != results.StatusOK {
+		t.Errorf("%s: %s", rec.Status, rec.Error)
+	}
+}
+
+// TestFakeStateNeedsOrders: the kernel that keeps the longest length seen
+// passes an ascending walk on one set; the other orders catch it.
+func TestFakeStateNeedsOrders(t *testing.T) {
+	f := newFakeDevice()
+	f.models["state"] = fakeModel{keepMax: true}
+	b := fakeBackend(t, f)
+	rec := run(t, b, fakePoint("state", 100))
+	for _, g := range rec.Gates {
+		if g.Inputs == string(oracle.SetUniform) && g.Kind == results.GateTolerance && !g.Pass {
+			t.Errorf("uniform set, ascending: failed at nkv %d; the test premise is gone", g.NKV)
+		}
+	}
+	if rec.Status != results.StatusGateFailed {
+		t.Errorf("status %s", rec.Status)
+	}
+}
+
+func TestFakeBitwiseTwin(t *testing.T) {
+	for _, c := range []struct {
+		twin fakeModel
+		want results.Status
+	}{{fakeModel{}, results.StatusOK}, {fakeModel{offset: 1e-6}, results.StatusGateFailed}} {
+		f := newFakeDevice()
+		f.models["twin"] = c.twin
+		b := fakeBackend(t, f)
+		p := fakePoint("cand", 100)
+		p.Twin = fakePoint("twin", 100)
+		p.Config.BitwiseWith = "twin"
+		rec := run(t, b, p)
+		if rec.Status != c.want {
+			t.Errorf("twin %+v: %s (%v)", c.twin, rec.Status, failedKinds(rec.Gates))
+		}
+		n := 0
+		for _, g := range rec.Gates {
+			if g.Kind == results.GateBitwise && g.Twin == "twin" {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Error("no bitwise gate recorded")
+		}
+	}
+}
+
+// TestGateLaunchCount is the gates' cost per compiled kernel, in launch
+// pairs, for the point's lengths: every set at every gate length, the
+// repeat on the uniform set, two fresh-module runs, the capture and two
+// pairs (replay, fresh launch) per replay length.
+func TestGateLaunchCount(t *testing.T) {
+	f := newFakeDevice()
+	b := fakeBackend(t, f)
+	p := fakePoint("count", 100)
+	p.Probes = nil
+	run(t, b, p)
+	L, R := len(p.GateNKV), len(p.ReplayNKV)
+	want := len(oracle.Sets)*L + L + 2 + 2*R
+	if f.pairs != want {
+		t.Errorf("%d pairs launched, want %d", f.pairs, want)
+	}
+	// Before the input sets: L pairs, plus 1 + 2·5 only with the graph probe.
+	t.Logf("gate launch pairs per compiled kernel: %d (L=%d gate lengths, R=%d replays); %d before, %d with the graph probe",
+		f.pairs, L, R, L, L+1+2*5)
+}
+
+func TestGateOrder(t *testing.T) {
+	n := []int{9, 1, 100, 8}
+	if got := gateOrder(n, 0, 1); !slices.Equal(got, []int{1, 8, 9, 100}) {
+		t.Errorf("ascending: %v", got)
+	}
+	if got := gateOrder(n, 1, 1); !slices.Equal(got, []int{100, 9, 8, 1}) {
+		t.Errorf("descending: %v", got)
+	}
+	a, b2 := gateOrder(n, 2, 1), gateOrder(n, 2, 1)
+	if !slices.Equal(a, b2) {
+		t.Errorf("shuffle not seeded: %v %v", a, b2)
+	}
+	sorted := slices.Clone(a)
+	slices.Sort(sorted)
+	if !slices.Equal(sorted, []int{1, 8, 9, 100}) {
+		t.Errorf("shuffle lost lengths: %v", a)
+	}
+	if !slices.Equal(n, []int{9, 1, 100, 8}) {
+		t.Error("gateOrder changed its argument")
+	}
+}
+
+func TestGateLog(t *testing.T) {
+	var l gateLog
+	l.add(results.Gate{Kind: "tolerance", Inputs: "uniform", Pass: true, NKV: 1})
+	l.add(results.Gate{Kind: "tolerance", Inputs: "uniform", Pass: true, NKV: 2})
+	l.add(results.Gate{Kind: "tolerance", Inputs: "peaked", Pass: true, NKV: 1, NMSE: 1e-9})
+	l.add(results.Gate{Kind: "tolerance", Inputs: "peaked", Pass: true, NKV: 2, NMSE: 1e-8})
+	l.add(results.Gate{Kind: "tolerance", Inputs: "peaked", Pass: true, NKV: 3, NMSE: 1e-10})
+	l.add(results.Gate{Kind: "tolerance", Inputs: "peaked", Pass: false, NKV: 4})
+	var got []string
+	for _, g := range l.gates {
+		got = append(got, g.Inputs+string(rune('0'+g.NKV)))
+	}
+	if want := []string{"uniform1", "uniform2", "peaked2", "peaked4"}; !slices.Equal(got, want) {
+		t.Errorf("kept %v, want %v", got, want)
+	}
+}
