@@ -256,10 +256,23 @@ func bytesGate(kind string, nkv int, seed uint64, pa, pb, oa, ob []byte, why str
 // set only as many as the longest length) and uploads it.
 func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*oracle.Inputs, error) {
 	p := r.p
-	if set.PerLength() {
-		rows = slices.Max(lengths)
+	// One uniform base per gated kernel, drawn once: the sets and the
+	// peaked set's per-length inputs derive from it (oracle.FromBase).
+	if r.base == nil || r.base.Rows < rows {
+		base, err := oracle.Generate(p.Config.Shape, rows, p.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("generating gate inputs: %w", err)
+		}
+		r.base = base
 	}
-	in, err := oracle.GenerateSet(set, p.Config.Shape, rows, lengths, r.l.splits, p.Seed)
+	base := r.base
+	if base.Rows != rows {
+		base = base.Prefix(rows)
+	}
+	if set.PerLength() {
+		base = base.Prefix(slices.Max(lengths))
+	}
+	in, err := oracle.FromBase(set, base, lengths, r.l.splits)
 	if err != nil {
 		return nil, fmt.Errorf("generating %s gate inputs: %w", set, err)
 	}

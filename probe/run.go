@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
@@ -124,6 +125,9 @@ type pointRun struct {
 	// pairs counts the launch pairs (and graph replays) of this run: the
 	// gates' cost per compiled kernel is read off it.
 	pairs int
+	// base is the uniform gate input drawn once per run; every input set
+	// is derived from it (uploadSet).
+	base *oracle.Inputs
 }
 
 // pair enqueues one pair of k: the one launch path of a point, which the

@@ -99,3 +99,28 @@ func (in *Inputs) KRow(b, r, kh int) []float64 { return in.row(in.K, b, r, kh) }
 
 // VRow returns the value of sequence b, row r, KV head kh.
 func (in *Inputs) VRow(b, r, kh int) []float64 { return in.row(in.V, b, r, kh) }
+
+// Prefix returns a copy of in with the first rows rows of each sequence
+// (rows ≤ in.Rows): the same values those rows hold in in. Gates draw one
+// uniform base per compiled kernel and derive every input set and length
+// from it, because drawing and rounding the base is the expensive part
+// (a batch-16 base of 1,700 rows is 28 million K/V elements).
+func (in *Inputs) Prefix(rows int) *Inputs {
+	rows = min(max(rows, 0), in.Rows)
+	s := in.Shape
+	out := &Inputs{Shape: s, Seed: in.Seed, Rows: rows, Q: append([]float32(nil), in.Q...)}
+	per := s.KVHeads * s.HeadDim // elements of one row
+	elt := EltBytes(s.KVDtype)
+	n := s.Batch * rows * per
+	out.K, out.V = make([]float64, n), make([]float64, n)
+	out.KBytes, out.VBytes = make([]byte, n*elt), make([]byte, n*elt)
+	for b := range s.Batch {
+		src, dst := b*in.Rows*per, b*rows*per
+		m := rows * per
+		copy(out.K[dst:dst+m], in.K[src:src+m])
+		copy(out.V[dst:dst+m], in.V[src:src+m])
+		copy(out.KBytes[dst*elt:(dst+m)*elt], in.KBytes[src*elt:(src+m)*elt])
+		copy(out.VBytes[dst*elt:(dst+m)*elt], in.VBytes[src*elt:(src+m)*elt])
+	}
+	return out
+}

@@ -99,10 +99,22 @@ func (s InputSet) Bounds(b Bounds) Bounds {
 // lengths (one per sequence) and splits place the peaked set's needles;
 // the other sets ignore them. The uniform set is exactly Generate's.
 func GenerateSet(set InputSet, s results.Shape, rows int, lengths []int, splits int, seed uint64) (*Inputs, error) {
-	in, err := Generate(s, rows, seed)
-	if err != nil || set == SetUniform {
-		return in, err
+	base, err := Generate(s, rows, seed)
+	if err != nil {
+		return nil, err
 	}
+	return FromBase(set, base, lengths, splits)
+}
+
+// FromBase makes set's inputs from a uniform base (Generate's), which it
+// does not change: the first rows of the result are a copy of the base's
+// and the set's rewrites follow the same seeded stream as GenerateSet's.
+func FromBase(set InputSet, base *Inputs, lengths []int, splits int) (*Inputs, error) {
+	if set == SetUniform {
+		return base, nil
+	}
+	s, rows, seed := base.Shape, base.Rows, base.Seed
+	in := base.Prefix(rows)
 	if set == SetPeaked && (len(lengths) != s.Batch || splits < 1) {
 		return nil, fmt.Errorf("oracle: the peaked set needs one length per sequence (%d for batch %d) and SPLITS ≥ 1 (%d)", len(lengths), s.Batch, splits)
 	}
