@@ -190,7 +190,7 @@ func (b *builder) armVariant(v *spec.Variant, a *spec.Arm) *spec.Variant {
 	if av, ok := b.arms[a]; ok {
 		return av
 	}
-	av := &spec.Variant{Name: v.Name, Kernel: a.Kernel, Builtin: a.Builtin, Path: a.Path, Pos: a.Pos}
+	av := &spec.Variant{Name: v.Name, KernelRef: a.KernelRef, Pos: a.Pos}
 	b.arms[a] = av
 	return av
 }

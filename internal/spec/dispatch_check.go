@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/ktune/ktune/internal/catalog"
 	"gopkg.in/yaml.v3"
@@ -28,24 +27,10 @@ func (d *decoder) armKernels(s *Spec, i int, w *where, kernels catalog.Set) {
 	for j := range v.Dispatch {
 		a, an := &v.Dispatch[j], vn.arms[j]
 		where := fmt.Sprintf("variants[%d] (%s).dispatch[%d]", i, v.Name, j)
-		k, path, ok := d.kernel(s, a.Kernel, an.kernel, where, kernels)
-		a.Path = path
-		if !ok || k == nil {
-			continue
-		}
-		a.Builtin = k
-		for _, name := range a.DefineOrder {
-			def, ok := k.Define(name)
-			if !ok {
-				if name != Splits {
-					d.errorf(an.defKeys[name], "%s: kernel %s takes no define %s (it takes %s)", where, k.Name, name, declared(k))
-				}
-				continue
-			}
-			if err := def.CheckValue(a.Defines[name]); err != nil {
-				d.errorf(an.defines[name], "%s: kernel %s: %v", where, k.Name, err)
-			}
-		}
+		d.resolve(s, &a.KernelRef, an.kernel, where, kernels, a.DefineOrder, an.defKeys,
+			func(name string) ([]string, []*yaml.Node) {
+				return []string{a.Defines[name]}, []*yaml.Node{an.defines[name]}
+			})
 	}
 	if len(d.errs) > 0 {
 		return
@@ -116,20 +101,7 @@ func (d *decoder) armRunnable(s *Spec, i int, w *where) {
 		if a.Builtin == nil {
 			continue
 		}
-		var first error
-		ok := slices.ContainsFunc(s.Shapes, func(sh Shape) bool {
-			found := false
-			Combinations(axes, func(vals []string) bool {
-				err := a.Builtin.Accepts(sh.Results(), sh.ArmDefines(a, axes, vals))
-				if err == nil {
-					found = true
-				} else if first == nil {
-					first = err
-				}
-				return !found
-			})
-			return found
-		})
+		ok, first := runnable(a.Builtin, s.Shapes, axes, func(sh *Shape, vals []string) map[string]string { return sh.ArmDefines(a, axes, vals) })
 		if !ok {
 			d.errorf(w.variants[i].arms[j].kernel, "variants[%d] (%s).dispatch[%d]: kernel %s cannot run any point of this sweep: %v", i, v.Name, j, a.Builtin.Name, first)
 		}

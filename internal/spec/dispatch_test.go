@@ -50,7 +50,7 @@ func TestDispatchDecode(t *testing.T) {
 			t.Errorf("Arm(%d) = %+v, want arm %d", c.nkv, got, c.want)
 		}
 	}
-	if s.Variants[0].Arm(1) == nil || (&Variant{Kernel: "r4"}).Arm(1) != nil {
+	if s.Variants[0].Arm(1) == nil || (&Variant{KernelRef: KernelRef{Kernel: "r4"}}).Arm(1) != nil {
 		t.Error("Arm: want nil only for a single-kernel variant")
 	}
 	for i, want := range []string{"nkv < 512", "512 ≤ nkv < 4096", "nkv ≥ 4096"} {

@@ -55,8 +55,10 @@ type Axis struct {
 // A Variant is one kernel with its own defines and launch geometry, or a
 // dispatch between kernels by context length.
 type Variant struct {
-	Name        string
-	Kernel      string              // built-in name or a .cu path relative to the spec; empty for a dispatch
+	Name string
+	// KernelRef is the kernel the variant runs; empty for a dispatch,
+	// whose arms name theirs.
+	KernelRef
 	Defines     map[string][]string // variant-local axes; override global axes of the same name
 	DefineOrder []string            // keys of Defines in file order
 	Grid        []string            // expressions over shape symbols and defines; empty: the kernel's default
@@ -68,12 +70,6 @@ type Variant struct {
 	// or graph probe runs.
 	NeverCaptured bool
 	Pos           Pos
-
-	// Builtin is the built-in kernel Kernel names, nil for a user kernel.
-	Builtin *catalog.Kernel
-	// Path is a user kernel's file, resolved against the spec's directory;
-	// empty for a built-in.
-	Path string
 
 	// Dispatch, when set, replaces Kernel: the arms in ascending order of
 	// their thresholds, the last one (Below 0) serving every longer
@@ -99,12 +95,19 @@ type Variant struct {
 // grid, as an engine that switches between captured CUDA graphs at the
 // threshold would run it.
 type Arm struct {
-	Below       int               // serves nkv < Below; 0 for the last arm, the catch-all
-	Kernel      string            // built-in name or a .cu path relative to the spec
+	Below int // serves nkv < Below; 0 for the last arm, the catch-all
+	KernelRef
 	Defines     map[string]string // fixed for this arm; they override the axes
 	DefineOrder []string          // keys of Defines in file order
 	Pos         Pos
+}
 
+// A KernelRef names the kernel a variant or a dispatch arm runs, as the
+// spec wrote it and as validation resolved it: the one description of "which
+// kernel" that variants and arms share, checked by one function
+// (decoder.resolve).
+type KernelRef struct {
+	Kernel string // built-in name or a .cu path relative to the spec
 	// Builtin is the built-in kernel Kernel names, nil for a user kernel.
 	Builtin *catalog.Kernel
 	// Path is a user kernel's file, resolved against the spec's directory;

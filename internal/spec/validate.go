@@ -121,26 +121,37 @@ func (d *decoder) kernels(s *Spec, w *where, kernels catalog.Set) {
 			d.armKernels(s, i, w, kernels)
 			continue
 		}
-		k, path, ok := d.kernel(s, v.Kernel, vn.kernel, where, kernels)
-		v.Path = path
-		if !ok || k == nil {
+		d.resolve(s, &v.KernelRef, vn.kernel, where, kernels, v.DefineOrder, vn.defKeys,
+			func(name string) ([]string, []*yaml.Node) { return v.Defines[name], vn.defines[name] })
+	}
+}
+
+// resolve resolves the kernel a variant or a dispatch arm names and checks
+// the defines written for it: each must be one the kernel declares (SPLITS
+// always passes), with values it accepts. A value written for this variant
+// or arm alone is a mistake when the kernel refuses it; a global axis
+// value is a skip instead (the plan's). values gives a define's values
+// with their nodes: one for an arm, one per axis value for a variant.
+func (d *decoder) resolve(s *Spec, ref *KernelRef, at *yaml.Node, where string, kernels catalog.Set,
+	order []string, keys map[string]*yaml.Node, values func(string) ([]string, []*yaml.Node)) {
+	k, path, ok := d.kernel(s, ref.Kernel, at, where, kernels)
+	ref.Path = path
+	if !ok || k == nil {
+		return
+	}
+	ref.Builtin = k
+	for _, name := range order {
+		def, ok := k.Define(name)
+		if !ok {
+			if name != Splits {
+				d.errorf(keys[name], "%s: kernel %s takes no define %s (it takes %s)", where, k.Name, name, declared(k))
+			}
 			continue
 		}
-		v.Builtin = k
-		for _, name := range v.DefineOrder {
-			def, ok := k.Define(name)
-			if !ok {
-				if name != Splits {
-					d.errorf(vn.defKeys[name], "%s: kernel %s takes no define %s (it takes %s)", where, k.Name, name, declared(k))
-				}
-				continue
-			}
-			// A value written for this variant alone is a mistake when the
-			// kernel refuses it; a global axis value is a skip instead.
-			for j, val := range v.Defines[name] {
-				if err := def.CheckValue(val); err != nil {
-					d.errorf(vn.defines[name][j], "%s: kernel %s: %v", where, k.Name, err)
-				}
+		vals, nodes := values(name)
+		for j, val := range vals {
+			if err := def.CheckValue(val); err != nil {
+				d.errorf(nodes[j], "%s: kernel %s: %v", where, k.Name, err)
 			}
 		}
 	}
@@ -331,27 +342,35 @@ func (d *decoder) coverage(s *Spec, w *where) {
 			continue
 		}
 		axes := s.DefineAxes(v)
-		var first error
-		ok := false
-		for j := range s.Shapes {
-			sh := &s.Shapes[j]
-			Combinations(axes, func(vals []string) bool {
-				err := v.Builtin.Accepts(sh.Results(), sh.Defines(axes, vals))
-				if err == nil {
-					ok = true
-				} else if first == nil {
-					first = err
-				}
-				return !ok
-			})
-			if ok {
-				break
-			}
-		}
+		ok, first := runnable(v.Builtin, s.Shapes, axes, func(sh *Shape, vals []string) map[string]string { return sh.Defines(axes, vals) })
 		if !ok {
 			d.errorf(w.variants[i].kernel, "variants[%d] (%s): kernel %s cannot run any point of this sweep: %v", i, v.Name, v.Builtin.Name, first)
 		}
 	}
+}
+
+// runnable reports whether the built-in k accepts at least one combination
+// of the axes at some shape, and else the first reason it gave; defines
+// builds a combination's defines (a variant's, or a dispatch arm's).
+func runnable(k *catalog.Kernel, shapes []Shape, axes []Axis, defines func(*Shape, []string) map[string]string) (bool, error) {
+	var first error
+	for j := range shapes {
+		sh := &shapes[j]
+		ok := false
+		Combinations(axes, func(vals []string) bool {
+			err := k.Accepts(sh.Results(), defines(sh, vals))
+			if err == nil {
+				ok = true
+			} else if first == nil {
+				first = err
+			}
+			return !ok
+		})
+		if ok {
+			return true, nil
+		}
+	}
+	return false, first
 }
 
 // Launch limits shared by every GPU NVRTC targets (compute capability 5.0
