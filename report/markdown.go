@@ -48,25 +48,8 @@ func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) erro
 		byShape[p.Device+"\x00"+p.Shape] = append(byShape[p.Device+"\x00"+p.Shape], p)
 	}
 	for _, s := range rep.sections() {
-		ew.printf("\n### %s\n\n", s.title(rep.Devices))
-		if ew.err != nil {
-			return ew.err
-		}
-		if err := configGrid(s.rows, true).Render(w, true); err != nil {
+		if err := rep.writeSection(ew, w, s); err != nil {
 			return err
-		}
-		for _, p := range rep.Probes {
-			g := probeGrid(s.rows, p, true)
-			if len(g.Rows) == 0 {
-				continue
-			}
-			ew.printf("\n%s probe:\n\n", p)
-			if ew.err != nil {
-				return ew.err
-			}
-			if err := g.Render(w, true); err != nil {
-				return err
-			}
 		}
 		for _, p := range byShape[s.device+"\x00"+s.label] {
 			rel, err := filepath.Rel(dir, p.Base)

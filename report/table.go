@@ -283,25 +283,34 @@ func (rep *Report) WriteText(w io.Writer) error {
 func (rep *Report) WriteMarkdownTable(w io.Writer) error {
 	ew := &errWriter{w: w}
 	for _, s := range rep.sections() {
-		ew.printf("\n### %s\n\n", s.title(rep.Devices))
+		if err := rep.writeSection(ew, w, s); err != nil {
+			return err
+		}
+	}
+	return ew.err
+}
+
+// writeSection writes one shape's tables as Markdown: its
+// configurations, then one table per probe.
+func (rep *Report) writeSection(ew *errWriter, w io.Writer, s section) error {
+	ew.printf("\n### %s\n\n", s.title(rep.Devices))
+	if ew.err != nil {
+		return ew.err
+	}
+	if err := configGrid(s.rows, true).Render(w, true); err != nil {
+		return err
+	}
+	for _, p := range rep.Probes {
+		g := probeGrid(s.rows, p, true)
+		if len(g.Rows) == 0 {
+			continue
+		}
+		ew.printf("\n%s probe:\n\n", p)
 		if ew.err != nil {
 			return ew.err
 		}
-		if err := configGrid(s.rows, true).Render(w, true); err != nil {
+		if err := g.Render(w, true); err != nil {
 			return err
-		}
-		for _, p := range rep.Probes {
-			g := probeGrid(s.rows, p, true)
-			if len(g.Rows) == 0 {
-				continue
-			}
-			ew.printf("\n%s probe:\n\n", p)
-			if ew.err != nil {
-				return ew.err
-			}
-			if err := g.Render(w, true); err != nil {
-				return err
-			}
 		}
 	}
 	return ew.err
