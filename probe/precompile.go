@@ -11,7 +11,6 @@ import (
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/plan"
-	"github.com/ktune/ktune/sweep"
 )
 
 // Precompiling: the sweep's parent process compiles every distinct kernel
@@ -63,7 +62,7 @@ type Precompiler struct {
 	mu    sync.Mutex
 	start time.Time
 	last  time.Time // end of the latest compile or wait
-	stats sweep.CompileStats
+	stats plan.CompileStats
 }
 
 // A compileJob is one distinct kernel: a source and its NVRTC options.
@@ -152,7 +151,7 @@ func startPrecompile(jobs []compileJob, cache diskCache, compile compileFunc, th
 	p := &Precompiler{jobs: jobs, threads: threads, now: w.now, cancel: cancel, done: make(chan struct{})}
 	p.start = w.now()
 	p.last = p.start
-	p.stats = sweep.CompileStats{Kernels: len(jobs), Pending: len(jobs), Threads: threads}
+	p.stats = plan.CompileStats{Kernels: len(jobs), Pending: len(jobs), Threads: threads}
 	var logMu sync.Mutex
 	warn := func(format string, args ...any) {
 		logMu.Lock()
@@ -219,7 +218,7 @@ func (p *Precompiler) count(f fetched, err error) {
 }
 
 // Wait blocks until every job is done and returns the statistics.
-func (p *Precompiler) Wait() sweep.CompileStats {
+func (p *Precompiler) Wait() plan.CompileStats {
 	<-p.done
 	return p.Stats()
 }
@@ -228,13 +227,13 @@ func (p *Precompiler) Wait() sweep.CompileStats {
 // (an NVRTC call cannot be interrupted; letting it finish also releases
 // its claim and caches its CUBIN for the next run) and returns the
 // statistics, the dropped jobs counted as Pending.
-func (p *Precompiler) Stop() sweep.CompileStats {
+func (p *Precompiler) Stop() plan.CompileStats {
 	p.cancel()
 	return p.Wait()
 }
 
 // Stats returns the statistics so far.
-func (p *Precompiler) Stats() sweep.CompileStats {
+func (p *Precompiler) Stats() plan.CompileStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stats

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
-	"github.com/ktune/ktune/sweep"
 )
 
 // point makes a plan point of variant v with the given SPLITS and nkv.
@@ -122,7 +121,7 @@ func TestPrecompileStats(t *testing.T) {
 	clk := &stepClock{}
 	pc := startPrecompile(jobs, c, nv.compile, 1, cacheWait{now: clk.now}, io.Discard)
 	got := pc.Wait()
-	want := sweep.CompileStats{Kernels: 5, Compiled: 2, Cached: 2, Rejected: 1, Threads: 1,
+	want := plan.CompileStats{Kernels: 5, Compiled: 2, Cached: 2, Rejected: 1, Threads: 1,
 		// Three NVRTC runs (a, bad, d) of one tick each.
 		CPUSeconds: 3,
 		// Readings: start (1); a: obtain start, compile ×2, count (2–5);
@@ -141,7 +140,7 @@ func TestPrecompileStats(t *testing.T) {
 	if s2.Compiled != 0 || s2.Cached != 4 || s2.Rejected != 1 || s2.Pending != 0 || nv2.calls.Load() != 1 {
 		t.Errorf("warm run: %+v, %d NVRTC runs", s2, nv2.calls.Load())
 	}
-	if s := (sweep.CompileStats{Kernels: 4, Cached: 4}).String(); s != "4 kernels: 0 compiled, 4 from cache" {
+	if s := (plan.CompileStats{Kernels: 4, Cached: 4}).String(); s != "4 kernels: 0 compiled, 4 from cache" {
 		t.Errorf("warm line %q", s)
 	}
 }
@@ -237,7 +236,7 @@ func TestPrecompileStop(t *testing.T) {
 	for nv.running.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	done := make(chan sweep.CompileStats)
+	done := make(chan plan.CompileStats)
 	go func() { done <- pc.Stop() }()
 	time.Sleep(10 * time.Millisecond)
 	close(nv.gate)

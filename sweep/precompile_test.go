@@ -23,14 +23,14 @@ func TestRunPrecompile(t *testing.T) {
 	rp := replay.New(recordsFor(pl))
 	var got []string
 	var callsAtStart, callsAtStop, stops int
-	want := CompileStats{Kernels: 2, Compiled: 1, Cached: 1, CPUSeconds: 2.5, WallSeconds: 1.5, Threads: 16}
+	want := plan.CompileStats{Kernels: 2, Compiled: 1, Cached: 1, CPUSeconds: 2.5, WallSeconds: 1.5, Threads: 16}
 	opts := e.opts()
-	opts.Precompile = func(todo []*plan.Point) func() CompileStats {
+	opts.Precompile = func(todo []*plan.Point) func() plan.CompileStats {
 		for _, p := range todo {
 			got = append(got, p.Hash)
 		}
 		callsAtStart = len(rp.Calls())
-		return func() CompileStats {
+		return func() plan.CompileStats {
 			stops++
 			callsAtStop = len(rp.Calls())
 			return want
@@ -49,26 +49,26 @@ func TestRunPrecompile(t *testing.T) {
 	}
 
 	// Nothing left to run: nothing to compile either.
-	opts.Precompile = func([]*plan.Point) func() CompileStats {
+	opts.Precompile = func([]*plan.Point) func() plan.CompileStats {
 		t.Error("precompiler started with no point to run")
-		return func() CompileStats { return CompileStats{} }
+		return func() plan.CompileStats { return plan.CompileStats{} }
 	}
-	if sum, err := Run(context.Background(), replay.New(nil), pl, opts); err != nil || sum.Compile != (CompileStats{}) {
+	if sum, err := Run(context.Background(), replay.New(nil), pl, opts); err != nil || sum.Compile != (plan.CompileStats{}) {
 		t.Errorf("second run: %+v, %v", sum.Compile, err)
 	}
 }
 
 func TestCompileStatsString(t *testing.T) {
 	for _, tc := range []struct {
-		s    CompileStats
+		s    plan.CompileStats
 		want string
 	}{
-		{CompileStats{Kernels: 31, Compiled: 24, Cached: 7, CPUSeconds: 3.14, WallSeconds: 1.23, Threads: 16},
+		{plan.CompileStats{Kernels: 31, Compiled: 24, Cached: 7, CPUSeconds: 3.14, WallSeconds: 1.23, Threads: 16},
 			"31 kernels: 24 compiled (3.1 s CPU, 1.2 s wall, 16 threads), 7 from cache"},
 		// A warm cache: no compile, so no times.
-		{CompileStats{Kernels: 31, Cached: 31, WallSeconds: 0.01, Threads: 16},
+		{plan.CompileStats{Kernels: 31, Cached: 31, WallSeconds: 0.01, Threads: 16},
 			"31 kernels: 0 compiled, 31 from cache"},
-		{CompileStats{Kernels: 9, Compiled: 3, Cached: 1, Elsewhere: 2, Rejected: 1, Pending: 2, CPUSeconds: 4, WallSeconds: 2, Threads: 1},
+		{plan.CompileStats{Kernels: 9, Compiled: 3, Cached: 1, Elsewhere: 2, Rejected: 1, Pending: 2, CPUSeconds: 4, WallSeconds: 2, Threads: 1},
 			"9 kernels: 3 compiled (4.0 s CPU, 2.0 s wall, 1 thread), 1 from cache, 2 compiled by another process, 1 rejected by NVRTC, 2 not reached"},
 	} {
 		if got := tc.s.String(); got != tc.want {

@@ -34,7 +34,7 @@ type sweepDeps struct {
 	// precompile starts compiling the kernels of the points about to run,
 	// for the architecture arch, and returns the function that stops it
 	// and reports what it did; nil compiles nothing ahead.
-	precompile func(arch string, todo []*plan.Point, log io.Writer) (stop func() sweep.CompileStats, err error)
+	precompile func(arch string, todo []*plan.Point, log io.Writer) (stop func() plan.CompileStats, err error)
 }
 
 // backendSpec says what runs a sweep's points.
@@ -123,7 +123,7 @@ func openBackend(s backendSpec) (plan.Backend, error) {
 
 // precompile compiles the kernels of todo into the shared CUBIN cache on
 // every CPU core while the workers measure; it needs NVRTC but no GPU.
-func precompile(arch string, todo []*plan.Point, log io.Writer) (func() sweep.CompileStats, error) {
+func precompile(arch string, todo []*plan.Point, log io.Writer) (func() plan.CompileStats, error) {
 	pc, err := probe.StartPrecompile(todo, probe.PrecompileOptions{Arch: arch, Log: log})
 	if err != nil {
 		return nil, err
@@ -325,11 +325,11 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 	// A replay compiles nothing: NVRTC need not even be installed.
 	if deps.precompile != nil && bs.replay == nil {
 		arch := bn.env.Arch
-		bn.opts.Precompile = func(todo []*plan.Point) func() sweep.CompileStats {
+		bn.opts.Precompile = func(todo []*plan.Point) func() plan.CompileStats {
 			stop, err := deps.precompile(arch, todo, stderr)
 			if err != nil {
 				fmt.Fprintf(stderr, "warning: %v; each point compiles its kernels when it runs\n", err)
-				return func() sweep.CompileStats { return sweep.CompileStats{} }
+				return func() plan.CompileStats { return plan.CompileStats{} }
 			}
 			return stop
 		}
