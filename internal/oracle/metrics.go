@@ -13,6 +13,8 @@ const RelFloor = 1e-3
 // Metrics compare a device output with the reference.
 type Metrics struct {
 	MaxAbs float64 // max |out − ref|
+	// MaxRel and NMSE, and the element-wise rule, count only the error
+	// beyond the output format's own rounding (Bounds.OutDtype).
 	MaxRel float64 // max |out − ref| / |ref| over |ref| > RelFloor
 	NMSE   float64 // Σ(out − ref)² / Σ ref²
 	NaNs   int     // NaN or ±Inf elements of out
@@ -26,6 +28,35 @@ type Metrics struct {
 // Bounds are the limits of a tolerance gate.
 type Bounds struct {
 	MaxAbs, MaxRel, NMSE float64
+	// OutDtype is the dtype the kernel stores out in ("f16", "bf16"; ""
+	// or "f32": no allowance). A kernel that stores f16 cannot be closer
+	// to the reference than half a unit in the last place of f16 at that
+	// value, so that much of every element's error is the format's, not
+	// the kernel's: Compare subtracts it before applying the bounds and
+	// before summing the NMSE. Without it a correct f16-out kernel fails
+	// on small outputs (the subnormal input set: on the H200 a three-launch
+	// f16-out test kernel had NMSE 4e-4, all of it f16's spacing of 2^-24).
+	OutDtype string
+}
+
+// HalfULP is half the spacing of the dtype's representable values at |x|:
+// the largest error of a correctly rounded store. 0 for f32 (and "").
+func HalfULP(dtype string, x float64) float64 {
+	var mant, minExp int // explicit mantissa bits, exponent of the smallest normal
+	switch dtype {
+	case "f16":
+		mant, minExp = 10, -14
+	case "bf16":
+		mant, minExp = 7, -126
+	default:
+		return 0
+	}
+	e := minExp // zero and the subnormals share the smallest normal's spacing
+	if x != 0 {
+		_, fe := math.Frexp(math.Abs(x)) // |x| = f·2^fe, f in [0.5, 1)
+		e = max(fe-1, minExp)
+	}
+	return math.Ldexp(0.5, e-mant)
 }
 
 // Compare computes the metrics of out against ref, and how many elements
@@ -55,6 +86,7 @@ func Compare(out []float32, ref []float64, b Bounds) (Metrics, error) {
 		r := ref[i]
 		d := math.Abs(f - r)
 		m.MaxAbs = math.Max(m.MaxAbs, d)
+		d = math.Max(0, d-HalfULP(b.OutDtype, r)) // the output format's share
 		if lim := b.MaxAbs + b.MaxRel*math.Abs(r); d > lim {
 			m.Outside++
 			if lim > 0 {

@@ -86,3 +86,42 @@ func TestCompareLengthMismatch(t *testing.T) {
 		t.Error("want an error")
 	}
 }
+
+func TestHalfULP(t *testing.T) {
+	for _, c := range []struct {
+		dtype string
+		x     float64
+		want  float64
+	}{
+		{"f16", 1, 0x1p-11}, {"f16", 1.5, 0x1p-11}, {"f16", 2, 0x1p-10}, {"f16", -3, 0x1p-10},
+		{"f16", 1e-6, 0x1p-25}, {"f16", 0, 0x1p-25}, // subnormals: spacing 2^-24
+		{"bf16", 1, 0x1p-8}, {"f32", 1, 0}, {"", 5, 0},
+	} {
+		if got := HalfULP(c.dtype, c.x); got != c.want {
+			t.Errorf("HalfULP(%s, %g) = %g, want %g", c.dtype, c.x, got, c.want)
+		}
+	}
+}
+
+// An f16-out kernel that rounds correctly passes on tiny outputs; the
+// same error on f32 outputs fails, and an error beyond the format's
+// rounding fails in both.
+func TestCompareOutDtype(t *testing.T) {
+	ref := []float64{3.1e-7, 5.3e-7, 1.7e-6, 2.9e-6}
+	out := make([]float32, len(ref))
+	for i, r := range ref {
+		out[i] = float32(F16ToF64(F32ToF16(float32(r)))) // what an f16 store holds
+	}
+	b := Bounds{MaxAbs: 1e-9, MaxRel: 2e-2, NMSE: 1e-6}
+	if m, _ := Compare(out, ref, b); m.Pass(b) {
+		t.Errorf("f32 bounds passed f16-rounded outputs: %+v", m)
+	}
+	b.OutDtype = "f16"
+	if m, _ := Compare(out, ref, b); !m.Pass(b) {
+		t.Errorf("f16 rounding failed f16-out bounds: %+v", m)
+	}
+	out[2] *= 1.1 // a 10% error: the kernel's, not the format's
+	if m, _ := Compare(out, ref, b); m.Pass(b) {
+		t.Errorf("a 10%% error passed: %+v", m)
+	}
+}
