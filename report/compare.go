@@ -91,6 +91,10 @@ func matchKey(r *results.Record) pointKey {
 // point twice, the newer record counts.
 func Compare(old, new []results.Record) (*Comparison, error) {
 	om, nm := latestByKey(old), latestByKey(new)
+	// One naming of the shapes of both sides, so that two shapes that share
+	// a spec label (a batch-1 and a batch-16 "7b") never share a row name.
+	labels := shapeLabels(append(slices.Clone(old), new...))
+	label := func(r *results.Record) string { return labels[shapeKey(r.Config.Shape)] }
 	if len(om) == 0 || len(nm) == 0 {
 		return nil, fmt.Errorf("comparing: %d old and %d new measured records; both sides need some", len(om), len(nm))
 	}
@@ -104,12 +108,12 @@ func Compare(old, new []results.Record) (*Comparison, error) {
 		if _, ok := nm[k]; ok {
 			keys = append(keys, k)
 		} else {
-			c.OnlyOld = append(c.OnlyOld, pointName(om[k]))
+			c.OnlyOld = append(c.OnlyOld, pointName(om[k], label))
 		}
 	}
 	for k := range nm {
 		if _, ok := om[k]; !ok {
-			c.OnlyNew = append(c.OnlyNew, pointName(nm[k]))
+			c.OnlyNew = append(c.OnlyNew, pointName(nm[k], label))
 		}
 	}
 	sort.Strings(c.OnlyOld)
@@ -133,7 +137,9 @@ func Compare(old, new []results.Record) (*Comparison, error) {
 			if mo == nil || mn == nil || len(mo.SamplesNS) == 0 || len(mn.SamplesNS) == 0 {
 				continue
 			}
-			c.Rows = append(c.Rows, compareSamples(o, p, mo.SamplesNS, mn.SamplesNS))
+			row := compareSamples(o, p, mo.SamplesNS, mn.SamplesNS)
+			row.Shape = label(o)
+			c.Rows = append(c.Rows, row)
 		}
 	}
 	return c, nil
@@ -209,8 +215,8 @@ func envNames(m map[pointKey]*results.Record) []string {
 	return out
 }
 
-func pointName(r *results.Record) string {
-	return fmt.Sprintf("%s %s nkv=%d", ShapeLabel(r.Config.Shape), ConfigLabel(&r.Config), r.Config.NKV)
+func pointName(r *results.Record, label func(*results.Record) string) string {
+	return fmt.Sprintf("%s %s nkv=%d", label(r), ConfigLabel(&r.Config), r.Config.NKV)
 }
 
 // fmtCI renders a median with its confidence interval as "19.40 ±1%".

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -353,5 +354,28 @@ func TestProjection(t *testing.T) {
 		if r.Config == "d2 SPLITS=32 NR=4" && r.DeltaStepMS != 0 {
 			t.Errorf("landed row has Δstep %v", r.DeltaStepMS)
 		}
+	}
+}
+
+// Compare names same-name shapes apart: sdpa.jsonl holds a "7b" at batch 1
+// and at batch 16, which must never share a row name.
+func TestCompareSameNameShapes(t *testing.T) {
+	recs := loadH200(t, "sdpa.jsonl")
+	c, err := Compare(recs, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	shapes := map[string]bool{}
+	for _, r := range c.Rows {
+		k := fmt.Sprintf("%s %s %d %s", r.Shape, r.Config, r.NKV, r.Probe)
+		if seen[k] {
+			t.Errorf("two rows named %s", k)
+		}
+		seen[k] = true
+		shapes[r.Shape] = true
+	}
+	if len(shapes) < 2 {
+		t.Errorf("shapes %v: the batch-1 and batch-16 shapes share a name", shapes)
 	}
 }

@@ -68,7 +68,11 @@ func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 func benchName(r *results.Record) string {
 	var b strings.Builder
 	b.WriteString("BenchmarkAttn/variant=" + nameValue(r.Config.Variant))
-	b.WriteString("/shape=" + nameValue(ShapeLabel(r.Config.Shape)))
+	// The shape's label alone may name two shapes (a batch-1 and a batch-16
+	// "7b"); batch and capacity make the name unique without depending on
+	// the other records of the file, so two exported runs still match.
+	sh := r.Config.Shape
+	b.WriteString("/shape=" + nameValue(ShapeLabel(sh)) + "/batch=" + strconv.Itoa(sh.Batch) + "/capacity=" + strconv.Itoa(sh.Capacity))
 	b.WriteString("/" + results.DefineSplits + "=" + strconv.Itoa(r.Config.Splits))
 	for _, d := range sortedDefines(r.Config.Defines) {
 		if d.Name == results.DefineSplits || results.Derived(d.Name) {

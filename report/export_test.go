@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,9 +116,11 @@ func ktuneDeltas(t *testing.T, old, new []results.Record) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	labels := shapeLabels(append(slices.Clone(old), new...))
+	label := func(r *results.Record) string { return labels[shapeKey(r.Config.Shape)] }
 	byName := map[string]*results.Record{}
 	for i := range new {
-		byName[pointName(&new[i])] = &new[i]
+		byName[pointName(&new[i], label)] = &new[i]
 	}
 	out := map[string]int{}
 	for _, r := range c.Rows {

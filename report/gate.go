@@ -261,7 +261,7 @@ func (res *GateResult) checkNumerics(cand []Row) map[configKey]bool {
 	passed := map[configKey]bool{}
 	for _, k := range order {
 		a := accs[k]
-		n := NumRow{Device: a.row.Device, Shape: ShapeLabel(a.row.Shape), Config: ConfigLabel(a.row.Config())}
+		n := NumRow{Device: a.row.Device, Shape: a.row.Label, Config: ConfigLabel(a.row.Config())}
 		twin := a.row.rec.Config.BitwiseWith
 		switch {
 		case a.fail != "":
@@ -372,7 +372,7 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 			}
 			row := compareSamples(c.rec, p, bs.Samples, cs.Samples)
 			gp := GatePoint{
-				Device: k.Device, Shape: ShapeLabel(c.Shape), NKV: k.NKV, Probe: p,
+				Device: k.Device, Shape: c.Label, NKV: k.NKV, Probe: p,
 				Candidate: ConfigLabel(c.Config()), Baseline: ConfigLabel(b.Config()),
 				CandNS: row.New.Center, BaseNS: row.Old.Center, DeltaPct: row.DeltaPct,
 				P: row.P, N1: row.N2, N2: row.N1,
@@ -445,7 +445,7 @@ func shapeName(r *Row) string {
 	if r == nil {
 		return "?"
 	}
-	return ShapeLabel(r.Shape)
+	return r.Label
 }
 
 func firstProbe(r *Row, probes []results.Probe) *ProbeStat {

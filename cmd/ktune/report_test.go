@@ -151,7 +151,7 @@ func TestExportCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if !strings.HasPrefix(stdout, "device: NVIDIA H200\n") ||
-		!strings.Contains(stdout, "BenchmarkAttn/variant=d2/shape=7b/SPLITS=32/NR=4/nkv=32768/probe=cold 1 ") {
+		!strings.Contains(stdout, "BenchmarkAttn/variant=d2/shape=7b/batch=1/capacity=32768/SPLITS=32/NR=4/nkv=32768/probe=cold 1 ") {
 		t.Errorf("unexpected export:\n%.400s", stdout)
 	}
 }
