@@ -138,6 +138,14 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 			field("launch", fmt.Sprint(l.Entry, l.Grid, l.Block, l.Shared))
 		}
 	}
+	// Programmatic dependent launch changes how the step runs (the PDL
+	// define alone would not say it: a kernel may take PDL and be launched
+	// plainly). Only when set, so that every other hash stays as it was.
+	for i, l := range pt.Launches {
+		if l.Programmatic {
+			field("programmatic-launch", strconv.Itoa(i))
+		}
+	}
 	switch {
 	case s.Missing != "":
 		field("artifact", s.ArtifactKind+" missing")

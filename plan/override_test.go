@@ -61,3 +61,39 @@ func TestOverrideHashesThroughKeys(t *testing.T) {
 		}
 	}
 }
+
+// pdl: true builds the kernels with PDL=1, launches every kernel of the
+// step after the first programmatically, and hashes both; the variants
+// that do not depend on it keep their hashes.
+func TestPDLVariant(t *testing.T) {
+	s := load(t, "testdata/mixed.yaml", testKernels(t))
+	base, err := BuildFrom(s, "sm_90", fixedFS, Override{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Variants {
+		if s.Variants[i].Name == "tr4" {
+			s.Variants[i].PDL = true
+		}
+	}
+	p, err := BuildFrom(s, "sm_90", fixedFS, Override{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pt := range p.Points {
+		pdl := pt.Config.Variant == "tr4"
+		if v, ok := pt.Config.Define(DefinePDL); ok != pdl || (pdl && v != "1") {
+			t.Errorf("point %d (%s): PDL define %q %v", i, pt.Config.Variant, v, ok)
+		}
+		if len(pt.Launches) < 2 {
+			t.Fatalf("point %d: %d launches", i, len(pt.Launches))
+		}
+		if pt.Launches[0].Programmatic || pt.Launches[1].Programmatic != pdl {
+			t.Errorf("point %d (%s): programmatic %v %v", i, pt.Config.Variant, pt.Launches[0].Programmatic, pt.Launches[1].Programmatic)
+		}
+		// td2's twin is tr4: its gate key moved, and with it td2's hash.
+		if changed := pt.Hash != base.Points[i].Hash; changed != (pdl || pt.Config.Variant == "td2") {
+			t.Errorf("point %d (%s): hash changed %v", i, pt.Config.Variant, changed)
+		}
+	}
+}

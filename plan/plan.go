@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"os"
 
 	"io/fs"
@@ -83,7 +84,9 @@ func compileFlags(v *spec.Variant) []string {
 // probes. Point.GateKey is the same without nkv, the measure settings and
 // the probes: the gates of points that share it run once. The Landed mark
 // is derived from the spec on every run and is not hashed.
-func Build(s *spec.Spec, arch string) (*Plan, error) { return BuildFrom(s, arch, kernels.FS, Override{}) }
+func Build(s *spec.Spec, arch string) (*Plan, error) {
+	return BuildFrom(s, arch, kernels.FS, Override{})
+}
 
 // BuildWith is Build with an Override of what the points measure.
 func BuildWith(s *spec.Spec, arch string, over Override) (*Plan, error) {
@@ -190,7 +193,7 @@ func (b *builder) armVariant(v *spec.Variant, a *spec.Arm) *spec.Variant {
 	if av, ok := b.arms[a]; ok {
 		return av
 	}
-	av := &spec.Variant{Name: v.Name, KernelRef: a.KernelRef, Pos: a.Pos}
+	av := &spec.Variant{Name: v.Name, KernelRef: a.KernelRef, PDL: v.PDL, Pos: a.Pos}
 	b.arms[a] = av
 	return av
 }
@@ -297,6 +300,11 @@ func (b *builder) twinDefines(v *spec.Variant, sh *spec.Shape, defs map[string]s
 // point builds (or finds) the point of variant v at one shape, define
 // combination and nkv, with its twin.
 func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int) (*Point, error) {
+	if v.PDL {
+		// The kernels call griddepcontrol only when built for it.
+		defs = maps.Clone(defs)
+		defs[DefinePDL] = "1"
+	}
 	defines := sorted(defs, true)
 	id := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d", v.Name, v.Kernel, sh.Name, defines.String(), nkv)
 	if pt, ok := b.memo[id]; ok {
@@ -329,6 +337,11 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		Landed:   b.landed(v, defs),
 		Geometry: geo,
 		Launches: launches, WorkspaceBytes: wsBytes,
+	}
+	if v.PDL {
+		for i := 1; i < len(pt.Launches); i++ {
+			pt.Launches[i].Programmatic = true
+		}
 	}
 	for _, name := range b.s.Probes {
 		pt.Probes = append(pt.Probes, results.Probe(name))

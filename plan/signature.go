@@ -19,7 +19,15 @@ type Launch struct {
 	Block  [3]int
 	Shared int
 	Args   []spec.Arg
+	// Programmatic launches the kernel with programmatic stream
+	// serialization (the variant's pdl: true): it may start before the
+	// previous launch of the step ends (cuda.LaunchAttrs).
+	Programmatic bool
 }
+
+// DefinePDL is the define a pdl: true variant's kernels are built with,
+// so that they call griddepcontrol.
+const DefinePDL = "PDL"
 
 // The ABI's signature (kernels/ABI.md), declared once: every built-in and
 // every user kernel that declares no launches of its own runs with it.

@@ -209,6 +209,7 @@ type launch struct {
 	grid, block [3]int
 	shared      int
 	args        []any
+	attrs       cuda.LaunchAttrs
 }
 
 // launches lists the launches of one point's step, in stream order, each
@@ -222,7 +223,7 @@ func launches(k *kernelPair, c *results.Config, g geometry, w *workspace) ([]lau
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", l.Entry, err)
 		}
-		out[i] = launch{k.fns[l.Entry], l.Entry, l.Grid, l.Block, l.Shared, args}
+		out[i] = launch{k.fns[l.Entry], l.Entry, l.Grid, l.Block, l.Shared, args, cuda.LaunchAttrs{Programmatic: l.Programmatic}}
 	}
 	if len(out) > 0 {
 		out[0].grid = g.grid // geometryAt's grid for a kernel that reads nkv
@@ -243,7 +244,7 @@ func (b *Backend) launchPair(k *kernelPair, c *results.Config, g geometry, w *wo
 		if l.fn == nil {
 			return fmt.Errorf("launching %s %s: entry not loaded", c.Variant, l.name)
 		}
-		if err := b.ctx.Launch(l.fn, l.grid, l.block, l.shared, b.stream, l.args...); err != nil {
+		if err := b.ctx.LaunchWith(l.attrs, l.fn, l.grid, l.block, l.shared, b.stream, l.args...); err != nil {
 			return fmt.Errorf("launching %s %s (grid %v, block %v): %w", c.Variant, l.name, l.grid, l.block, err)
 		}
 	}

@@ -32,7 +32,7 @@ func (dev Device) NewContext() (*Context, error) {
 	if err := dev.d.check("cuDevicePrimaryCtxRetain", dev.d.cuDevicePrimaryCtxRetain(&h, dev.dev)); err != nil {
 		return nil, fmt.Errorf("retaining the primary context of device %d: %w", dev.dev, err)
 	}
-	args, err := newOffHeap(argBufSize)
+	args, err := newOffHeap(argBufSize + launchConfigSize)
 	if err != nil {
 		dev.d.cuDevicePrimaryCtxRelease(dev.dev)
 		return nil, err

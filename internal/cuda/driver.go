@@ -43,6 +43,7 @@ type Driver struct {
 	cuFuncSetAttribute                          func(f uintptr, attr int32, v int32) int32
 	cuOccupancyMaxActiveBlocksPerMultiprocessor func(n *int32, f uintptr, block int32, dynShared uintptr) int32
 	cuLaunchKernel                              func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params uintptr, extra uintptr) int32
+	cuLaunchKernelEx                            func(config uintptr, f uintptr, params uintptr, extra uintptr) int32
 	cuStreamCreate                              func(s *uintptr, flags uint32) int32
 	cuStreamSynchronize                         func(s uintptr) int32
 	cuStreamDestroy                             func(s uintptr) int32
@@ -96,6 +97,7 @@ func (d *Driver) bindings() []binding {
 		{&d.cuFuncSetAttribute, names("cuFuncSetAttribute")},
 		{&d.cuOccupancyMaxActiveBlocksPerMultiprocessor, names("cuOccupancyMaxActiveBlocksPerMultiprocessor")},
 		{&d.cuLaunchKernel, names("cuLaunchKernel")},
+		{&d.cuLaunchKernelEx, names("cuLaunchKernelEx")},
 		{&d.cuStreamCreate, names("cuStreamCreate")},
 		{&d.cuStreamSynchronize, names("cuStreamSynchronize")},
 		{&d.cuStreamDestroy, names("cuStreamDestroy_v2")},

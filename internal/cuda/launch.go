@@ -86,6 +86,25 @@ func ArgBytes(a any) ([]byte, error) {
 // are copied, so they may change as soon as Launch returns. Launch does not
 // wait for the kernel: a fault appears at the next synchronizing call.
 func (c *Context) Launch(f *Function, grid, block [3]int, sharedBytes int, s *Stream, args ...any) error {
+	return c.LaunchWith(LaunchAttrs{}, f, grid, block, sharedBytes, s, args...)
+}
+
+// LaunchAttrs are the launch attributes of cuLaunchKernelEx that ktune
+// sets. The zero value launches with plain cuLaunchKernel.
+type LaunchAttrs struct {
+	// Programmatic is programmatic stream serialization (programmatic
+	// dependent launch, PDL): the kernel may start before the previous
+	// kernel in the stream has finished, once that one has executed
+	// griddepcontrol.launch_dependents (or ended); it must execute
+	// griddepcontrol.wait before reading what the previous kernel writes.
+	// Engines chain the kernels of a decode step this way so that the
+	// second's launch latency hides behind the first; a stream capture
+	// keeps the dependency as a programmatic graph edge.
+	Programmatic bool
+}
+
+// LaunchWith is Launch with launch attributes.
+func (c *Context) LaunchWith(attrs LaunchAttrs, f *Function, grid, block [3]int, sharedBytes int, s *Stream, args ...any) error {
 	var g, b [3]uint32
 	for i := range 3 {
 		if grid[i] < 1 || grid[i] > math.MaxUint32 || block[i] < 1 || block[i] > math.MaxUint32 {
@@ -108,12 +127,58 @@ func (c *Context) Launch(f *Function, grid, block [3]int, sharedBytes int, s *St
 	if len(args) == 0 {
 		params = 0
 	}
-	err := c.call("cuLaunchKernel", func() int32 {
-		return c.d.cuLaunchKernel(f.h, g[0], g[1], g[2], b[0], b[1], b[2], uint32(sharedBytes), s.handle(), params, 0)
-	})
+	var err error
+	if attrs == (LaunchAttrs{}) {
+		err = c.call("cuLaunchKernel", func() int32 {
+			return c.d.cuLaunchKernel(f.h, g[0], g[1], g[2], b[0], b[1], b[2], uint32(sharedBytes), s.handle(), params, 0)
+		})
+	} else {
+		cfg := c.args.mem[argBufSize : argBufSize+launchConfigSize]
+		packLaunchConfig(cfg, offHeapAddr(cfg), g, b, uint32(sharedBytes), s.handle(), attrs)
+		err = c.call("cuLaunchKernelEx", func() int32 {
+			return c.d.cuLaunchKernelEx(offHeapAddr(cfg), f.h, params, 0)
+		})
+	}
 	runtime.KeepAlive(c.args)
 	if err != nil {
 		return fmt.Errorf("launching %s (grid %v, block %v, %d B shared): %w", f.name, grid, block, sharedBytes, err)
 	}
 	return nil
+}
+
+// The layout of CUlaunchConfig and CUlaunchAttribute (cuda.h, CUDA 12 and
+// 13, x86-64 and aarch64): the config is seven uint32 (grid, block, shared
+// bytes), padding to 8, the stream handle at 32, the attribute pointer at 40
+// and the attribute count at 48, 56 bytes in all; an attribute is a uint32
+// id, padding, and a 64-byte value union at 8, 72 bytes in all. ktune puts
+// both in the context's off-heap page after the kernel arguments.
+const (
+	launchConfigBytes = 56
+	launchAttrBytes   = 72
+	launchConfigSize  = launchConfigBytes + 8 + launchAttrBytes // the attribute 8-aligned after the config
+
+	// attrProgrammaticStreamSerialization is
+	// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+	attrProgrammaticStreamSerialization = 6
+)
+
+// packLaunchConfig writes a CUlaunchConfig for the launch into buf (at
+// address base) with its attributes after it.
+func packLaunchConfig(buf []byte, base uintptr, grid, block [3]uint32, shared uint32, stream uintptr, attrs LaunchAttrs) {
+	clear(buf)
+	for i := range 3 {
+		putU32(buf[4*i:], grid[i])
+		putU32(buf[12+4*i:], block[i])
+	}
+	putU32(buf[24:], shared)
+	putU64(buf[32:], uint64(stream))
+	attr := buf[launchConfigBytes+8:]
+	n := 0
+	if attrs.Programmatic {
+		putU32(attr[0:], attrProgrammaticStreamSerialization)
+		putU32(attr[8:], 1) // value.programmaticStreamSerializationAllowed
+		n++
+	}
+	putU64(buf[40:], uint64(base)+launchConfigBytes+8)
+	putU32(buf[48:], uint32(n))
 }

@@ -135,3 +135,34 @@ func TestBytes(t *testing.T) {
 		t.Errorf("Bytes(nil) != nil")
 	}
 }
+
+// packLaunchConfig lays out CUlaunchConfig and its attribute the way
+// cuda.h declares them (x86-64 and aarch64): grid, block and shared bytes
+// as seven uint32, the stream at 32, the attribute pointer at 40, their
+// count at 48; an attribute's id at 0 and its value at 8.
+func TestPackLaunchConfig(t *testing.T) {
+	buf := make([]byte, launchConfigSize)
+	const base = 0x7000_0000
+	packLaunchConfig(buf, base, [3]uint32{33, 4, 2}, [3]uint32{256, 1, 1}, 4096, 0xabc0, LaunchAttrs{Programmatic: true})
+	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(buf[off:]) }
+	u64 := func(off int) uint64 { return binary.LittleEndian.Uint64(buf[off:]) }
+	for i, want := range []uint32{33, 4, 2, 256, 1, 1, 4096} {
+		if got := u32(4 * i); got != want {
+			t.Errorf("config word %d = %d, want %d", i, got, want)
+		}
+	}
+	if u64(32) != 0xabc0 || u64(40) != base+launchConfigBytes+8 || u32(48) != 1 {
+		t.Errorf("stream %#x attrs %#x count %d", u64(32), u64(40), u32(48))
+	}
+	attr := launchConfigBytes + 8
+	if u32(attr) != attrProgrammaticStreamSerialization || u32(attr+8) != 1 {
+		t.Errorf("attribute id %d value %d, want %d and 1", u32(attr), u32(attr+8), attrProgrammaticStreamSerialization)
+	}
+	if attr+launchAttrBytes > len(buf) || argBufSize+launchConfigSize > 4096 {
+		t.Errorf("the config does not fit its place in the off-heap page")
+	}
+	packLaunchConfig(buf, base, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 0, LaunchAttrs{})
+	if u32(48) != 0 || u32(attr) != 0 {
+		t.Error("no attribute asked for, one written")
+	}
+}

@@ -57,6 +57,7 @@
 //	    block: [32 * WARPS]
 //	    shared: WARPS * (head_dim + 4) * 4
 //	    graph: never          # the engine never captures it in a CUDA graph
+//	    pdl: true             # programmatic dependent launch of the second kernel
 //	  - name: hybrid          # a dispatch by context length instead of kernel:
 //	    dispatch:             # each nkv runs the first arm whose below exceeds it
 //	      - {below: 2048, kernel: d2, defines: {NR: 2}}
@@ -172,6 +173,18 @@
 // capture — unless the variant says graph: never (the only value): the
 // engine launches this kernel fresh every step. Such a variant gets no
 // replay gate and no graph probe.
+//
+// pdl: true launches every kernel of a step after the first with
+// programmatic stream serialization (cuLaunchKernelEx, programmatic
+// dependent launch), as engines chain a decode step's kernels: the next
+// kernel may start once the previous one has executed
+// griddepcontrol.launch_dependents, so its launch latency hides behind
+// the previous kernel. ktune then compiles the kernels with -DPDL=1 (a
+// define of the point, shown and hashed like any other); a kernel that
+// reads what the previous one wrote must execute griddepcontrol.wait
+// first (kernels/combine_wide.cuh does under PDL). A kernel that does not
+// is a race the gates catch (determinism, tolerance). A captured graph
+// keeps the programmatic edges.
 //
 // # Dispatch
 //

@@ -368,7 +368,7 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 }
 
 var variantKeys = []string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
-	"include", "flags", "io", "launches", "graph"}
+	"include", "flags", "io", "launches", "graph", "pdl"}
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -425,6 +425,13 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			v.Shared, vn.shared = d.str(val, k), val
 		case "include", "flags", "io", "launches":
 			d.engineKey(key, k, val, &v, vn)
+		case "pdl":
+			switch p, ok := d.scalar(val, k); {
+			case ok && p == "true":
+				v.PDL = true
+			case ok && p != "false":
+				d.errorf(val, "%s: want true or false, got %q", k, p)
+			}
 		case "graph":
 			// One value for now: the default is that a kernel may be
 			// captured, and saying so needs no key.

@@ -69,7 +69,12 @@ type Variant struct {
 	// kernel in a CUDA graph, so its grid may read nkv and no replay gate
 	// or graph probe runs.
 	NeverCaptured bool
-	Pos           Pos
+	// PDL is `pdl: true`: every launch of a step after the first is made
+	// with programmatic stream serialization (programmatic dependent
+	// launch), and the kernels get -DPDL=1 so that they call
+	// griddepcontrol (launch_dependents in the first, wait in the next).
+	PDL bool
+	Pos Pos
 
 	// Dispatch, when set, replaces Kernel: the arms in ascending order of
 	// their thresholds, the last one (Below 0) serving every longer
