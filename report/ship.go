@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,7 +22,10 @@ type ShipShape struct {
 	Dims   results.Shape `json:"dims"`
 	Probe  results.Probe `json:"probe"`
 	// Landed is the landed configuration ("d2 SPLITS=32 NR=4"), "" when
-	// the shape has no landed record.
+	// the shape has no landed record. Files of several specs may mark
+	// different configurations landed (a port and the engine's own build);
+	// then Landed names each, and at every nkv the fastest landed record is
+	// the baseline, so that no speedup is taken against the slower one.
 	Landed string      `json:"landed"`
 	Ranges []ShipRange `json:"ranges"`
 	// Sources are the results files holding the shipped configurations,
@@ -131,9 +135,10 @@ func shipShape(rows []*Row) (ShipShape, bool) {
 	best := map[int]*Row{}
 	landed := map[int]*Row{}
 	refs := map[int]map[string]*Row{}
+	var landedNames []string
 	for _, r := range rows {
-		if r.Landed && s.Landed == "" {
-			s.Landed = ConfigLabel(r.Config())
+		if r.Landed && !slices.Contains(landedNames, ConfigLabel(r.Config())) {
+			landedNames = append(landedNames, ConfigLabel(r.Config()))
 		}
 		if shippable(r) {
 			if b := best[r.NKV]; b == nil || r.Probe(shipProbe).MedianNS < b.Probe(shipProbe).MedianNS {
@@ -161,6 +166,11 @@ func shipShape(rows []*Row) (ShipShape, bool) {
 		return s, false
 	}
 	nkvs := make([]int, 0, len(best))
+	sort.Strings(landedNames)
+	s.Landed = strings.Join(landedNames, " or ")
+	if len(landedNames) > 1 {
+		s.Landed += " (at each nkv the faster)"
+	}
 	for n := range best {
 		nkvs = append(nkvs, n)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
@@ -194,4 +195,41 @@ func joinSpace(xs []string) string {
 		out += x
 	}
 	return out
+}
+
+// Two files that mark different configurations landed (the port d2 and
+// the engine's own build) are named both, and each speedup is taken
+// against the faster of them at that nkv, never the slower.
+func TestShipTwoLanded(t *testing.T) {
+	recs := append(loadH200(t, "h200-frontier.jsonl"), loadH200(t, "h200-pdl.jsonl")...)
+	rep, err := Build(recs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s *ShipShape
+	for i := range rep.Ship {
+		if rep.Ship[i].Dims.Batch == 1 {
+			s = &rep.Ship[i]
+		}
+	}
+	if s == nil {
+		t.Fatal("no batch-1 shape shipped")
+	}
+	if !strings.Contains(s.Landed, "d2 SPLITS=32") || !strings.Contains(s.Landed, "engine-ptx") {
+		t.Errorf("landed %q: want both landed configurations named", s.Landed)
+	}
+	// At nkv 32768 the engine build (373 µs) is faster than the port
+	// (517 µs): a speedup over "landed" near 15×, not 20×.
+	for _, rg := range s.Ranges {
+		for _, pt := range rg.Points {
+			if pt.NKV != 32768 {
+				continue
+			}
+			for _, v := range pt.Versus {
+				if v.Against == "landed" && v.Ratio.Center > 17 {
+					t.Errorf("speedup %.1f× over landed at 32768: taken against the slower landed record", v.Ratio.Center)
+				}
+			}
+		}
+	}
 }
