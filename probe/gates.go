@@ -85,8 +85,8 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 		b.gates[p.GateKey] = v
 	}
 	r.rec.Gates = slices.Clone(log.gates)
-	b.logf("%s: gates: %d launch pairs, %d verdicts kept, pass %v, %.2fs",
-		p.Config.Variant, r.pairs-pairs, len(log.gates), v.pass, time.Since(start).Seconds())
+	b.logf("%s: gates: %d launch pairs, %d verdicts kept, pass %v, %.2fs (drawing inputs %.2fs, oracle %.2fs)",
+		p.Config.Variant, r.pairs-pairs, len(log.gates), v.pass, time.Since(start).Seconds(), r.tInputs.Seconds(), r.tOracle.Seconds())
 	return v.pass, nil
 }
 
@@ -160,7 +160,9 @@ func (r *pointRun) checkAt(set oracle.InputSet, in *oracle.Inputs, nkv int, leng
 		return fmt.Errorf("gate run at nkv %d (%s inputs): %w", nkv, set, err)
 	}
 	log.add(tag(writtenGate(nkv, p.Seed, partial, out, r.l.gatedSlots(s), s.HeadDim)))
+	t0 := time.Now()
 	ref, err := oracle.Reference(in, lengths)
+	r.tOracle += time.Since(t0)
 	if err != nil {
 		return err
 	}
@@ -255,7 +257,7 @@ func bytesGate(kind string, nkv int, seed uint64, pa, pb, oa, ob []byte, why str
 // uploadSet generates one input set (rows rows per sequence; the peaked
 // set only as many as the longest length) and uploads it.
 func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*oracle.Inputs, error) {
-	p := r.p
+	p, start := r.p, time.Now()
 	// One uniform base per gated kernel, drawn once: the sets and the
 	// peaked set's per-length inputs derive from it (oracle.FromBase).
 	if r.base == nil || r.base.Rows < rows {
@@ -265,17 +267,14 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 		}
 		r.base = base
 	}
-	base := r.base
-	if base.Rows != rows {
-		base = base.Prefix(rows)
-	}
 	if set.PerLength() {
-		base = base.Prefix(slices.Max(lengths))
+		rows = slices.Max(lengths)
 	}
-	in, err := oracle.FromBase(set, base, lengths, r.l.splits)
+	in, err := oracle.FromBase(set, r.base, rows, lengths, r.l.splits)
 	if err != nil {
 		return nil, fmt.Errorf("generating %s gate inputs: %w", set, err)
 	}
+	r.tInputs += time.Since(start)
 	if err := r.upload(in); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
@@ -111,7 +112,9 @@ func (r *pointRun) replayGates(ctx context.Context, log *gateLog) error {
 		gate := replayGate(n, p.Seed, gp, fp, gout, fout, capN)
 		gate.Inputs = string(oracle.SetUniform)
 		if n <= rows {
+			t0 := time.Now()
 			ref, err := oracle.Reference(in, lengths)
+			r.tOracle += time.Since(t0)
 			if err != nil {
 				return err
 			}

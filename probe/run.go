@@ -128,6 +128,9 @@ type pointRun struct {
 	// base is the uniform gate input drawn once per run; every input set
 	// is derived from it (uploadSet).
 	base *oracle.Inputs
+	// tInputs and tOracle are the host's share of the gates: drawing and
+	// deriving the inputs, and the float64 reference.
+	tInputs, tOracle time.Duration
 }
 
 // pair enqueues one pair of k: the one launch path of a point, which the

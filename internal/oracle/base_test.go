@@ -23,7 +23,7 @@ func TestFromBaseEqualsGenerateSet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := FromBase(set, base, lengths, 8)
+		got, err := FromBase(set, base, 200, lengths, 8)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -103,18 +103,24 @@ func GenerateSet(set InputSet, s results.Shape, rows int, lengths []int, splits 
 	if err != nil {
 		return nil, err
 	}
-	return FromBase(set, base, lengths, splits)
+	return FromBase(set, base, rows, lengths, splits)
 }
 
-// FromBase makes set's inputs from a uniform base (Generate's), which it
-// does not change: the first rows of the result are a copy of the base's
-// and the set's rewrites follow the same seeded stream as GenerateSet's.
-func FromBase(set InputSet, base *Inputs, lengths []int, splits int) (*Inputs, error) {
+// FromBase makes set's inputs of rows rows per sequence (≤ base.Rows) from
+// a uniform base (Generate's), which it does not change: the rows are a
+// copy of the base's first rows of each sequence (the base itself for the
+// uniform set at its own size), and the set's rewrites follow the same
+// seeded stream as GenerateSet's.
+func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (*Inputs, error) {
 	if set == SetUniform {
-		return base, nil
+		if rows == base.Rows {
+			return base, nil
+		}
+		return base.Prefix(rows), nil
 	}
-	s, rows, seed := base.Shape, base.Rows, base.Seed
+	s, seed := base.Shape, base.Seed
 	in := base.Prefix(rows)
+	rows = in.Rows
 	if set == SetPeaked && (len(lengths) != s.Batch || splits < 1) {
 		return nil, fmt.Errorf("oracle: the peaked set needs one length per sequence (%d for batch %d) and SPLITS ≥ 1 (%d)", len(lengths), s.Batch, splits)
 	}
