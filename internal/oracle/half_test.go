@@ -135,3 +135,15 @@ func TestHalfNearest(t *testing.T) {
 		}
 	}
 }
+
+// The table holds the arithmetic's value for every bit pattern (NaNs as
+// NaN).
+func TestF16Table(t *testing.T) {
+	for i := range 1 << 16 {
+		h := uint16(i)
+		got, want := F16ToF64(h), f16ToF64(h)
+		if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("F16ToF64(%#04x) = %g, want %g", h, got, want)
+		}
+	}
+}

@@ -137,9 +137,11 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 		}
 	case SetLarge:
 		g.groupQueries()
+		scaled := make([]float64, len(in.V))
 		for i, v := range in.V {
-			g.setV(i, v*largeV)
+			scaled[i] = v * largeV
 		}
+		encodeAll(in.VBytes, in.V, s.KVDtype, scaled)
 		for b := range s.Batch {
 			for r := 17; r < rows; r += largeEvery {
 				level := (r / largeEvery) % 3
@@ -149,14 +151,21 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 			}
 		}
 	case SetSubnormal:
-		for i := range in.V {
-			g.setV(i, g.subnormal())
+		// Drawn in stream order, stored on every core (encodeAll); NaN
+		// marks a K element the set leaves as it is.
+		vs := make([]float64, len(in.V))
+		for i := range vs {
+			vs[i] = g.subnormal()
 		}
-		for i := range in.K {
+		encodeAll(in.VBytes, in.V, s.KVDtype, vs)
+		ks := make([]float64, len(in.K))
+		for i := range ks {
+			ks[i] = math.NaN()
 			if g.rng.IntN(2) == 0 {
-				g.setK(i, g.subnormal())
+				ks[i] = g.subnormal()
 			}
 		}
+		encodeAll(in.KBytes, in.K, s.KVDtype, ks)
 	case SetOutliers:
 		sign := make([]float64, s.HeadDim)
 		for i := range sign {
