@@ -276,7 +276,6 @@ func (g *setGen) subnormal() float64 {
 }
 
 func (g *setGen) setK(i int, f float64) { g.in.K[i] = encode(g.in.KBytes, g.in.Shape.KVDtype, i, f) }
-func (g *setGen) setV(i int, f float64) { g.in.V[i] = encode(g.in.VBytes, g.in.Shape.KVDtype, i, f) }
 
 // encode stores f as element i of raw in the KV dtype and returns the
 // value the stored bits hold.
