@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/results"
@@ -80,27 +79,13 @@ func (b *builder) included(text string) map[string]string {
 	out := map[string]string{}
 	var walk func(string)
 	walk = func(t string) {
-		for _, line := range strings.Split(t, "\n") {
-			line = strings.TrimSpace(line)
-			if !strings.HasPrefix(line, "#") {
+		for _, inc := range includes(t) {
+			if !inc.quoted {
 				continue
 			}
-			rest := strings.TrimSpace(strings.TrimPrefix(line, "#"))
-			if !strings.HasPrefix(rest, "include") {
-				continue
-			}
-			rest = strings.TrimSpace(strings.TrimPrefix(rest, "include"))
-			if len(rest) < 2 || rest[0] != '"' {
-				continue
-			}
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
-				continue
-			}
-			name := rest[1 : 1+end]
-			if h, ok := b.headers[name]; ok {
-				if _, seen := out[name]; !seen {
-					out[name] = h
+			if h, ok := b.headers[inc.name]; ok {
+				if _, seen := out[inc.name]; !seen {
+					out[inc.name] = h
 					walk(h)
 				}
 			}

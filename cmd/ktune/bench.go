@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -391,6 +392,29 @@ func interruptedOr(ctx context.Context, err error) error {
 // parseInterspersed parses flags that may come before or after the
 // positional arguments (`ktune sweep SPEC -o DIR`), which package flag
 // alone stops at.
+// parseArgs parses a command's flags and positional arguments in any
+// order (ktune tune SPEC -o DIR, which the flag package alone refuses),
+// with usage (the command's manual), the flag defaults and after as its
+// -h text. help reports -h (printed, nothing to do); a flag mistake is
+// returned as exit status 2, already printed by the flag package.
+func parseArgs(fs *flag.FlagSet, args []string, usage string, after ...string) (pos []string, help bool, err error) {
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+		for _, a := range after {
+			fmt.Fprint(fs.Output(), a)
+		}
+	}
+	pos, err = parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, withCode(exitUsage, errSilent)
+	}
+	return pos, false, nil
+}
+
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {

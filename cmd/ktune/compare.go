@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -54,16 +53,9 @@ func runCompare(stdout, stderr io.Writer, args []string) error {
 	asJSON := fs.Bool("json", false, "print the comparison as one JSON document (report.CompareDoc)")
 	var allowReplayed bool
 	registerAllowReplayed(fs, &allowReplayed)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), compareUsage)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return withCode(exitUsage, errSilent)
+	pos, help, err := parseArgs(fs, args, compareUsage)
+	if help || err != nil {
+		return err
 	}
 	if len(pos) != 2 {
 		return usageErrorf("compare wants OLD and NEW, got %d arguments (ktune help compare)", len(pos))

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 
 	"github.com/ktune/ktune/report"
@@ -47,16 +45,9 @@ func runExport(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	format := fs.String("format", "gobench", "output `FORMAT`: gobench")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), exportUsage)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return withCode(exitUsage, errSilent)
+	pos, help, err := parseArgs(fs, args, exportUsage)
+	if help || err != nil {
+		return err
 	}
 	if *format != "gobench" {
 		return usageErrorf("export: unknown format %q (the only one is gobench)", *format)

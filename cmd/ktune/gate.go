@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -120,16 +119,9 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	fs.BoolVar(&opts.AllowDamaged, "allow-damaged", false, "let the gate pass although input lines could not be read (they are still counted)")
 	var allowReplayed bool
 	registerAllowReplayed(fs, &allowReplayed)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), gateUsage)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return withCode(exitUsage, errSilent)
+	pos, help, err := parseArgs(fs, args, gateUsage)
+	if help || err != nil {
+		return err
 	}
 	if opts.Candidate == "" {
 		return usageErrorf("gate wants --candidate NAME (ktune help gate)")

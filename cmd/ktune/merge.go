@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -61,16 +60,9 @@ func runMerge(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	fs := flag.NewFlagSet("merge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "the new results `DIR` (created; must not hold results yet)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), mergeUsage)
-		fs.PrintDefaults()
-	}
-	inputs, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return withCode(exitUsage, errSilent)
+	inputs, help, err := parseArgs(fs, args, mergeUsage)
+	if help || err != nil {
+		return err
 	}
 	if *out == "" {
 		return usageErrorf("merge wants -o DIR: the directory to write the joined results.jsonl to (ktune help merge)")

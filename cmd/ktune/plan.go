@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 
 	"github.com/ktune/ktune/internal/spec"
@@ -47,24 +45,10 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 	fl.SetOutput(stderr)
 	arch := fl.String("arch", "sm_90", "GPU architecture the points are hashed for (NVRTC -arch)")
 	count := fl.Bool("count", false, "print the number of points only, without building them")
-	fl.Usage = func() {
-		fmt.Fprint(fl.Output(), planUsage)
-		fl.PrintDefaults()
-	}
 	// The spec path may come before or after the flags.
-	var paths []string
-	for {
-		if err := fl.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return withCode(exitUsage, errSilent)
-		}
-		if fl.NArg() == 0 {
-			break
-		}
-		paths = append(paths, fl.Arg(0))
-		args = fl.Args()[1:]
+	paths, help, err := parseArgs(fl, args, planUsage)
+	if help || err != nil {
+		return err
 	}
 	if len(paths) != 1 {
 		fl.Usage()

@@ -125,16 +125,9 @@ func runProfile(ctx context.Context, stdout, stderr io.Writer, args []string, de
 	fs.StringVar(&only, "only", "", "profile the points matching `EXPR`, e.g. variant=d2,SPLITS=32,nkv=32768")
 	fs.StringVar(&ncuPath, "ncu", "", "the ncu `PATH` (default: PATH, then /usr/local/cuda/bin/ncu)")
 	fs.IntVar(&steps, "steps", 10, "profile this many `N` steps of each point (ncu --launch-count N × launches per step)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), profileUsage)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return withCode(exitUsage, errSilent)
+	pos, help, err := parseArgs(fs, args, profileUsage)
+	if help || err != nil {
+		return err
 	}
 	switch {
 	case len(pos) != 1:

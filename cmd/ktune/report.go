@@ -96,16 +96,9 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	only := fs.String("only", "", "render only the records `FILTER` selects (the syntax of sweep --only: KEY=VALUE[|VALUE],...)")
 	var allowReplayed bool
 	registerAllowReplayed(fs, &allowReplayed)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), reportUsage)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return withCode(exitUsage, errSilent)
+	pos, help, err := parseArgs(fs, args, reportUsage)
+	if help || err != nil {
+		return err
 	}
 	if len(pos) == 0 {
 		return usageErrorf("report wants at least one RESULTS file (ktune help report)")

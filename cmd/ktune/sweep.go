@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -148,17 +147,9 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	fs.StringVar(&f.probes, "probes", "", "measure only these `PROBES` (cold,hot,graph) instead of the spec's")
 	fs.BoolVar(&f.noGates, "no-gates", false, "skip the numerics gates (for cross-checks under an outside profiler)")
 	fs.StringVar(&f.shard, "shard", "", "run only shard `i/n` of the plan (0 ≤ i < n), for a job array; see ktune merge")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), sweepUsage)
-		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), sweepExit)
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return withCode(exitUsage, errSilent) // flag has printed it with the usage
+	pos, help, err := parseArgs(fs, args, sweepUsage, sweepExit)
+	if help || err != nil {
+		return err
 	}
 	if len(pos) != 1 {
 		return usageErrorf("sweep wants one SPEC file, got %d arguments (ktune help sweep)", len(pos))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -156,26 +155,11 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	fs.Float64Var(&f.keep, "keep", search.DefaultKeep, "halving: keep a configuration whose median is within `F` (a fraction) of the best's")
 	fs.BoolVar(&f.force, "force", false, "measure again points already recorded in DIR (the new record supersedes)")
 	registerAllowReplayed(fs, &f.allowReplayed)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), tuneUsage)
-		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), tuneExit)
+	paths, help, err := parseArgs(fs, args, tuneUsage, tuneExit)
+	if help || err != nil {
+		return err
 	}
-	// Flags may come after the positional arguments (ktune tune SPEC -o
-	// DIR), which the flag package alone does not allow.
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return withCode(exitUsage, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		f.from.paths = append(f.from.paths, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
+	f.from.paths = append(f.from.paths, paths...)
 
 	p := results.Probe(f.probe)
 	// hot is not offered: back-to-back launches over warm caches are not
