@@ -176,7 +176,7 @@ func compareSamples(r *results.Record, p results.Probe, old, new []float64) Comp
 	if !math.IsNaN(c.Ratio) {
 		row.DeltaPct = (c.Ratio - 1) * 100
 	}
-	row.RatioLo, row.RatioHi = ratioCI(old, new, confidence)
+	row.RatioLo, row.RatioHi = c.ChangeLo, c.ChangeHi
 	for _, w := range append(append(c.Warnings, row.Old.Warnings...), row.New.Warnings...) {
 		row.Warnings = append(row.Warnings, w.Error())
 	}

@@ -225,14 +225,14 @@ func shipPoint(w, landed *Row, refs map[string]*Row) ShipPoint {
 // speedup compares the shipped samples with a baseline's through
 // stats.Compare, the one place that decides whether two samples differ,
 // and bounds the ratio with the interval that inverts the same test
-// (ratioCI, Hodges-Lehmann on the log-ratios).
+// (Hodges-Lehmann on the log-ratios).
 func speedup(ship []float64, base *Row, against string) Speedup {
 	bs := base.Probe(shipProbe).Samples
 	c := stats.Compare(ship, bs, Alpha)
 	sp := Speedup{Against: against, Config: ConfigLabel(base.Config()), Reference: base.Reference,
 		P: c.P, Significant: c.Significant, Decidable: c.Decidable}
 	sp.Ratio.Center = c.Ratio // base median / ship median
-	if lo, hi := ratioCI(ship, bs, confidence); !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
+	if lo, hi := c.ChangeLo, c.ChangeHi; !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
 		sp.Ratio.Lo, sp.Ratio.Hi = 1+lo, 1+hi
 	}
 	return sp

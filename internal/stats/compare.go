@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"golang.org/x/perf/benchmath"
 )
@@ -37,6 +38,10 @@ type Comparison struct {
 	Significant bool
 	// Ratio is New's median over Old's (>1: New is slower).
 	Ratio float64
+	// ChangeLo and ChangeHi bound New/Old − 1 at Confidence: the interval
+	// that inverts the same U test (changeInterval); ±Inf when the sample
+	// counts are too small for one.
+	ChangeLo, ChangeHi float64
 	// Warnings are benchmath's, and ours when the test cannot decide.
 	Warnings []error
 }
@@ -49,6 +54,7 @@ func Compare(old, new []float64, alpha float64) Comparison {
 	so := benchmath.NewSample(slices.Clone(old), &th)
 	sn := benchmath.NewSample(slices.Clone(new), &th)
 	c := Comparison{N1: len(old), N2: len(new), Alpha: alpha, MinP: MinP(len(old), len(new)), Ratio: math.NaN()}
+	c.ChangeLo, c.ChangeHi = changeInterval(old, new, Confidence)
 	if len(old) > 0 {
 		c.Old = benchmath.AssumeNothing.Summary(so, Confidence)
 	}
@@ -101,15 +107,96 @@ func SamplesToDecide(alpha float64) int {
 	return 1000
 }
 
-// Range is the relative half-width of the interval of Ratio implied by
-// the two medians' confidence intervals: how far apart New and Old could
-// be, in the worst pairing of their bounds. A threshold narrower than this
-// cannot be judged from these samples.
-func (c Comparison) Range() (lo, hi float64) {
-	if c.Old.Lo <= 0 || c.Old.Hi <= 0 {
-		return math.NaN(), math.NaN()
+// SamplesForInterval is the smallest equal sample count per side for
+// which the interval of the change at level conf is finite.
+func SamplesForInterval(conf float64) int {
+	n := 1
+	for uCritical(n, n, (1-conf)/2) < 1 && n < 1000 {
+		n++
 	}
-	return c.New.Lo/c.Old.Hi - 1, c.New.Hi/c.Old.Lo - 1
+	return n
+}
+
+// changeInterval is the confidence interval of new/old − 1 that inverts the
+// Mann-Whitney U test (Hodges-Lehmann): the order statistics of the n·m
+// pairwise log-ratios at the test's critical rank. A ratio, not a
+// difference of medians, because kernel times scale: a change is a
+// factor. Infinite bounds mean the counts are too small for an interval.
+func changeInterval(old, new []float64, conf float64) (lo, hi float64) {
+	n, m := len(new), len(old)
+	k := uCritical(n, m, (1-conf)/2)
+	if k < 1 {
+		return math.Inf(-1), math.Inf(1)
+	}
+	d := make([]float64, 0, n*m)
+	for _, y := range new {
+		for _, x := range old {
+			if x <= 0 || y <= 0 {
+				return math.Inf(-1), math.Inf(1)
+			}
+			d = append(d, math.Log(y/x))
+		}
+	}
+	sort.Float64s(d)
+	return math.Exp(d[k-1]) - 1, math.Exp(d[len(d)-k]) - 1
+}
+
+// uCritical is the largest k with P(U ≤ k−1) ≤ tail for samples of n and
+// m values without ties: the rank of the interval's bounds among the
+// pairwise differences; 0 means no k qualifies (too few samples). The exact
+// distribution is used while it is small to count, the normal
+// approximation with continuity correction beyond, where the two agree.
+func uCritical(n, m int, tail float64) int {
+	if n == 0 || m == 0 {
+		return 0
+	}
+	if n*m > 400 {
+		mu := float64(n*m) / 2
+		sd := math.Sqrt(float64(n*m*(n+m+1)) / 12)
+		z := -math.Sqrt2 * math.Erfcinv(2*tail) // the standard normal's tail quantile
+		return max(0, int(math.Floor(mu+z*sd+0.5)))
+	}
+	counts := uCounts(n, m)
+	total := 0.0
+	for _, c := range counts {
+		total += c
+	}
+	k, cum := 0, 0.0
+	for k < len(counts) {
+		cum += counts[k]
+		if cum/total > tail {
+			break
+		}
+		k++
+	}
+	return k
+}
+
+// uCounts returns, for u = 0…n·m, how many orderings of n and m distinct
+// values give the U statistic u: the coefficients of the Gaussian binomial
+// [n+m choose n], by c(i, j, u) = c(i−1, j, u−j) + c(i, j−1, u) (the largest
+// value belongs to one side or the other).
+func uCounts(n, m int) []float64 {
+	prev := make([][]float64, m+1) // row i−1: prev[j][u]
+	for j := range prev {
+		prev[j] = []float64{1}
+	}
+	for i := 1; i <= n; i++ {
+		cur := make([][]float64, m+1)
+		cur[0] = []float64{1}
+		for j := 1; j <= m; j++ {
+			c := make([]float64, i*j+1)
+			for u, v := range prev[j] {
+				c[u+j] += v
+			}
+			for u, v := range cur[j-1] {
+				c[u] += v
+			}
+			cur[j] = c
+		}
+		prev = cur
+	}
+	return prev[m]
 }
 
 // String renders the test the way benchstat does ("p=0.002 n=10",
