@@ -74,10 +74,7 @@ func benchName(r *results.Record) string {
 	sh := r.Config.Shape
 	b.WriteString("/shape=" + nameValue(ShapeLabel(sh)) + "/batch=" + strconv.Itoa(sh.Batch) + "/capacity=" + strconv.Itoa(sh.Capacity))
 	b.WriteString("/" + results.DefineSplits + "=" + strconv.Itoa(r.Config.Splits))
-	for _, d := range sortedDefines(r.Config.Defines) {
-		if d.Name == results.DefineSplits || results.Derived(d.Name) {
-			continue
-		}
+	for _, d := range r.Config.Defines.Sorted().Own().Without(results.DefineSplits) {
 		b.WriteString("/" + nameValue(d.Name) + "=" + nameValue(d.Value))
 	}
 	b.WriteString("/nkv=" + strconv.Itoa(r.Config.NKV))

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/ktune/ktune/internal/results"
@@ -41,31 +40,12 @@ func shapeKey(s results.Shape) string {
 // OtherDefines renders the defines of c other than SPLITS and the ones
 // derived from the shape, sorted by name ("NR=4,VEC=8"), or "" if none.
 func OtherDefines(c *results.Config) string {
-	var parts []string
-	for _, d := range sortedDefines(c.Defines) {
-		// SPLITS has its own column; the derived defines say nothing the
-		// shape column does not already say.
-		if d.Name == results.DefineSplits || results.Derived(d.Name) {
-			continue
-		}
-		parts = append(parts, d.Name+"="+d.Value)
-	}
-	return strings.Join(parts, ",")
+	// SPLITS has its own column; the derived defines say nothing the
+	// shape column does not already say.
+	return c.Defines.Sorted().Own().Without(results.DefineSplits).Join(",")
 }
 
-func allDefines(c *results.Config) string {
-	var parts []string
-	for _, d := range sortedDefines(c.Defines) {
-		parts = append(parts, d.Name+"="+d.Value)
-	}
-	return strings.Join(parts, ",")
-}
-
-func sortedDefines(ds []results.Define) []results.Define {
-	out := append([]results.Define(nil), ds...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
+func allDefines(c *results.Config) string { return c.Defines.Sorted().Join(",") }
 
 // configKey identifies one compiled configuration of a variant on one
 // device and shape, across context lengths.

@@ -116,11 +116,7 @@ func newCandidate(r *results.Record, m *results.Measurement) *candidate {
 
 // configName names a configuration for people: "d2 NR=4 SPLITS=32".
 func configName(c *results.Config) string {
-	var defs []string
-	for _, d := range sortedDefines(c.Defines) {
-		defs = append(defs, d.Name+"="+d.Value)
-	}
-	return strings.Join(append([]string{c.Variant}, defs...), " ")
+	return strings.TrimSpace(c.Variant + " " + c.Defines.Sorted().String())
 }
 
 // configID is a configuration's identity across nkv: kernel, variant,
@@ -160,12 +156,6 @@ func compareShapes(a, b results.Shape) int {
 		cmp.Compare(a.KVDtype, b.KVDtype),
 		cmp.Compare(a.Batch, b.Batch),
 	)
-}
-
-func sortedDefines(ds []results.Define) []results.Define {
-	out := slices.Clone(ds)
-	slices.SortStableFunc(out, func(a, b results.Define) int { return cmp.Compare(a.Name, b.Name) })
-	return out
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -37,7 +37,7 @@ func boundary(lo, hi int) int {
 func fill(r *Range, rec *results.Record, median float64, margin string) {
 	c := rec.Config
 	r.Variant, r.Kernel = c.Variant, c.Kernel
-	r.Defines = sortedDefines(c.Defines)
+	r.Defines = c.Defines.Sorted()
 	r.Splits = c.Splits
 	r.Grid, r.Block = c.Grid, c.Block
 	r.CombineGrid, r.CombineBlock = c.CombineGrid, c.CombineBlock

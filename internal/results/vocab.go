@@ -47,6 +47,14 @@ func SortDefines(m map[string]string) Defines {
 	return out
 }
 
+// Sorted returns a copy sorted by name (a record written by hand or by
+// another tool need not be).
+func (ds Defines) Sorted() Defines {
+	out := slices.Clone(ds)
+	slices.SortStableFunc(out, func(a, b Define) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // String renders the defines as "NAME=VALUE NAME=VALUE".
 func (ds Defines) String() string { return ds.Join(" ") }
 
