@@ -70,7 +70,7 @@ func TestPlotsAllH200(t *testing.T) {
 // file names per shape.
 func checkPlots(t *testing.T, rep *Report, recs []results.Record, plots []PlotFile) {
 	t.Helper()
-	fixtures := fixtureSpecs(recs)
+	fixtures := results.FixtureSpecs(recs)
 	// Variants that only ever failed, and variants of fixture specs only:
 	// a name shared with a real measurement may be drawn for that one.
 	failed, fixtureVariants, good := map[string]bool{}, map[string]bool{}, map[string]bool{}

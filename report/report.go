@@ -134,7 +134,7 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 	}
 	rep := &Report{}
 	labels := shapeLabels(recs)
-	fixtures := fixtureSpecs(recs)
+	fixtures := results.FixtureSpecs(recs)
 	latest := map[pointKey]int{}
 	for i := range recs {
 		r := &recs[i]
@@ -204,7 +204,7 @@ func newRow(r *results.Record) Row {
 		NKV:       r.Config.NKV,
 		Landed:    r.Landed,
 		Status:    r.Status,
-		Reference: isReference(r),
+		Reference: results.IsReference(r),
 		Verdict:   verdict(r),
 		rec:       r,
 		key:       keyOf(r),

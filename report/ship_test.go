@@ -53,7 +53,7 @@ func TestShipPicksFastestPassing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fixtures := fixtureSpecs(recs)
+	fixtures := results.FixtureSpecs(recs)
 	type point struct {
 		shape string
 		nkv   int

@@ -45,13 +45,14 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 	devices := map[string]bool{}
 	seen := map[results.Shape]map[int]bool{} // every measured nkv, passing or not
 	failed := failedConfigs(recs)
+	fixtures := results.FixtureSpecs(recs)
 	excluded := map[string]int{}
 	for i := range recs {
 		r := &recs[i]
 		if opt.Spec != "" && r.Config.Spec != opt.Spec {
 			continue
 		}
-		if ok, why := launchable(r); !ok {
+		if ok, why := launchable(r, fixtures); !ok {
 			excluded[why]++
 			continue
 		}

@@ -6,32 +6,14 @@ import (
 	"github.com/ktune/ktune/internal/results"
 )
 
-// ReferenceKernel is the kernel name experiments/sdpa_ref.py writes for
-// its PyTorch SDPA measurements: a yardstick for reports, not a kernel an
-// engine built on ktune's ABI can launch.
-const ReferenceKernel = "torch"
-
-// FixtureSpecs names the specs whose records exist to break a sweep
-// (experiments/faults.yaml: out-of-bounds, trapping and hanging kernels,
-// each followed by a good d2 under another name). Their good records are
-// real measurements of d2, but under fixture names no engine ships; a
-// table built from a directory that holds them must not pick them.
-var FixtureSpecs = map[string]bool{"faults": true}
-
 // launchable says whether r is a kernel the dispatch table can name: not
-// a reference measurement (the reference script's kernel, or no launch
-// geometry at all) and not a fault fixture.
-func launchable(r *results.Record) (bool, string) {
-	c := &r.Config
-	if c.Kernel == ReferenceKernel {
+// a reference measurement and not a fault fixture (results.IsReference,
+// results.FixtureSpecs).
+func launchable(r *results.Record, fixtures map[string]bool) (bool, string) {
+	if results.IsReference(r) {
 		return false, "reference measurement"
 	}
-	for i := range 3 {
-		if c.Grid[i] <= 0 || c.Block[i] <= 0 {
-			return false, "reference measurement"
-		}
-	}
-	if FixtureSpecs[c.Spec] {
+	if fixtures[r.Config.Spec] {
 		return false, "fault fixture"
 	}
 	return true, ""

@@ -30,7 +30,7 @@ func TestCommittedResultsPickOnlyLaunchableKernels(t *testing.T) {
 		} else {
 			real[r.Config.Variant] = true
 		}
-		if r.Config.Kernel == ReferenceKernel {
+		if r.Config.Kernel == results.ReferenceKernel {
 			refs++
 		}
 	}
@@ -43,7 +43,7 @@ func TestCommittedResultsPickOnlyLaunchableKernels(t *testing.T) {
 	}
 	for _, s := range tab.Shapes {
 		for _, r := range s.Ranges {
-			if r.Kernel == ReferenceKernel || r.Grid == [3]int{} || r.Block == [3]int{} {
+			if r.Kernel == results.ReferenceKernel || r.Grid == [3]int{} || r.Block == [3]int{} {
 				t.Errorf("%s [%d, %d): %s (kernel %s, grid %v) is a reference measurement", s.Shape.Name, r.MinNKV, r.MaxNKV, r.Variant, r.Kernel, r.Grid)
 			}
 			if fixture[r.Variant] && !real[r.Variant] {
