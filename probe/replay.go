@@ -141,14 +141,8 @@ func (r *pointRun) replayGates(ctx context.Context, log *gateLog) error {
 // replayGate is one replay verdict: the partial buffer is reported when it
 // differs, since out derives from it.
 func replayGate(nkv int, seed uint64, gp, fp, gout, fout []byte, captured int) results.Gate {
-	g := diffGate(results.GateReplay, nkv, seed, "partial", gp, fp)
-	if g.Pass {
-		g = diffGate(results.GateReplay, nkv, seed, "out", gout, fout)
-	}
-	if !g.Pass {
-		g.Detail = fmt.Sprintf("graph captured at nkv %d, replayed at %d: %s", captured, nkv, g.Detail)
-	}
-	return g
+	return bytesGate(results.GateReplay, nkv, seed, gp, fp, gout, fout,
+		fmt.Sprintf("graph captured at nkv %d, replayed at %d", captured, nkv))
 }
 
 // geometryAt is g with the partial grid the point's geometry gives at nkv,
