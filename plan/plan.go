@@ -139,6 +139,12 @@ func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, er
 	return p, nil
 }
 
+// pointID is a point's identity within one build: combinations that give
+// the same one are one point.
+func pointID(v *spec.Variant, sh *spec.Shape, defines results.Defines, nkv int) string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d", v.Name, v.Kernel, sh.Name, defines.String(), nkv)
+}
+
 // dispatch appends the points of a dispatch variant at one shape: each
 // combination of its axes at each nkv, built from the arm that serves the
 // nkv. The gates of a point run its arm's kernel alone, at the arm's own
@@ -306,7 +312,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		defs[DefinePDL] = "1"
 	}
 	defines := sorted(defs, true)
-	id := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d", v.Name, v.Kernel, sh.Name, defines.String(), nkv)
+	id := pointID(v, sh, defines, nkv)
 	if pt, ok := b.memo[id]; ok {
 		return pt, nil
 	}

@@ -62,7 +62,7 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 		return err
 	}
 	if *count {
-		return countPlan(s).write(stdout)
+		return writeCount(stdout, plan.CountPoints(s))
 	}
 	p, err := plan.Build(s, *arch)
 	if err != nil {
