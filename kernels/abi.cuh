@@ -11,8 +11,9 @@
 //   __global__ void attn_combine(const float* __restrict__ partial,
 //       float* __restrict__ out, int heads);
 //
-// Defines always passed with -D: HEAD_DIM, KV_F16 (1: f16 K/V, 0: f32),
-// SPLITS; plus each variant's own (NR, RING, ...).
+// Defines always passed with -D: HEAD_DIM, KV_F16 (1: f16 K/V, 0: other),
+// SPLITS; KV_BF16=1 for bf16 K/V, KV_FP8=1 for fp8 e4m3 K/V (with scales);
+// plus each variant's own (NR, RING, ...).
 //
 // Layouts (row-major, innermost last):
 //   q         [batch][heads][HEAD_DIM]               f32
@@ -44,6 +45,17 @@
 #ifndef SPLITS
 #error "SPLITS must be defined (-DSPLITS=32)"
 #endif
+// KV_BF16 and KV_FP8 are passed (as 1) only for bf16 and fp8e4m3 shapes,
+// whose KV_F16 is 0; every other shape leaves them undefined.
+#ifndef KV_BF16
+#define KV_BF16 0
+#endif
+#ifndef KV_FP8
+#define KV_FP8 0
+#endif
+#if KV_F16 + KV_BF16 + KV_FP8 > 1
+#error "at most one of KV_F16, KV_BF16, KV_FP8 may be 1"
+#endif
 #if HEAD_DIM % 4 != 0
 #error "HEAD_DIM must be a multiple of 4: every loader moves 4 dims"
 #endif
@@ -55,12 +67,17 @@
 #define PSTR (HEAD_DIM + 4)
 #endif
 
-// KV_T is the element type of K and V. f16 is carried as its raw 16 bits:
-// the kernels only ever convert it to f32, and a plain integer type keeps
-// the ABI free of cuda_fp16.h.
+// KV_T is the element type of K and V. f16 and bf16 are carried as their
+// raw 16 bits, fp8 (e4m3) as its raw byte: the kernels only ever convert
+// them, and plain integer types keep the ABI free of cuda_fp16.h. An fp8
+// element is scaled: its value is e4m3(bits) times the scale of its tensor
+// (K or V) and KV head, read from the kv_scale argument, f32 [2][kv_heads]
+// (K's scales, then V's), which kernels of fp8 shapes take last.
 typedef unsigned short kt_half;
-#if KV_F16
+#if KV_F16 || KV_BF16
 typedef kt_half KV_T;
+#elif KV_FP8
+typedef unsigned char KV_T;
 #else
 typedef float KV_T;
 #endif
@@ -77,6 +94,16 @@ __device__ __forceinline__ float kt_h2f(unsigned short h) {
     return f;
 }
 
+// kt_e2f converts one 16-bit K/V element to f32, exactly: f16 by a cvt,
+// bf16 (the top half of an f32) by a shift.
+__device__ __forceinline__ float kt_e2f(unsigned short h) {
+#if KV_BF16
+    return __uint_as_float((unsigned int)h << 16);
+#else
+    return kt_h2f(h);
+#endif
+}
+
 // kv_ld4 loads 4 consecutive K/V elements as a float4 in one load
 // instruction: 16 bytes for f32, 8 bytes (two packed half2) for f16. The
 // read-only path (ld.global.nc) is safe because K/V never change during a
@@ -86,8 +113,8 @@ __device__ __forceinline__ float4 kv_ld4(const float* p) {
 }
 __device__ __forceinline__ float4 kv_ld4(const kt_half* p) {
     uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
-    return make_float4(kt_h2f((unsigned short)(w.x & 0xffffu)), kt_h2f((unsigned short)(w.x >> 16)),
-                       kt_h2f((unsigned short)(w.y & 0xffffu)), kt_h2f((unsigned short)(w.y >> 16)));
+    return make_float4(kt_e2f((unsigned short)(w.x & 0xffffu)), kt_e2f((unsigned short)(w.x >> 16)),
+                       kt_e2f((unsigned short)(w.y & 0xffffu)), kt_e2f((unsigned short)(w.y >> 16)));
 }
 
 // kv_ld2 loads 2 consecutive elements with one 4-byte (f16) or 8-byte (f32)
@@ -97,7 +124,7 @@ __device__ __forceinline__ float2 kv_ld2(const float* p) {
 }
 __device__ __forceinline__ float2 kv_ld2(const kt_half* p) {
     unsigned int w = __ldg(reinterpret_cast<const unsigned int*>(p));
-    return make_float2(kt_h2f((unsigned short)(w & 0xffffu)), kt_h2f((unsigned short)(w >> 16)));
+    return make_float2(kt_e2f((unsigned short)(w & 0xffffu)), kt_e2f((unsigned short)(w >> 16)));
 }
 
 // A kt_range is the row range [lo, hi) of one split; lo >= hi means idle.

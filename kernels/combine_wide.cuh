@@ -11,10 +11,12 @@
 //      weighted sum and the number of live splits (idle splits are a
 //      suffix under gq_range, so slots past the last live one are never
 //      read: at short nkv the combine reads only what was computed);
-//   2. the weights go to shared memory; warp w takes splits w, w + NW, ...
-//      and lane l dims 4l .. 4l+3 (one 16-byte load per split), with
-//      CW_UNROLL loads in flight before the first multiply-add;
-//   3. the NW warp sums meet in shared memory and thread i writes dim i.
+//   2. the weights go to shared memory; the block's HEAD_DIM threads form
+//      four sets of HEAD_DIM/4: set w takes splits w, w + 4, ... and thread
+//      l of a set dims 4l .. 4l+3 (one 16-byte load per split), with
+//      CW_UNROLL loads in flight before the first multiply-add (at
+//      HEAD_DIM 128 a set is a warp and a thread its lane);
+//   3. the four sets' sums meet in shared memory and thread i writes dim i.
 // About three L2 round trips at any SPLITS instead of 2 * SPLITS / unroll.
 //
 // Numerics: tolerance class only (the order of the sums over splits is not
@@ -23,8 +25,8 @@
 #pragma once
 #include "abi.cuh"
 
-#if HEAD_DIM != 128
-#error "combine_wide: HEAD_DIM must be 128 (32 lanes x 4 dims)"
+#if HEAD_DIM % 64 != 0
+#error "combine_wide: HEAD_DIM must be a multiple of 64 (whole warps, four sets of 4-dim threads)"
 #endif
 
 // CW_EARLY = 1 issues the first CW_UNROLL accumulator loads of each warp
@@ -43,6 +45,7 @@
 #endif
 
 #define CW_NW (HEAD_DIM / 32)                      // warps in the block
+#define CW_NS 4                                    // sets of HEAD_DIM/4 threads
 #define CW_PER ((SPLITS + HEAD_DIM - 1) / HEAD_DIM)  // headers per thread
 
 // cw_block_max and cw_block_sum reduce one value per thread over the block;
@@ -73,9 +76,9 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
     attn_combine(const float* __restrict__ partial, float* __restrict__ out, int heads) {
     __shared__ float sw[SPLITS];
     __shared__ float red[3][CW_NW];
-    __shared__ __align__(16) float sacc[CW_NW][HEAD_DIM];
+    __shared__ __align__(16) float sacc[CW_NS][HEAD_DIM];
     const int h = blockIdx.x, b = blockIdx.y;
-    const int i = threadIdx.x, warp = i >> 5, lane = i & 31;
+    const int i = threadIdx.x, set = i / (HEAD_DIM / 4), col = i % (HEAD_DIM / 4);
 #if PDL
     // Launched as a programmatic dependent of the partial kernel, this
     // block may start before the partials are written: wait for them here.
@@ -93,15 +96,15 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
         if (sp < SPLITS) ml[c] = *reinterpret_cast<const float2*>(kt_partial_slot(partial, b, sp, h, heads));
     }
 #if CW_EARLY
-    // The first CW_UNROLL accumulators of this warp go out with the
+    // The first CW_UNROLL accumulators of this set go out with the
     // headers, before it is known which splits are live: one L2 round trip
-    // fewer whenever SPLITS <= CW_NW * CW_UNROLL. Slots past the last live
+    // fewer whenever SPLITS <= CW_NS * CW_UNROLL. Slots past the last live
     // split are loaded for nothing (they hold the neutral slot) and unused.
     float4 x0[CW_UNROLL];
 #pragma unroll
     for (int u = 0; u < CW_UNROLL; u++) {
-        const int sp = warp + u * CW_NW;
-        x0[u] = sp < SPLITS ? *reinterpret_cast<const float4*>(kt_partial_slot(partial, b, sp, h, heads) + 4 + 4 * lane)
+        const int sp = set + u * CW_NS;
+        x0[u] = sp < SPLITS ? *reinterpret_cast<const float4*>(kt_partial_slot(partial, b, sp, h, heads) + 4 + 4 * col)
                             : kt_zero4();
     }
 #endif
@@ -127,11 +130,11 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
 
     // 2. Accumulators of the live splits, CW_UNROLL 16-byte loads in flight.
     float4 acc = kt_zero4();
-    int first = warp;
+    int first = set;
 #if CW_EARLY
 #pragma unroll
     for (int u = 0; u < CW_UNROLL; u++) {
-        const int sp = warp + u * CW_NW;
+        const int sp = set + u * CW_NS;
         const float w = sp < nlive ? sw[sp] : 0.0f;
         if (sp < nlive) {
             acc.x = fmaf(x0[u].x, w, acc.x);
@@ -140,16 +143,16 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
             acc.w = fmaf(x0[u].w, w, acc.w);
         }
     }
-    first += CW_NW * CW_UNROLL;
+    first += CW_NS * CW_UNROLL;
 #endif
-    for (int s0 = first; s0 < nlive; s0 += CW_NW * CW_UNROLL) {
+    for (int s0 = first; s0 < nlive; s0 += CW_NS * CW_UNROLL) {
         float4 x[CW_UNROLL];
         float w[CW_UNROLL];
 #pragma unroll
         for (int u = 0; u < CW_UNROLL; u++) {
-            const int sp = s0 + u * CW_NW;
+            const int sp = s0 + u * CW_NS;
             const bool ok = sp < nlive;
-            x[u] = ok ? *reinterpret_cast<const float4*>(kt_partial_slot(partial, b, sp, h, heads) + 4 + 4 * lane)
+            x[u] = ok ? *reinterpret_cast<const float4*>(kt_partial_slot(partial, b, sp, h, heads) + 4 + 4 * col)
                       : kt_zero4();
             w[u] = ok ? sw[sp] : 0.0f;
         }
@@ -162,11 +165,11 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
         }
     }
 
-    // 3. The warps' sums meet; thread i writes dim i (coalesced).
-    *reinterpret_cast<float4*>(&sacc[warp][4 * lane]) = acc;
+    // 3. The sets' sums meet; thread i writes dim i (coalesced).
+    *reinterpret_cast<float4*>(&sacc[set][4 * col]) = acc;
     __syncthreads();
     float o = sacc[0][i];
 #pragma unroll
-    for (int w = 1; w < CW_NW; w++) o += sacc[w][i];
+    for (int w = 1; w < CW_NS; w++) o += sacc[w][i];
     out[((size_t)b * heads + h) * HEAD_DIM + i] = S > 0.0f ? o / S : 0.0f;
 }

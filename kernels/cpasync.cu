@@ -72,8 +72,8 @@ __device__ __forceinline__ void kt_cp_async_wait(int pending) {
 __device__ __forceinline__ float4 kt_sm_ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 __device__ __forceinline__ float4 kt_sm_ld4(const kt_half* p) {
     const uint2 w = *reinterpret_cast<const uint2*>(p);
-    return make_float4(kt_h2f((unsigned short)(w.x & 0xffffu)), kt_h2f((unsigned short)(w.x >> 16)),
-                       kt_h2f((unsigned short)(w.y & 0xffffu)), kt_h2f((unsigned short)(w.y >> 16)));
+    return make_float4(kt_e2f((unsigned short)(w.x & 0xffffu)), kt_e2f((unsigned short)(w.x >> 16)),
+                       kt_e2f((unsigned short)(w.y & 0xffffu)), kt_e2f((unsigned short)(w.y >> 16)));
 }
 
 extern "C" __global__ void attn_partial(const float* __restrict__ q, const KV_T* __restrict__ k,

@@ -67,6 +67,9 @@
 #define GMAX 8
 #define NU (NR / 2)  // row pairs per half-warp step
 
+#if KV_BF16 || KV_FP8
+#error "gqa: f16 or f32 K/V only"
+#endif
 #if HEAD_DIM != 128
 #error "gqa: HEAD_DIM must be 128 (16 lanes x 8 dims per row)"
 #endif

@@ -21,21 +21,79 @@
 #endif
 #define GMAX (8 * GN)
 
-#if !KV_F16
-#error "mma: f16 K/V only (KV_F16=1): the tensor-core operands are f16"
+#if !(KV_F16 || KV_BF16 || KV_FP8)
+#error "mma: f16, bf16 or fp8 K/V only: the tensor-core operands are 16-bit"
 #endif
-#if HEAD_DIM != 128
-#error "mma: HEAD_DIM must be 128"
+#if HEAD_DIM != 64 && HEAD_DIM != 128 && HEAD_DIM != 256
+#error "mma: HEAD_DIM must be 64, 128 or 256"
 #endif
 
-// mma_16816 is D += A.B for one m16n8k16 tile, f16 in, f32 accumulate.
-__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+// The operand chunks of one row that a thread holds, for any HEAD_DIM: K
+// in MC chunks of 8 dims at 32c + 8t (the 2*MC k-steps of S^T), V in MV
+// chunks of 8 dims at 64j + 8g (the MT = 4*MV m-tiles of O^T).
+#define MC (HEAD_DIM / 32)
+#define MV (HEAD_DIM / 64)
+#define MT (HEAD_DIM / 16)
+
+// The operand type of both products. bf16 K/V run the bf16 mma, with q and
+// the softmax weights rounded to bf16; f16 K/V, and fp8 K/V converted to
+// f16 in registers (exactly: every e4m3 value is an f16), run the f16 mma.
+#if KV_BF16
+#define MMA_AB "bf16"
+// mma_pack2 rounds two floats to the operand type (nearest even), lo in the
+// low half: the order mma.sync expects for consecutive k or n.
+__device__ __forceinline__ unsigned mma_pack2(float lo, float hi) {
+    unsigned w;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+    return w;
 }
+// mma_unpack2 widens a packed pair back to floats (low half first).
+__device__ __forceinline__ void mma_unpack2(unsigned w, float& lo, float& hi) {
+    lo = __uint_as_float(w << 16);
+    hi = __uint_as_float(w & 0xffff0000u);
+}
+#else
+#define MMA_AB "f16"
+__device__ __forceinline__ unsigned mma_pack2(float lo, float hi) { return gq_pack2(lo, hi); }
+__device__ __forceinline__ void mma_unpack2(unsigned w, float& lo, float& hi) { gq_h2x2(w, lo, hi); }
+#endif
+
+// mma_16816 is D += A.B for one m16n8k16 tile, 16-bit in, f32 accumulate.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB "." MMA_AB
+                 ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// An mma_raw is one chunk of 8 K/V elements as loaded: 16 bytes of f16 or
+// bf16, 8 bytes of fp8. mma_word returns its operand word i (elements 2i,
+// 2i+1 in the operand type); fp8 is converted there, at its use, so every
+// load of a step issues before any conversion and the raw chunks take half
+// the registers.
+#if KV_FP8
+typedef uint2 mma_raw;
+__device__ __forceinline__ mma_raw mma_ld8(const KV_T* p) {
+    uint2 r;
+    asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ mma_raw mma_zero() { return make_uint2(0u, 0u); }
+__device__ __forceinline__ unsigned mma_word(const uint2& v, int i) {
+    const unsigned w = i < 2 ? v.x : v.y;
+    const unsigned short pair = (unsigned short)((i & 1) ? (w >> 16) : (w & 0xffffu));
+    unsigned h;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(pair));
+    return h;
+}
+#else
+typedef uint4 mma_raw;
+__device__ __forceinline__ mma_raw mma_ld8(const KV_T* p) { return gq_ld16(p); }
+__device__ __forceinline__ mma_raw mma_zero() { return make_uint4(0u, 0u, 0u, 0u); }
+__device__ __forceinline__ unsigned mma_word(const uint4& v, int i) {
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+#endif
 
 // mma_trans transposes an 8x8 f16 matrix held one f16x2 per lane.
 __device__ __forceinline__ unsigned mma_trans(unsigned x) {
@@ -44,15 +102,11 @@ __device__ __forceinline__ unsigned mma_trans(unsigned x) {
     return y;
 }
 
-__device__ __forceinline__ unsigned mma_word(const uint4& v, int i) {
-    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
 // mma_load issues the K and V loads of NR tiles starting at row base
 // (rows at or past hi are not read and come back as zeros).
-__device__ __forceinline__ void mma_load(uint4 (&kr)[NR][2][4], uint4 (&vr)[NR][4][2], const KV_T* kb,
+__device__ __forceinline__ void mma_load(mma_raw (&kr)[NR][2][MC], mma_raw (&vr)[NR][4][MV], const KV_T* kb,
                                          const KV_T* vb, size_t rstride, int base, int hi, int g, int t) {
-    const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+    const mma_raw z = mma_zero();
 #pragma unroll
     for (int u = 0; u < NR; u++) {
         const int r0 = base + 16 * u;
@@ -61,14 +115,14 @@ __device__ __forceinline__ void mma_load(uint4 (&kr)[NR][2][4], uint4 (&vr)[NR][
             const int row = r0 + g + 8 * hh;
             const bool ok = row < hi;
 #pragma unroll
-            for (int c = 0; c < 4; c++) kr[u][hh][c] = ok ? gq_ld16(kb + (size_t)row * rstride + 32 * c) : z;
+            for (int c = 0; c < MC; c++) kr[u][hh][c] = ok ? mma_ld8(kb + (size_t)row * rstride + 32 * c) : z;
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int row = r0 + 2 * t + (i & 1) + 8 * (i >> 1);
             const bool ok = row < hi;
-            vr[u][i][0] = ok ? gq_ld16(vb + (size_t)row * rstride) : z;
-            vr[u][i][1] = ok ? gq_ld16(vb + (size_t)row * rstride + 64) : z;
+#pragma unroll
+            for (int j = 0; j < MV; j++) vr[u][i][j] = ok ? mma_ld8(vb + (size_t)row * rstride + 64 * j) : z;
         }
     }
 }
@@ -77,9 +131,9 @@ __device__ __forceinline__ void mma_load(uint4 (&kr)[NR][2][4], uint4 (&vr)[NR][
 // into the state: S^T = K.Q^T, online softmax per head column, O^T +=
 // V^T.P^T.
 template <int GN_>
-__device__ __forceinline__ void mma_tile(const uint4 (&kr)[2][4], const uint4 (&vr)[4][2], int r0, int hi, int g,
-                                         const unsigned (&qb)[GN_][8][2], float (&m)[GN_][2], float (&l)[GN_][2],
-                                         float (&o)[GN_][8][4]) {
+__device__ __forceinline__ void mma_tile(const mma_raw (&kr)[2][MC], const mma_raw (&vr)[4][MV], int r0, int hi,
+                                         int g, const unsigned (&qb)[GN_][2 * MC][2], float ks,
+                                         float (&m)[GN_][2], float (&l)[GN_][2], float (&o)[GN_][MT][4]) {
     const unsigned full = 0xffffffffu;
     // S^T tile: s[nt][0..1] row g, heads 2t, 2t+1; [2..3] row g+8. Two
     // accumulators (even and odd k-step pairs) halve the dependent chain of
@@ -90,7 +144,7 @@ __device__ __forceinline__ void mma_tile(const uint4 (&kr)[2][4], const uint4 (&
 #pragma unroll
         for (int i = 0; i < 4; i++) s[nt][i] = s2[nt][i] = 0.0f;
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < MC; c++) {
 #pragma unroll
         for (int e = 0; e < 2; e++) {
             const unsigned a[4] = {mma_word(kr[0][c], 2 * e), mma_word(kr[1][c], 2 * e), mma_word(kr[0][c], 2 * e + 1),
@@ -107,7 +161,14 @@ __device__ __forceinline__ void mma_tile(const uint4 (&kr)[2][4], const uint4 (&
 #pragma unroll
     for (int nt = 0; nt < GN_; nt++)
 #pragma unroll
-        for (int i = 0; i < 4; i++) s[nt][i] += s2[nt][i];
+        for (int i = 0; i < 4; i++) {
+            s[nt][i] += s2[nt][i];
+#if KV_FP8
+            // K's scale, applied to the f32 scores: folded into q it would
+            // push the f16 operand towards its subnormals for small scales.
+            s[nt][i] *= ks;
+#endif
+        }
     const bool okg = r0 + g < hi, okg8 = r0 + g + 8 < hi;
 
     unsigned pb[GN_][2];
@@ -131,17 +192,17 @@ __device__ __forceinline__ void mma_tile(const uint4 (&kr)[2][4], const uint4 (&
         }
         // Pack to f16 first and sum what was packed, so the sum of weights
         // is the sum of the weights that multiply V.
-        const unsigned x0 = gq_pack2(p[0], p[1]);  // row g: heads 2t, 2t+1
-        const unsigned x1 = gq_pack2(p[2], p[3]);  // row g+8
+        const unsigned x0 = mma_pack2(p[0], p[1]);  // row g: heads 2t, 2t+1
+        const unsigned x1 = mma_pack2(p[2], p[3]);  // row g+8
         float r00, r01, r10, r11;
-        gq_h2x2(x0, r00, r01);
-        gq_h2x2(x1, r10, r11);
+        mma_unpack2(x0, r00, r01);
+        mma_unpack2(x1, r10, r11);
         l[nt][0] = fmaf(l[nt][0], corr[0], r00 + r10);
         l[nt][1] = fmaf(l[nt][1], corr[1], r01 + r11);
         pb[nt][0] = mma_trans(x0);
         pb[nt][1] = mma_trans(x1);
 #pragma unroll
-        for (int mt = 0; mt < 8; mt++) {
+        for (int mt = 0; mt < MT; mt++) {
             o[nt][mt][0] *= corr[0];
             o[nt][mt][1] *= corr[1];
             o[nt][mt][2] *= corr[0];
@@ -149,16 +210,19 @@ __device__ __forceinline__ void mma_tile(const uint4 (&kr)[2][4], const uint4 (&
         }
     }
 
-    // O^T += V^T.P^T, m-tile mt = dims 8g+mt and 64+8g+mt.
+    // O^T += V^T.P^T. M row g of m-tile mt is the thread's local dim mt,
+    // M row g+8 its local dim mt + 4*MV, local dim i being dim
+    // 64*(i/8) + 8g + i%8 (chunk i/8, word (i%8)/2, half i%2).
 #pragma unroll
-    for (int mt = 0; mt < 8; mt++) {
-        const int wi = mt >> 1;
+    for (int mt = 0; mt < MT; mt++) {
+        const int i0 = mt, i1 = mt + 4 * MV;
+        const int j0 = i0 >> 3, w0 = (i0 & 7) >> 1, j1 = i1 >> 3, w1 = (i1 & 7) >> 1;
         const unsigned sel = (mt & 1) ? 0x7632u : 0x5410u;
         const unsigned a[4] = {
-            __byte_perm(mma_word(vr[0][0], wi), mma_word(vr[1][0], wi), sel),
-            __byte_perm(mma_word(vr[0][1], wi), mma_word(vr[1][1], wi), sel),
-            __byte_perm(mma_word(vr[2][0], wi), mma_word(vr[3][0], wi), sel),
-            __byte_perm(mma_word(vr[2][1], wi), mma_word(vr[3][1], wi), sel),
+            __byte_perm(mma_word(vr[0][j0], w0), mma_word(vr[1][j0], w0), sel),
+            __byte_perm(mma_word(vr[0][j1], w1), mma_word(vr[1][j1], w1), sel),
+            __byte_perm(mma_word(vr[2][j0], w0), mma_word(vr[3][j0], w0), sel),
+            __byte_perm(mma_word(vr[2][j1], w1), mma_word(vr[3][j1], w1), sel),
         };
 #pragma unroll
         for (int nt = 0; nt < GN_; nt++) mma_16816(o[nt][mt], a, pb[nt][0], pb[nt][1]);
@@ -170,11 +234,13 @@ __device__ __forceinline__ void mma_tile(const uint4 (&kr)[2][4], const uint4 (&
 // group and writes the group's partial slots (the neutral slot when the
 // split is idle). Called by every thread of the block, with the block's
 // merge area; on return the slots are written by this block's threads (no
-// barrier or fence after the last store).
+// barrier or fence after the last store). kv_scale is the fp8 shapes'
+// [2][kv_heads] scales (kernels/abi.cuh); other shapes pass a null pointer.
 __device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_T* __restrict__ k,
                                           const KV_T* __restrict__ v, const int* __restrict__ positions,
                                           float* __restrict__ partial, int heads, int kv_heads, int capacity,
-                                          float scale, float (&sm_m)[WARPS][GMAX], float (&sm_l)[WARPS][GMAX],
+                                          float scale, const float* __restrict__ kv_scale,
+                                          float (&sm_m)[WARPS][GMAX], float (&sm_l)[WARPS][GMAX],
                                           float (&sm_o)[WARPS][GMAX][HEAD_DIM]) {
     const unsigned full = 0xffffffffu;
     const int sp = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
@@ -183,24 +249,33 @@ __device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
 
-    // B fragments of q^T (head nt*8+g), f16, pre-scaled for base 2.
-    unsigned qb[GN][8][2];
+    // The fp8 scales of this KV head: K's multiplies the scores, V's the
+    // accumulators when they leave the registers.
+#if KV_FP8
+    const float ks = kv_scale[hk], vs = kv_scale[kv_heads + hk];
+#else
+    const float ks = 1.0f;
+#endif
+
+    // B fragments of q^T (head nt*8+g) in the operand type, pre-scaled for
+    // base 2.
+    unsigned qb[GN][2 * MC][2];
     const float qs = scale * GQ_LOG2E;
 #pragma unroll
     for (int nt = 0; nt < GN; nt++) {
         const int h = nt * 8 + g;
         const float* qrow = q + ((size_t)b * heads + h0 + h) * HEAD_DIM;
 #pragma unroll
-        for (int c = 0; c < 4; c++) {
+        for (int c = 0; c < MC; c++) {
             float4 lo = kt_zero4(), hi = kt_zero4();
             if (h < group) {
                 lo = *reinterpret_cast<const float4*>(qrow + 32 * c + 8 * t);
                 hi = *reinterpret_cast<const float4*>(qrow + 32 * c + 8 * t + 4);
             }
-            qb[nt][2 * c][0] = gq_pack2(lo.x * qs, lo.y * qs);
-            qb[nt][2 * c][1] = gq_pack2(lo.z * qs, lo.w * qs);
-            qb[nt][2 * c + 1][0] = gq_pack2(hi.x * qs, hi.y * qs);
-            qb[nt][2 * c + 1][1] = gq_pack2(hi.z * qs, hi.w * qs);
+            qb[nt][2 * c][0] = mma_pack2(lo.x * qs, lo.y * qs);
+            qb[nt][2 * c][1] = mma_pack2(lo.z * qs, lo.w * qs);
+            qb[nt][2 * c + 1][0] = mma_pack2(hi.x * qs, hi.y * qs);
+            qb[nt][2 * c + 1][1] = mma_pack2(hi.z * qs, hi.w * qs);
         }
     }
 
@@ -217,13 +292,13 @@ __device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_
     // State per head column: heads nt*8 + 2t + cc for cc = 0, 1. m is the
     // running max (same in all g), l this thread's share of the sum (rows g,
     // g+8 of every tile), o the O^T accumulator of m-tile mt.
-    float m[GN][2], l[GN][2], o[GN][8][4];
+    float m[GN][2], l[GN][2], o[GN][MT][4];
 #pragma unroll
     for (int nt = 0; nt < GN; nt++) {
         m[nt][0] = m[nt][1] = kt_neg_inf();
         l[nt][0] = l[nt][1] = 0.0f;
 #pragma unroll
-        for (int mt = 0; mt < 8; mt++) o[nt][mt][0] = o[nt][mt][1] = o[nt][mt][2] = o[nt][mt][3] = 0.0f;
+        for (int mt = 0; mt < MT; mt++) o[nt][mt][0] = o[nt][mt][1] = o[nt][mt][2] = o[nt][mt][3] = 0.0f;
     }
 
     const size_t rstride = (size_t)kv_heads * HEAD_DIM;
@@ -238,33 +313,35 @@ __device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_
     // by default and left for a sweep to find where it pays.
     const int stride = WARPS * 16 * NR;
     int base = r.lo + warp * 16 * NR;
-    uint4 kr[NR][2][4], vr[NR][4][2];
+    mma_raw kr[NR][2][MC], vr[NR][4][MV];
 #if PF
     mma_load(kr, vr, kb, vb, rstride, base, r.hi, g, t);
 #endif
     for (; base < r.hi; base += stride) {
 #if PF
-        uint4 kn[NR][2][4], vn[NR][4][2];
+        mma_raw kn[NR][2][MC], vn[NR][4][MV];
         mma_load(kn, vn, kb, vb, rstride, base + stride, r.hi, g, t);  // rows past hi: no access, zeros
 #else
         mma_load(kr, vr, kb, vb, rstride, base, r.hi, g, t);
 #endif
 #pragma unroll
-        for (int u = 0; u < NR; u++) mma_tile<GN>(kr[u], vr[u], base + 16 * u, r.hi, g, qb, m, l, o);
+        for (int u = 0; u < NR; u++) mma_tile<GN>(kr[u], vr[u], base + 16 * u, r.hi, g, qb, ks, m, l, o);
 #if PF
 #pragma unroll
         for (int u = 0; u < NR; u++) {
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                kr[u][i >> 2][i & 3] = kn[u][i >> 2][i & 3];
-                vr[u][i >> 1][i & 1] = vn[u][i >> 1][i & 1];
-            }
+            for (int c = 0; c < MC; c++) kr[u][0][c] = kn[u][0][c], kr[u][1][c] = kn[u][1][c];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < MV; j++) vr[u][i][j] = vn[u][i][j];
         }
 #endif
     }
 
-    // Per-warp state to shared memory: heads nt*8 + 2t + cc, dims 8g+mt
-    // (o[..][mt][cc]) and 64+8g+mt (o[..][mt][2+cc]).
+    // Per-warp state to shared memory: heads nt*8 + 2t + cc; local dim i
+    // (o[..][i][cc] for i < 4*MV, o[..][i - 4*MV][2+cc] above) is dim
+    // 64*(i/8) + 8g + i%8, stored as float4s of 4 consecutive dims.
 #pragma unroll
     for (int nt = 0; nt < GN; nt++) {
 #pragma unroll
@@ -275,12 +352,18 @@ __device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_
             lsum += __shfl_xor_sync(full, lsum, 16);
             const int h = nt * 8 + 2 * t + cc;
             if (h < group) {
-                float4* lo = reinterpret_cast<float4*>(&sm_o[warp][h][8 * g]);
-                float4* hi = reinterpret_cast<float4*>(&sm_o[warp][h][64 + 8 * g]);
-                lo[0] = make_float4(o[nt][0][cc], o[nt][1][cc], o[nt][2][cc], o[nt][3][cc]);
-                lo[1] = make_float4(o[nt][4][cc], o[nt][5][cc], o[nt][6][cc], o[nt][7][cc]);
-                hi[0] = make_float4(o[nt][0][2 + cc], o[nt][1][2 + cc], o[nt][2][2 + cc], o[nt][3][2 + cc]);
-                hi[1] = make_float4(o[nt][4][2 + cc], o[nt][5][2 + cc], o[nt][6][2 + cc], o[nt][7][2 + cc]);
+                float ov[8 * MV];
+#pragma unroll
+                for (int i = 0; i < 8 * MV; i++) {
+                    ov[i] = i < 4 * MV ? o[nt][i][cc] : o[nt][i - 4 * MV][2 + cc];
+#if KV_FP8
+                    ov[i] *= vs;
+#endif
+                }
+#pragma unroll
+                for (int i = 0; i < 8 * MV; i += 4)
+                    *reinterpret_cast<float4*>(&sm_o[warp][h][64 * (i >> 3) + 8 * g + (i & 7)]) =
+                        make_float4(ov[i], ov[i + 1], ov[i + 2], ov[i + 3]);
                 if (g == 0) {
                     sm_m[warp][h] = m[nt][cc];
                     sm_l[warp][h] = lsum;

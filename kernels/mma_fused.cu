@@ -60,6 +60,9 @@
 // MF_CP is combine_wide's CW_PER: headers per thread of its 128-thread block.
 #define MF_CP ((SPLITS + HEAD_DIM - 1) / HEAD_DIM)
 
+#if HEAD_DIM != 128
+#error "mma_fused: HEAD_DIM must be 128 (its merge gives each lane 4 of 128 dims)"
+#endif
 #if SPLITS > 128 * WARPS
 #error "mma_fused: SPLITS must be <= 128*WARPS (the merge's weights live in the merge area)"
 #endif
@@ -79,14 +82,22 @@ __device__ __forceinline__ float4 mf_acc(const float* partial, int b, int sp, in
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
     attn_partial(const float* __restrict__ q, const KV_T* __restrict__ k, const KV_T* __restrict__ v,
                  const int* __restrict__ positions, float* __restrict__ partial, int heads, int kv_heads,
-                 int capacity, float scale, float* __restrict__ out, unsigned int* __restrict__ scratch) {
+                 int capacity, float scale, float* __restrict__ out, unsigned int* __restrict__ scratch
+#if KV_FP8
+                 ,
+                 const float* __restrict__ kv_scale
+#endif
+    ) {
+#if !KV_FP8
+    const float* kv_scale = nullptr;
+#endif
     __shared__ float sm_m[WARPS][GMAX], sm_l[WARPS][GMAX];
     __shared__ __align__(16) float sm_o[WARPS][GMAX][HEAD_DIM];
     __shared__ float mf_s[GMAX];
     __shared__ int mf_n[GMAX];
     __shared__ int mf_last;
 
-    mma_block(q, k, v, positions, partial, heads, kv_heads, capacity, scale, sm_m, sm_l, sm_o);
+    mma_block(q, k, v, positions, partial, heads, kv_heads, capacity, scale, kv_scale, sm_m, sm_l, sm_o);
 
     const unsigned full = 0xffffffffu;
     const int hk = blockIdx.y, b = blockIdx.z;
