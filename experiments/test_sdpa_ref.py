@@ -91,6 +91,38 @@ class TestNumerics(unittest.TestCase):
         self.assertFalse(zero["pass"])
         json.dumps(zero, allow_nan=False)
 
+    def test_half_ulp(self):
+        # internal/oracle.HalfULP: half the spacing at |x|.
+        self.assertEqual(sdpa_ref.half_ulp("f16", 1.0), 2.0 ** -11)
+        self.assertEqual(sdpa_ref.half_ulp("f16", -1.5), 2.0 ** -11)
+        self.assertEqual(sdpa_ref.half_ulp("f16", 0.0), 2.0 ** -25)  # the subnormals' spacing
+        self.assertEqual(sdpa_ref.half_ulp("bf16", 1.0), 2.0 ** -8)
+        self.assertEqual(sdpa_ref.half_ulp("bf16", 0.01), 2.0 ** -15)  # 0.01 in [2^-7, 2^-6)
+        self.assertEqual(sdpa_ref.half_ulp("f32", 1.0), 0.0)
+        self.assertEqual(sdpa_ref.half_ulp("", 1.0), 0.0)
+
+    def test_out_format_allowance(self):
+        """A bf16 store of the exact result is not the kernel's error: its
+        rounding (up to 2^-9 relative) would fail NMSE 1e-6 on its own."""
+        tol = sdpa_ref.DEFAULT_TOL
+        ref = [0.0123 + 1e-5 * i for i in range(200)]
+        half = [r + sdpa_ref.half_ulp("bf16", r) for r in ref]  # the worst rounding
+        self.assertFalse(sdpa_ref.tolerance_gate(half, ref, 1641, 1, tol)["pass"])
+        g = sdpa_ref.tolerance_gate(half, ref, 1641, 1, tol, out_dtype="bf16")
+        self.assertTrue(g["pass"])
+        self.assertEqual((g["max_rel"], g["nmse"]), (0.0, 0.0))
+        self.assertGreater(g["max_abs"], 0.0)  # max_abs stays the raw error
+
+    def test_allclose_rule(self):
+        """An element passes on max_abs + max_rel |ref| (internal/oracle):
+        a 7.5% error on an output of 2e-3 is 1.5e-4, inside max_abs."""
+        tol = sdpa_ref.DEFAULT_TOL
+        g = sdpa_ref.tolerance_gate([2.15e-3, 0.5], [2e-3, 0.5], 1641, 1, tol)
+        self.assertTrue(g["pass"])
+        self.assertAlmostEqual(g["max_rel"], 0.075)
+        m = sdpa_ref.error_metrics([0.5, 0.1 + 5e-3], [0.5, 0.1], tol=tol)
+        self.assertEqual(m["outside"], 1)  # 5e-3 > 2e-3 + 0.02 * 0.1
+
 
 class TestRecords(unittest.TestCase):
     def record(self):
