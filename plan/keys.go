@@ -141,9 +141,14 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	// Programmatic dependent launch changes how the step runs (the PDL
 	// define alone would not say it: a kernel may take PDL and be launched
 	// plainly). Only when set, so that every other hash stays as it was.
+	// So does a launch in thread-block clusters (the CLUSTER_* defines do
+	// not say which launch has it), also only when set.
 	for i, l := range pt.Launches {
 		if l.Programmatic {
 			field("programmatic-launch", strconv.Itoa(i))
+		}
+		if l.Cluster != ([3]int{}) {
+			field("cluster-launch", fmt.Sprint(i, " ", l.Cluster))
 		}
 	}
 	switch {

@@ -311,6 +311,12 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		defs = maps.Clone(defs)
 		defs[DefinePDL] = "1"
 	}
+	// So do the kernels that assert their cluster.
+	clusters, cluster, err := b.clusters(v, sh, defs, nkv)
+	if err != nil {
+		return nil, err
+	}
+	defs = withCluster(defs, cluster)
 	defines := sorted(defs, true)
 	id := pointID(v, sh, defines, nkv)
 	if pt, ok := b.memo[id]; ok {
@@ -349,6 +355,9 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 			pt.Launches[i].Programmatic = true
 		}
 	}
+	for i := range pt.Launches {
+		pt.Launches[i].Cluster = clusters[i]
+	}
 	for _, name := range b.s.Probes {
 		pt.Probes = append(pt.Probes, results.Probe(name))
 	}
@@ -365,6 +374,9 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		}
 	}
 	pt.CaptureNKV, pt.ReplayNKV = replayNKV(pt.GateNKV, splits, sh.Capacity)
+	if err := b.clusterFits(v, sh, defs, pt); err != nil {
+		return nil, err
+	}
 	b.over.apply(pt)
 	pt.arch = b.arch
 	pt.GateKey, pt.Hash = b.keys(pt)

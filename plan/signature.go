@@ -23,11 +23,24 @@ type Launch struct {
 	// serialization (the variant's pdl: true): it may start before the
 	// previous launch of the step ends (cuda.LaunchAttrs).
 	Programmatic bool
+	// Cluster is the launch's thread-block cluster (the variant's or
+	// the launch entry's cluster: evaluated at the point); zero: none.
+	Cluster [3]int
 }
 
 // DefinePDL is the define a pdl: true variant's kernels are built with,
 // so that they call griddepcontrol.
 const DefinePDL = "PDL"
+
+// DefineClusterX, DefineClusterY and DefineClusterZ are the defines the
+// kernels of a point whose launches run in thread-block clusters are
+// built with: the cluster's dimensions, so that a kernel can assert the
+// cluster it was written for.
+const (
+	DefineClusterX = "CLUSTER_X"
+	DefineClusterY = "CLUSTER_Y"
+	DefineClusterZ = "CLUSTER_Z"
+)
 
 // The ABI's signature (kernels/ABI.md), declared once: every built-in and
 // every user kernel that declares no launches of its own runs with it.
@@ -97,7 +110,7 @@ func launchesOf(v *spec.Variant) []spec.Launch {
 	if len(block) == 0 {
 		block = abiBlock
 	}
-	p := spec.Launch{Entry: partial, Grid: grid, Block: block, Shared: shared, Args: abiPartialArgs}
+	p := spec.Launch{Entry: partial, Grid: grid, Block: block, Shared: shared, Args: abiPartialArgs, Cluster: v.Cluster}
 	if fused {
 		p.Args = append(append([]spec.Arg{}, abiPartialArgs...), abiFusedArgs...)
 		return []spec.Launch{p}

@@ -101,40 +101,12 @@ func (b *builder) included(text string) map[string]string {
 // into cfg.Grid, Block and SharedBytes and the second's into CombineGrid
 // and CombineBlock, as the records have always carried them.
 func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) (*Geometry, []Launch, int64, error) {
-	env := expr.Env{"heads": int64(sh.Heads), "kv_heads": int64(sh.KVHeads), "head_dim": int64(sh.HeadDim),
-		"batch": int64(sh.Batch), "group": int64(sh.Heads / sh.KVHeads), "capacity": int64(sh.Capacity), spec.NKV: int64(nkv)}
-	for name, val := range defs {
-		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
-			env[name] = n
-		}
-	}
-	eval := func(what, src string, lowest, highest int64) (int64, error) {
-		if src == "" {
-			src = strconv.FormatInt(lowest, 10)
-		}
-		x, err := expr.Parse(src)
-		var n int64
-		if err == nil {
-			n, err = x.Eval(env)
-		}
-		if err == nil && (n < lowest || n > highest) {
-			err = fmt.Errorf("%d is outside %d..%d", n, lowest, highest)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("%s:%d:%d: variant %s, shape %s, %s, nkv %d: %s %q: %w",
-				b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, sh.Name, sorted(defs, false).String(), nkv, what, src, err)
-		}
-		return n, nil
-	}
+	env, eval := b.evaluator(v, sh, defs, nkv)
 	var geo *Geometry
 	specs := launchesOf(v)
 	launches := make([]Launch, len(specs))
 	for li, ls := range specs {
-		// The ABI's launches keep their historical names in messages.
-		prefix := ""
-		if declared(v) {
-			prefix = fmt.Sprintf("launches[%d].", li)
-		}
+		prefix := launchPrefix(v, li)
 		l := Launch{Entry: ls.Entry, Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: ls.Args}
 		for i := range 3 {
 			if i < len(ls.Grid) {
@@ -180,6 +152,44 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 		}
 	}
 	return geo, launches, ws, nil
+}
+
+// evaluator returns the symbols of a variant's geometry expressions at one
+// shape, define combination and nkv, and eval, which evaluates one of
+// them there (an empty one is lowest) and requires lowest..highest; its
+// errors name the point (pointErrorf).
+func (b *builder) evaluator(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int) (expr.Env, func(what, src string, lowest, highest int64) (int64, error)) {
+	env := expr.Env{"heads": int64(sh.Heads), "kv_heads": int64(sh.KVHeads), "head_dim": int64(sh.HeadDim),
+		"batch": int64(sh.Batch), "group": int64(sh.Heads / sh.KVHeads), "capacity": int64(sh.Capacity), spec.NKV: int64(nkv)}
+	for name, val := range defs {
+		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
+			env[name] = n
+		}
+	}
+	return env, func(what, src string, lowest, highest int64) (int64, error) {
+		if src == "" {
+			src = strconv.FormatInt(lowest, 10)
+		}
+		x, err := expr.Parse(src)
+		var n int64
+		if err == nil {
+			n, err = x.Eval(env)
+		}
+		if err == nil && (n < lowest || n > highest) {
+			err = fmt.Errorf("%d is outside %d..%d", n, lowest, highest)
+		}
+		if err != nil {
+			return 0, b.pointErrorf(v, sh, defs, nkv, "%s %q: %w", what, src, err)
+		}
+		return n, nil
+	}
+}
+
+// pointErrorf is a plan error about one point: the variant's place in the
+// spec, then the point (variant, shape, defines, nkv), then the message.
+func (b *builder) pointErrorf(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, format string, args ...any) error {
+	return fmt.Errorf("%s:%d:%d: variant %s, shape %s, %s, nkv %d: %w", b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, sh.Name,
+		sorted(defs, false).String(), nkv, fmt.Errorf(format, args...))
 }
 
 // artifact is the source of a prebuilt PTX, CUBIN or fatbin: loaded as

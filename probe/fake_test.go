@@ -80,6 +80,9 @@ type fakeDevice struct {
 
 	graphs                                                       int // captured and not destroyed
 	pairs, workspaces, frees, buffers, passes, reloads, captures int
+	// clusters counts the steps run by the cluster of each launch (zero
+	// for a launch without one), replayed the steps a graph replayed.
+	clusters, replayed map[[3]int]int
 
 	// failAt makes the n-th call (1-based) of an operation fail with a
 	// non-sticky error; calls counts them.
@@ -102,7 +105,7 @@ func (f *fakeDevice) hit(op string) error {
 
 func newFakeDevice() *fakeDevice {
 	return &fakeDevice{models: map[string]fakeModel{}, kernels: map[*kernelPair]*fakeKernel{},
-		failAt: map[string]int{}, calls: map[string]int{},
+		failAt: map[string]int{}, calls: map[string]int{}, clusters: map[[3]int]int{}, replayed: map[[3]int]int{},
 		next: 0x10000, freeMem: 1 << 40, bw: 4000, mhz: 1980, timedIdx: -1}
 }
 
@@ -334,6 +337,26 @@ func (f *fakeDevice) run(l fakeLaunch) error {
 	if l.g.shared > 48<<10 && !fk.prepared {
 		return fmt.Errorf("fake launch with %d bytes of dynamic shared memory before the opt-in: %w", l.g.shared, errInvalid)
 	}
+	// The driver's rules for a cluster: it divides the grid, and more
+	// than the portable 8 blocks needs the function's opt-in.
+	for i, s := range l.g.steps {
+		c, grid := s.Cluster, s.Grid
+		if i == 0 {
+			grid = l.g.grid
+		}
+		if c == ([3]int{}) {
+			continue
+		}
+		if grid[0]%c[0] != 0 || grid[1]%c[1] != 0 || grid[2]%c[2] != 0 {
+			return fmt.Errorf("fake launch of grid %v in clusters of %v: %w", grid, c, errInvalid)
+		}
+		if nonPortableCluster(s) && !fk.prepared {
+			return fmt.Errorf("fake launch in clusters of %v before the non-portable opt-in: %w", c, errInvalid)
+		}
+	}
+	for _, s := range l.g.steps {
+		f.clusters[s.Cluster]++
+	}
 	f.pairs++
 	fk.launches++
 	f.execute(fk, l)
@@ -354,6 +377,9 @@ func (g *fakeGraph) launch() error {
 		}
 		if err := g.f.run(l); err != nil {
 			return err
+		}
+		for _, s := range l.g.steps {
+			g.f.replayed[s.Cluster]++
 		}
 	}
 	return nil

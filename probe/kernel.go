@@ -8,6 +8,7 @@ import (
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -156,7 +157,11 @@ func artefactName(variant, key, ext string) string {
 
 // resources reads the compiled footprint of every launch's entry point
 // for the launch geometry g. Dynamic shared memory above the default 48 KiB
-// limit is opted into here, once per pair, before any launch.
+// limit, and a cluster above the portable size, are opted into here, once
+// per pair, before any launch. MaxBlocksPerSM and Occupancy are for a
+// plain launch: a cluster launch, whose blocks must be placed together,
+// may have fewer resident at once (cuOccupancyMaxActiveClusters would
+// say; it is not asked).
 func (b *Backend) resources(k *kernelPair, g geometry) ([]results.Resource, error) {
 	var out []results.Resource
 	for i, l := range g.steps {
@@ -168,6 +173,11 @@ func (b *Backend) resources(k *kernelPair, g geometry) ([]results.Resource, erro
 		if l.Shared > 48<<10 {
 			if err := f.SetMaxDynamicShared(l.Shared); err != nil {
 				return nil, fmt.Errorf("allowing %d bytes of dynamic shared memory for %s: %w", l.Shared, name, err)
+			}
+		}
+		if nonPortableCluster(l) {
+			if err := f.AllowNonPortableClusterSize(); err != nil {
+				return nil, fmt.Errorf("allowing the %v cluster of %s: %w", l.Cluster, name, err)
 			}
 		}
 		r := results.Resource{Kernel: name, DynamicShared: l.Shared, LoadsBeforeChain: -1}
@@ -223,12 +233,24 @@ func launches(k *kernelPair, c *results.Config, g geometry, w *workspace) ([]lau
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", l.Entry, err)
 		}
-		out[i] = launch{k.fns[l.Entry], l.Entry, l.Grid, l.Block, l.Shared, args, cuda.LaunchAttrs{Programmatic: l.Programmatic}}
+		out[i] = launch{k.fns[l.Entry], l.Entry, l.Grid, l.Block, l.Shared, args, launchAttrs(l)}
 	}
 	if len(out) > 0 {
 		out[0].grid = g.grid // geometryAt's grid for a kernel that reads nkv
 	}
 	return out, nil
+}
+
+// launchAttrs are the launch attributes of one of the plan's launches:
+// programmatic serialization (pdl) and the thread-block cluster.
+func launchAttrs(l plan.Launch) cuda.LaunchAttrs {
+	return cuda.LaunchAttrs{Programmatic: l.Programmatic, Cluster: l.Cluster}
+}
+
+// nonPortableCluster reports whether a launch's cluster holds more blocks
+// than the portable size, which the function must be allowed first.
+func nonPortableCluster(l plan.Launch) bool {
+	return l.Cluster[0]*l.Cluster[1]*l.Cluster[2] > spec.MaxClusterPortable
 }
 
 // launchPair enqueues one step (launches) on the backend's stream.

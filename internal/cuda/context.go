@@ -280,6 +280,9 @@ const (
 	// FuncMaxDynamicSharedSizeBytes is the dynamic shared memory limit set
 	// by SetMaxDynamicShared.
 	FuncMaxDynamicSharedSizeBytes FuncAttr = 8
+	// FuncNonPortableClusterSizeAllowed is 1 once
+	// AllowNonPortableClusterSize has been called.
+	FuncNonPortableClusterSizeAllowed FuncAttr = 14
 )
 
 // Attr reads one kernel attribute.
@@ -299,6 +302,19 @@ func (f *Function) SetMaxDynamicShared(bytes int) error {
 	})
 	if err != nil {
 		return fmt.Errorf("allowing %d bytes of dynamic shared memory for kernel %s: %w", bytes, f.name, err)
+	}
+	return nil
+}
+
+// AllowNonPortableClusterSize allows launches in thread-block clusters of
+// more than 8 blocks (the portable size), up to what the device supports
+// (16 on sm_90); without it such a launch fails.
+func (f *Function) AllowNonPortableClusterSize() error {
+	err := f.c.call("cuFuncSetAttribute", func() int32 {
+		return f.c.d.cuFuncSetAttribute(f.h, int32(FuncNonPortableClusterSizeAllowed), 1)
+	})
+	if err != nil {
+		return fmt.Errorf("allowing non-portable cluster sizes for kernel %s: %w", f.name, err)
 	}
 	return nil
 }

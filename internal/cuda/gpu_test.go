@@ -370,3 +370,110 @@ func faultChild(t *testing.T) {
 		t.Errorf("allocation after the fault: %v; want the sticky error again", err)
 	}
 }
+
+// clusterSrc has every block write the cluster shape it runs in, as the
+// hardware reports it, and its rank within the cluster.
+const clusterSrc = `extern "C" __global__ void cluster_shape(unsigned* out) {
+  unsigned x, y, z, n;
+  asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(x));
+  asm volatile("mov.u32 %0, %%cluster_nctaid.y;" : "=r"(y));
+  asm volatile("mov.u32 %0, %%cluster_nctaid.z;" : "=r"(z));
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (threadIdx.x == 0) { out[4*b] = x; out[4*b+1] = y; out[4*b+2] = z; out[4*b+3] = n; }
+}
+`
+
+// A launch with a cluster (with programmatic serialization as well, so
+// two attributes) runs every block in a cluster of that shape, directly
+// and replayed from a captured graph; above 8 blocks after the
+// non-portable opt-in.
+func TestGPUClusterLaunch(t *testing.T) {
+	ctx, nv, arch := gpu(t)
+	var sm int
+	fmt.Sscanf(arch, "-arch=sm_%d", &sm)
+	if sm < 90 {
+		t.Skipf("%s has no thread-block clusters", arch)
+	}
+	cubin, log, err := nv.Compile(clusterSrc, "cluster.cu", nil, []string{arch})
+	if err != nil {
+		t.Fatalf("%v\nlog: %s", err, log)
+	}
+	mod, err := ctx.LoadModule(cubin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Unload()
+	f, err := mod.Function("cluster_shape")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	const most = 64
+	out, err := ctx.Alloc(4 * 4 * most)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Free(out)
+	check := func(what string, grid, cluster [3]int) {
+		t.Helper()
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]uint32, 4*most)
+		if err := ctx.CopyDtoH(Bytes(got), out); err != nil {
+			t.Fatal(err)
+		}
+		size := uint32(cluster[0] * cluster[1] * cluster[2])
+		for b := range grid[0] * grid[1] * grid[2] {
+			w := got[4*b : 4*b+4]
+			if w[0] != uint32(cluster[0]) || w[1] != uint32(cluster[1]) || w[2] != uint32(cluster[2]) || w[3] >= size {
+				t.Fatalf("%s: block %d ran in a %d×%d×%d cluster at rank %d, want %v", what, b, w[0], w[1], w[2], w[3], cluster)
+			}
+		}
+	}
+	grid, cluster := [3]int{4, 2, 2}, [3]int{2, 1, 2}
+	attrs := LaunchAttrs{Programmatic: true, Cluster: cluster}
+	if err := ctx.MemsetD32Async(out, 0xffffffff, 4*most, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.LaunchWith(attrs, f, grid, [3]int{32, 1, 1}, 0, s, out); err != nil {
+		t.Fatal(err)
+	}
+	check("direct launch", grid, cluster)
+
+	if err := s.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.MemsetD32Async(out, 0xffffffff, 4*most, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.LaunchWith(attrs, f, grid, [3]int{32, 1, 1}, 0, s, out); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Destroy()
+	if err := g.Launch(s); err != nil {
+		t.Fatal(err)
+	}
+	check("graph replay", grid, cluster)
+
+	grid, cluster = [3]int{32, 1, 1}, [3]int{16, 1, 1}
+	if err := f.AllowNonPortableClusterSize(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := f.Attr(FuncNonPortableClusterSizeAllowed); v != 1 {
+		t.Errorf("non-portable cluster size attribute %d after allowing it", v)
+	}
+	if err := ctx.LaunchWith(LaunchAttrs{Cluster: cluster}, f, grid, [3]int{32, 1, 1}, 0, s, out); err != nil {
+		t.Fatal(err)
+	}
+	check("non-portable cluster", grid, cluster)
+}

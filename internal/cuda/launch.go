@@ -101,6 +101,13 @@ type LaunchAttrs struct {
 	// second's launch latency hides behind the first; a stream capture
 	// keeps the dependency as a programmatic graph edge.
 	Programmatic bool
+	// Cluster, when not zero, launches the grid in thread-block clusters
+	// of Cluster[0]×Cluster[1]×Cluster[2] blocks (each dimension divides
+	// the grid's): the blocks of a cluster run at once on one GPC and may
+	// read and write each other's shared memory. More than 8 blocks needs
+	// the function's AllowNonPortableClusterSize first. A stream capture
+	// keeps the attribute on the graph's kernel node.
+	Cluster [3]int
 }
 
 // LaunchWith is Launch with launch attributes.
@@ -114,6 +121,9 @@ func (c *Context) LaunchWith(attrs LaunchAttrs, f *Function, grid, block [3]int,
 	}
 	if sharedBytes < 0 || sharedBytes > math.MaxUint32 {
 		return fmt.Errorf("launching %s: shared memory %d out of range", f.name, sharedBytes)
+	}
+	if err := checkCluster(attrs.Cluster, grid); err != nil {
+		return fmt.Errorf("launching %s: %w", f.name, err)
 	}
 	c.argMu.Lock()
 	defer c.argMu.Unlock()
@@ -146,17 +156,38 @@ func (c *Context) LaunchWith(attrs LaunchAttrs, f *Function, grid, block [3]int,
 	return nil
 }
 
+// checkCluster reports a cluster the driver would refuse for the grid:
+// a dimension below 1, or one that does not divide the grid's. The zero
+// cluster is no cluster.
+func checkCluster(cluster, grid [3]int) error {
+	if cluster == ([3]int{}) {
+		return nil
+	}
+	for i := range 3 {
+		if cluster[i] < 1 || grid[i]%cluster[i] != 0 {
+			return fmt.Errorf("cluster %v does not divide grid %v (dimension %d)", cluster, grid, i)
+		}
+	}
+	return nil
+}
+
 // The layout of CUlaunchConfig and CUlaunchAttribute (cuda.h, CUDA 12 and
 // 13, x86-64 and aarch64): the config is seven uint32 (grid, block, shared
 // bytes), padding to 8, the stream handle at 32, the attribute pointer at 40
 // and the attribute count at 48, 56 bytes in all; an attribute is a uint32
 // id, padding, and a 64-byte value union at 8, 72 bytes in all. ktune puts
-// both in the context's off-heap page after the kernel arguments.
+// both in the context's off-heap page after the kernel arguments, the
+// attributes one after the other.
 const (
 	launchConfigBytes = 56
 	launchAttrBytes   = 72
-	launchConfigSize  = launchConfigBytes + 8 + launchAttrBytes // the attribute 8-aligned after the config
+	maxLaunchAttrs    = 2                                                      // the ones LaunchAttrs can ask for at once
+	launchConfigSize  = launchConfigBytes + 8 + maxLaunchAttrs*launchAttrBytes // the attributes 8-aligned after the config
 
+	// attrClusterDimension is CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION; its
+	// value (clusterDim) is three uint32, x, y and z, at the start of the
+	// union.
+	attrClusterDimension = 4
 	// attrProgrammaticStreamSerialization is
 	// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
 	attrProgrammaticStreamSerialization = 6
@@ -172,9 +203,18 @@ func packLaunchConfig(buf []byte, base uintptr, grid, block [3]uint32, shared ui
 	}
 	putU32(buf[24:], shared)
 	putU64(buf[32:], uint64(stream))
-	attr := buf[launchConfigBytes+8:]
+	attrAt := func(i int) []byte { return buf[launchConfigBytes+8+i*launchAttrBytes:] }
 	n := 0
+	if attrs.Cluster != ([3]int{}) {
+		attr := attrAt(n)
+		putU32(attr[0:], attrClusterDimension)
+		for i, d := range attrs.Cluster {
+			putU32(attr[8+4*i:], uint32(d)) // value.clusterDim.x, y, z
+		}
+		n++
+	}
 	if attrs.Programmatic {
+		attr := attrAt(n)
 		putU32(attr[0:], attrProgrammaticStreamSerialization)
 		putU32(attr[8:], 1) // value.programmaticStreamSerializationAllowed
 		n++

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"strings"
@@ -164,5 +165,72 @@ func TestPackLaunchConfig(t *testing.T) {
 	packLaunchConfig(buf, base, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 0, LaunchAttrs{})
 	if u32(48) != 0 || u32(attr) != 0 {
 		t.Error("no attribute asked for, one written")
+	}
+}
+
+// A cluster launch carries CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (4) with
+// clusterDim's x, y and z as the first three uint32 of the value union;
+// with programmatic serialization as well, both attributes follow the
+// config, 72 bytes apart, and the count is 2.
+func TestPackLaunchConfigCluster(t *testing.T) {
+	buf := make([]byte, launchConfigSize)
+	const base = 0x7000_0000
+	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(buf[off:]) }
+	u64 := func(off int) uint64 { return binary.LittleEndian.Uint64(buf[off:]) }
+	first, second := launchConfigBytes+8, launchConfigBytes+8+launchAttrBytes
+
+	packLaunchConfig(buf, base, [3]uint32{32, 28, 4}, [3]uint32{128, 1, 1}, 0, 0xabc0, LaunchAttrs{Cluster: [3]int{4, 1, 2}})
+	if u64(40) != base+launchConfigBytes+8 || u32(48) != 1 {
+		t.Errorf("attrs %#x count %d, want %#x and 1", u64(40), u32(48), base+launchConfigBytes+8)
+	}
+	want := []byte{4, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0}
+	if got := buf[first : first+len(want)]; !bytes.Equal(got, want) {
+		t.Errorf("cluster attribute % x, want % x", got, want)
+	}
+	if !allZero(buf[first+len(want) : first+launchAttrBytes]) {
+		t.Error("the rest of the cluster attribute's value is not zero")
+	}
+
+	packLaunchConfig(buf, base, [3]uint32{32, 28, 4}, [3]uint32{128, 1, 1}, 0, 0xabc0, LaunchAttrs{Programmatic: true, Cluster: [3]int{2, 1, 1}})
+	if u32(48) != 2 {
+		t.Fatalf("count %d, want 2", u32(48))
+	}
+	if u32(first) != attrClusterDimension || u32(first+8) != 2 || u32(first+12) != 1 || u32(first+16) != 1 {
+		t.Errorf("first attribute id %d value %d %d %d, want the cluster 2 1 1", u32(first), u32(first+8), u32(first+12), u32(first+16))
+	}
+	if u32(second) != attrProgrammaticStreamSerialization || u32(second+8) != 1 {
+		t.Errorf("second attribute id %d value %d, want %d and 1", u32(second), u32(second+8), attrProgrammaticStreamSerialization)
+	}
+	if second+launchAttrBytes > len(buf) || argBufSize+launchConfigSize > 4096 {
+		t.Errorf("two attributes do not fit their place in the off-heap page")
+	}
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// checkCluster refuses, before the driver would, a cluster that does not
+// divide the grid.
+func TestCheckCluster(t *testing.T) {
+	for _, c := range []struct {
+		cluster, grid [3]int
+		ok            bool
+	}{
+		{[3]int{}, [3]int{7, 1, 1}, true},
+		{[3]int{2, 1, 1}, [3]int{8, 28, 1}, true},
+		{[3]int{2, 2, 1}, [3]int{8, 28, 1}, true},
+		{[3]int{2, 1, 1}, [3]int{7, 28, 1}, false},
+		{[3]int{1, 3, 1}, [3]int{8, 28, 1}, false},
+		{[3]int{2, 0, 1}, [3]int{8, 28, 1}, false},
+	} {
+		if err := checkCluster(c.cluster, c.grid); (err == nil) != c.ok {
+			t.Errorf("cluster %v grid %v: %v, want ok %v", c.cluster, c.grid, err, c.ok)
+		}
 	}
 }

@@ -13,7 +13,7 @@ func (d *decoder) dispatchKeys(where string, seen map[string]*yaml.Node) {
 	if k, ok := seen["kernel"]; ok {
 		d.errorf(k, "%s: kernel and dispatch both given: a variant runs one kernel, or dispatches between kernels by nkv; remove one", where)
 	}
-	for _, key := range []string{"grid", "block", "shared"} {
+	for _, key := range []string{"grid", "block", "shared", "cluster"} {
 		if k, ok := seen[key]; ok {
 			d.errorf(k, "%s: %s with dispatch: each arm launches with its own kernel's geometry", where, key)
 		}

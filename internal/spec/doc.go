@@ -58,6 +58,7 @@
 //	    shared: WARPS * (head_dim + 4) * 4
 //	    graph: never          # the engine never captures it in a CUDA graph
 //	    pdl: true             # programmatic dependent launch of the second kernel
+//	    cluster: [2]          # the partial launch in thread-block clusters of 2
 //	  - name: hybrid          # a dispatch by context length instead of kernel:
 //	    dispatch:             # each nkv runs the first arm whose below exceeds it
 //	      - {below: 2048, kernel: d2, defines: {NR: 2}}
@@ -185,6 +186,31 @@
 // first (kernels/combine_wide.cuh does under PDL). A kernel that does not
 // is a race the gates catch (determinism, tolerance). A captured graph
 // keeps the programmatic edges.
+//
+// cluster: [x, y, z] launches the step's first kernel (the ABI's partial)
+// in thread-block clusters of x×y×z blocks (cuLaunchKernelEx, cluster
+// dimension attribute; 1 to 3 entries, missing ones are 1); a variant
+// with launches gives cluster per launch entry instead. The blocks of a
+// cluster run at the same time and can read and write each other's
+// shared memory (distributed shared memory), so a kernel can, say, merge
+// the splits of a head within a cluster instead of in a second launch.
+// ktune only sets the launch attribute; the kernel does the rest. Each
+// entry is an integer ≥ 1 or an expression as for grid, except that it
+// cannot read nkv: a kernel's cluster is fixed, and a captured graph keeps
+// it. At each point every grid dimension must be a multiple of the
+// cluster's (checked at each length the gates launch at, for a grid that
+// reads nkv), and a cluster holds at most 8 blocks, the portable size;
+// cluster_nonportable: true on the variant allows up to 16 (ktune then
+// sets the kernel's non-portable cluster size attribute; sm_90 supports
+// it, other GPUs may refuse the launch). A mistake in literal entries is a
+// spec error; one that shows only at a point's values is a plan error
+// naming the point. The kernels are compiled with -DCLUSTER_X, -DCLUSTER_Y
+// and -DCLUSTER_Z set to the cluster (defines of the point, shown and
+// hashed like PDL), so a kernel can static_assert the cluster it was
+// written for; the launches of a step that have a cluster must then agree
+// on it. A dispatch variant takes no cluster. The occupancy a record
+// reports (blocks per SM) is for plain launches: a cluster launch may
+// place fewer blocks at once.
 //
 // # Dispatch
 //

@@ -118,6 +118,9 @@ type variantNodes struct {
 	block   []*yaml.Node
 	shared  *yaml.Node
 	engine  engineNodes
+	cluster []*yaml.Node
+	// nonPortable is cluster_nonportable's value.
+	nonPortable *yaml.Node
 }
 
 var topKeys = []string{"version", "name", "description", "landed", "shapes", "axes", "variants", "probes", "gates", "measure", "engine"}
@@ -368,7 +371,7 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 }
 
 var variantKeys = []string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
-	"include", "flags", "io", "launches", "graph", "pdl"}
+	"include", "flags", "io", "launches", "graph", "pdl", "cluster", "cluster_nonportable"}
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -429,6 +432,16 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			switch p, ok := d.scalar(val, k); {
 			case ok && p == "true":
 				v.PDL = true
+			case ok && p != "false":
+				d.errorf(val, "%s: want true or false, got %q", k, p)
+			}
+		case "cluster":
+			v.Cluster, vn.cluster = d.cluster(val, k)
+		case "cluster_nonportable":
+			vn.nonPortable = val
+			switch p, ok := d.scalar(val, k); {
+			case ok && p == "true":
+				v.ClusterNonPortable = true
 			case ok && p != "false":
 				d.errorf(val, "%s: want true or false, got %q", k, p)
 			}

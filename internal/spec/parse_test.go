@@ -69,8 +69,8 @@ func TestFullExample(t *testing.T) {
 	for i := range s.Axes {
 		s.Axes[i].Pos = Pos{}
 	}
-	if a := s.Variants[3].Dispatch; len(a) != 2 || a[0].Builtin != kernels["d2"] || a[1].Builtin != kernels["r4"] || a[1].Pos != (Pos{Line: 52, Col: 9}) {
-		t.Errorf("dispatch arms %+v: want d2 then r4 (at 52:9)", a)
+	if a := s.Variants[3].Dispatch; len(a) != 2 || a[0].Builtin != kernels["d2"] || a[1].Builtin != kernels["r4"] || a[1].Pos != (Pos{Line: 53, Col: 9}) {
+		t.Errorf("dispatch arms %+v: want d2 then r4 (at 53:9)", a)
 	}
 	for i := range s.Variants {
 		s.Variants[i].Pos, s.Variants[i].Builtin, s.Variants[i].Path = Pos{}, nil, ""
@@ -103,7 +103,7 @@ func TestFullExample(t *testing.T) {
 				Defines:     map[string][]string{"SPLITS": {"64"}, "WARPS": {"2"}},
 				DefineOrder: []string{"SPLITS", "WARPS"},
 				Grid:        []string{"SPLITS", "heads", "batch"}, Block: []string{"32 * WARPS"},
-				Shared: "WARPS * (head_dim + 4) * 4", NeverCaptured: true, PDL: true},
+				Shared: "WARPS * (head_dim + 4) * 4", NeverCaptured: true, PDL: true, Cluster: []string{"2"}},
 			{Name: "hybrid", Defines: map[string][]string{}, Dispatch: []Arm{
 				{Below: 2048, KernelRef: KernelRef{Kernel: "d2"}, Defines: map[string]string{"NR": "2"}, DefineOrder: []string{"NR"}},
 				{KernelRef: KernelRef{Kernel: "r4"}, Defines: map[string]string{}},

@@ -157,7 +157,10 @@ type Launch struct {
 	Block  []string // 1 to 3 expressions
 	Shared string   // bytes of dynamic shared memory; empty: 0
 	Args   []Arg    // the parameters, in order
-	Pos    Pos
+	// Cluster is the launch's thread-block cluster, 1 to 3 expressions;
+	// empty: none (Variant.Cluster).
+	Cluster []string
+	Pos     Pos
 }
 
 // Dtypes the io section accepts for q and out.

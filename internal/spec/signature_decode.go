@@ -25,6 +25,7 @@ type launchNodes struct {
 	node, entry  *yaml.Node
 	grid, block  []*yaml.Node
 	shared, args *yaml.Node
+	cluster      []*yaml.Node
 }
 
 // engineKey decodes include, flags, io or launches of a variant.
@@ -111,7 +112,7 @@ func (d *decoder) io(n *yaml.Node, where string, e *engineNodes) *IO {
 	return &io
 }
 
-var launchKeys = []string{"entry", "grid", "block", "shared", "args"}
+var launchKeys = []string{"entry", "grid", "block", "shared", "args", "cluster"}
 
 func (d *decoder) launch(n *yaml.Node, where string) (Launch, launchNodes) {
 	l := Launch{Pos: pos(n)}
@@ -139,6 +140,8 @@ func (d *decoder) launch(n *yaml.Node, where string) (Launch, launchNodes) {
 			}
 		case "shared":
 			l.Shared, ln.shared = d.str(v, k), v
+		case "cluster":
+			l.Cluster, ln.cluster = d.cluster(v, k)
 		case "args":
 			ln.args = v
 			es, ok := d.list(v, k, false)

@@ -74,7 +74,16 @@ type Variant struct {
 	// launch), and the kernels get -DPDL=1 so that they call
 	// griddepcontrol (launch_dependents in the first, wait in the next).
 	PDL bool
-	Pos Pos
+	// Cluster is `cluster: [x, y, z]`: the step's first launch (the ABI's
+	// partial) runs in thread-block clusters of these dimensions, 1 to 3
+	// expressions (missing ones are 1); empty: no cluster. A variant with
+	// launches gives cluster per launch instead (Launch.Cluster).
+	Cluster []string
+	// ClusterNonPortable is `cluster_nonportable: true`: a cluster may
+	// hold up to MaxClusterNonPortable blocks instead of the portable
+	// MaxClusterPortable, on the GPUs that allow it (sm_90 does).
+	ClusterNonPortable bool
+	Pos                Pos
 
 	// Dispatch, when set, replaces Kernel: the arms in ascending order of
 	// their thresholds, the last one (Below 0) serving every longer
