@@ -378,7 +378,7 @@ const clusterSrc = `extern "C" __global__ void cluster_shape(unsigned* out) {
   asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(x));
   asm volatile("mov.u32 %0, %%cluster_nctaid.y;" : "=r"(y));
   asm volatile("mov.u32 %0, %%cluster_nctaid.z;" : "=r"(z));
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(n));
   unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   if (threadIdx.x == 0) { out[4*b] = x; out[4*b+1] = y; out[4*b+2] = z; out[4*b+3] = n; }
 }
