@@ -202,4 +202,30 @@ func init() {
 		Check: checkMMAFusedKernel,
 		Fused: true,
 	})
+	// mmac is mma in one launch with the merge spread over a thread-block
+	// cluster (kernels/mma_cluster.cu): the SPLITS blocks of a group form
+	// one cluster, meet at the cluster barrier and each merges a slice of
+	// the group's outputs. A variant must launch it with cluster: [SPLITS]
+	// (cluster_nonportable: true above 8); the kernel refuses to compile
+	// otherwise.
+	register(&catalog.Kernel{
+		Name:    "mmac",
+		File:    "mma_cluster.cu",
+		Doc:     "mma in one launch: the splits of a group form a thread-block cluster and merge after its barrier, each block a slice of out",
+		Partial: "attn_partial",
+		Defines: []catalog.DefineSpec{
+			{Name: results.DefineSplits, Default: "16", Min: 1, Max: 16,
+				Doc: "KV splits per (KV head, sequence), one cluster: at most 16 (above 8 with cluster_nonportable)"},
+			{Name: "NR", Default: "2", Min: 1, Max: 4, Doc: "16-row tiles per warp step, all loaded before the first mma"},
+			warpsDefine,
+			minrowsDefine,
+			{Name: "GN", Default: "1", Min: 1, Max: 2, Doc: "8-head n-tiles: the group must fit in 8*GN"},
+			{Name: "PF", Default: "0", Max: 1, Doc: "1: the next step's loads go out before this step's mma (register double buffering); 0: load, then compute"},
+			ldhDefine,
+		},
+		Grid: groupGrid, Block: groupBlock, Shared: "0",
+		Class: catalog.Tolerance,
+		Check: checkMMAKernel,
+		Fused: true,
+	})
 }

@@ -179,12 +179,16 @@ func TestFrontierCombineSelection(t *testing.T) {
 	}
 }
 
-// TestFusedRegistry: mmaf is the only fused built-in, has no combine entry,
-// takes mma's defines but CW, and refuses what its merge cannot hold.
+// TestFusedRegistry: mmaf and mmac are the fused built-ins, with no
+// combine entry; mmaf takes mma's defines but CW, and refuses what its
+// merge cannot hold.
 func TestFusedRegistry(t *testing.T) {
 	for _, k := range All() {
-		if k.Fused != (k.Name == "mmaf") {
+		if k.Fused != (k.Name == "mmaf" || k.Name == "mmac") {
 			t.Errorf("%s: Fused %v", k.Name, k.Fused)
+		}
+		if k.Fused && k.Combine != "" {
+			t.Errorf("%s: fused with a combine entry %q", k.Name, k.Combine)
 		}
 	}
 	f, ok := Lookup("mmaf")
@@ -259,9 +263,12 @@ func TestFusedSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := regexp.MustCompile(`(?s)extern "C" __global__ void __launch_bounds__\(WARPS \* 32\)\s+attn_partial\(const float\* __restrict__ q, const KV_T\* __restrict__ k, const KV_T\* __restrict__ v,\s+const int\* __restrict__ positions, float\* __restrict__ partial, int heads, int kv_heads,\s+int capacity, float scale, float\* __restrict__ out, unsigned int\* __restrict__ scratch\)`)
+	sig := regexp.MustCompile(`(?s)extern "C" __global__ void __launch_bounds__\(WARPS \* 32\)\s+attn_partial\(const float\* __restrict__ q, const KV_T\* __restrict__ k, const KV_T\* __restrict__ v,\s+const int\* __restrict__ positions, float\* __restrict__ partial, int heads, int kv_heads,\s+int capacity, float scale, float\* __restrict__ out, unsigned int\* __restrict__ scratch(\s*#if KV_FP8\s*,\s*const float\* __restrict__ kv_scale\s*#endif\s*)?\)`)
 	if !sig.MatchString(src) {
 		t.Error("mma_fused.cu: attn_partial does not have the fused ABI's signature")
+	}
+	if cl, err := kernels.Read("mma_cluster.cu"); err != nil || !sig.MatchString(cl) || !strings.Contains(cl, `#include "mma_core.cuh"`) {
+		t.Errorf("mma_cluster.cu: unreadable (%v), or not the fused ABI's signature over mma_core.cuh", err)
 	}
 	for name, text := range map[string]string{"mma_fused.cu": src, "mma_core.cuh": core} {
 		if strings.Contains(text, "attn_combine(") || strings.Contains(text, `#include "combine`) {
