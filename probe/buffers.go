@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ktune/ktune/internal/cuda"
-	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
@@ -71,7 +71,7 @@ func layoutOf(c *results.Config) (layout, error) {
 	}
 	b, h, d := int64(s.Batch), int64(s.Heads), int64(s.HeadDim)
 	pstr := s.HeadDim + 4
-	kv := b * int64(s.Capacity) * int64(s.KVHeads) * d * int64(oracle.EltBytes(s.KVDtype))
+	kv := b * int64(s.Capacity) * int64(s.KVHeads) * d * int64(kvtype.Of(s.KVDtype).Bytes)
 	return layout{
 		Q:         align16(b * h * d * 4),
 		K:         align16(kv),
@@ -82,7 +82,7 @@ func layoutOf(c *results.Config) (layout, error) {
 		Scratch:   align16(b * int64(s.KVHeads) * 4),
 		splits:    splits,
 		pstr:      pstr,
-		elt:       oracle.EltBytes(s.KVDtype),
+		elt:       kvtype.Of(s.KVDtype).Bytes,
 		qDtype:    "f32", outDtype: "f32", kvLayout: spec.KVBSHD, partialABI: true,
 	}, nil
 }
@@ -284,7 +284,7 @@ func kvBytes(s results.Shape, lengths []int) int64 {
 	for _, n := range lengths {
 		rows += int64(n)
 	}
-	return 2 * rows * int64(s.KVHeads) * int64(s.HeadDim) * int64(oracle.EltBytes(s.KVDtype))
+	return 2 * rows * int64(s.KVHeads) * int64(s.HeadDim) * int64(kvtype.Of(s.KVDtype).Bytes)
 }
 
 // positionBytes encodes lengths as the ABI's positions (nkv − 1, int32),

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/kvtype"
 )
 
 // execute computes the partial slots and out of one launch in float64.
@@ -15,7 +15,7 @@ func (f *fakeDevice) execute(fk *fakeKernel, l fakeLaunch) {
 	group := s.Heads / s.KVHeads
 	q := f.at(w.q)
 	kb, vb, pb, ob := f.at(w.k), f.at(w.v), f.at(w.partial), f.at(w.out)
-	elt := oracle.EltBytes(s.KVDtype)
+	elt := kvtype.Of(s.KVDtype).Bytes
 	load := func(buf []byte, b, r, kh, i int) float64 {
 		off := (((b*s.Capacity+r)*s.KVHeads+kh)*d + i) * elt
 		if elt == 4 {
@@ -25,7 +25,7 @@ func (f *fakeDevice) execute(fk *fakeKernel, l fakeLaunch) {
 		if m.ftz && h&0x7c00 == 0 {
 			return 0
 		}
-		return oracle.F16ToF64(h)
+		return kvtype.F16ToF64(h)
 	}
 	put := func(buf []byte, i int, v float64) {
 		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(v)))

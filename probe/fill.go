@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/kvtype"
 )
 
 // The random fill of a workspace.
@@ -117,7 +117,7 @@ func fillHash(seed uint64, i int64) uint64 {
 // so no rounding is involved and a table lookup is the conversion.
 var f16Grid = func() (t [2048]uint16) {
 	for k := range t {
-		t[k] = oracle.F32ToF16(float32(k-1024) / 1024)
+		t[k] = kvtype.F32ToF16(float32(k-1024) / 1024)
 	}
 	return t
 }()

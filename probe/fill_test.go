@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 )
@@ -41,7 +42,7 @@ func fillLayout(t *testing.T, l layout, chunk int64) map[string]*fakeBuffer {
 // elementValue decodes element i of a buffer of elt-byte elements.
 func elementValue(b []byte, elt, i int) float64 {
 	if elt == 2 {
-		return oracle.F16ToF64(binary.LittleEndian.Uint16(b[2*i:]))
+		return kvtype.F16ToF64(binary.LittleEndian.Uint16(b[2*i:]))
 	}
 	return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 }
@@ -61,7 +62,7 @@ func TestFillCoversEveryRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			elt := oracle.EltBytes(dtype)
+			elt := kvtype.Of(dtype).Bytes
 			rowElts := c.Shape.KVHeads * c.Shape.HeadDim
 			bufs := fillLayout(t, l, 3*int64(elt)*int64(rowElts)/2+int64(elt)) // 1.5 rows + 1 element
 			for _, name := range []string{"K", "V"} {
@@ -148,8 +149,8 @@ func TestFillDistribution(t *testing.T) {
 	seen := map[uint16]bool{}
 	for i := int64(0); i < n; i++ {
 		h := fillF16(fillSeed, i)
-		v := oracle.F16ToF64(h)
-		if oracle.F32ToF16(float32(v)) != h {
+		v := kvtype.F16ToF64(h)
+		if kvtype.F32ToF16(float32(v)) != h {
 			t.Fatalf("element %d: %v does not round-trip through f16", i, v)
 		}
 		sum += v

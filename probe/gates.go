@@ -166,7 +166,7 @@ func (r *pointRun) checkAt(set oracle.InputSet, in *oracle.Inputs, nkv int, leng
 	if err != nil {
 		return err
 	}
-	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: r.l.outDtype})
+	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: r.l.outDtype}, s)
 	m, err := oracle.Compare(floats(out), ref, bounds)
 	if err != nil {
 		return err

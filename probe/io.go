@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
@@ -22,25 +23,13 @@ func dtypeBytes(dtype string) int {
 	return 4
 }
 
-// f32ToBF16 rounds to the nearest bfloat16, ties to even; NaN stays NaN.
-func f32ToBF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7FFF + (b>>16)&1
-	return uint16(b >> 16)
-}
-
-func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-
 // roundTo rounds f to what a dtype holds, as f32.
 func roundTo(dtype string, f float32) float32 {
 	switch dtype {
 	case "f16":
-		return float32(oracle.F16ToF64(oracle.F32ToF16(f)))
+		return float32(kvtype.F16ToF64(kvtype.F32ToF16(f)))
 	case "bf16":
-		return bf16ToF32(f32ToBF16(f))
+		return kvtype.BF16ToF32(kvtype.F32ToBF16(f))
 	}
 	return f
 }
@@ -52,9 +41,9 @@ func encode(dtype string, vals []float32) []byte {
 	for i, f := range vals {
 		switch dtype {
 		case "f16":
-			binary.LittleEndian.PutUint16(out[2*i:], oracle.F32ToF16(f))
+			binary.LittleEndian.PutUint16(out[2*i:], kvtype.F32ToF16(f))
 		case "bf16":
-			binary.LittleEndian.PutUint16(out[2*i:], f32ToBF16(f))
+			binary.LittleEndian.PutUint16(out[2*i:], kvtype.F32ToBF16(f))
 		default:
 			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
 		}
@@ -145,9 +134,9 @@ func outToF32(l layout, raw []byte) []byte {
 		h := binary.LittleEndian.Uint16(raw[i:])
 		w := poison
 		if h != poison16 {
-			f := bf16ToF32(h)
+			f := kvtype.BF16ToF32(h)
 			if l.outDtype == "f16" {
-				f = float32(oracle.F16ToF64(h))
+				f = float32(kvtype.F16ToF64(h))
 			}
 			w = math.Float32bits(f)
 		}
