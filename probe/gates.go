@@ -289,6 +289,12 @@ func (r *pointRun) upload(in *oracle.Inputs) error {
 	if err := d.write(w.q, qUpload(r.l, in)); err != nil {
 		return fmt.Errorf("uploading q: %w", err)
 	}
+	// A scaled type's scales are the set's own (oracle.Inputs.ScaleBytes).
+	if sb := in.ScaleBytes(); sb != nil {
+		if err := d.write(w.kvScale, sb); err != nil {
+			return fmt.Errorf("uploading kv_scale: %w", err)
+		}
+	}
 	for _, cp := range kvCopies(r.l, s, in.Rows, in.KBytes, in.VBytes) {
 		if err := d.write(w.k+devOff(cp.dst), cp.k); err != nil {
 			return fmt.Errorf("uploading K: %w", err)
