@@ -18,6 +18,9 @@ import (
 type Type struct {
 	// Name is the type as a spec and a record spell it (kv_dtype).
 	Name string
+	// Code is the type's number in the C dispatch header (KTUNE_KV_*):
+	// stable, so that a compiled engine keeps matching a new table.
+	Code int
 	// Bytes is the size of one element in device memory.
 	Bytes int
 	// Scaled types are stored quantized: an element's value is
@@ -48,10 +51,10 @@ var Defines = []string{DefineF16, DefineBF16, DefineFP8}
 
 // The K/V element types.
 var (
-	F32     = &Type{Name: "f32", Bytes: 4, mant: 23, minExp: -126}
-	F16     = &Type{Name: "f16", Bytes: 2, mant: 10, minExp: -14}
-	BF16    = &Type{Name: "bf16", Bytes: 2, mant: 7, minExp: -126, define: DefineBF16}
-	FP8E4M3 = &Type{Name: "fp8e4m3", Bytes: 1, Scaled: true, mant: 3, minExp: -6, define: DefineFP8}
+	F32     = &Type{Name: "f32", Code: 0, Bytes: 4, mant: 23, minExp: -126}
+	F16     = &Type{Name: "f16", Code: 1, Bytes: 2, mant: 10, minExp: -14}
+	BF16    = &Type{Name: "bf16", Code: 2, Bytes: 2, mant: 7, minExp: -126, define: DefineBF16}
+	FP8E4M3 = &Type{Name: "fp8e4m3", Code: 3, Bytes: 1, Scaled: true, mant: 3, minExp: -6, define: DefineFP8}
 )
 
 // All lists the types in the order messages name them.
