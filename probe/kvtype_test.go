@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
@@ -64,5 +65,20 @@ func TestMarshalScales(t *testing.T) {
 		if _, err := bufferArg(name, p.Config.Shape, w); err == nil || !strings.Contains(err.Error(), "not allocated") {
 			t.Errorf("%s without scales: %v", name, err)
 		}
+	}
+}
+
+// TestKVBytesTypes: the bytes a point moves follow the element size; an
+// fp8e4m3 point moves half of f16's plus its scales.
+func TestKVBytesTypes(t *testing.T) {
+	s := results.Shape{Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "f16", Batch: 1, Capacity: 100}
+	f16 := kvBytes(s, []int{100})
+	s.KVDtype = "bf16"
+	if kvBytes(s, []int{100}) != f16 {
+		t.Error("bf16 moves other bytes than f16")
+	}
+	s.KVDtype, s.KVScale = "fp8e4m3", "tensor"
+	if got := kvBytes(s, []int{100}); got != f16/2+2*2*4 {
+		t.Errorf("fp8: %d bytes, f16 %d", got, f16)
 	}
 }
