@@ -15,38 +15,24 @@ import (
 // that the gates (gates.go, compare.go) judge every kernel's output as
 // f32 bytes whatever dtype it writes.
 
+// The q and out dtypes (spec.Dtypes: f32, f16, bf16) are element types of
+// package kvtype too, which converts them; "" is f32.
+
 // dtypeBytes is the size of one element of a q or out dtype.
-func dtypeBytes(dtype string) int {
-	if dtype == "f16" || dtype == "bf16" {
-		return 2
-	}
-	return 4
-}
+func dtypeBytes(dtype string) int { return kvtype.Of(dtype).Bytes }
 
 // roundTo rounds f to what a dtype holds, as f32.
 func roundTo(dtype string, f float32) float32 {
-	switch dtype {
-	case "f16":
-		return float32(kvtype.F16ToF64(kvtype.F32ToF16(f)))
-	case "bf16":
-		return kvtype.BF16ToF32(kvtype.F32ToBF16(f))
-	}
-	return f
+	t := kvtype.Of(dtype)
+	return float32(t.Decode(t.Encode(float64(f))))
 }
 
 // encode writes vals as little-endian elements of dtype.
 func encode(dtype string, vals []float32) []byte {
-	n := dtypeBytes(dtype)
-	out := make([]byte, n*len(vals))
+	t := kvtype.Of(dtype)
+	out := make([]byte, t.Bytes*len(vals))
 	for i, f := range vals {
-		switch dtype {
-		case "f16":
-			binary.LittleEndian.PutUint16(out[2*i:], kvtype.F32ToF16(f))
-		case "bf16":
-			binary.LittleEndian.PutUint16(out[2*i:], kvtype.F32ToBF16(f))
-		default:
-			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
-		}
+		t.PutBits(out, i, t.Encode(float64(f)))
 	}
 	return out
 }
