@@ -52,6 +52,10 @@ var (
 	abiFusedArgs = args("out", "counters")
 	// abiCombineArgs are attn_combine's parameters.
 	abiCombineArgs = args("partial", "out", "heads")
+	// abiScaleArgs is the one more that attn_partial takes, last, when
+	// the shape's KV type is scaled (fp8e4m3): the f32 [2][kv_heads]
+	// scales, K's first. The other types keep the signature they had.
+	abiScaleArgs = args("kv_scale")
 	// abiGrid and abiBlock are the default partial launch, used by user
 	// kernels that give no geometry: one warp per (split, head, sequence).
 	abiGrid  = []string{spec.Splits, "heads", "batch"}
@@ -78,8 +82,10 @@ func args(names ...string) []spec.Arg {
 
 // launchesOf returns the unresolved launches of a variant: its own, or the
 // ABI's with the variant's geometry overrides, else its built-in's
-// geometry, else the ABI default.
-func launchesOf(v *spec.Variant) []spec.Launch {
+// geometry, else the ABI default. scaled says whether the shape's KV type
+// has scales, which the ABI's attn_partial then takes as its last
+// argument.
+func launchesOf(v *spec.Variant, scaled bool) []spec.Launch {
 	if len(v.Launches) > 0 {
 		return v.Launches
 	}
@@ -112,7 +118,12 @@ func launchesOf(v *spec.Variant) []spec.Launch {
 	}
 	p := spec.Launch{Entry: partial, Grid: grid, Block: block, Shared: shared, Args: abiPartialArgs, Cluster: v.Cluster}
 	if fused {
-		p.Args = append(append([]spec.Arg{}, abiPartialArgs...), abiFusedArgs...)
+		p.Args = append(slices.Clone(abiPartialArgs), abiFusedArgs...)
+	}
+	if scaled {
+		p.Args = append(slices.Clone(p.Args), abiScaleArgs...)
+	}
+	if fused {
 		return []spec.Launch{p}
 	}
 	return []spec.Launch{p, {Entry: combine, Grid: abiCombineGrid, Block: abiCombineBlock, Args: abiCombineArgs}}
@@ -176,7 +187,7 @@ func Complete(p *Point) error {
 		v.Builtin = &catalog.Kernel{Name: c.Kernel, Fused: true}
 	}
 	sh := spec.Shape{Name: c.Shape.Name, Heads: c.Shape.Heads, KVHeads: c.Shape.KVHeads, HeadDim: c.Shape.HeadDim,
-		KVDtype: c.Shape.KVDtype, Batch: c.Shape.Batch, Capacity: c.Shape.Capacity}
+		KVDtype: c.Shape.KVDtype, KVScale: c.Shape.KVScale, Batch: c.Shape.Batch, Capacity: c.Shape.Capacity}
 	defs := map[string]string{}
 	for _, d := range c.Defines {
 		defs[d.Name] = d.Value

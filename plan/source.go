@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/ktune/ktune/internal/expr"
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 )
@@ -33,7 +34,7 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 		name, key, read = filepath.Base(v.Path), "path:"+v.Path, func() ([]byte, error) { return os.ReadFile(v.Path) }
 	}
 	src.Name = name
-	for _, l := range launchesOf(v) {
+	for _, l := range launchesOf(v, false) { // the entries do not depend on the shape
 		if !slices.Contains(src.Entries, l.Entry) {
 			src.Entries = append(src.Entries, l.Entry)
 		}
@@ -103,7 +104,7 @@ func (b *builder) included(text string) map[string]string {
 func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) (*Geometry, []Launch, int64, error) {
 	env, eval := b.evaluator(v, sh, defs, nkv)
 	var geo *Geometry
-	specs := launchesOf(v)
+	specs := launchesOf(v, kvtype.Of(sh.KVDtype).Scaled)
 	launches := make([]Launch, len(specs))
 	for li, ls := range specs {
 		prefix := launchPrefix(v, li)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ktune/ktune/internal/cuda"
-	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
@@ -24,6 +24,9 @@ const headroom = 256 << 20
 // A layout is the size in bytes of every buffer of one point.
 type layout struct {
 	Q, K, V, Positions, Partial, Out int64
+	// KVScale is the scaled KV types' kv_scale buffer, f32
+	// [2][kv_heads] (K's scales, then V's); 0 for the other types.
+	KVScale int64
 	// Scratch holds the fused kernels' batch × kv_heads arrival counters
 	// (kernels/ABI.md). Every workspace has it, fused or not: it is a few
 	// bytes, and a layout that depended on the kernel would free and refill
@@ -31,10 +34,12 @@ type layout struct {
 	// variant of one shape.
 	Scratch      int64
 	splits, pstr int
-	// elt is the size of one K/V element. Two layouts of equal byte sizes
-	// but different dtypes (f32 at capacity C, f16 at 2C) must not share a
-	// workspace: its random fill holds elements of one dtype.
+	// elt is the size of one K/V element and kv the KV type's name. Two
+	// layouts of equal byte sizes but different types (f32 at capacity C,
+	// f16 at 2C; f16 and bf16) must not share a workspace: its random fill
+	// holds elements of one type.
 	elt int
+	kv  string
 
 	// The declared io of the point's signature (spec.IO): q's and out's
 	// dtypes, how K and V are laid out, whether partial holds the ABI's
@@ -71,18 +76,25 @@ func layoutOf(c *results.Config) (layout, error) {
 	}
 	b, h, d := int64(s.Batch), int64(s.Heads), int64(s.HeadDim)
 	pstr := s.HeadDim + 4
-	kv := b * int64(s.Capacity) * int64(s.KVHeads) * d * int64(oracle.EltBytes(s.KVDtype))
+	t := kvtype.Of(s.KVDtype)
+	kv := b * int64(s.Capacity) * int64(s.KVHeads) * d * int64(t.Bytes)
+	var scales int64
+	if t.Scaled {
+		scales = align16(2 * int64(s.KVHeads) * 4)
+	}
 	return layout{
 		Q:         align16(b * h * d * 4),
 		K:         align16(kv),
 		V:         align16(kv),
 		Positions: align16(b * 8), // positions, then seqlens
+		KVScale:   scales,
 		Partial:   align16(b * int64(splits) * h * int64(pstr) * 4),
 		Out:       align16(b * h * d * 4),
 		Scratch:   align16(b * int64(s.KVHeads) * 4),
 		splits:    splits,
 		pstr:      pstr,
-		elt:       oracle.EltBytes(s.KVDtype),
+		elt:       t.Bytes,
+		kv:        t.Name,
 		qDtype:    "f32", outDtype: "f32", kvLayout: spec.KVBSHD, partialABI: true,
 	}, nil
 }
@@ -139,7 +151,7 @@ func (l layout) gatedSlots(s results.Shape) int {
 
 // Total is the sum of the buffers.
 func (l layout) Total() int64 {
-	return l.Q + l.K + l.V + l.Positions + l.Partial + l.Out + l.Scratch + l.Lse + l.Workspace
+	return l.Q + l.K + l.V + l.Positions + l.Partial + l.Out + l.Scratch + l.Lse + l.Workspace + l.KVScale
 }
 
 // flushBytes is the L2 flush buffer size: twice the L2, because writing
@@ -156,7 +168,7 @@ func fitError(l layout, extra, free int64) error {
 		return nil
 	}
 	return fmt.Errorf("the point needs %s of device memory (K %s, V %s, partial %s, flush %s, other %s) plus %s headroom; %s is free",
-		gib(need), gib(l.K), gib(l.V), gib(l.Partial), gib(extra), gib(l.Q+l.Positions+l.Out+l.Scratch), gib(headroom), gib(free))
+		gib(need), gib(l.K), gib(l.V), gib(l.Partial), gib(extra), gib(l.Q+l.Positions+l.Out+l.Scratch+l.KVScale), gib(headroom), gib(free))
 }
 
 func gib(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
@@ -168,11 +180,12 @@ type workspace struct {
 	q, k, v, positions, partial, out cuda.DevPtr
 	scratch                          cuda.DevPtr // zero between launches (kernels/ABI.md)
 	lse, workspace                   cuda.DevPtr // 0 unless the signature uses them
+	kvScale                          cuda.DevPtr // 0 unless the KV type is scaled
 }
 
 func (w *workspace) free(c *cuda.Context) error {
 	var first error
-	for _, p := range []cuda.DevPtr{w.q, w.k, w.v, w.positions, w.partial, w.out, w.scratch, w.lse, w.workspace} {
+	for _, p := range []cuda.DevPtr{w.q, w.k, w.v, w.positions, w.partial, w.out, w.scratch, w.lse, w.workspace, w.kvScale} {
 		if p == 0 {
 			continue
 		}
@@ -195,7 +208,7 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, erro
 		p *cuda.DevPtr
 		n int64
 	}{{&w.q, l.Q}, {&w.k, l.K}, {&w.v, l.V}, {&w.positions, l.Positions}, {&w.partial, l.Partial}, {&w.out, l.Out},
-		{&w.scratch, l.Scratch}, {&w.lse, l.Lse}, {&w.workspace, l.Workspace}} {
+		{&w.scratch, l.Scratch}, {&w.lse, l.Lse}, {&w.workspace, l.Workspace}, {&w.kvScale, l.KVScale}} {
 		if a.n == 0 {
 			continue
 		}
@@ -208,9 +221,15 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, erro
 	}
 	for _, f := range w.fills() {
 		write := func(off int64, b []byte) error { return c.CopyHtoD(f.p+devOff(off), b) }
-		if err := fillBuffer(write, f.n, f.elt, f.seed, fillChunkBytes); err != nil {
+		if err := fillBuffer(write, f.n, f.t, f.seed, fillChunkBytes); err != nil {
 			w.free(c)
 			return nil, fmt.Errorf("filling %s with random data: %w", f.name, err)
+		}
+	}
+	if l.KVScale > 0 {
+		if err := c.CopyHtoD(w.kvScale, scaleFill(l.KVScale)); err != nil {
+			w.free(c)
+			return nil, fmt.Errorf("filling kv_scale: %w", err)
 		}
 	}
 	if err := c.MemsetD32Async(w.scratch, 0, l.Scratch/4, s); err != nil {
@@ -233,23 +252,25 @@ type bufferFill struct {
 	name string
 	p    cuda.DevPtr
 	n    int64 // bytes, the whole allocation
-	elt  int
+	t    *kvtype.Type
 	seed uint64
 }
 
 // fills lists the buffers the random fill covers: q (its dtype's element
 // size; bf16 gets f16 bit patterns, finite and nonzero all the same), K
-// and V (the KV dtype), each over its whole allocation and with its own
-// seed, so that K and V are not the same numbers.
+// and V (the KV type), each over its whole allocation and with its own
+// seed, so that K and V are not the same numbers. A scaled type's
+// kv_scale gets scaleFill.
 func (w *workspace) fills() []bufferFill {
-	qElt := 4
-	if w.l.qDtype != "" {
-		qElt = dtypeBytes(w.l.qDtype)
+	q := kvtype.F32
+	if w.l.qDtype != "" && dtypeBytes(w.l.qDtype) == 2 {
+		q = kvtype.F16
 	}
+	kv := kvtype.Of(w.l.kv)
 	return []bufferFill{
-		{"q", w.q, w.l.Q, qElt, fillSeed},
-		{"K", w.k, w.l.K, w.l.elt, fillSeed + 1},
-		{"V", w.v, w.l.V, w.l.elt, fillSeed + 2},
+		{"q", w.q, w.l.Q, q, fillSeed},
+		{"K", w.k, w.l.K, kv, fillSeed + 1},
+		{"V", w.v, w.l.V, kv, fillSeed + 2},
 	}
 }
 
@@ -284,7 +305,11 @@ func kvBytes(s results.Shape, lengths []int) int64 {
 	for _, n := range lengths {
 		rows += int64(n)
 	}
-	return 2 * rows * int64(s.KVHeads) * int64(s.HeadDim) * int64(oracle.EltBytes(s.KVDtype))
+	n := 2 * rows * int64(s.KVHeads) * int64(s.HeadDim) * int64(kvtype.Of(s.KVDtype).Bytes)
+	if kvtype.Of(s.KVDtype).Scaled {
+		n += 2 * int64(s.KVHeads) * 4 // the scales, read once
+	}
+	return n
 }
 
 // positionBytes encodes lengths as the ABI's positions (nkv − 1, int32),

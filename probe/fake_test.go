@@ -24,6 +24,7 @@ type fakeModel struct {
 	noise        bool          // every other launch flips the last bit of out[0]
 	skipNewest   int           // > 0: row nkv−1 is left out when nkv > skipNewest
 	ftz          bool          // f16 subnormals read as zero
+	kScaleForV   bool          // V dequantized with K's scales
 	readPast     bool          // each split also reads the first row of the next chunk
 	delay        time.Duration // per launch
 	fault        error         // every launch fails with it
@@ -178,8 +179,14 @@ func (f *fakeDevice) allocWorkspace(l layout) (*workspace, error) {
 	}{{&w.q, l.Q}, {&w.k, l.K}, {&w.v, l.V}, {&w.positions, l.Positions}, {&w.partial, l.Partial}, {&w.out, l.Out}, {&w.scratch, l.Scratch}} {
 		*a.p = f.allocBytes(a.n)
 	}
+	if l.KVScale > 0 {
+		w.kvScale = f.allocBytes(l.KVScale)
+	}
 	for _, fl := range w.fills() {
-		fillValues(f.at(fl.p)[:fl.n], fl.elt, fl.seed, 0)
+		fillValues(f.at(fl.p)[:fl.n], fl.t, fl.seed, 0)
+	}
+	if l.KVScale > 0 {
+		copy(f.at(w.kvScale), scaleFill(l.KVScale))
 	}
 	return w, nil
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/kvtype"
 )
 
 // execute computes the partial slots and out of one launch in float64.
@@ -15,17 +15,29 @@ func (f *fakeDevice) execute(fk *fakeKernel, l fakeLaunch) {
 	group := s.Heads / s.KVHeads
 	q := f.at(w.q)
 	kb, vb, pb, ob := f.at(w.k), f.at(w.v), f.at(w.partial), f.at(w.out)
-	elt := oracle.EltBytes(s.KVDtype)
-	load := func(buf []byte, b, r, kh, i int) float64 {
-		off := (((b*s.Capacity+r)*s.KVHeads+kh)*d + i) * elt
-		if elt == 4 {
-			return float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[off:])))
+	t := kvtype.Of(s.KVDtype)
+	// A scaled type's element is decode(bits)·scale[K or V][kv head],
+	// from the kv_scale buffer as uploaded.
+	scaleOf := func(buf []byte, kh int) float64 {
+		if !t.Scaled {
+			return 1
 		}
-		h := binary.LittleEndian.Uint16(buf[off:])
-		if m.ftz && h&0x7c00 == 0 {
+		sb := f.at(w.kvScale)
+		if &buf[0] == &vb[0] {
+			kh += s.KVHeads
+		}
+		if m.kScaleForV {
+			kh %= s.KVHeads
+		}
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(sb[4*kh:])))
+	}
+	load := func(buf []byte, b, r, kh, i int) float64 {
+		e := ((b*s.Capacity+r)*s.KVHeads+kh)*d + i
+		bits := t.Bits(buf, e)
+		if m.ftz && t == kvtype.F16 && bits&0x7c00 == 0 {
 			return 0
 		}
-		return oracle.F16ToF64(h)
+		return t.Decode(bits) * scaleOf(buf, kh)
 	}
 	put := func(buf []byte, i int, v float64) {
 		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(v)))

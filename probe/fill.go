@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/kvtype"
 )
 
 // The random fill of a workspace.
@@ -39,24 +39,23 @@ const fillChunkBytes = 32 << 20
 // A writeFunc copies b to byte offset off of one device buffer.
 type writeFunc func(off int64, b []byte) error
 
-// fillBuffer fills n bytes of one buffer with random elements of elt bytes
-// (2: f16, 4: f32), generating and writing chunk bytes at a time. n must
-// be a multiple of elt (every buffer is a multiple of 16 bytes).
-func fillBuffer(write writeFunc, n int64, elt int, seed uint64, chunk int64) error {
-	if elt != 2 && elt != 4 {
-		return fmt.Errorf("filling a buffer of %d-byte elements: only 2 (f16) and 4 (f32) exist", elt)
-	}
-	if n%int64(elt) != 0 {
+// fillBuffer fills n bytes of one buffer with random elements of type t
+// (f32, f16, bf16 or fp8e4m3 codes), generating and writing chunk bytes
+// at a time. n must be a multiple of the element size (every buffer is a
+// multiple of 16 bytes).
+func fillBuffer(write writeFunc, n int64, t *kvtype.Type, seed uint64, chunk int64) error {
+	elt := int64(t.Bytes)
+	if n%elt != 0 {
 		return fmt.Errorf("filling %d bytes with %d-byte elements: not a whole number of elements", n, elt)
 	}
-	chunk -= chunk % int64(elt)
+	chunk -= chunk % elt
 	if chunk <= 0 {
-		chunk = int64(elt)
+		chunk = elt
 	}
 	buf := make([]byte, min(chunk, n))
 	for off := int64(0); off < n; off += chunk {
 		b := buf[:min(chunk, n-off)]
-		fillValues(b, elt, seed, off/int64(elt))
+		fillValues(b, t, seed, off/elt)
 		if err := write(off, b); err != nil {
 			return fmt.Errorf("writing bytes %d..%d of %d: %w", off, off+int64(len(b)), n, err)
 		}
@@ -70,11 +69,12 @@ const fillParallelMin = 1 << 16
 
 // fillValues writes elements first, first+1, … of the fill into dst,
 // splitting the work over the available CPUs.
-func fillValues(dst []byte, elt int, seed uint64, first int64) {
+func fillValues(dst []byte, t *kvtype.Type, seed uint64, first int64) {
+	elt := t.Bytes
 	n := len(dst) / elt
 	workers := runtime.GOMAXPROCS(0)
 	if n < fillParallelMin || workers == 1 {
-		fillSerial(dst, elt, seed, first)
+		fillSerial(dst, t, seed, first)
 		return
 	}
 	per := (n + workers - 1) / workers
@@ -84,21 +84,26 @@ func fillValues(dst []byte, elt int, seed uint64, first int64) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fillSerial(dst[lo*elt:hi*elt], elt, seed, first+int64(lo))
+			fillSerial(dst[lo*elt:hi*elt], t, seed, first+int64(lo))
 		}()
 	}
 	wg.Wait()
 }
 
-func fillSerial(dst []byte, elt int, seed uint64, first int64) {
-	if elt == 2 {
-		for i := 0; i < len(dst)/2; i++ {
-			binary.LittleEndian.PutUint16(dst[2*i:], fillF16(seed, first+int64(i)))
+func fillSerial(dst []byte, t *kvtype.Type, seed uint64, first int64) {
+	for i := 0; i < len(dst)/t.Bytes; i++ {
+		var bits uint32
+		switch t {
+		case kvtype.F16:
+			bits = uint32(fillF16(seed, first+int64(i)))
+		case kvtype.BF16:
+			bits = uint32(fillBF16(seed, first+int64(i)))
+		case kvtype.FP8E4M3:
+			bits = uint32(fillE4M3(seed, first+int64(i)))
+		default:
+			bits = math.Float32bits(fillF32(seed, first+int64(i)))
 		}
-		return
-	}
-	for i := 0; i < len(dst)/4; i++ {
-		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(fillF32(seed, first+int64(i))))
+		t.PutBits(dst, i, bits)
 	}
 }
 
@@ -117,7 +122,7 @@ func fillHash(seed uint64, i int64) uint64 {
 // so no rounding is involved and a table lookup is the conversion.
 var f16Grid = func() (t [2048]uint16) {
 	for k := range t {
-		t[k] = oracle.F32ToF16(float32(k-1024) / 1024)
+		t[k] = kvtype.F32ToF16(float32(k-1024) / 1024)
 	}
 	return t
 }()
@@ -125,6 +130,43 @@ var f16Grid = func() (t [2048]uint16) {
 // fillF16 is element i of an f16 fill: uniform over the 2048 multiples of
 // 2^-10 in [−1, 1), the same range as the oracle's inputs.
 func fillF16(seed uint64, i int64) uint16 { return f16Grid[fillHash(seed, i)>>53] }
+
+// bf16Grid holds the bfloat16 bits of k/1024 for k in [−1024, 1024),
+// rounded (bf16 keeps 8 significant bits): finite, in [−1, 1].
+var bf16Grid = func() (t [2048]uint16) {
+	for k := range t {
+		t[k] = kvtype.F32ToBF16(float32(k-1024) / 1024)
+	}
+	return t
+}()
+
+// fillBF16 is element i of a bf16 fill.
+func fillBF16(seed uint64, i int64) uint16 { return bf16Grid[fillHash(seed, i)>>53] }
+
+// fillE4M3 is element i of an fp8e4m3 fill: a uniformly drawn finite
+// code. Random bytes would hold the NaN codes S.1111.111, which the fill
+// turns into ±448; with scaleFill's scales the values lie in [−1, 1].
+func fillE4M3(seed uint64, i int64) uint8 {
+	b := uint8(fillHash(seed, i) >> 56)
+	if b&0x7f == 0x7f {
+		b ^= 1
+	}
+	return b
+}
+
+// fillScale is the kv_scale a workspace starts with for every (K or V,
+// KV head): what amax/448 calibrates for values of magnitude 1, so that
+// the fp8 fill decodes to [−1, 1] like the other types' fills.
+const fillScale = float32(1.0 / kvtype.E4M3Max)
+
+// scaleFill returns n bytes of fillScale, f32 little-endian.
+func scaleFill(n int64) []byte {
+	out := make([]byte, 0, n)
+	for range n / 4 {
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(fillScale))
+	}
+	return out
+}
 
 // fillF32 is element i of an f32 fill: uniform over the multiples of 2^-23
 // in [−1, 1).

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 )
@@ -30,7 +31,7 @@ func fillLayout(t *testing.T, l layout, chunk int64) map[string]*fakeBuffer {
 	out := map[string]*fakeBuffer{}
 	for _, f := range w.fills() {
 		fb := &fakeBuffer{b: make([]byte, f.n)}
-		if err := fillBuffer(fb.write, f.n, f.elt, f.seed, chunk); err != nil {
+		if err := fillBuffer(fb.write, f.n, f.t, f.seed, chunk); err != nil {
 			t.Fatalf("%s: %v", f.name, err)
 		}
 		out[f.name] = fb
@@ -41,7 +42,7 @@ func fillLayout(t *testing.T, l layout, chunk int64) map[string]*fakeBuffer {
 // elementValue decodes element i of a buffer of elt-byte elements.
 func elementValue(b []byte, elt, i int) float64 {
 	if elt == 2 {
-		return oracle.F16ToF64(binary.LittleEndian.Uint16(b[2*i:]))
+		return kvtype.F16ToF64(binary.LittleEndian.Uint16(b[2*i:]))
 	}
 	return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 }
@@ -61,7 +62,7 @@ func TestFillCoversEveryRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			elt := oracle.EltBytes(dtype)
+			elt := kvtype.Of(dtype).Bytes
 			rowElts := c.Shape.KVHeads * c.Shape.HeadDim
 			bufs := fillLayout(t, l, 3*int64(elt)*int64(rowElts)/2+int64(elt)) // 1.5 rows + 1 element
 			for _, name := range []string{"K", "V"} {
@@ -109,7 +110,7 @@ func TestFillIndependentOfChunking(t *testing.T) {
 	var ref []byte
 	for _, chunk := range []int64{n, 1 << 20, 4096 + 2, 6} {
 		fb := &fakeBuffer{b: make([]byte, n)}
-		if err := fillBuffer(fb.write, n, 2, 7, chunk); err != nil {
+		if err := fillBuffer(fb.write, n, kvtype.F16, 7, chunk); err != nil {
 			t.Fatal(err)
 		}
 		if ref == nil {
@@ -122,7 +123,7 @@ func TestFillIndependentOfChunking(t *testing.T) {
 	}
 	// Another seed gives other bytes.
 	fb := &fakeBuffer{b: make([]byte, n)}
-	if err := fillBuffer(fb.write, n, 2, 8, n); err != nil {
+	if err := fillBuffer(fb.write, n, kvtype.F16, 8, n); err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Equal(ref, fb.b) {
@@ -148,8 +149,8 @@ func TestFillDistribution(t *testing.T) {
 	seen := map[uint16]bool{}
 	for i := int64(0); i < n; i++ {
 		h := fillF16(fillSeed, i)
-		v := oracle.F16ToF64(h)
-		if oracle.F32ToF16(float32(v)) != h {
+		v := kvtype.F16ToF64(h)
+		if kvtype.F32ToF16(float32(v)) != h {
 			t.Fatalf("element %d: %v does not round-trip through f16", i, v)
 		}
 		sum += v
@@ -173,10 +174,7 @@ func TestFillDistribution(t *testing.T) {
 
 func TestFillRejects(t *testing.T) {
 	fb := &fakeBuffer{b: make([]byte, 16)}
-	if err := fillBuffer(fb.write, 16, 3, 1, 8); err == nil {
-		t.Error("3-byte elements accepted")
-	}
-	if err := fillBuffer(fb.write, 15, 2, 1, 8); err == nil {
+	if err := fillBuffer(fb.write, 15, kvtype.F16, 1, 8); err == nil {
 		t.Error("15 bytes of 2-byte elements accepted")
 	}
 }
@@ -232,5 +230,58 @@ func TestGateRowsOverFill(t *testing.T) {
 				t.Errorf("sequence %d row %d: the fill above the gate rows was overwritten", seq, row)
 			}
 		}
+	}
+}
+
+// TestFillNewKVTypes: the bf16 and fp8e4m3 fills hold finite values only
+// (random bytes would give e4m3 NaN codes), differ from element to
+// element, and fp8e4m3 gets a kv_scale buffer of plausible scales, which
+// marshal passes whole and in halves.
+func TestFillNewKVTypes(t *testing.T) {
+	for _, ty := range []*kvtype.Type{kvtype.BF16, kvtype.FP8E4M3} {
+		const n = 4096
+		fb := &fakeBuffer{b: make([]byte, n)}
+		if err := fillBuffer(fb.write, n, ty, 3, 1000); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[uint32]bool{}
+		for i := range n / ty.Bytes {
+			b := ty.Bits(fb.b, i)
+			v := ty.Decode(b)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("%s element %d: bits %#x = %v", ty, i, b, v)
+			}
+			if ty == kvtype.FP8E4M3 && math.Abs(v)*float64(fillScale) > 1.0001 || ty == kvtype.BF16 && math.Abs(v) > 1 {
+				t.Fatalf("%s element %d = %v out of range", ty, i, v)
+			}
+			seen[b] = true
+		}
+		if len(seen) < 100 {
+			t.Errorf("%s: %d distinct values", ty, len(seen))
+		}
+	}
+	c := results.Config{Shape: results.Shape{Heads: 8, KVHeads: 2, HeadDim: 16, KVDtype: "fp8e4m3", KVScale: "tensor", Batch: 2, Capacity: 40}, Splits: 4}
+	l, err := layoutOf(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.KVScale != 16 || l.elt != 1 || l.K != 2*40*2*16 {
+		t.Errorf("fp8 layout %+v", l)
+	}
+	sb := scaleFill(16)
+	for i := 0; i < 16; i += 4 {
+		if f := math.Float32frombits(binary.LittleEndian.Uint32(sb[i:])); f != fillScale || f <= 0 {
+			t.Errorf("scale %d = %v", i/4, f)
+		}
+	}
+	f16 := c
+	f16.Shape.KVDtype, f16.Shape.KVScale = "f16", ""
+	if l16, _ := layoutOf(&f16); l16.KVScale != 0 {
+		t.Errorf("f16 layout has kv_scale %d", l16.KVScale)
+	}
+	bf := f16
+	bf.Shape.KVDtype = "bf16"
+	if l16, _ := layoutOf(&f16); func() bool { lb, _ := layoutOf(&bf); return lb == l16 }() {
+		t.Error("f16 and bf16 layouts share a workspace")
 	}
 }

@@ -166,7 +166,7 @@ func (r *pointRun) checkAt(set oracle.InputSet, in *oracle.Inputs, nkv int, leng
 	if err != nil {
 		return err
 	}
-	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: r.l.outDtype})
+	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: r.l.outDtype}, s)
 	m, err := oracle.Compare(floats(out), ref, bounds)
 	if err != nil {
 		return err
@@ -288,6 +288,12 @@ func (r *pointRun) upload(in *oracle.Inputs) error {
 	// In the signature's q dtype and K/V layout (io.go).
 	if err := d.write(w.q, qUpload(r.l, in)); err != nil {
 		return fmt.Errorf("uploading q: %w", err)
+	}
+	// A scaled type's scales are the set's own (oracle.Inputs.ScaleBytes).
+	if sb := in.ScaleBytes(); sb != nil {
+		if err := d.write(w.kvScale, sb); err != nil {
+			return fmt.Errorf("uploading kv_scale: %w", err)
+		}
 	}
 	for _, cp := range kvCopies(r.l, s, in.Rows, in.KBytes, in.VBytes) {
 		if err := d.write(w.k+devOff(cp.dst), cp.k); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
@@ -14,50 +15,24 @@ import (
 // that the gates (gates.go, compare.go) judge every kernel's output as
 // f32 bytes whatever dtype it writes.
 
+// The q and out dtypes (spec.Dtypes: f32, f16, bf16) are element types of
+// package kvtype too, which converts them; "" is f32.
+
 // dtypeBytes is the size of one element of a q or out dtype.
-func dtypeBytes(dtype string) int {
-	if dtype == "f16" || dtype == "bf16" {
-		return 2
-	}
-	return 4
-}
-
-// f32ToBF16 rounds to the nearest bfloat16, ties to even; NaN stays NaN.
-func f32ToBF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7FFF + (b>>16)&1
-	return uint16(b >> 16)
-}
-
-func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+func dtypeBytes(dtype string) int { return kvtype.Of(dtype).Bytes }
 
 // roundTo rounds f to what a dtype holds, as f32.
 func roundTo(dtype string, f float32) float32 {
-	switch dtype {
-	case "f16":
-		return float32(oracle.F16ToF64(oracle.F32ToF16(f)))
-	case "bf16":
-		return bf16ToF32(f32ToBF16(f))
-	}
-	return f
+	t := kvtype.Of(dtype)
+	return float32(t.Decode(t.Encode(float64(f))))
 }
 
 // encode writes vals as little-endian elements of dtype.
 func encode(dtype string, vals []float32) []byte {
-	n := dtypeBytes(dtype)
-	out := make([]byte, n*len(vals))
+	t := kvtype.Of(dtype)
+	out := make([]byte, t.Bytes*len(vals))
 	for i, f := range vals {
-		switch dtype {
-		case "f16":
-			binary.LittleEndian.PutUint16(out[2*i:], oracle.F32ToF16(f))
-		case "bf16":
-			binary.LittleEndian.PutUint16(out[2*i:], f32ToBF16(f))
-		default:
-			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
-		}
+		t.PutBits(out, i, t.Encode(float64(f)))
 	}
 	return out
 }
@@ -145,9 +120,9 @@ func outToF32(l layout, raw []byte) []byte {
 		h := binary.LittleEndian.Uint16(raw[i:])
 		w := poison
 		if h != poison16 {
-			f := bf16ToF32(h)
+			f := kvtype.BF16ToF32(h)
 			if l.outDtype == "f16" {
-				f = float32(oracle.F16ToF64(h))
+				f = float32(kvtype.F16ToF64(h))
 			}
 			w = math.Float32bits(f)
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
@@ -21,11 +22,11 @@ func TestBF16(t *testing.T) {
 		{math.Float32frombits(0x3F818000), 0x3F82}, // a tie rounds to even (up)
 		{math.Float32frombits(0x3F80C000), 0x3F81}, // above the tie: up
 	} {
-		if got := f32ToBF16(c.f); got != c.want {
-			t.Errorf("f32ToBF16(%g) = %#04x, want %#04x", c.f, got, c.want)
+		if got := kvtype.F32ToBF16(c.f); got != c.want {
+			t.Errorf("kvtype.F32ToBF16(%g) = %#04x, want %#04x", c.f, got, c.want)
 		}
 	}
-	if h := f32ToBF16(float32(math.NaN())); bf16ToF32(h) == bf16ToF32(h) {
+	if h := kvtype.F32ToBF16(float32(math.NaN())); kvtype.BF16ToF32(h) == kvtype.BF16ToF32(h) {
 		t.Errorf("NaN became %#04x", h)
 	}
 	if got := roundTo("bf16", 1.00390625); got != 1 {
@@ -41,7 +42,7 @@ func TestBF16(t *testing.T) {
 func TestQUpload(t *testing.T) {
 	in := &oracle.Inputs{Q: []float32{1.0001, -0.5, 3}}
 	b := qUpload(layout{qDtype: "f16"}, in)
-	if len(b) != 6 || binary.LittleEndian.Uint16(b) != 0x3C00 || binary.LittleEndian.Uint16(b[2:]) != oracle.F32ToF16(-0.5) {
+	if len(b) != 6 || binary.LittleEndian.Uint16(b) != 0x3C00 || binary.LittleEndian.Uint16(b[2:]) != kvtype.F32ToF16(-0.5) {
 		t.Errorf("f16 q bytes % x", b)
 	}
 	if in.Q[0] != 1 {

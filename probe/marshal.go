@@ -57,6 +57,12 @@ func bufferArg(name string, s results.Shape, w *workspace) (cuda.DevPtr, error) 
 		p = w.lse
 	case "counters":
 		p = w.scratch
+	case "kv_scale", "k_scale":
+		p = w.kvScale // K's scales come first
+	case "v_scale":
+		if w.kvScale != 0 {
+			p = w.kvScale + devOff(4*int64(s.KVHeads))
+		}
 	default:
 		return 0, fmt.Errorf("unknown buffer %q", name)
 	}

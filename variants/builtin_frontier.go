@@ -2,8 +2,12 @@ package variants
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/ktune/ktune/internal/catalog"
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -63,27 +67,42 @@ var (
 // transposed reduction packs 8 heads x 2 rows into the 16 lanes of a row.
 const gqaMaxGroup = 8
 
-// checkGroupShape is what both group kernels need of the shape: whole GQA
-// groups and head_dim 128 (gqa: 16 lanes x 8 dims; mma: 8 k-steps of 16).
-func checkGroupShape(s results.Shape) error {
+// checkGroupShape is what the group kernels need of the shape: whole GQA
+// groups and a head_dim among dims (gqa: 128, 16 lanes x 8 dims; mma:
+// 64, 128 or 256, k-steps of 16 with the merge area in static shared
+// memory; mmaf: 128).
+func checkGroupShape(s results.Shape, dims ...int) error {
 	if err := checkGQA(s); err != nil {
 		return err
 	}
-	if s.HeadDim != 128 {
-		return fmt.Errorf("head_dim %d: needs head_dim 128", s.HeadDim)
+	if !slices.Contains(dims, s.HeadDim) {
+		return fmt.Errorf("head_dim %d: needs head_dim %s", s.HeadDim, joinInts(dims))
 	}
 	return nil
 }
 
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// checkGQAKernel: gqa.cu loads K/V with its own f16/f32 code (#if
+// KV_F16), not kv_ld4, so it keeps to f16 and f32.
 func checkGQAKernel(s results.Shape, defines map[string]string) error {
-	if err := checkGroupShape(s); err != nil {
+	if err := checkGroupShape(s, 128); err != nil {
 		return err
 	}
 	if g := s.Heads / s.KVHeads; g > gqaMaxGroup {
 		return fmt.Errorf("group %d (heads/kv_heads): at most %d query heads per KV head", g, gqaMaxGroup)
 	}
-	if s.KVDtype != "f16" && s.KVDtype != "f32" {
-		return fmt.Errorf("kv_dtype %q: needs f16 or f32", s.KVDtype)
+	if err := checkKVType(s, false); err != nil {
+		return err
 	}
 	nr, err := defineInt(defines, "NR", 4)
 	if err != nil {
@@ -95,12 +114,29 @@ func checkGQAKernel(s results.Shape, defines map[string]string) error {
 	return nil
 }
 
+// mmaKVTypes are the KV types the tensor-core kernels read: the 16-bit
+// ones straight into the mma's f16 or bf16 operands, and fp8e4m3
+// decoded and scaled (their signature takes kv_scale).
+var mmaKVTypes = []*kvtype.Type{kvtype.F16, kvtype.BF16, kvtype.FP8E4M3}
+
+// mmaSharedBytes is the static shared memory of mma's block merge:
+// sm_o[WARPS][8·GN][HEAD_DIM] floats plus sm_m and sm_l, WARPS × 8·GN
+// floats each.
+func mmaSharedBytes(headDim, warps, gn int) int {
+	return warps*8*gn*headDim*4 + 2*warps*8*gn*4
+}
+
 func checkMMAKernel(s results.Shape, defines map[string]string) error {
-	if err := checkGroupShape(s); err != nil {
+	return checkMMA(s, defines, 64, 128, 256)
+}
+
+// checkMMA is checkMMAKernel for the head_dims dims.
+func checkMMA(s results.Shape, defines map[string]string, dims ...int) error {
+	if err := checkGroupShape(s, dims...); err != nil {
 		return err
 	}
-	if s.KVDtype != "f16" {
-		return fmt.Errorf("kv_dtype %q: the tensor-core kernel takes f16 K/V only", s.KVDtype)
+	if t, err := kvtype.Lookup(s.KVDtype); err != nil || !slices.Contains(mmaKVTypes, t) {
+		return fmt.Errorf("kv_dtype %q: the tensor-core kernel takes f16, bf16 or fp8e4m3 K/V", s.KVDtype)
 	}
 	gn, err := defineInt(defines, "GN", 1)
 	if err != nil {
@@ -113,8 +149,13 @@ func checkMMAKernel(s results.Shape, defines map[string]string) error {
 	if g := s.Heads / s.KVHeads; g > 8*gn {
 		return fmt.Errorf("group %d (heads/kv_heads) exceeds 8*GN = %d: set GN=%d", g, 8*gn, (g+7)/8)
 	}
-	if warps*gn > 8 {
-		return fmt.Errorf("WARPS*GN = %d: the merge area (WARPS x 8*GN heads x 128 dims f32) must stay within 32 KiB of static shared memory (WARPS*GN <= 8)", warps*gn)
+	if n := mmaSharedBytes(s.HeadDim, warps, gn); n > staticSharedLimit {
+		most := 0
+		for mmaSharedBytes(s.HeadDim, most+1, gn) <= staticSharedLimit {
+			most++
+		}
+		return fmt.Errorf("HEAD_DIM %d with WARPS %d, GN %d: %.0f KiB merge area exceeds %d KiB static shared memory: use WARPS<=%d",
+			s.HeadDim, warps, gn, float64(n)/1024, staticSharedLimit>>10, most)
 	}
 	return nil
 }
@@ -123,7 +164,7 @@ func checkMMAKernel(s results.Shape, defines map[string]string) error {
 // weights (group × SPLITS floats) reuse the block's merge area, WARPS × 8·GN
 // heads × 128 dims, so SPLITS may not exceed 128·WARPS.
 func checkMMAFusedKernel(s results.Shape, defines map[string]string) error {
-	if err := checkMMAKernel(s, defines); err != nil {
+	if err := checkMMA(s, defines, 128); err != nil {
 		return err
 	}
 	splits, err := defineInt(defines, results.DefineSplits, 64)

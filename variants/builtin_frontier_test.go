@@ -72,11 +72,20 @@ func TestFrontierChecks(t *testing.T) {
 		{"gqa", ragged, nil, "not a multiple"},
 		{"gqa", h200Shape, map[string]string{"SPLITS": "257"}, "maximum 256"},
 		{"mma", h200Shape, nil, ""},
-		{"mma", f32, nil, "f16 K/V only"},
+		{"mma", f32, nil, "takes f16, bf16 or fp8e4m3 K/V"},
+		{"mma", withKV(h200Shape, "bf16"), nil, ""},
+		{"mma", withKV(h200Shape, "fp8e4m3"), nil, ""},
+		{"mmaf", withKV(h200Shape, "fp8e4m3"), nil, ""},
+		{"gqa", withKV(h200Shape, "bf16"), nil, "its own f16/f32 loads"},
+		{"gqa", withKV(h200Shape, "fp8e4m3"), nil, "takes no kv_scale"},
+		{"mma", withDim(h200Shape, 256), map[string]string{"WARPS": "4"}, ""},
+		{"mma", withDim(h200Shape, 256), map[string]string{"WARPS": "8"}, "HEAD_DIM 256 with WARPS 8, GN 1: 64 KiB merge area exceeds 48 KiB static shared memory: use WARPS<=5"},
+		{"mma", withDim(h200Shape, 96), nil, "needs head_dim 64, 128 or 256"},
+		{"mmaf", hd64, nil, "needs head_dim 128"},
 		{"mma", g16, nil, "set GN=2"},
 		{"mma", g16, map[string]string{"GN": "2"}, ""},
-		{"mma", g16, map[string]string{"GN": "2", "WARPS": "8"}, "WARPS*GN = 16"},
-		{"mma", hd64, nil, "head_dim 64"},
+		{"mma", g16, map[string]string{"GN": "2", "WARPS": "8"}, "65 KiB merge area exceeds 48 KiB"},
+		{"mma", hd64, nil, ""},
 		{"mma", h200Shape, map[string]string{"CW": "0", "LDH": "1"}, ""},
 		{"mma", h200Shape, map[string]string{"CW": "3"}, "maximum 2"},
 		{"gqa", h200Shape, map[string]string{"LDH": "2"}, "maximum 1"},
@@ -224,7 +233,7 @@ func TestFusedRegistry(t *testing.T) {
 		{map[string]string{"SPLITS": "256", "WARPS": "2"}, ""},
 		{map[string]string{"SPLITS": "129", "WARPS": "1"}, "128*WARPS = 128"},
 		{map[string]string{"CW": "2"}, ""}, // not a define of mmaf: the spec layer reports it, not Check
-		{map[string]string{"WARPS": "8", "GN": "2"}, "WARPS*GN = 16"},
+		{map[string]string{"WARPS": "8", "GN": "2"}, "use WARPS<=5"},
 	} {
 		err := f.Accepts(h200Shape, c.defines)
 		switch {
@@ -301,4 +310,14 @@ func TestFusedSource(t *testing.T) {
 	if !strings.Contains(mma, `#include "mma_core.cuh"`) || !strings.Contains(mma, "mma_block(") {
 		t.Error("mma.cu does not run mma_core.cuh's mma_block")
 	}
+}
+
+func withKV(s results.Shape, kv string) results.Shape {
+	s.KVDtype = kv
+	return s
+}
+
+func withDim(s results.Shape, d int) results.Shape {
+	s.HeadDim = d
+	return s
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/ktune/ktune/internal/catalog"
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -43,10 +44,31 @@ func checkGQA(s results.Shape) error {
 	return nil
 }
 
+// checkKVType refuses a KV type the kernel cannot read. The kernels that
+// read K/V through abi.cuh's kv_ld4/kv_ld2 read what those decode: f32,
+// f16 and bf16 (viaLoaders). None of the CUDA-core kernels takes the
+// kv_scale argument a scaled type needs.
+func checkKVType(s results.Shape, viaLoaders bool) error {
+	t, err := kvtype.Lookup(s.KVDtype)
+	switch {
+	case err != nil:
+		return err
+	case t.Scaled:
+		return fmt.Errorf("kv_dtype %s: the kernel takes no kv_scale (fp8 K/V need their scales); use mma or mmaf", t)
+	case t == kvtype.BF16 && !viaLoaders:
+		return fmt.Errorf("kv_dtype %s: the kernel reads K/V with its own f16/f32 loads, not abi.cuh's kv_ld4/kv_ld2; needs f16 or f32", t)
+	}
+	return nil
+}
+
 // checkLaneDims is the seeds' dispatch gate for the lane-owns-dims mapping:
 // 32 lanes x 4 dims cover at most 128 dims, and every lane moves whole float4s.
+// Their K/V go through kv_ld4.
 func checkLaneDims(s results.Shape, _ map[string]string) error {
 	if err := checkGQA(s); err != nil {
+		return err
+	}
+	if err := checkKVType(s, true); err != nil {
 		return err
 	}
 	if s.HeadDim%4 != 0 || s.HeadDim > 128 {
@@ -59,6 +81,9 @@ func checkLaneDims(s results.Shape, _ map[string]string) error {
 // HEAD_DIM accumulator in float4s, and the combine block has HEAD_DIM threads.
 func checkRows(s results.Shape, _ map[string]string) error {
 	if err := checkGQA(s); err != nil {
+		return err
+	}
+	if err := checkKVType(s, true); err != nil { // kv_ld2
 		return err
 	}
 	if s.HeadDim%4 != 0 || s.HeadDim > 1024 {
@@ -91,14 +116,16 @@ func cpasyncSharedBytes(s results.Shape, defines map[string]string) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	elt := 4
-	if s.KVDtype == "f16" {
-		elt = 2
-	}
-	return ring * nr * 2 * s.HeadDim * elt, nil
+	return ring * nr * 2 * s.HeadDim * kvtype.Of(s.KVDtype).Bytes, nil
 }
 
+// checkCpasync: cpasync stages raw K/V bytes with cp.async and reads them
+// back with its own shared-memory loader (kt_sm_ld4), not kv_ld4, so it
+// keeps to f16 and f32.
 func checkCpasync(s results.Shape, defines map[string]string) error {
+	if err := checkKVType(s, false); err != nil {
+		return err
+	}
 	if err := checkLaneDims(s, defines); err != nil {
 		return err
 	}

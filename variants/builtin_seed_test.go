@@ -141,3 +141,23 @@ func TestCpasyncDefaults(t *testing.T) {
 		t.Errorf("unset defines: %d (%v); declared defaults: %d (%v)", unset, err1, explicit, err2)
 	}
 }
+
+// TestSeedKVTypes: the seeds that read K/V through kv_ld4/kv_ld2 take
+// bf16; cpasync (its own shared-memory loader) does not; none takes
+// fp8e4m3, which needs a kv_scale argument they do not have.
+func TestSeedKVTypes(t *testing.T) {
+	for _, name := range []string{"r4", "d2", "d2full", "pair", "warp4", "rows", "cpasync"} {
+		k, _ := Lookup(name)
+		for _, kv := range []string{"f32", "f16", "bf16", "fp8e4m3"} {
+			s := results.Shape{Name: "s", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: kv, Batch: 1, Capacity: 4096}
+			err := k.Accepts(s, nil)
+			want := kv != "fp8e4m3" && (kv != "bf16" || name != "cpasync")
+			if (err == nil) != want {
+				t.Errorf("%s kv_dtype %s: %v, want accepted %v", name, kv, err, want)
+			}
+			if kv == "fp8e4m3" && err != nil && !strings.Contains(err.Error(), "takes no kv_scale") {
+				t.Errorf("%s fp8: %v", name, err)
+			}
+		}
+	}
+}

@@ -155,6 +155,7 @@ func compareShapes(a, b results.Shape) int {
 		cmp.Compare(a.KVHeads, b.KVHeads),
 		cmp.Compare(a.HeadDim, b.HeadDim),
 		cmp.Compare(a.KVDtype, b.KVDtype),
+		cmp.Compare(a.KVScale, b.KVScale),
 		cmp.Compare(a.Batch, b.Batch),
 	)
 }
@@ -203,5 +204,9 @@ func shapeLabel(s results.Shape) string {
 	if name == "" {
 		name = "shape"
 	}
-	return fmt.Sprintf("%s (h%d/kv%d/d%d %s, batch %d)", name, s.Heads, s.KVHeads, s.HeadDim, s.KVDtype, s.Batch)
+	dtype := s.KVDtype
+	if s.KVScale != "" {
+		dtype += " scale/" + s.KVScale
+	}
+	return fmt.Sprintf("%s (h%d/kv%d/d%d %s, batch %d)", name, s.Heads, s.KVHeads, s.HeadDim, dtype, s.Batch)
 }

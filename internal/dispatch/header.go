@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/ktune/ktune/internal/kvtype"
 )
 
 // headerTypes declares the table's C types and a lookup. The ranges of a
@@ -18,7 +20,8 @@ struct ktune_dispatch_define {
 };
 
 /* One nkv range [min_nkv, max_nkv); max_nkv 0 = no upper bound. Compile
- * kernel with -DHEAD_DIM, -DKV_F16 (from the shape) and defines; launch
+ * kernel with -DHEAD_DIM, -DKV_F16 (and -DKV_BF16=1 or -DKV_FP8=1 for
+ * those K/V types; from the shape) and defines; launch
  * attn_partial with grid/block and attn_combine with
  * combine_grid/combine_block. */
 struct ktune_dispatch_range {
@@ -41,7 +44,7 @@ struct ktune_dispatch_shape {
 	int heads;
 	int kv_heads;
 	int head_dim;
-	int kv_f16; /* 1: f16 K/V, 0: f32 */
+	int kv_type; /* KTUNE_KV_*: the K/V element type */
 	int batch;
 	int n_ranges;
 	const struct ktune_dispatch_range *ranges;
@@ -51,13 +54,13 @@ struct ktune_dispatch_shape {
 const headerLookup = `
 /* ktune_dispatch_find_shape returns the shape entry or NULL. */
 static inline const struct ktune_dispatch_shape *
-ktune_dispatch_find_shape(int heads, int kv_heads, int head_dim, int kv_f16, int batch)
+ktune_dispatch_find_shape(int heads, int kv_heads, int head_dim, int kv_type, int batch)
 {
 	int i;
 	for (i = 0; i < KTUNE_DISPATCH_N_SHAPES; i++) {
 		const struct ktune_dispatch_shape *s = &ktune_dispatch_shapes[i];
 		if (s->heads == heads && s->kv_heads == kv_heads && s->head_dim == head_dim &&
-		    s->kv_f16 == kv_f16 && s->batch == batch)
+		    s->kv_type == kv_type && s->batch == batch)
 			return s;
 	}
 	return 0;
@@ -93,6 +96,7 @@ func (t *Table) WriteHeader(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(&b, headerTypes, maxDefs)
+	b.WriteString("\n" + kvEnums())
 
 	// Arrays are named by index: shape labels need not be C identifiers.
 	for i, st := range t.Shapes {
@@ -118,12 +122,8 @@ func (t *Table) WriteHeader(w io.Writer) error {
 	b.WriteString("static const struct ktune_dispatch_shape ktune_dispatch_shapes[KTUNE_DISPATCH_N_SHAPES] = {\n")
 	for i, st := range t.Shapes {
 		s := st.Shape
-		f16 := 0
-		if s.KVDtype == "f16" {
-			f16 = 1
-		}
-		fmt.Fprintf(&b, "\t{%s, %d, %d, %d, %d, %d, %d, ktune_dispatch_ranges_%d},\n",
-			cString(s.Name), s.Heads, s.KVHeads, s.HeadDim, f16, s.Batch, len(st.Ranges), i)
+		fmt.Fprintf(&b, "\t{%s, %d, %d, %d, %s, %d, %d, ktune_dispatch_ranges_%d},\n",
+			cString(s.Name), s.Heads, s.KVHeads, s.HeadDim, kvEnum(kvtype.Of(s.KVDtype)), s.Batch, len(st.Ranges), i)
 	}
 	b.WriteString("};\n")
 	b.WriteString(headerLookup)
@@ -133,6 +133,20 @@ func (t *Table) WriteHeader(w io.Writer) error {
 		return fmt.Errorf("writing dispatch header: %w", err)
 	}
 	return nil
+}
+
+// kvEnum is the C name of a K/V type's code (KTUNE_KV_F16).
+func kvEnum(t *kvtype.Type) string { return "KTUNE_KV_" + strings.ToUpper(t.Name) }
+
+// kvEnums declares the K/V type codes, one enumerator per kvtype.
+func kvEnums() string {
+	var b strings.Builder
+	b.WriteString("/* The K/V element types of kv_type. */\nenum ktune_kv_type {\n")
+	for _, t := range kvtype.All {
+		fmt.Fprintf(&b, "\t%s = %d,\n", kvEnum(t), t.Code)
+	}
+	b.WriteString("};\n")
+	return b.String()
 }
 
 func cDim(d [3]int) string { return fmt.Sprintf("{%d, %d, %d}", d[0], d[1], d[2]) }

@@ -25,6 +25,7 @@ type yamlShape struct {
 	KVHeads int         `yaml:"kv_heads"`
 	HeadDim int         `yaml:"head_dim"`
 	KVDtype string      `yaml:"kv_dtype"`
+	KVScale string      `yaml:"kv_scale,omitempty"`
 	Batch   int         `yaml:"batch"`
 	Ranges  []yamlRange `yaml:"ranges"`
 }
@@ -90,7 +91,7 @@ func (t *Table) WriteYAML(w io.Writer) error {
 	doc := yamlDoc{Probe: string(t.Probe), Alpha: t.Alpha, Device: t.Device}
 	for _, st := range t.Shapes {
 		s := st.Shape
-		ys := yamlShape{Name: s.Name, Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, KVDtype: s.KVDtype, Batch: s.Batch}
+		ys := yamlShape{Name: s.Name, Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, KVDtype: s.KVDtype, KVScale: s.KVScale, Batch: s.Batch}
 		for _, r := range st.Ranges {
 			yr := yamlRange{
 				MinNKV: r.MinNKV, MaxNKV: r.MaxNKV, Variant: r.Variant, Kernel: r.Kernel, Splits: r.Splits,

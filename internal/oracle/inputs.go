@@ -5,8 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -23,17 +25,13 @@ type Inputs struct {
 	Rows int
 	Q    []float32 // [batch][heads][head_dim]
 	K, V []float64 // rounded values
-	// KBytes and VBytes are K and V in the device representation (f16 bits
-	// or f32 bits), in the same layout as K and V.
+	// KBytes and VBytes are K and V in the device representation (the
+	// bits of the KV element type), in the same layout as K and V.
 	KBytes, VBytes []byte
-}
-
-// EltBytes returns the size of one K/V element of the dtype.
-func EltBytes(dtype string) int {
-	if dtype == "f16" {
-		return 2
-	}
-	return 4
+	// KScale and VScale are the scales of a scaled KV type (kvtype), one
+	// per KV head, each an exact float32: K[i] = decode(KBytes[i])·KScale
+	// of its head. nil for the other types.
+	KScale, VScale []float64
 }
 
 // Generate makes deterministic inputs for shape s: q uniform in [−1, 1],
@@ -54,7 +52,7 @@ func Generate(s results.Shape, rows int, seed uint64) (*Inputs, error) {
 		in.Q[i] = uni()
 	}
 	n := s.Batch * rows * s.KVHeads * s.HeadDim
-	elt := EltBytes(s.KVDtype)
+	t := kvtype.Of(s.KVDtype)
 	// The stream is drawn in order, one thread; rounding to the dtype and
 	// widening back, most of the time at batch 16 (28 million elements
 	// at 1,700 rows), runs on every core. The bytes do not depend on the
@@ -65,13 +63,30 @@ func Generate(s results.Shape, rows int, seed uint64) (*Inputs, error) {
 			draws[i] = float64(uni())
 		}
 		vals := make([]float64, n)
-		raw := make([]byte, n*elt)
-		encodeAll(raw, vals, s.KVDtype, draws)
+		raw := make([]byte, n*t.Bytes)
+		encodeAll(raw, vals, t, draws)
 		return vals, raw
 	}
 	in.K, in.KBytes = gen()
 	in.V, in.VBytes = gen()
+	if t.Scaled {
+		in.quantize(nil, nil)
+	}
 	return in, nil
+}
+
+// ScaleBytes returns the kv_scale buffer of a scaled type: f32
+// [2][kv_heads], K's scales then V's, little-endian; nil for the other
+// types.
+func (in *Inputs) ScaleBytes() []byte {
+	if in.KScale == nil {
+		return nil
+	}
+	out := make([]byte, 0, 4*(len(in.KScale)+len(in.VScale)))
+	for _, s := range append(slices.Clone(in.KScale), in.VScale...) {
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(s)))
+	}
+	return out
 }
 
 // QBytes returns Q as the little-endian float32 bytes the device gets.
@@ -85,7 +100,7 @@ func (in *Inputs) QBytes() []byte {
 
 // RowBytes returns the bytes of one row (all KV heads) of K or V.
 func (in *Inputs) RowBytes() int {
-	return in.Shape.KVHeads * in.Shape.HeadDim * EltBytes(in.Shape.KVDtype)
+	return in.Shape.KVHeads * in.Shape.HeadDim * kvtype.Of(in.Shape.KVDtype).Bytes
 }
 
 func (in *Inputs) row(x []float64, b, r, kh int) []float64 {
@@ -108,9 +123,10 @@ func (in *Inputs) VRow(b, r, kh int) []float64 { return in.row(in.V, b, r, kh) }
 func (in *Inputs) Prefix(rows int) *Inputs {
 	rows = min(max(rows, 0), in.Rows)
 	s := in.Shape
-	out := &Inputs{Shape: s, Seed: in.Seed, Rows: rows, Q: append([]float32(nil), in.Q...)}
+	out := &Inputs{Shape: s, Seed: in.Seed, Rows: rows, Q: append([]float32(nil), in.Q...),
+		KScale: slices.Clone(in.KScale), VScale: slices.Clone(in.VScale)}
 	per := s.KVHeads * s.HeadDim // elements of one row
-	elt := EltBytes(s.KVDtype)
+	elt := kvtype.Of(s.KVDtype).Bytes
 	n := s.Batch * rows * per
 	out.K, out.V = make([]float64, n), make([]float64, n)
 	out.KBytes, out.VBytes = make([]byte, n*elt), make([]byte, n*elt)
@@ -127,17 +143,98 @@ func (in *Inputs) Prefix(rows int) *Inputs {
 	return out
 }
 
-// encodeAll stores each of values[i] as element i of raw in the dtype and
+// encodeAll stores each of values[i] as element i of raw in the type and
 // the value its bits hold in vals, on every core; math.NaN in values
-// leaves element i as it is (a set that rewrites some elements only).
-func encodeAll(raw []byte, vals []float64, dtype string, values []float64) {
+// leaves element i as it is (a set that rewrites some elements only). A
+// scaled type only records the values: its scales depend on all of them,
+// so quantize encodes them once the set is complete.
+func encodeAll(raw []byte, vals []float64, t *kvtype.Type, values []float64) {
 	parallel(len(values), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if f := values[i]; !math.IsNaN(f) {
-				vals[i] = encode(raw, dtype, i, f)
+				vals[i] = encode(raw, t, i, f)
 			}
 		}
 	})
+}
+
+// encode stores f as element i of raw in the type and returns the value
+// the stored bits hold; for a scaled type it returns f as it is (quantize
+// stores it).
+func encode(raw []byte, t *kvtype.Type, i int, f float64) float64 {
+	if t.Scaled {
+		return f
+	}
+	return t.Put(raw, i, f)
+}
+
+// The scales of a scaled type's inputs. Every set chooses its own from
+// its intended values, amax/448 per tensor or per KV head, the way an
+// engine calibrates an fp8 cache, so that every set uses the format's
+// whole range. The factors then make each scale distinct: V's differ from
+// K's by vScaleFactor and, in head mode, the heads' by headScaleFactors,
+// none a power of two, so that a kernel that applies K's scale to V or
+// one head's scale to another is off by 10% or more on every element,
+// far outside any tolerance, instead of by the rounding of two nearly
+// equal amax values. The factors are ≥ 1: a scale above amax/448 never
+// saturates the largest value.
+var headScaleFactors = []float64{1, 1.9, 1.37, 2.6, 1.17, 2.23, 1.61, 3.1}
+
+const vScaleFactor = 1.29
+
+// chooseScales returns the scales of x (K or V, intended values) for the
+// shape's kv_scale mode, factor being 1 for K and vScaleFactor for V.
+func chooseScales(s results.Shape, x []float64, factor float64) []float64 {
+	amax := make([]float64, s.KVHeads)
+	for i, v := range x {
+		kh := (i / s.HeadDim) % s.KVHeads
+		amax[kh] = max(amax[kh], math.Abs(v))
+	}
+	head := s.KVScale == kvtype.ScaleHead
+	if !head {
+		all := slices.Max(amax)
+		for kh := range amax {
+			amax[kh] = all
+		}
+	}
+	out := make([]float64, s.KVHeads)
+	for kh, a := range amax {
+		if a == 0 {
+			a = kvtype.E4M3Max // all zeros: any scale holds them; use 1
+		}
+		f := factor
+		if head {
+			f *= headScaleFactors[kh%len(headScaleFactors)]
+		}
+		out[kh] = float64(float32(a / kvtype.E4M3Max * f))
+	}
+	return out
+}
+
+// quantize encodes K and V, which hold a scaled type's intended values,
+// with the given scales (nil: chosen from the values by chooseScales) and
+// replaces them by the values the bytes and scales hold.
+func (in *Inputs) quantize(ks, vs []float64) {
+	s, t := in.Shape, kvtype.Of(in.Shape.KVDtype)
+	if ks == nil {
+		ks = chooseScales(s, in.K, 1)
+	}
+	if vs == nil {
+		vs = chooseScales(s, in.V, vScaleFactor)
+	}
+	in.KScale, in.VScale = ks, vs
+	for _, x := range []struct {
+		vals   []float64
+		raw    []byte
+		scales []float64
+	}{{in.K, in.KBytes, ks}, {in.V, in.VBytes, vs}} {
+		parallel(len(x.vals), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				sc := x.scales[(i/s.HeadDim)%s.KVHeads]
+				x.vals[i] = t.Put(x.raw, i, x.vals[i]/sc) * sc
+			}
+		})
+	}
 }
 
 // parallel runs f over [0, n) in contiguous chunks, one per core.

@@ -3,6 +3,8 @@ package oracle
 import (
 	"fmt"
 	"math"
+
+	"github.com/ktune/ktune/internal/kvtype"
 )
 
 // RelFloor is the |ref| below which an element is left out of MaxRel: a
@@ -40,23 +42,15 @@ type Bounds struct {
 }
 
 // HalfULP is half the spacing of the dtype's representable values at |x|:
-// the largest error of a correctly rounded store. 0 for f32 (and "").
+// the largest error of a correctly rounded store. 0 for f32 (and ""): an
+// f32 store's rounding is far below any bound, and no allowance keeps the
+// f32 verdicts what they were.
 func HalfULP(dtype string, x float64) float64 {
-	var mant, minExp int // explicit mantissa bits, exponent of the smallest normal
-	switch dtype {
-	case "f16":
-		mant, minExp = 10, -14
-	case "bf16":
-		mant, minExp = 7, -126
-	default:
+	t, err := kvtype.Lookup(dtype)
+	if err != nil || t == kvtype.F32 {
 		return 0
 	}
-	e := minExp // zero and the subnormals share the smallest normal's spacing
-	if x != 0 {
-		_, fe := math.Frexp(math.Abs(x)) // |x| = f·2^fe, f in [0.5, 1)
-		e = max(fe-1, minExp)
-	}
-	return math.Ldexp(0.5, e-mant)
+	return t.HalfULP(x)
 }
 
 // Compare computes the metrics of out against ref, and how many elements

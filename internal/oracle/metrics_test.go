@@ -3,6 +3,8 @@ package oracle
 import (
 	"math"
 	"testing"
+
+	"github.com/ktune/ktune/internal/kvtype"
 )
 
 func TestCompare(t *testing.T) {
@@ -110,7 +112,7 @@ func TestCompareOutDtype(t *testing.T) {
 	ref := []float64{3.1e-7, 5.3e-7, 1.7e-6, 2.9e-6}
 	out := make([]float32, len(ref))
 	for i, r := range ref {
-		out[i] = float32(F16ToF64(F32ToF16(float32(r)))) // what an f16 store holds
+		out[i] = float32(kvtype.F16ToF64(kvtype.F32ToF16(float32(r)))) // what an f16 store holds
 	}
 	b := Bounds{MaxAbs: 1e-9, MaxRel: 2e-2, NMSE: 1e-6}
 	if m, _ := Compare(out, ref, b); m.Pass(b) {

@@ -1,7 +1,8 @@
 // Package oracle is ktune's numerics reference: a float64 CPU computation
 // of split-free decode attention, the seeded inputs the gates feed to both
-// the device and the reference, the IEEE half conversion those inputs are
-// rounded with, and the error metrics a tolerance gate compares.
+// the device and the reference, their quantization to the KV element type
+// (whose conversions are package kvtype's), and the error metrics a
+// tolerance gate compares.
 //
 // The reference deliberately computes one plain softmax over all rows of a
 // sequence (no splits, no online rescaling) in float64, so that it shares
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -100,8 +102,13 @@ func checkShape(s results.Shape) error {
 		return fmt.Errorf("oracle: shape %+v: batch, heads, kv_heads and head_dim must be positive", s)
 	case s.Heads%s.KVHeads != 0:
 		return fmt.Errorf("oracle: shape %+v: heads %d is not a multiple of kv_heads %d", s, s.Heads, s.KVHeads)
-	case s.KVDtype != "f16" && s.KVDtype != "f32":
-		return fmt.Errorf("oracle: shape %+v: kv_dtype %q is neither f16 nor f32", s, s.KVDtype)
+	}
+	t, err := kvtype.Lookup(s.KVDtype)
+	if err == nil {
+		err = t.CheckScale(s.KVScale)
+	}
+	if err != nil {
+		return fmt.Errorf("oracle: shape %+v: %w", s, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -156,8 +157,8 @@ func TestGenerate(t *testing.T) {
 	}
 	for i, v := range a.K {
 		h := uint16(a.KBytes[2*i]) | uint16(a.KBytes[2*i+1])<<8
-		if F16ToF64(h) != v || v < -1 || v > 1 {
-			t.Fatalf("K[%d] = %v, bytes hold %v", i, v, F16ToF64(h))
+		if kvtype.F16ToF64(h) != v || v < -1 || v > 1 {
+			t.Fatalf("K[%d] = %v, bytes hold %v", i, v, kvtype.F16ToF64(h))
 		}
 	}
 	for _, q := range a.Q {
@@ -168,7 +169,7 @@ func TestGenerate(t *testing.T) {
 	if _, err := Generate(results.Shape{Heads: 3, KVHeads: 2, HeadDim: 4, KVDtype: "f16", Batch: 1}, 1, 1); err == nil {
 		t.Error("heads 3, kv_heads 2: want an error")
 	}
-	if _, err := Generate(results.Shape{Heads: 2, KVHeads: 2, HeadDim: 4, KVDtype: "bf16", Batch: 1}, 1, 1); err == nil {
-		t.Error("kv_dtype bf16: want an error")
+	if _, err := Generate(results.Shape{Heads: 2, KVHeads: 2, HeadDim: 4, KVDtype: "fp16", Batch: 1}, 1, 1); err == nil {
+		t.Error("kv_dtype fp16: want an error")
 	}
 }

@@ -1,11 +1,12 @@
 package oracle
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -35,7 +36,10 @@ const (
 	SetLarge InputSet = "large"
 	// SetSubnormal has V made of f16 subnormals only (|V| < 2^-14), and
 	// half of K too: a kernel that decodes them as zero returns zero, an
-	// error of the output's whole size (the NMSE is then 1).
+	// error of the output's whole size (the NMSE is then 1). bf16 gets the
+	// same values, normals to it, which a kernel that converts bf16
+	// through f16 loses; fp8e4m3 gets its own subnormal codes times the
+	// scale (subnormalE4M3).
 	SetSubnormal InputSet = "subnormal"
 	// SetOutliers gives K a few channels outlierScale times larger than
 	// the rest, with a sign fixed per channel, as the key activations of
@@ -74,15 +78,28 @@ const (
 // peaked set's needles sit at the chunk edges of each length.
 func (s InputSet) PerLength() bool { return s == SetPeaked }
 
-// VScale is the largest |V| of the set, relative to the uniform set's 1.
-func (s InputSet) VScale() float64 {
-	switch s {
-	case SetLarge:
-		return largeV
-	case SetSubnormal:
-		return subnormalMax
+// VScale is the largest |V| of the set for shape sh, relative to the
+// uniform set's 1. The f16 and f32 bounds (1, largeV, the largest f16
+// subnormal) are values those types hold exactly; a value rounded to
+// bf16 or quantized to fp8e4m3 may exceed its intended bound by the
+// type's unit roundoff, which the bound then allows for. The fp8e4m3
+// subnormal set's V is the largest subnormal code, 7·2^-9, times the
+// largest of its V scales.
+func (s InputSet) VScale(sh results.Shape) float64 {
+	t := kvtype.Of(sh.KVDtype)
+	v := 1.0
+	switch {
+	case s == SetLarge:
+		v = largeV
+	case s == SetSubnormal && t == kvtype.FP8E4M3:
+		return 7 * 0x1p-9 * slices.Max(fp8SubnormalScales(sh))
+	case s == SetSubnormal:
+		v = subnormalMax
 	}
-	return 1
+	if t == kvtype.F16 || t == kvtype.F32 {
+		return v
+	}
+	return v * (1 + t.UnitRoundoff())
 }
 
 // Bounds returns the bounds the set is judged with. A spec's max_abs is
@@ -90,8 +107,8 @@ func (s InputSet) VScale() float64 {
 // attention (the weights' and the accumulation's) is a relative error of
 // V, so the absolute bound scales with the set's V. max_rel and the NMSE
 // are already relative and stay as they are.
-func (s InputSet) Bounds(b Bounds) Bounds {
-	b.MaxAbs *= s.VScale()
+func (s InputSet) Bounds(b Bounds, sh results.Shape) Bounds {
+	b.MaxAbs *= s.VScale(sh)
 	return b
 }
 
@@ -124,7 +141,11 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 	if set == SetPeaked && (len(lengths) != s.Batch || splits < 1) {
 		return nil, fmt.Errorf("oracle: the peaked set needs one length per sequence (%d for batch %d) and SPLITS ≥ 1 (%d)", len(lengths), s.Batch, splits)
 	}
-	g := &setGen{in: in, rng: rand.New(rand.NewPCG(seed, setStream(set)))}
+	t := kvtype.Of(s.KVDtype)
+	g := &setGen{in: in, t: t, rng: rand.New(rand.NewPCG(seed, setStream(set)))}
+	// A scaled type's set is quantized once, at the end, with scales
+	// chosen from its values (nil) unless the set chooses them itself.
+	var kScales, vScales []float64
 	switch set {
 	case SetPeaked:
 		g.groupQueries()
@@ -141,7 +162,7 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 		for i, v := range in.V {
 			scaled[i] = v * largeV
 		}
-		encodeAll(in.VBytes, in.V, s.KVDtype, scaled)
+		encodeAll(in.VBytes, in.V, t, scaled)
 		for b := range s.Batch {
 			for r := 17; r < rows; r += largeEvery {
 				level := (r / largeEvery) % 3
@@ -151,13 +172,17 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 			}
 		}
 	case SetSubnormal:
+		if t == kvtype.FP8E4M3 {
+			kScales, vScales = g.subnormalE4M3()
+			break
+		}
 		// Drawn in stream order, stored on every core (encodeAll); NaN
 		// marks a K element the set leaves as it is.
 		vs := make([]float64, len(in.V))
 		for i := range vs {
 			vs[i] = g.subnormal()
 		}
-		encodeAll(in.VBytes, in.V, s.KVDtype, vs)
+		encodeAll(in.VBytes, in.V, t, vs)
 		ks := make([]float64, len(in.K))
 		for i := range ks {
 			ks[i] = math.NaN()
@@ -165,7 +190,7 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 				ks[i] = g.subnormal()
 			}
 		}
-		encodeAll(in.KBytes, in.K, s.KVDtype, ks)
+		encodeAll(in.KBytes, in.K, t, ks)
 	case SetOutliers:
 		sign := make([]float64, s.HeadDim)
 		for i := range sign {
@@ -178,6 +203,9 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 		}
 	default:
 		return nil, fmt.Errorf("oracle: unknown input set %q", set)
+	}
+	if t.Scaled {
+		in.quantize(kScales, vScales)
 	}
 	return in, nil
 }
@@ -218,6 +246,7 @@ func setStream(set InputSet) uint64 {
 // A setGen rewrites Generate's inputs into one set's.
 type setGen struct {
 	in  *Inputs
+	t   *kvtype.Type
 	rng *rand.Rand
 	// dir holds one unit-free direction per (sequence, KV head): the query
 	// heads of the group lean towards it and aimed keys point along it.
@@ -275,16 +304,43 @@ func (g *setGen) subnormal() float64 {
 	return m / (1 << 24)
 }
 
-func (g *setGen) setK(i int, f float64) { g.in.K[i] = encode(g.in.KBytes, g.in.Shape.KVDtype, i, f) }
-
-// encode stores f as element i of raw in the KV dtype and returns the
-// value the stored bits hold.
-func encode(raw []byte, dtype string, i int, f float64) float64 {
-	if EltBytes(dtype) == 2 {
-		h := F32ToF16(float32(f))
-		binary.LittleEndian.PutUint16(raw[2*i:], h)
-		return F16ToF64(h)
+// subnormalE4M3 is the subnormal set of fp8e4m3: every V element and
+// half of K are e4m3 subnormal codes (exponent field 0, mantissa 1..7,
+// random sign) times their scale, so that a decoder that flushes the
+// subnormals returns zero. The scales are chosen first, K's from the
+// values it keeps and V's as for values of magnitude 1 (subnormalV), and
+// the values are built as code·scale, which quantize then stores exactly.
+func (g *setGen) subnormalE4M3() (kScales, vScales []float64) {
+	in, s := g.in, g.in.Shape
+	kScales = chooseScales(s, in.K, 1)
+	vScales = fp8SubnormalScales(s)
+	code := func() float64 {
+		m := float64(1 + g.rng.IntN(7))
+		if g.rng.IntN(2) == 0 {
+			m = -m
+		}
+		return m * 0x1p-9
 	}
-	binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(f)))
-	return float64(float32(f))
+	head := func(i int) int { return (i / s.HeadDim) % s.KVHeads }
+	for i := range in.V {
+		in.V[i] = code() * vScales[head(i)]
+	}
+	for i := range in.K {
+		if g.rng.IntN(2) == 0 {
+			in.K[i] = code() * kScales[head(i)]
+		}
+	}
+	return kScales, vScales
 }
+
+// fp8SubnormalScales are the V scales of the fp8e4m3 subnormal set: those
+// chooseScales gives V values of largest magnitude 1.
+func fp8SubnormalScales(s results.Shape) []float64 {
+	ones := make([]float64, s.KVHeads*s.HeadDim)
+	for i := range ones {
+		ones[i] = 1
+	}
+	return chooseScales(s, ones, vScaleFactor)
+}
+
+func (g *setGen) setK(i int, f float64) { g.in.K[i] = encode(g.in.KBytes, g.t, i, f) }

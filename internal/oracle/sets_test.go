@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -27,7 +28,7 @@ type emu struct {
 	readPastEdge bool // each split also reads the first row of the next chunk
 }
 
-func f16(x float32) float32 { return float32(F16ToF64(F32ToF16(x))) }
+func f16(x float32) float32 { return float32(kvtype.F16ToF64(kvtype.F32ToF16(x))) }
 
 func (e emu) load(x float64) float32 {
 	if e.ftz && x != 0 && math.Abs(x) < 1.0/(1<<14) {
@@ -163,7 +164,7 @@ func judge(t *testing.T, e emu, set InputSet, nkv, splits int) (Metrics, bool) {
 			t.Fatalf("%s nkv %d: reference element %d is %v", set, nkv, i, r)
 		}
 	}
-	b := set.Bounds(defaultBounds)
+	b := set.Bounds(defaultBounds, setShape)
 	m, err := Compare(e.run(in, lengths, splits), ref, b)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +253,7 @@ func TestGenerateSet(t *testing.T) {
 		}
 		// The values must be what the bytes hold.
 		for i := range in.K {
-			if got := encode(make([]byte, len(in.KBytes)), s.KVDtype, 0, in.K[i]); got != in.K[i] {
+			if got := encode(make([]byte, len(in.KBytes)), kvtype.Of(s.KVDtype), 0, in.K[i]); got != in.K[i] {
 				t.Fatalf("%s: K[%d] = %v is not an f16 value", set, i, in.K[i])
 			}
 		}
@@ -260,8 +261,8 @@ func TestGenerateSet(t *testing.T) {
 		for _, v := range in.V {
 			vmax = max(vmax, math.Abs(v))
 		}
-		if vmax > set.VScale() || vmax < set.VScale()/2 {
-			t.Errorf("%s: max |V| %g, VScale %g", set, vmax, set.VScale())
+		if vmax > set.VScale(s) || vmax < set.VScale(s)/2 {
+			t.Errorf("%s: max |V| %g, VScale %g", set, vmax, set.VScale(s))
 		}
 		if set == SetUniform && (!slices.Equal(in.KBytes, uni.KBytes) || !slices.Equal(in.Q, uni.Q)) {
 			t.Errorf("uniform differs from Generate")
@@ -269,7 +270,7 @@ func TestGenerateSet(t *testing.T) {
 		if set != SetUniform && slices.Equal(in.KBytes, uni.KBytes) && slices.Equal(in.VBytes, uni.VBytes) {
 			t.Errorf("%s: same bytes as uniform", set)
 		}
-		if b := set.Bounds(defaultBounds); b.MaxRel != defaultBounds.MaxRel || b.NMSE != defaultBounds.NMSE || b.MaxAbs != defaultBounds.MaxAbs*set.VScale() {
+		if b := set.Bounds(defaultBounds, s); b.MaxRel != defaultBounds.MaxRel || b.NMSE != defaultBounds.NMSE || b.MaxAbs != defaultBounds.MaxAbs*set.VScale(s) {
 			t.Errorf("%s: bounds %+v", set, b)
 		}
 	}

@@ -75,11 +75,15 @@ type Define struct {
 
 // A Shape is the attention problem shape, independent of the context length.
 type Shape struct {
-	Name     string `json:"name,omitempty"` // the spec's label, e.g. "7b"
-	Heads    int    `json:"heads"`          // query heads
-	KVHeads  int    `json:"kv_heads"`       // key/value heads (GQA groups)
-	HeadDim  int    `json:"head_dim"`
-	KVDtype  string `json:"kv_dtype"` // "f16" or "f32"
+	Name    string `json:"name,omitempty"` // the spec's label, e.g. "7b"
+	Heads   int    `json:"heads"`          // query heads
+	KVHeads int    `json:"kv_heads"`       // key/value heads (GQA groups)
+	HeadDim int    `json:"head_dim"`
+	KVDtype string `json:"kv_dtype"` // a kvtype name: f32, f16, bf16, fp8e4m3
+	// KVScale is how the gate inputs of a scaled kv_dtype choose their
+	// scales (kvtype.ScaleTensor or ScaleHead); empty for the other types,
+	// so that their records read as before.
+	KVScale  string `json:"kv_scale,omitempty"`
 	Batch    int    `json:"batch"`
 	Capacity int    `json:"capacity"` // rows allocated per sequence in K and V
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ktune/ktune/internal/kvtype"
 )
 
 // The defines with a meaning to ktune itself. Every other define is the
@@ -15,23 +17,21 @@ const (
 	// splits per head (part of the ABI, so it applies to built-ins whether
 	// or not they declare it). Config.Splits holds its value for tables.
 	DefineSplits = "SPLITS"
-	// DefineHeadDim and DefineKVF16 are derived from the shape and passed
-	// to every kernel; a spec may not set them, and tables leave them out
+	// DefineHeadDim and the KV type's defines (kvtype.Defines: KV_F16 for
+	// every kernel, KV_BF16 and KV_FP8 for their types only) are derived
+	// from the shape; a spec may not set them, and tables leave them out
 	// because the shape already says them.
 	DefineHeadDim = "HEAD_DIM"
-	DefineKVF16   = "KV_F16"
 )
 
 // Derived reports whether a define is derived from the shape.
-func Derived(name string) bool { return name == DefineHeadDim || name == DefineKVF16 }
+func Derived(name string) bool { return name == DefineHeadDim || slices.Contains(kvtype.Defines, name) }
 
 // ShapeDefines returns the defines derived from a shape.
 func ShapeDefines(s Shape) map[string]string {
-	f16 := "0"
-	if s.KVDtype == "f16" {
-		f16 = "1"
-	}
-	return map[string]string{DefineHeadDim: strconv.Itoa(s.HeadDim), DefineKVF16: f16}
+	m := kvtype.Of(s.KVDtype).ShapeDefines()
+	m[DefineHeadDim] = strconv.Itoa(s.HeadDim)
+	return m
 }
 
 // Defines is a list of defines sorted by name.
@@ -73,7 +73,7 @@ func (ds Defines) Without(names ...string) Defines {
 }
 
 // Own returns the defines the shape does not already say (neither
-// HEAD_DIM nor KV_F16).
+// HEAD_DIM nor the KV type's).
 func (ds Defines) Own() Defines {
 	return slices.DeleteFunc(slices.Clone(ds), func(d Define) bool { return Derived(d.Name) })
 }

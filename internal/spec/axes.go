@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -106,15 +107,12 @@ func (sh *Shape) Defines(axes []Axis, vals []string) map[string]string {
 // Results returns the shape in the results schema.
 func (sh *Shape) Results() results.Shape {
 	return results.Shape{Name: sh.Name, Heads: sh.Heads, KVHeads: sh.KVHeads, HeadDim: sh.HeadDim,
-		KVDtype: sh.KVDtype, Batch: sh.Batch, Capacity: sh.Capacity}
+		KVDtype: sh.KVDtype, KVScale: sh.KVScale, Batch: sh.Batch, Capacity: sh.Capacity}
 }
 
 // KVBytes is the size of the shape's K and V buffers together.
 func (sh *Shape) KVBytes() float64 {
-	elem := 4.0
-	if sh.KVDtype == "f16" {
-		elem = 2
-	}
+	elem := float64(kvtype.Of(sh.KVDtype).Bytes)
 	return 2 * float64(sh.Batch) * float64(sh.Capacity) * float64(sh.KVHeads) * float64(sh.HeadDim) * elem
 }
 

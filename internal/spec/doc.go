@@ -87,6 +87,8 @@
 //
 //	# Optional; these are the defaults.
 //	gates: {nkv: [1, 29, 52, 512, 1641], max_abs: 2e-3, max_rel: 2e-2, nmse: 1e-6, seed: 1}
+//	# A KV type may have bounds of its own; the fields it leaves out are
+//	# the spec-wide ones: gates: {bf16: {max_abs: 2e-2, nmse: 1e-3}}
 //
 //	# Optional; these are the defaults. Durations are Go durations ("2s",
 //	# "500ms") or plain seconds.
@@ -109,15 +111,23 @@
 // launch puts heads and batch in grid y and z), heads a multiple of
 // kv_heads (query head h reads KV head h / (heads/kv_heads)), head_dim a
 // multiple of 4 up to 1024 (partial rows are float4-aligned; the combine
-// kernel runs one thread per dimension), kv_dtype f16 or f32. A capacity
+// kernel runs one thread per dimension), kv_dtype f32, f16, bf16 or
+// fp8e4m3. fp8e4m3 (OCP E4M3FN: max 448, no infinities) is stored
+// quantized, as the engines' fp8 caches are: an element is its decoded
+// value times the f32 scale of its (K or V, KV head), from the kv_scale
+// buffer ([2][kv_heads], K's scales first). kv_scale: tensor (the
+// default) gives the gate inputs one scale per tensor, as the engines'
+// per-tensor scales; kv_scale: head a different one for every KV head.
+// kv_scale is an error for the other types. A capacity
 // below the largest nkv is an error, and so is a shape whose K and V
 // together exceed 1 TiB. Gate lengths above a shape's capacity are dropped
 // for that shape.
 //
 // # Defines
 //
-// Define names are C identifiers. HEAD_DIM and KV_F16 (1 for f16, 0 for
-// f32) come from each shape and cannot be axes; PSTR is fixed by the ABI;
+// Define names are C identifiers. HEAD_DIM, KV_F16 (1 for f16, 0 for
+// every other type), KV_BF16 (1, passed for bf16 shapes only) and KV_FP8
+// (1, for fp8e4m3 shapes only) come from each shape and cannot be axes; PSTR is fixed by the ABI;
 // the expression symbols below cannot be define names. Values are strings,
 // written as YAML scalars, one token each; a value may not repeat within
 // an axis. SPLITS and NR count something and must be integers ≥ 1.
@@ -143,7 +153,8 @@
 // cdiv(a, b) = ceil(a/b). YAML splits a flow list at commas, so an
 // expression with a comma is quoted there: grid: ["cdiv(nkv, 64)", heads].
 // Their symbols are heads, kv_heads, head_dim,
-// batch, group (= heads/kv_heads), capacity, nkv, HEAD_DIM, KV_F16 and the
+// batch, group (= heads/kv_heads), capacity, nkv, HEAD_DIM, KV_F16 (KV_BF16,
+// KV_FP8 where passed) and the
 // variant's defines, which must then be integers. Without overrides a
 // variant uses its built-in's geometry; a user kernel uses the ABI's
 // default, grid [SPLITS, heads, batch] and block [32] with no dynamic
@@ -291,6 +302,9 @@
 //	lse              batch × SPLITS × heads floats (not gated)
 //	counters         batch × heads unsigned ints, zeroed once; a kernel
 //	                 that counts in them leaves them zero when it ends
+//	kv_scale         a scaled kv_dtype's f32 [2][kv_heads] scales, K's first
+//	k_scale, v_scale its K half and its V half (vLLM's k_scale, v_scale);
+//	                 the three are errors for a shape without scales
 //	heads, kv_heads, head_dim, capacity, batch, group, splits   int32
 //	kv_row_stride    elements between rows of one KV head
 //	kv_head_stride   elements between KV heads of one row
@@ -335,11 +349,18 @@
 // planner adds the split boundaries of each point), seed seeds the random
 // inputs. Every length runs on five input sets (uniform; peaked, with a
 // dominant key at each chunk's first and last row; large scores and V;
-// f16-subnormal V; K with outlier channels), each set walking the lengths
+// subnormal V, f16 subnormals for f16 and bf16 and e4m3 subnormal codes
+// for fp8e4m3; K with outlier channels), each set walking the lengths
 // in its own order (ascending, descending, shuffled); on uniform data each
 // launch is repeated and must give the same bytes, and once on a freshly
 // loaded module. max_abs is for |V| ≤ 1 and scales with the largest |V|
-// of a set. measure: warmup ≥ 0 launches before the first sample; between
+// of a set. The bounds apply to every shape unless gates has a key named
+// after the shape's kv_dtype (f32, f16, bf16, fp8e4m3), a map of max_abs,
+// max_rel and nmse that override the spec-wide bounds for the shapes of
+// that type: fp8's rounding (1/16 relative) is far coarser than f16's. An
+// fp8e4m3 input set chooses its own scales (amax/448 of its values, per
+// tensor or per head), so a kernel that applies K's scale to V or one
+// head's scale to another fails. measure: warmup ≥ 0 launches before the first sample; between
 // min_samples ≥ 1 and max_samples samples, stopping once the interquartile
 // range is within max_noise (a fraction in (0, 1)) of the median or when
 // budget runs out; hot_batch ≥ 1 launches per hot or graph sample; timeout

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ktune/ktune/internal/catalog"
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -213,12 +214,12 @@ func (d *decoder) landed(k, v *yaml.Node, s *Spec, w *where) {
 	d.require(v, "landed", seen, "variant")
 }
 
-var shapeKeys = []string{"name", "heads", "kv_heads", "head_dim", "kv_dtype", "batch", "capacity"}
+var shapeKeys = []string{"name", "heads", "kv_heads", "head_dim", "kv_dtype", "kv_scale", "batch", "capacity"}
 
 func (d *decoder) shape(n *yaml.Node, i int) Shape {
 	sh := Shape{Batch: 1, Pos: pos(n)}
 	where := fmt.Sprintf("shapes[%d]", i)
-	var kvNode *yaml.Node
+	var kvNode, scaleNode *yaml.Node
 	seen := d.fields(n, where, shapeKeys, func(key string, _, v *yaml.Node) {
 		k := where + "." + key
 		switch key {
@@ -241,9 +242,11 @@ func (d *decoder) shape(n *yaml.Node, i int) Shape {
 			}
 		case "kv_dtype":
 			sh.KVDtype = d.str(v, k)
-			if sh.KVDtype != "f16" && sh.KVDtype != "f32" && sh.KVDtype != "" {
-				d.errorf(v, "%s: want f16 or f32, got %q", k, sh.KVDtype)
+			if _, err := kvtype.Lookup(sh.KVDtype); err != nil && sh.KVDtype != "" {
+				d.errorf(v, "%s: want one of %s, got %q", k, kvtype.Names(), sh.KVDtype)
 			}
+		case "kv_scale":
+			sh.KVScale, scaleNode = d.str(v, k), v
 		case "batch":
 			sh.Batch = d.bounded(v, k, 1, 65535)
 		case "capacity":
@@ -252,6 +255,16 @@ func (d *decoder) shape(n *yaml.Node, i int) Shape {
 	})
 	if deref(n).Kind == yaml.MappingNode {
 		d.require(n, where, seen, "name", "heads", "kv_heads", "head_dim", "kv_dtype")
+	}
+	// kv_scale says how a scaled type's gate inputs choose their scales;
+	// a scaled type without it gets one scale per tensor, as the engines'
+	// fp8 caches have.
+	if t, err := kvtype.Lookup(sh.KVDtype); err == nil {
+		if err := t.CheckScale(sh.KVScale); err != nil {
+			d.errorf(scaleNode, "%s.kv_scale: %v", where, err)
+		} else if t.Scaled && sh.KVScale == "" {
+			sh.KVScale = kvtype.ScaleTensor
+		}
 	}
 	if sh.Heads > 0 && sh.KVHeads > 0 && sh.Heads%sh.KVHeads != 0 {
 		d.errorf(kvNode, "%s.kv_heads: heads %d is not a multiple of kv_heads %d (each KV head serves heads/kv_heads query heads)",

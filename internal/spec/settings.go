@@ -3,6 +3,7 @@ package spec
 import (
 	"strings"
 
+	"github.com/ktune/ktune/internal/kvtype"
 	"gopkg.in/yaml.v3"
 )
 
@@ -35,10 +36,43 @@ func (d *decoder) probes(n *yaml.Node, s *Spec) {
 	}
 }
 
-var gateKeys = []string{"nkv", "max_abs", "max_rel", "nmse", "seed"}
+// gateKeys are the keys of gates: the settings, then the KV types, each
+// of which may override the bounds for its shapes.
+var gateKeys = append([]string{"nkv", "max_abs", "max_rel", "nmse", "seed"}, kvtypeNames()...)
+
+func kvtypeNames() []string {
+	var out []string
+	for _, t := range kvtype.All {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+var boundKeys = []string{"max_abs", "max_rel", "nmse"}
+
+// bound decodes one tolerance bound (> 0) into dst.
+func (d *decoder) bound(v *yaml.Node, k string, dst *float64) {
+	if x, ok := d.number(v, k); ok {
+		if x <= 0 {
+			d.errorf(v, "%s: want a bound > 0, got %v", k, x)
+		}
+		*dst = x
+	}
+}
 
 func (d *decoder) gates(n *yaml.Node, g *Gates) {
 	d.fields(n, "gates", gateKeys, func(key string, _, v *yaml.Node) {
+		if _, err := kvtype.Lookup(key); err == nil {
+			var b Bounds
+			d.fields(v, "gates."+key, boundKeys, func(bk string, _, bv *yaml.Node) {
+				d.bound(bv, "gates."+key+"."+bk, map[string]*float64{"max_abs": &b.MaxAbs, "max_rel": &b.MaxRel, "nmse": &b.NMSE}[bk])
+			})
+			if g.KV == nil {
+				g.KV = map[string]Bounds{}
+			}
+			g.KV[key] = b
+			return
+		}
 		k := "gates." + key
 		switch key {
 		case "nkv":
@@ -57,12 +91,7 @@ func (d *decoder) gates(n *yaml.Node, g *Gates) {
 				}
 			}
 		case "max_abs", "max_rel", "nmse":
-			if x, ok := d.number(v, k); ok {
-				if x <= 0 {
-					d.errorf(v, "%s: want a bound > 0, got %v", k, x)
-				}
-				*map[string]*float64{"max_abs": &g.MaxAbs, "max_rel": &g.MaxRel, "nmse": &g.NMSE}[key] = x
-			}
+			d.bound(v, k, map[string]*float64{"max_abs": &g.MaxAbs, "max_rel": &g.MaxRel, "nmse": &g.NMSE}[key])
 		case "seed":
 			var x uint64
 			if _, ok := d.scalar(v, k); ok && (v.Tag != "!!int" || v.Decode(&x) != nil) {

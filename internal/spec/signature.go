@@ -29,7 +29,13 @@ var scalarTypes = []ArgType{ArgI32, ArgU32, ArgI64, ArgU64, ArgF32}
 
 // Buffers are the device buffers an argument may name. Each is described
 // in doc.go; the sizes and layouts are probe's (probe/buffers.go).
-var Buffers = []string{"q", "k", "v", "out", "partial", "workspace", "positions", "seqlens", "lse", "counters"}
+var Buffers = []string{"q", "k", "v", "out", "partial", "workspace", "positions", "seqlens", "lse", "counters", "kv_scale", "k_scale", "v_scale"}
+
+// ScaleBuffers are the buffers of a scaled KV type's scales (kvtype): the
+// whole f32 [2][kv_heads] array (kv_scale) or its K and V halves, as an
+// engine kernel that takes vLLM's k_scale and v_scale pointers declares
+// them. Only a shape of a scaled type has them.
+var ScaleBuffers = []string{"kv_scale", "k_scale", "v_scale"}
 
 // Scalars are the shape-derived values an argument may name, with the type
 // each is passed as unless the argument says otherwise (name:i64).

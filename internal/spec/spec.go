@@ -33,11 +33,14 @@ type Landed struct {
 
 // A Shape is one attention problem shape.
 type Shape struct {
-	Name     string
-	Heads    int
-	KVHeads  int
-	HeadDim  int
-	KVDtype  string // "f16" | "f32"
+	Name    string
+	Heads   int
+	KVHeads int
+	HeadDim int
+	KVDtype string // a kvtype name: f32, f16, bf16, fp8e4m3
+	// KVScale is the kv_scale mode of a scaled kv_dtype (kvtype.ScaleTensor,
+	// the default for one, or ScaleHead); empty for the other types.
+	KVScale  string
 	Batch    int
 	Capacity int   // 0: the largest nkv of the axes
 	Lengths  []int // optional ragged per-sequence lengths as fractions… (reserved)
@@ -136,6 +139,28 @@ type Gates struct {
 	MaxRel float64 // default 2e-2
 	NMSE   float64 // default 1e-6
 	Seed   uint64  // default 1
+	// KV holds the bounds of the KV types that override the spec-wide
+	// ones (gates: {bf16: {max_abs: …}}), by kv_dtype name; a zero field
+	// inherits the spec-wide bound.
+	KV map[string]Bounds
+}
+
+// Bounds are the tolerance bounds of the oracle gate.
+type Bounds struct {
+	MaxAbs, MaxRel, NMSE float64
+}
+
+// For returns the bounds of the shapes of a KV type: the spec-wide ones,
+// with the type's overrides.
+func (g *Gates) For(kvDtype string) Bounds {
+	b := Bounds{MaxAbs: g.MaxAbs, MaxRel: g.MaxRel, NMSE: g.NMSE}
+	o := g.KV[kvDtype]
+	for _, f := range []struct{ dst, src *float64 }{{&b.MaxAbs, &o.MaxAbs}, {&b.MaxRel, &o.MaxRel}, {&b.NMSE, &o.NMSE}} {
+		if *f.src != 0 {
+			*f.dst = *f.src
+		}
+	}
+	return b
 }
 
 // Measure configures the stopping rule.

@@ -22,7 +22,8 @@ struct ktune_dispatch_define {
 };
 
 /* One nkv range [min_nkv, max_nkv); max_nkv 0 = no upper bound. Compile
- * kernel with -DHEAD_DIM, -DKV_F16 (from the shape) and defines; launch
+ * kernel with -DHEAD_DIM, -DKV_F16 (and -DKV_BF16=1 or -DKV_FP8=1 for
+ * those K/V types; from the shape) and defines; launch
  * attn_partial with grid/block and attn_combine with
  * combine_grid/combine_block. */
 struct ktune_dispatch_range {
@@ -45,10 +46,18 @@ struct ktune_dispatch_shape {
 	int heads;
 	int kv_heads;
 	int head_dim;
-	int kv_f16; /* 1: f16 K/V, 0: f32 */
+	int kv_type; /* KTUNE_KV_*: the K/V element type */
 	int batch;
 	int n_ranges;
 	const struct ktune_dispatch_range *ranges;
+};
+
+/* The K/V element types of kv_type. */
+enum ktune_kv_type {
+	KTUNE_KV_F32 = 0,
+	KTUNE_KV_F16 = 1,
+	KTUNE_KV_BF16 = 2,
+	KTUNE_KV_FP8E4M3 = 3,
 };
 
 /* 7b-b1 (h28/kv4/d128 f16, batch 1) */
@@ -65,19 +74,19 @@ static const struct ktune_dispatch_range ktune_dispatch_ranges_1[] = {
 #define KTUNE_DISPATCH_N_SHAPES 2
 
 static const struct ktune_dispatch_shape ktune_dispatch_shapes[KTUNE_DISPATCH_N_SHAPES] = {
-	{"7b-b1", 28, 4, 128, 1, 1, 2, ktune_dispatch_ranges_0},
-	{"7b-b16", 28, 4, 128, 1, 16, 1, ktune_dispatch_ranges_1},
+	{"7b-b1", 28, 4, 128, KTUNE_KV_F16, 1, 2, ktune_dispatch_ranges_0},
+	{"7b-b16", 28, 4, 128, KTUNE_KV_F16, 16, 1, ktune_dispatch_ranges_1},
 };
 
 /* ktune_dispatch_find_shape returns the shape entry or NULL. */
 static inline const struct ktune_dispatch_shape *
-ktune_dispatch_find_shape(int heads, int kv_heads, int head_dim, int kv_f16, int batch)
+ktune_dispatch_find_shape(int heads, int kv_heads, int head_dim, int kv_type, int batch)
 {
 	int i;
 	for (i = 0; i < KTUNE_DISPATCH_N_SHAPES; i++) {
 		const struct ktune_dispatch_shape *s = &ktune_dispatch_shapes[i];
 		if (s->heads == heads && s->kv_heads == kv_heads && s->head_dim == head_dim &&
-		    s->kv_f16 == kv_f16 && s->batch == batch)
+		    s->kv_type == kv_type && s->batch == batch)
 			return s;
 	}
 	return 0;
