@@ -145,7 +145,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	fs.BoolVar(&f.force, "force", false, "measure again points already recorded in DIR (the new record supersedes)")
 	fs.StringVar(&f.only, "only", "", "run only the points matching `EXPR`, e.g. variant=d2,SPLITS=32,nkv=32768")
 	fs.StringVar(&f.probes, "probes", "", "measure only these `PROBES` (cold,hot,graph) instead of the spec's")
-	fs.BoolVar(&f.noGates, "no-gates", false, "skip the numerics gates (for cross-checks under an outside profiler)")
+	fs.BoolVar(&f.noGates, "no-gates", false, "gate at one length only, the longest gate length (for timing screens and cross-checks under an outside profiler)")
 	fs.StringVar(&f.shard, "shard", "", "run only shard `i/n` of the plan (0 ≤ i < n), for a job array; see ktune merge")
 	pos, help, err := parseArgs(fs, args, sweepUsage, sweepExit)
 	if help || err != nil {
