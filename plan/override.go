@@ -17,10 +17,11 @@ type Override struct {
 	Probes []results.Probe // non-nil: measure these probes only
 	// NoGates gates at one length only (the longest of the point's gate
 	// lengths), without the other lengths, the replay gate and the bitwise
-	// twin: a point is never measured ungated. Not at the capacity: the
-	// float64 oracle at batch 16 and 131072 rows takes minutes per input
-	// set, more than every gate length together (a screen on the H200 ran
-	// no point in two minutes with it).
+	// twin: a point is never measured ungated. Not at the capacity: at
+	// batch 16, 64/8 heads and 131072 rows the inputs are 8.6 GB and the
+	// float64 oracle some 70 GFLOP per input set, far more than every gate
+	// length together (a timing screen on the H200 gated that way ran no
+	// point in two minutes).
 	NoGates bool
 }
 
