@@ -49,7 +49,7 @@ report: build
 
 ## dispatch: regenerate the committed H200 dispatch table from its results.
 dispatch: build
-	./$(BIN) tune --from experiments/results/h200/h200-frontier.jsonl -o experiments/results/h200/dispatch
+	./$(BIN) tune --from experiments/results/h200/h200-frontier2.jsonl -o experiments/results/h200/dispatch
 
 ## slurm-test: experiments/slurm/sweep.sbatch as a job array under a real
 ## single-node Slurm started on this machine, on the replay backend (no

@@ -14,7 +14,7 @@ import (
 // alone.
 func TestCommittedDispatchRegenerates(t *testing.T) {
 	t.Chdir("../..") // paths are recorded as given, relative to the repository root
-	const src = "experiments/results/h200/h200-frontier.jsonl"
+	const src = "experiments/results/h200/h200-frontier2.jsonl"
 	in, err := Load(src)
 	if err != nil {
 		t.Fatal(err)

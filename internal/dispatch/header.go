@@ -23,7 +23,11 @@ struct ktune_dispatch_define {
  * kernel with -DHEAD_DIM, -DKV_F16 (and -DKV_BF16=1 or -DKV_FP8=1 for
  * those K/V types; from the shape) and defines; launch
  * attn_partial with grid/block and attn_combine with
- * combine_grid/combine_block. */
+ * combine_grid/combine_block (the fused kernels mmaf and mmac launch
+ * no combine: they write out themselves). fp8 kernels take the
+ * [2][kv_heads] f32 K and V scales last. PDL=1 kernels may be launched
+ * plainly; launching attn_combine with programmatic stream serialization
+ * hides its launch behind attn_partial, as measured. */
 struct ktune_dispatch_range {
 	int min_nkv;
 	int max_nkv;

@@ -9,12 +9,12 @@
 // the log-space midpoint of the measured nkv around them.
 //
 // Built from:
-//   experiments/results/h200/h200-frontier.jsonl sha256:a7628d438ec9c2cdd9acf7a70ebcd8d0800f4dda4ac1a7c47ad50b919b802734
+//   experiments/results/h200/h200-frontier2.jsonl sha256:27144eefd9966fa4191d423897583a90426671711ef186d1963299e710e7c355
 
 #ifndef KTUNE_DISPATCH_H
 #define KTUNE_DISPATCH_H
 
-#define KTUNE_DISPATCH_MAX_DEFINES 10
+#define KTUNE_DISPATCH_MAX_DEFINES 12
 
 struct ktune_dispatch_define {
 	const char *name;
@@ -25,7 +25,11 @@ struct ktune_dispatch_define {
  * kernel with -DHEAD_DIM, -DKV_F16 (and -DKV_BF16=1 or -DKV_FP8=1 for
  * those K/V types; from the shape) and defines; launch
  * attn_partial with grid/block and attn_combine with
- * combine_grid/combine_block. */
+ * combine_grid/combine_block (the fused kernels mmaf and mmac launch
+ * no combine: they write out themselves). fp8 kernels take the
+ * [2][kv_heads] f32 K and V scales last. PDL=1 kernels may be launched
+ * plainly; launching attn_combine with programmatic stream serialization
+ * hides its launch behind attn_partial, as measured. */
 struct ktune_dispatch_range {
 	int min_nkv;
 	int max_nkv;
@@ -60,22 +64,215 @@ enum ktune_kv_type {
 	KTUNE_KV_FP8E4M3 = 3,
 };
 
-/* 7b-b1 (h28/kv4/d128 f16, batch 1) */
+/* 70b-bf16-b1 (h64/kv8/d128 bf16, batch 1) */
 static const struct ktune_dispatch_range ktune_dispatch_ranges_0[] = {
-	{1, 65536, "mma-short", "mma", 33, 10, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 4, 1}, {256, 1, 1}, {28, 1, 1}, {128, 1, 1}, 27728.0},
-	{65536, 0, "mma-long", "mma", 64, 10, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "64"}, {"WARPS", "8"}}, {64, 4, 1}, {256, 1, 1}, {28, 1, 1}, {128, 1, 1}, 71600.0},
+	{1, 16384, "b1-s33-w4-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "4"}}, {33, 8, 1}, {128, 1, 1}, {64, 1, 1}, {128, 1, 1}, 16672.0},
+	{16384, 0, "b1-s33-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {64, 1, 1}, {128, 1, 1}, 127904.0},
 };
 
-/* 7b-b16 (h28/kv4/d128 f16, batch 16) */
+/* 70b-bf16-b16 (h64/kv8/d128 bf16, batch 16) */
 static const struct ktune_dispatch_range ktune_dispatch_ranges_1[] = {
-	{1, 0, "mma-b16", "mma", 8, 10, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 4, 16}, {256, 1, 1}, {28, 16, 1}, {128, 1, 1}, 975200.0},
+	{1, 16384, "b16-s8-w4-pdl", "mma", 8, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {64, 16, 1}, {128, 1, 1}, 136768.0},
+	{16384, 0, "b16-s8", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 8, 16}, {256, 1, 1}, {64, 16, 1}, {128, 1, 1}, 1924720.0},
 };
 
-#define KTUNE_DISPATCH_N_SHAPES 2
+/* 70b-f16-b1 (h64/kv8/d128 f16, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_2[] = {
+	{1, 16384, "b1-s33-w4-pdl", "mma", 33, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "4"}}, {33, 8, 1}, {128, 1, 1}, {64, 1, 1}, {128, 1, 1}, 16864.0},
+	{16384, 0, "b1-s33-pdl", "mma", 33, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {64, 1, 1}, {128, 1, 1}, 128800.0},
+};
+
+/* 70b-f16-b16 (h64/kv8/d128 f16, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_3[] = {
+	{1, 16384, "b16-s8-w4-pdl", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {64, 16, 1}, {128, 1, 1}, 137248.0},
+	{16384, 0, "b16-s8", "mma", 8, 10, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 8, 16}, {256, 1, 1}, {64, 16, 1}, {128, 1, 1}, 1929504.0},
+};
+
+/* 70b-fp8-b1 (h64/kv8/d128 fp8e4m3 scale/head, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_4[] = {
+	{1, 16384, "b1-s33-w4-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "4"}}, {33, 8, 1}, {128, 1, 1}, {64, 1, 1}, {128, 1, 1}, 14416.0},
+	{16384, 0, "b1-s33-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {64, 1, 1}, {128, 1, 1}, 76752.0},
+};
+
+/* 70b-fp8-b16 (h64/kv8/d128 fp8e4m3 scale/head, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_5[] = {
+	{1, 65536, "b16-s8-w4-pdl", "mma", 8, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {64, 16, 1}, {128, 1, 1}, 274672.0},
+	{65536, 0, "b16-s8", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 8, 16}, {256, 1, 1}, {64, 16, 1}, {128, 1, 1}, 1055232.0},
+};
+
+/* 7b-bf16-b1 (h28/kv4/d128 bf16, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_6[] = {
+	{1, 65536, "b1-s33-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 4, 1}, {256, 1, 1}, {28, 1, 1}, {128, 1, 1}, 24880.0},
+	{65536, 0, "b1-s64", "mma", 64, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "64"}, {"WARPS", "8"}}, {64, 4, 1}, {256, 1, 1}, {28, 1, 1}, {128, 1, 1}, 69248.0},
+};
+
+/* 7b-bf16-b16 (h28/kv4/d128 bf16, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_7[] = {
+	{1, 16384, "b16-s8-w4-pdl", "mma", 8, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 4, 16}, {128, 1, 1}, {28, 16, 1}, {128, 1, 1}, 70816.0},
+	{16384, 0, "b16-s8", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 4, 16}, {256, 1, 1}, {28, 16, 1}, {128, 1, 1}, 965664.0},
+};
+
+/* 7b-f16-b1 (h28/kv4/d128 f16, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_8[] = {
+	{1, 65536, "b1-s33-pdl", "mma", 33, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 4, 1}, {256, 1, 1}, {28, 1, 1}, {128, 1, 1}, 24864.0},
+	{65536, 0, "b1-s64", "mma", 64, 10, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "64"}, {"WARPS", "8"}}, {64, 4, 1}, {256, 1, 1}, {28, 1, 1}, {128, 1, 1}, 69888.0},
+};
+
+/* 7b-f16-b16 (h28/kv4/d128 f16, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_9[] = {
+	{1, 65536, "b16-s8-w4-pdl", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 4, 16}, {128, 1, 1}, {28, 16, 1}, {128, 1, 1}, 251056.0},
+	{65536, 0, "b16-s8", "mma", 8, 10, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 4, 16}, {256, 1, 1}, {28, 16, 1}, {128, 1, 1}, 969280.0},
+};
+
+/* 7b-fp8-b1 (h28/kv4/d128 fp8e4m3 scale/head, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_10[] = {
+	{1, 16384, "b1-s33-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 4, 1}, {256, 1, 1}, {28, 1, 1}, {128, 1, 1}, 11424.0},
+	{16384, 0, "b1-s64", "mma", 64, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "64"}, {"WARPS", "8"}}, {64, 4, 1}, {256, 1, 1}, {28, 1, 1}, {128, 1, 1}, 43952.0},
+};
+
+/* 7b-fp8-b16 (h28/kv4/d128 fp8e4m3 scale/head, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_11[] = {
+	{1, 65536, "b16-s8-w4-pdl", "mma", 8, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 4, 16}, {128, 1, 1}, {28, 16, 1}, {128, 1, 1}, 141216.0},
+	{65536, 0, "b16-s8", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 4, 16}, {256, 1, 1}, {28, 16, 1}, {128, 1, 1}, 531056.0},
+};
+
+/* 8b-bf16-b1 (h32/kv8/d128 bf16, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_12[] = {
+	{1, 4096, "b1-s33-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {128, 1, 1}, 10624.0},
+	{4096, 16384, "b1-s33-w4-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "4"}}, {33, 8, 1}, {128, 1, 1}, {32, 1, 1}, {128, 1, 1}, 16176.0},
+	{16384, 0, "b1-s33-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {128, 1, 1}, 127552.0},
+};
+
+/* 8b-bf16-b16 (h32/kv8/d128 bf16, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_13[] = {
+	{1, 16384, "b16-s8-w4-pdl", "mma", 8, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {32, 16, 1}, {128, 1, 1}, 133600.0},
+	{16384, 0, "b16-s8", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 8, 16}, {256, 1, 1}, {32, 16, 1}, {128, 1, 1}, 1912656.0},
+};
+
+/* 8b-f16-b1 (h32/kv8/d128 f16, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_14[] = {
+	{1, 4096, "b1-s33-pdl", "mma", 33, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {128, 1, 1}, 10608.0},
+	{4096, 16384, "b1-s33-w4-pdl", "mma", 33, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "4"}}, {33, 8, 1}, {128, 1, 1}, {32, 1, 1}, {128, 1, 1}, 16160.0},
+	{16384, 0, "b1-s33-pdl", "mma", 33, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {128, 1, 1}, 128864.0},
+};
+
+/* 8b-f16-b16 (h32/kv8/d128 f16, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_15[] = {
+	{1, 16384, "b16-s8-w4-pdl", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {32, 16, 1}, {128, 1, 1}, 133392.0},
+	{16384, 0, "b16-s8", "mma", 8, 10, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 8, 16}, {256, 1, 1}, {32, 16, 1}, {128, 1, 1}, 1930960.0},
+};
+
+/* 8b-fp8-b1 (h32/kv8/d128 fp8e4m3 scale/head, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_16[] = {
+	{1, 16384, "b1-s33-w4-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "4"}}, {33, 8, 1}, {128, 1, 1}, {32, 1, 1}, {128, 1, 1}, 13632.0},
+	{16384, 0, "b1-s33-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {128, 1, 1}, 76672.0},
+};
+
+/* 8b-fp8-b16 (h32/kv8/d128 fp8e4m3 scale/head, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_17[] = {
+	{1, 65536, "b16-s8-w4-pdl", "mma", 8, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {32, 16, 1}, {128, 1, 1}, 270976.0},
+	{65536, 0, "b16-s8", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "128"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 8, 16}, {256, 1, 1}, {32, 16, 1}, {128, 1, 1}, 1048112.0},
+};
+
+/* d256-bf16-b1 (h16/kv8/d256 bf16, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_18[] = {
+	{1, 0, "b1-s33-w4-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "256"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "4"}}, {33, 8, 1}, {128, 1, 1}, {16, 1, 1}, {256, 1, 1}, 244784.0},
+};
+
+/* d256-bf16-b16 (h16/kv8/d256 bf16, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_19[] = {
+	{1, 0, "b16-s8-w4-pdl", "mma", 8, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "256"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {16, 16, 1}, {256, 1, 1}, 3783392.0},
+};
+
+/* d256-f16-b1 (h16/kv8/d256 f16, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_20[] = {
+	{1, 0, "b1-s33-w4-pdl", "mma", 33, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "256"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "4"}}, {33, 8, 1}, {128, 1, 1}, {16, 1, 1}, {256, 1, 1}, 245616.0},
+};
+
+/* d256-f16-b16 (h16/kv8/d256 f16, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_21[] = {
+	{1, 0, "b16-s8-w4-pdl", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "256"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {16, 16, 1}, {256, 1, 1}, 3785408.0},
+};
+
+/* d256-fp8-b1 (h16/kv8/d256 fp8e4m3 scale/head, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_22[] = {
+	{1, 0, "b1-s33-w4-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "256"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "4"}}, {33, 8, 1}, {128, 1, 1}, {16, 1, 1}, {256, 1, 1}, 161632.0},
+};
+
+/* d256-fp8-b16 (h16/kv8/d256 fp8e4m3 scale/head, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_23[] = {
+	{1, 0, "b16-s8-w4-pdl", "mma", 8, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "256"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {16, 16, 1}, {256, 1, 1}, 2432303.9},
+};
+
+/* d64-bf16-b1 (h32/kv8/d64 bf16, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_24[] = {
+	{1, 16384, "b1-s33-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {64, 1, 1}, 11152.0},
+	{16384, 0, "b1-s33-pf-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "1"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {64, 1, 1}, 68848.0},
+};
+
+/* d64-bf16-b16 (h32/kv8/d64 bf16, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_25[] = {
+	{1, 4096, "b16-s8-w4-pdl", "mma", 8, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {32, 16, 1}, {64, 1, 1}, 27600.0},
+	{4096, 0, "b16-s8", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_BF16", "1"}, {"KV_F16", "0"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 8, 16}, {256, 1, 1}, {32, 16, 1}, {64, 1, 1}, 1004640.0},
+};
+
+/* d64-f16-b1 (h32/kv8/d64 f16, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_26[] = {
+	{1, 16384, "b1-s33-pdl", "mma", 33, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {64, 1, 1}, 11440.0},
+	{16384, 0, "b1-s33-pf-pdl", "mma", 33, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "1"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {64, 1, 1}, 68640.0},
+};
+
+/* d64-f16-b16 (h32/kv8/d64 f16, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_27[] = {
+	{1, 4096, "b16-s8-w4-pdl", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {32, 16, 1}, {64, 1, 1}, 27888.0},
+	{4096, 0, "b16-s8", "mma", 8, 10, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_F16", "1"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 8, 16}, {256, 1, 1}, {32, 16, 1}, {64, 1, 1}, 1003568.0},
+};
+
+/* d64-fp8-b1 (h32/kv8/d64 fp8e4m3 scale/head, batch 1) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_28[] = {
+	{1, 16384, "b1-s33-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {64, 1, 1}, 10224.0},
+	{16384, 0, "b1-s33-pf-pdl", "mma", 33, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "128"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "1"}, {"SPLITS", "33"}, {"WARPS", "8"}}, {33, 8, 1}, {256, 1, 1}, {32, 1, 1}, {64, 1, 1}, 58176.0},
+};
+
+/* d64-fp8-b16 (h32/kv8/d64 fp8e4m3 scale/head, batch 16) */
+static const struct ktune_dispatch_range ktune_dispatch_ranges_29[] = {
+	{1, 4096, "b16-s8-w4-pdl", "mma", 8, 12, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "256"}, {"NR", "1"}, {"PDL", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "4"}}, {8, 8, 16}, {128, 1, 1}, {32, 16, 1}, {64, 1, 1}, 22128.0},
+	{4096, 0, "b16-s8", "mma", 8, 11, {{"CW", "2"}, {"GN", "1"}, {"HEAD_DIM", "64"}, {"KV_F16", "0"}, {"KV_FP8", "1"}, {"LDH", "0"}, {"MINROWS", "1024"}, {"NR", "1"}, {"PF", "0"}, {"SPLITS", "8"}, {"WARPS", "8"}}, {8, 8, 16}, {256, 1, 1}, {32, 16, 1}, {64, 1, 1}, 747664.0},
+};
+
+#define KTUNE_DISPATCH_N_SHAPES 30
 
 static const struct ktune_dispatch_shape ktune_dispatch_shapes[KTUNE_DISPATCH_N_SHAPES] = {
-	{"7b-b1", 28, 4, 128, KTUNE_KV_F16, 1, 2, ktune_dispatch_ranges_0},
-	{"7b-b16", 28, 4, 128, KTUNE_KV_F16, 16, 1, ktune_dispatch_ranges_1},
+	{"70b-bf16-b1", 64, 8, 128, KTUNE_KV_BF16, 1, 2, ktune_dispatch_ranges_0},
+	{"70b-bf16-b16", 64, 8, 128, KTUNE_KV_BF16, 16, 2, ktune_dispatch_ranges_1},
+	{"70b-f16-b1", 64, 8, 128, KTUNE_KV_F16, 1, 2, ktune_dispatch_ranges_2},
+	{"70b-f16-b16", 64, 8, 128, KTUNE_KV_F16, 16, 2, ktune_dispatch_ranges_3},
+	{"70b-fp8-b1", 64, 8, 128, KTUNE_KV_FP8E4M3, 1, 2, ktune_dispatch_ranges_4},
+	{"70b-fp8-b16", 64, 8, 128, KTUNE_KV_FP8E4M3, 16, 2, ktune_dispatch_ranges_5},
+	{"7b-bf16-b1", 28, 4, 128, KTUNE_KV_BF16, 1, 2, ktune_dispatch_ranges_6},
+	{"7b-bf16-b16", 28, 4, 128, KTUNE_KV_BF16, 16, 2, ktune_dispatch_ranges_7},
+	{"7b-f16-b1", 28, 4, 128, KTUNE_KV_F16, 1, 2, ktune_dispatch_ranges_8},
+	{"7b-f16-b16", 28, 4, 128, KTUNE_KV_F16, 16, 2, ktune_dispatch_ranges_9},
+	{"7b-fp8-b1", 28, 4, 128, KTUNE_KV_FP8E4M3, 1, 2, ktune_dispatch_ranges_10},
+	{"7b-fp8-b16", 28, 4, 128, KTUNE_KV_FP8E4M3, 16, 2, ktune_dispatch_ranges_11},
+	{"8b-bf16-b1", 32, 8, 128, KTUNE_KV_BF16, 1, 3, ktune_dispatch_ranges_12},
+	{"8b-bf16-b16", 32, 8, 128, KTUNE_KV_BF16, 16, 2, ktune_dispatch_ranges_13},
+	{"8b-f16-b1", 32, 8, 128, KTUNE_KV_F16, 1, 3, ktune_dispatch_ranges_14},
+	{"8b-f16-b16", 32, 8, 128, KTUNE_KV_F16, 16, 2, ktune_dispatch_ranges_15},
+	{"8b-fp8-b1", 32, 8, 128, KTUNE_KV_FP8E4M3, 1, 2, ktune_dispatch_ranges_16},
+	{"8b-fp8-b16", 32, 8, 128, KTUNE_KV_FP8E4M3, 16, 2, ktune_dispatch_ranges_17},
+	{"d256-bf16-b1", 16, 8, 256, KTUNE_KV_BF16, 1, 1, ktune_dispatch_ranges_18},
+	{"d256-bf16-b16", 16, 8, 256, KTUNE_KV_BF16, 16, 1, ktune_dispatch_ranges_19},
+	{"d256-f16-b1", 16, 8, 256, KTUNE_KV_F16, 1, 1, ktune_dispatch_ranges_20},
+	{"d256-f16-b16", 16, 8, 256, KTUNE_KV_F16, 16, 1, ktune_dispatch_ranges_21},
+	{"d256-fp8-b1", 16, 8, 256, KTUNE_KV_FP8E4M3, 1, 1, ktune_dispatch_ranges_22},
+	{"d256-fp8-b16", 16, 8, 256, KTUNE_KV_FP8E4M3, 16, 1, ktune_dispatch_ranges_23},
+	{"d64-bf16-b1", 32, 8, 64, KTUNE_KV_BF16, 1, 2, ktune_dispatch_ranges_24},
+	{"d64-bf16-b16", 32, 8, 64, KTUNE_KV_BF16, 16, 2, ktune_dispatch_ranges_25},
+	{"d64-f16-b1", 32, 8, 64, KTUNE_KV_F16, 1, 2, ktune_dispatch_ranges_26},
+	{"d64-f16-b16", 32, 8, 64, KTUNE_KV_F16, 16, 2, ktune_dispatch_ranges_27},
+	{"d64-fp8-b1", 32, 8, 64, KTUNE_KV_FP8E4M3, 1, 2, ktune_dispatch_ranges_28},
+	{"d64-fp8-b16", 32, 8, 64, KTUNE_KV_FP8E4M3, 16, 2, ktune_dispatch_ranges_29},
 };
 
 /* ktune_dispatch_find_shape returns the shape entry or NULL. */
