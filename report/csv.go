@@ -13,7 +13,7 @@ import (
 // no measurement (a failed gate) has one line with the probe columns
 // empty.
 var csvHeader = []string{
-	"device", "shape", "heads", "kv_heads", "head_dim", "kv_dtype", "batch", "capacity",
+	"device", "shape", "heads", "kv_heads", "head_dim", "kv_dtype", "kv_scale", "batch", "capacity",
 	"variant", "kernel", "splits", "defines", "nkv", "landed", "reference", "fixture", "status", "verdict",
 	"registers", "local_bytes", "occupancy",
 	"probe", "n", "median_ns", "q1_ns", "q3_ns", "min_ns", "max_ns",
@@ -31,7 +31,7 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 		r := &rep.Rows[i]
 		base := []string{
 			r.Device, r.Label, strconv.Itoa(r.Shape.Heads), strconv.Itoa(r.Shape.KVHeads),
-			strconv.Itoa(r.Shape.HeadDim), r.Shape.KVDtype, strconv.Itoa(r.Shape.Batch), strconv.Itoa(r.Shape.Capacity),
+			strconv.Itoa(r.Shape.HeadDim), r.Shape.KVDtype, r.Shape.KVScale, strconv.Itoa(r.Shape.Batch), strconv.Itoa(r.Shape.Capacity),
 			r.Variant, r.Kernel, strconv.Itoa(r.Splits), r.Defines, strconv.Itoa(r.NKV),
 			strconv.FormatBool(r.Landed), strconv.FormatBool(r.Reference), strconv.FormatBool(r.Fixture), string(r.Status), r.Verdict,
 			strconv.Itoa(r.Registers), strconv.Itoa(r.LocalBytes), f(r.Occupancy),

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,3 +28,35 @@ func TestShapeKeysKVTypes(t *testing.T) {
 		t.Errorf("fp8 head key %q", got)
 	}
 }
+
+// TestCSVKVScale: tables.csv says how an fp8 shape's scales were drawn, so
+// that a per-head and a per-tensor shape of the same dimensions stay apart
+// in a spreadsheet as they do in the report.
+func TestCSVKVScale(t *testing.T) {
+	recs := loadH200(t, "h200-frontier2.jsonl")
+	rep, err := Build(recs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	col := slices.Index(strings.Split(lines[0], ","), "kv_scale")
+	if col < 0 {
+		t.Fatalf("no kv_scale column in %q", lines[0])
+	}
+	seen := map[string]int{}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) <= col {
+			continue
+		}
+		seen[f[5]+"/"+f[col]]++ // kv_dtype/kv_scale
+	}
+	if seen["fp8e4m3/head"] == 0 || seen["f16/"] == 0 || seen["fp8e4m3/"] != 0 {
+		t.Errorf("kv_dtype/kv_scale pairs %v: want fp8e4m3 always with its mode, f16 without", seen)
+	}
+}
+
