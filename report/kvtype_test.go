@@ -59,4 +59,3 @@ func TestCSVKVScale(t *testing.T) {
 		t.Errorf("kv_dtype/kv_scale pairs %v: want fp8e4m3 always with its mode, f16 without", seen)
 	}
 }
-
