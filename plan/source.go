@@ -144,6 +144,10 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 	cfg.Grid, cfg.Block, cfg.SharedBytes = launches[0].Grid, launches[0].Block, launches[0].Shared
 	if len(launches) > 1 {
 		cfg.CombineGrid, cfg.CombineBlock = launches[1].Grid, launches[1].Block
+	} else {
+		// One launch (a fused kernel): there is no combine, and a record or
+		// a dispatch table that gave one would tell an engine to launch it.
+		cfg.CombineGrid, cfg.CombineBlock = [3]int{}, [3]int{}
 	}
 	var ws int64
 	if io := ioOf(v); io.Workspace != "" {

@@ -61,7 +61,7 @@ func checkLaunches(s *spec.Spec, points []*plan.Point) error {
 	for _, pt := range points {
 		c := &pt.Config
 		err := spec.CheckLaunch("partial", c.Grid, c.Block)
-		if err == nil {
+		if err == nil && c.CombineGrid != ([3]int{}) { // a fused kernel has no combine
 			err = spec.CheckLaunch("combine", c.CombineGrid, c.CombineBlock)
 		}
 		if err == nil || seen[c.Variant] {
