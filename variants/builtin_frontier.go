@@ -54,6 +54,15 @@ var cwDefine = catalog.DefineSpec{Name: "CW", Default: "2", Max: 2,
 var ldhDefine = catalog.DefineSpec{Name: "LDH", Default: "0", Max: 1,
 	Doc: "1: K/V loads with L1::no_allocate and L2::256B prefetch hints"}
 
+// The tensor-core kernels' own defines (mma, mmaf and mmac read them all
+// through mma_core.cuh).
+var (
+	mmaNR = catalog.DefineSpec{Name: "NR", Default: "1", Min: 1, Max: 4, Doc: "16-row tiles per warp step, all loaded before the first mma"}
+	mmaGN = catalog.DefineSpec{Name: "GN", Default: "1", Min: 1, Max: 2, Doc: "8-head n-tiles: the group must fit in 8*GN"}
+	mmaPF = catalog.DefineSpec{Name: "PF", Default: "0", Max: 1,
+		Doc: "1: the next step's loads go out before this step's mma (register double buffering); 0: load, then compute"}
+)
+
 // gqaWarps is gqa's WARPS: at 228 registers only one or two blocks fit an
 // SM, so each block brings 8 warps.
 var gqaWarps = warpsDefine
@@ -206,11 +215,11 @@ func init() {
 		Partial: "attn_partial", Combine: "attn_combine",
 		Defines: []catalog.DefineSpec{
 			frontierSplits,
-			{Name: "NR", Default: "1", Min: 1, Max: 4, Doc: "16-row tiles per warp step, all loaded before the first mma"},
+			mmaNR,
 			warpsDefine,
 			minrowsDefine,
-			{Name: "GN", Default: "1", Min: 1, Max: 2, Doc: "8-head n-tiles: the group must fit in 8*GN"},
-			{Name: "PF", Default: "0", Max: 1, Doc: "1: the next step's loads go out before this step's mma (register double buffering); 0: load, then compute"},
+			mmaGN,
+			mmaPF,
 			cwDefine,
 			ldhDefine,
 		},
@@ -231,11 +240,11 @@ func init() {
 		Partial: "attn_partial",
 		Defines: []catalog.DefineSpec{
 			frontierSplits,
-			{Name: "NR", Default: "1", Min: 1, Max: 4, Doc: "16-row tiles per warp step, all loaded before the first mma"},
+			mmaNR,
 			warpsDefine,
 			minrowsDefine,
-			{Name: "GN", Default: "1", Min: 1, Max: 2, Doc: "8-head n-tiles: the group must fit in 8*GN"},
-			{Name: "PF", Default: "0", Max: 1, Doc: "1: the next step's loads go out before this step's mma (register double buffering); 0: load, then compute"},
+			mmaGN,
+			mmaPF,
 			ldhDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
@@ -257,11 +266,11 @@ func init() {
 		Defines: []catalog.DefineSpec{
 			{Name: results.DefineSplits, Default: "16", Min: 1, Max: 16,
 				Doc: "KV splits per (KV head, sequence), one cluster: at most 16 (above 8 with cluster_nonportable)"},
-			{Name: "NR", Default: "2", Min: 1, Max: 4, Doc: "16-row tiles per warp step, all loaded before the first mma"},
+			mmaNR.WithDefault("2"),
 			warpsDefine,
 			minrowsDefine,
-			{Name: "GN", Default: "1", Min: 1, Max: 2, Doc: "8-head n-tiles: the group must fit in 8*GN"},
-			{Name: "PF", Default: "0", Max: 1, Doc: "1: the next step's loads go out before this step's mma (register double buffering); 0: load, then compute"},
+			mmaGN,
+			mmaPF,
 			ldhDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
