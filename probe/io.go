@@ -115,16 +115,13 @@ func outToF32(l layout, raw []byte) []byte {
 	if dtypeBytes(l.outDtype) == 4 {
 		return raw
 	}
+	t := kvtype.Of(l.outDtype)
 	out := make([]byte, 2*len(raw))
 	for i := 0; i+1 < len(raw); i += 2 {
 		h := binary.LittleEndian.Uint16(raw[i:])
 		w := poison
 		if h != poison16 {
-			f := kvtype.BF16ToF32(h)
-			if l.outDtype == "f16" {
-				f = float32(kvtype.F16ToF64(h))
-			}
-			w = math.Float32bits(f)
+			w = math.Float32bits(float32(t.Decode(uint32(h))))
 		}
 		binary.LittleEndian.PutUint32(out[2*i:], w)
 	}
