@@ -103,13 +103,7 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 		field("define", d.Name+"="+d.Value)
 	}
 	sh := c.Shape
-	// The kv_scale mode joins the dtype only when set: the shapes without
-	// one keep the hashes they had before it existed.
-	dtype := sh.KVDtype
-	if sh.KVScale != "" {
-		dtype += "/" + sh.KVScale
-	}
-	field("shape", fmt.Sprintf("%s %d %d %d %s %d %d", sh.Name, sh.Heads, sh.KVHeads, sh.HeadDim, dtype, sh.Batch, sh.Capacity))
+	field("shape", fmt.Sprintf("%s %d %d %d %s %d %d", sh.Name, sh.Heads, sh.KVHeads, sh.HeadDim, sh.KV(), sh.Batch, sh.Capacity))
 	if pt.Geometry != nil {
 		// The grid reads nkv: its expressions, not their value at this nkv,
 		// make the kernel, so that every length shares one gate verdict

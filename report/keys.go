@@ -22,17 +22,7 @@ func ShapeLabel(s results.Shape) string {
 }
 
 func shapeDims(s results.Shape) string {
-	return fmt.Sprintf("h%d-kv%d-d%d-%s-b%d", s.Heads, s.KVHeads, s.HeadDim, kvLabel(s), s.Batch)
-}
-
-// kvLabel is the shape's K/V type with its kv_scale mode when it has one
-// ("fp8e4m3/head"): two fp8 shapes that differ only in their scales are
-// different rows. The other types read as before.
-func kvLabel(s results.Shape) string {
-	if s.KVScale == "" {
-		return s.KVDtype
-	}
-	return s.KVDtype + "/" + s.KVScale
+	return fmt.Sprintf("h%d-kv%d-d%d-%s-b%d", s.Heads, s.KVHeads, s.HeadDim, s.KV(), s.Batch)
 }
 
 // shapeKey identifies a shape for matching: every dimension and the

@@ -98,7 +98,7 @@ func distinguish(s results.Shape, keys []string, shapes map[string]results.Shape
 		func(x results.Shape) string { return fmt.Sprintf("-h%d", x.Heads) },
 		func(x results.Shape) string { return fmt.Sprintf("-kv%d", x.KVHeads) },
 		func(x results.Shape) string { return fmt.Sprintf("-d%d", x.HeadDim) },
-		func(x results.Shape) string { return "-" + kvLabel(x) },
+		func(x results.Shape) string { return "-" + x.KV() },
 		func(x results.Shape) string { return fmt.Sprintf("-b%d", x.Batch) },
 		func(x results.Shape) string { return fmt.Sprintf("-cap%d", x.Capacity) },
 	} {
@@ -113,5 +113,5 @@ func distinguish(s results.Shape, keys []string, shapes map[string]results.Shape
 // 4 KV heads, head_dim 128, f16, batch 1, capacity 131072".
 func ShapeDescription(s results.Shape) string {
 	return fmt.Sprintf("%d heads, %d KV heads, head_dim %d, %s, batch %d, capacity %d",
-		s.Heads, s.KVHeads, s.HeadDim, kvLabel(s), s.Batch, s.Capacity)
+		s.Heads, s.KVHeads, s.HeadDim, s.KV(), s.Batch, s.Capacity)
 }

@@ -88,6 +88,17 @@ type Shape struct {
 	Capacity int    `json:"capacity"` // rows allocated per sequence in K and V
 }
 
+// KV is the shape's K/V type with its kv_scale mode when it has one
+// ("fp8e4m3/head"), the type alone otherwise: how hashes and labels tell
+// two fp8 shapes apart that differ only in their scales, while every other
+// shape reads as it did before the mode existed.
+func (s Shape) KV() string {
+	if s.KVScale == "" {
+		return s.KVDtype
+	}
+	return s.KVDtype + "/" + s.KVScale
+}
+
 // Config is everything that determines a point's result. Its hash (with the
 // kernel sources, compile flags and architecture) is Record.Hash.
 type Config struct {
