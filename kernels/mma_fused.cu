@@ -47,10 +47,16 @@
 // per query head). 128 registers (mma: 125), 8-24 bytes of local memory
 // in two of the four tunings.
 //
-// Dispatch (variants/builtin_frontier.go): as mma (f16 K/V, HEAD_DIM 128,
-// group <= 8*GN, WARPS*GN <= 8), plus SPLITS <= 128*WARPS so the weights
-// fit the merge area, and the host's zeroed scratch of batch*kv_heads
-// counters.
+// SPLITS = 1 is the one-split form: one block per (KV head, sequence)
+// streams the whole context and writes out itself, with no count and no
+// merge (the way cuDNN runs decode at batch 16: 128 blocks of 4 warps for
+// 16 sequences x 8 KV heads, one launch; experiments/results/h200/FRONTIER.md).
+//
+// Dispatch (variants/builtin_frontier.go): as mma (f16/bf16/fp8 K/V,
+// group <= 8*GN, the merge area in static shared memory), HEAD_DIM 128
+// unless SPLITS = 1 (then mma's 64, 128 or 256), plus SPLITS <= 128*WARPS
+// so the weights fit the merge area, and the host's zeroed scratch of
+// batch*kv_heads counters.
 #include "mma_core.cuh"
 
 // MF_U is the number of 16-byte accumulator loads a merging thread keeps in
@@ -60,8 +66,8 @@
 // MF_CP is combine_wide's CW_PER: headers per thread of its 128-thread block.
 #define MF_CP ((SPLITS + HEAD_DIM - 1) / HEAD_DIM)
 
-#if HEAD_DIM != 128
-#error "mma_fused: HEAD_DIM must be 128 (its merge gives each lane 4 of 128 dims)"
+#if HEAD_DIM != 128 && SPLITS != 1
+#error "mma_fused: HEAD_DIM must be 128 (its merge gives each lane 4 of 128 dims), or SPLITS 1 (no merge)"
 #endif
 #if SPLITS > 128 * WARPS
 #error "mma_fused: SPLITS must be <= 128*WARPS (the merge's weights live in the merge area)"
@@ -99,6 +105,25 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 
     mma_block(q, k, v, positions, partial, heads, kv_heads, capacity, scale, kv_scale, sm_m, sm_l, sm_o);
 
+#if SPLITS == 1
+    // One split: the block is its group's only one and holds the whole
+    // softmax state, so it normalises its own slots into out — no count,
+    // no merge, any HEAD_DIM. Thread idx reads back the accumulator it
+    // wrote in gq_merge_store (same idx -> (head, dim) mapping) and the sum
+    // the head's d = 0 thread wrote, visible after the barrier. The result
+    // is combine_wide's at one split (weight expf(0) = 1, S = L, o / S,
+    // 0 when S = 0) but for the sign of a zero.
+    __syncthreads();
+    {
+        const int b = blockIdx.z, h0 = blockIdx.y * (heads / kv_heads);
+        for (int idx = threadIdx.x; idx < (heads / kv_heads) * HEAD_DIM; idx += WARPS * 32) {
+            const int h = h0 + idx / HEAD_DIM, d = idx % HEAD_DIM;
+            const float* slot = kt_partial_slot(partial, b, 0, h, heads);
+            const float L = slot[1];
+            out[((size_t)b * heads + h) * HEAD_DIM + d] = L > 0.0f ? slot[4 + d] / L : 0.0f;
+        }
+    }
+#else
     const unsigned full = 0xffffffffu;
     const int hk = blockIdx.y, b = blockIdx.z;
     const int group = heads / kv_heads;
@@ -221,4 +246,5 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
         const float4 r = S > 0.0f ? make_float4(o.x / S, o.y / S, o.z / S, o.w / S) : kt_zero4();
         *reinterpret_cast<float4*>(out + ((size_t)b * heads + h) * HEAD_DIM + 4 * l) = r;
     }
+#endif
 }

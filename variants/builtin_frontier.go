@@ -169,15 +169,24 @@ func checkMMA(s results.Shape, defines map[string]string, dims ...int) error {
 	return nil
 }
 
-// checkMMAFusedKernel is checkMMAKernel plus the fused merge's bound: the
-// weights (group × SPLITS floats) reuse the block's merge area, WARPS × 8·GN
-// heads × 128 dims, so SPLITS may not exceed 128·WARPS.
+// checkMMAFusedKernel is checkMMAKernel plus the fused merge's bounds: its
+// merge gives each lane 4 of 128 dims, so head_dim 128 unless SPLITS is 1
+// (one block per group normalises its own state: no merge, any of mma's
+// head dims); the weights (group × SPLITS floats) reuse the block's merge
+// area, WARPS × 8·GN heads × 128 dims, so SPLITS may not exceed 128·WARPS.
 func checkMMAFusedKernel(s results.Shape, defines map[string]string) error {
-	if err := checkMMA(s, defines, 128); err != nil {
-		return err
-	}
 	splits, err := defineInt(defines, results.DefineSplits, 64)
 	if err != nil {
+		return err
+	}
+	dims := []int{128}
+	if splits == 1 {
+		dims = []int{64, 128, 256}
+	}
+	if err := checkMMA(s, defines, dims...); err != nil {
+		if splits != 1 && checkMMA(s, defines, 64, 128, 256) == nil {
+			return fmt.Errorf("%w (the merge's lanes hold 4 of 128 dims; SPLITS=1 needs no merge)", err)
+		}
 		return err
 	}
 	warps, err := defineInt(defines, "WARPS", 8)
@@ -257,7 +266,9 @@ func init() {
 	// one cluster, meet at the cluster barrier and each merges a slice of
 	// the group's outputs. A variant must launch it with cluster: [SPLITS]
 	// (cluster_nonportable: true above 8); the kernel refuses to compile
-	// otherwise.
+	// otherwise. NR defaults to 1 as mma's: NR 2 was slower at every point
+	// measured (experiments/results/h200/cluster.jsonl: 38.7 against 34.3
+	// µs at batch 1, nkv 32768).
 	register(&catalog.Kernel{
 		Name:    "mmac",
 		File:    "mma_cluster.cu",
@@ -266,7 +277,7 @@ func init() {
 		Defines: []catalog.DefineSpec{
 			{Name: results.DefineSplits, Default: "16", Min: 1, Max: 16,
 				Doc: "KV splits per (KV head, sequence), one cluster: at most 16 (above 8 with cluster_nonportable)"},
-			mmaNR.WithDefault("2"),
+			mmaNR,
 			warpsDefine,
 			minrowsDefine,
 			mmaGN,

@@ -35,13 +35,6 @@ type DefineSpec struct {
 	Doc     string // one line
 }
 
-// WithDefault returns d with another default: one kernel's setting of a
-// define shared with its family.
-func (d DefineSpec) WithDefault(v string) DefineSpec {
-	d.Default = v
-	return d
-}
-
 // A Kernel is one built-in kernel.
 type Kernel struct {
 	Name    string // as written in specs, e.g. "d2"
