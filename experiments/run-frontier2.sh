@@ -17,9 +17,10 @@ shapes() { grep -o "name: [a-z0-9-]*-b$1," "$spec" | sed 's/name: //; s/,//' | p
 b1=$(shapes 1)
 b16=$(shapes 16)
 {
-  $k sweep "$spec" -o "$work/f2" --only "shape=$b1,variant=b1-s33-pdl|b1-s64|b1-s33-w4-pdl"
+  $k sweep "$spec" -o "$work/f2" --only "shape=$b1,variant=b1-s33-pdl|b1-s64|b1-s33-w4-pdl|b1-s16-w4-pdl"
   $k sweep "$spec" -o "$work/f2" --only "shape=d64-f16-b1|d64-bf16-b1|d64-fp8-b1,variant=b1-s33-pf-pdl"
   $k sweep "$spec" -o "$work/f2" --only "shape=$b16,variant=b16-s8-w4-pdl|b16-s8"
+  $k sweep "$spec" -o "$work/f2" --only "shape=$(shapes 16 | tr '|' '\n' | grep '^7b-' | paste -sd'|'),variant=b16-s4-w4-pdl"
   $k sweep "$spec" -o "$work/f2" --only "shape=$(shapes 16 | tr '|' '\n' | grep -E '^(8b|70b)-' | paste -sd'|'),variant=b16-f1-pf"
   $k sweep "$spec" -o "$work/f2" --only "shape=$(shapes 16 | tr '|' '\n' | grep '^d64-' | paste -sd'|'),variant=b16-f1-nr2-pf"
 } 2>&1 | grep -v '^\[' > "$out/frontier2.txt"
