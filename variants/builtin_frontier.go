@@ -245,7 +245,7 @@ func init() {
 	register(&catalog.Kernel{
 		Name:    "mmaf",
 		File:    "mma_fused.cu",
-		Doc:     "mma in one launch: the last block of each (KV head, sequence) merges the splits and writes out",
+		Doc:     "mma in one launch: the last block of each (KV head, sequence) merges the splits and writes out (SPLITS 1: each block writes its own)",
 		Partial: "attn_partial",
 		Defines: []catalog.DefineSpec{
 			frontierSplits,
