@@ -135,8 +135,12 @@ func mmaSharedBytes(headDim, warps, gn int) int {
 	return warps*8*gn*headDim*4 + 2*warps*8*gn*4
 }
 
+// mmaHeadDims are the head dims mma_core.cuh is built for (k-steps of 16,
+// the merge area in static shared memory).
+var mmaHeadDims = []int{64, 128, 256}
+
 func checkMMAKernel(s results.Shape, defines map[string]string) error {
-	return checkMMA(s, defines, 64, 128, 256)
+	return checkMMA(s, defines, mmaHeadDims...)
 }
 
 // checkMMA is checkMMAKernel for the head_dims dims.
@@ -179,12 +183,12 @@ func checkMMAFusedKernel(s results.Shape, defines map[string]string) error {
 	if err != nil {
 		return err
 	}
-	dims := []int{128}
-	if splits == 1 {
-		dims = []int{64, 128, 256}
+	dims := mmaHeadDims
+	if splits != 1 {
+		dims = []int{128}
 	}
 	if err := checkMMA(s, defines, dims...); err != nil {
-		if splits != 1 && checkMMA(s, defines, 64, 128, 256) == nil {
+		if splits != 1 && checkMMA(s, defines, mmaHeadDims...) == nil {
 			return fmt.Errorf("%w (the merge's lanes hold 4 of 128 dims; SPLITS=1 needs no merge)", err)
 		}
 		return err
