@@ -71,10 +71,12 @@ type Speedup struct {
 	Against   string `json:"against"`
 	Config    string `json:"config"` // the baseline's configuration
 	Reference bool   `json:"reference"`
-	// Ratio = baseline median / shipped median (>1: the shipped one is
-	// faster), with the 95% interval of that ratio which inverts the
-	// Mann-Whitney U test (Hodges-Lehmann on the pairwise log-ratios).
-	// Lo and Hi are 0 when the sample counts are too small for one.
+	// Ratio is baseline time / shipped time (>1: the shipped one is
+	// faster): the Hodges-Lehmann estimate (the median of the pairwise
+	// ratios of baseline to shipped samples) with the 95% interval that
+	// inverts the Mann-Whitney U test on the same ratios, so that the
+	// estimate always lies inside its interval (a ratio of medians need
+	// not). Lo and Hi are 0 when the sample counts are too small for one.
 	Ratio CI `json:"ratio"`
 	// P is the Mann-Whitney U p-value of the two sample sets;
 	// Significant is P < Alpha. Decidable is false when the sample
@@ -231,7 +233,7 @@ func speedup(ship []float64, base *Row, against string) Speedup {
 	c := stats.Compare(ship, bs, Alpha)
 	sp := Speedup{Against: against, Config: ConfigLabel(base.Config()), Reference: base.Reference,
 		P: c.P, Significant: c.Significant, Decidable: c.Decidable}
-	sp.Ratio.Center = c.Ratio // base median / ship median
+	sp.Ratio.Center = 1 + c.Change // the estimate that goes with the interval
 	if lo, hi := c.ChangeLo, c.ChangeHi; !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
 		sp.Ratio.Lo, sp.Ratio.Hi = 1+lo, 1+hi
 	}

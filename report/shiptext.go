@@ -9,8 +9,8 @@ import (
 // shipIntro says what the summary is, once, above the per-shape tables.
 const shipIntro = "Per shape and range of measured nkv where one configuration wins: the fastest configuration " +
 	"(cold probe, lowest median) that passed every gate, excluding references (kernels ktune did not build) and " +
-	"fault-isolation fixtures. × = baseline median / shipped median (>1: the shipped one is faster) with its 95% " +
-	"confidence interval; ~ marks a difference the Mann-Whitney U test does not find significant at α=0.05, ? one " +
+	"fault-isolation fixtures. × = baseline time / shipped time (>1: the shipped one is faster), the median of the " +
+	"pairwise ratios of their samples (Hodges-Lehmann) with the 95% confidence interval of the same statistic; ~ marks a difference the Mann-Whitney U test does not find significant at α=0.05, ? one " +
 	"it cannot decide with so few samples."
 
 // WriteShip writes the "what to ship" summary: per shape, a table of the

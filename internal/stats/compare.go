@@ -38,6 +38,11 @@ type Comparison struct {
 	Significant bool
 	// Ratio is New's median over Old's (>1: New is slower).
 	Ratio float64
+	// Change is the Hodges-Lehmann estimate of New/Old − 1: the median of
+	// the pairwise log-ratios, the point estimate of the same statistic
+	// ChangeLo and ChangeHi bound, so it always lies between them (the
+	// ratio of medians need not). NaN without samples on both sides.
+	Change float64
 	// ChangeLo and ChangeHi bound New/Old − 1 at Confidence: the interval
 	// that inverts the same U test (changeInterval); ±Inf when the sample
 	// counts are too small for one.
@@ -54,7 +59,7 @@ func Compare(old, new []float64, alpha float64) Comparison {
 	so := benchmath.NewSample(slices.Clone(old), &th)
 	sn := benchmath.NewSample(slices.Clone(new), &th)
 	c := Comparison{N1: len(old), N2: len(new), Alpha: alpha, MinP: MinP(len(old), len(new)), Ratio: math.NaN()}
-	c.ChangeLo, c.ChangeHi = changeInterval(old, new, Confidence)
+	c.Change, c.ChangeLo, c.ChangeHi = changeInterval(old, new, Confidence)
 	if len(old) > 0 {
 		c.Old = benchmath.AssumeNothing.Summary(so, Confidence)
 	}
@@ -117,28 +122,33 @@ func SamplesForInterval(conf float64) int {
 	return n
 }
 
-// changeInterval is the confidence interval of new/old − 1 that inverts the
-// Mann-Whitney U test (Hodges-Lehmann): the order statistics of the n·m
-// pairwise log-ratios at the test's critical rank. A ratio, not a
-// difference of medians, because kernel times scale: a change is a
-// factor. Infinite bounds mean the counts are too small for an interval.
-func changeInterval(old, new []float64, conf float64) (lo, hi float64) {
+// changeInterval is the Hodges-Lehmann estimate of new/old − 1 (the median
+// of the n·m pairwise log-ratios) with the confidence interval that inverts
+// the Mann-Whitney U test: the order statistics of the same log-ratios at
+// the test's critical rank. A ratio, not a difference of medians, because
+// kernel times scale: a change is a factor. Infinite bounds mean the counts
+// are too small for an interval; est is NaN when there is nothing to pair.
+func changeInterval(old, new []float64, conf float64) (est, lo, hi float64) {
 	n, m := len(new), len(old)
-	k := uCritical(n, m, (1-conf)/2)
-	if k < 1 {
-		return math.Inf(-1), math.Inf(1)
-	}
+	est, lo, hi = math.NaN(), math.Inf(-1), math.Inf(1)
 	d := make([]float64, 0, n*m)
 	for _, y := range new {
 		for _, x := range old {
 			if x <= 0 || y <= 0 {
-				return math.Inf(-1), math.Inf(1)
+				return est, lo, hi
 			}
 			d = append(d, math.Log(y/x))
 		}
 	}
+	if len(d) == 0 {
+		return est, lo, hi
+	}
 	sort.Float64s(d)
-	return math.Exp(d[k-1]) - 1, math.Exp(d[len(d)-k]) - 1
+	est = math.Exp(Quantile(d, 0.5)) - 1
+	if k := uCritical(n, m, (1-conf)/2); k >= 1 {
+		lo, hi = math.Exp(d[k-1])-1, math.Exp(d[len(d)-k])-1
+	}
+	return est, lo, hi
 }
 
 // uCritical is the largest k with P(U ≤ k−1) ≤ tail for samples of n and

@@ -123,16 +123,42 @@ func TestRatioCI(t *testing.T) {
 		for i, v := range m.SamplesNS {
 			twice[i] = 2 * v
 		}
-		lo, hi := changeInterval(m.SamplesNS, twice, Confidence)
-		if !(lo <= 1 && 1 <= hi) || math.IsInf(hi, 0) {
-			t.Errorf("nkv=%d: ×2 gives [%+.3f, %+.3f], want an interval around +1", r.Config.NKV, lo, hi)
+		est, lo, hi := changeInterval(m.SamplesNS, twice, Confidence)
+		if !(lo <= 1 && 1 <= hi) || math.IsInf(hi, 0) || math.Abs(est-1) > 1e-12 {
+			t.Errorf("nkv=%d: ×2 gives %+.3f [%+.3f, %+.3f], want +1 inside an interval around +1", r.Config.NKV, est, lo, hi)
 		}
-		lo, hi = changeInterval(m.SamplesNS, m.SamplesNS, Confidence)
-		if !(lo <= 0 && 0 <= hi) {
-			t.Errorf("nkv=%d: itself gives [%+.3f, %+.3f], want an interval around 0", r.Config.NKV, lo, hi)
+		est, lo, hi = changeInterval(m.SamplesNS, m.SamplesNS, Confidence)
+		if !(lo <= 0 && 0 <= hi) || est != 0 {
+			t.Errorf("nkv=%d: itself gives %+.3f [%+.3f, %+.3f], want 0 inside an interval around 0", r.Config.NKV, est, lo, hi)
 		}
-		if lo, hi := changeInterval(m.SamplesNS[:3], twice[:3], Confidence); !math.IsInf(lo, -1) || !math.IsInf(hi, 1) {
-			t.Errorf("3+3 samples: [%g, %g], want no interval", lo, hi)
+		if est, lo, hi := changeInterval(m.SamplesNS[:3], twice[:3], Confidence); !math.IsInf(lo, -1) || !math.IsInf(hi, 1) || math.Abs(est-1) > 1e-12 {
+			t.Errorf("3+3 samples: %g [%g, %g], want +1 with no interval", est, lo, hi)
+		}
+	}
+}
+
+// The point estimate of the change lies inside its own interval for every
+// pair of landed sample sets of slice.jsonl: Change is the median of the
+// log-ratios whose order statistics bound it, where the ratio of medians
+// can fall outside (the shapes of the two distributions differ).
+func TestChangeInsideInterval(t *testing.T) {
+	recs, _, err := results.ReadFile("../../experiments/results/h200/slice.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets [][]float64
+	for _, r := range recs {
+		if m := r.Probe(results.ProbeCold); m != nil && len(m.SamplesNS) >= 10 {
+			sets = append(sets, m.SamplesNS)
+		}
+	}
+	if len(sets) < 2 {
+		t.Fatalf("%d cold sample sets in slice.jsonl, want at least 2", len(sets))
+	}
+	for i := 1; i < len(sets); i++ {
+		c := Compare(sets[i-1], sets[i], 0.05)
+		if !(c.ChangeLo <= c.Change && c.Change <= c.ChangeHi) {
+			t.Errorf("pair %d: change %+.4f outside [%+.4f, %+.4f]", i, c.Change, c.ChangeLo, c.ChangeHi)
 		}
 	}
 }
