@@ -38,6 +38,9 @@ type Report struct {
 	// Ship is the "what to ship" summary: per shape and nkv range, the
 	// fastest configuration that passed every gate.
 	Ship []ShipShape
+	// ShipConfigs maps the short names of the shipped configurations to
+	// their full defines, sorted by name.
+	ShipConfigs []ShipConfig
 	// Warnings are problems with the input that did not stop the build
 	// (duplicate points, refused projection rows); SummariseWarnings
 	// counts them per kind.
@@ -180,6 +183,7 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 		}
 	}
 	rep.Ship = buildShip(rep)
+	rep.ShipConfigs = nameShipped(rep.Ship)
 	if opts.Layers > 0 && opts.StepMS > 0 {
 		pr, err := project(rep, opts)
 		if err != nil {

@@ -37,10 +37,15 @@ type ShipShape struct {
 // A ShipRange is a run of contiguous measured nkv at which the same
 // configuration is the fastest that passed every gate.
 type ShipRange struct {
-	MinNKV  int         `json:"min_nkv"` // the first measured nkv of the run
-	MaxNKV  int         `json:"max_nkv"` // the last measured nkv of the run
-	Config  string      `json:"config"`  // "mma SPLITS=16 BN=64"
+	MinNKV int    `json:"min_nkv"` // the first measured nkv of the run
+	MaxNKV int    `json:"max_nkv"` // the last measured nkv of the run
+	Config string `json:"config"`  // "mma SPLITS=16 BN=64"
+	// Name is the configuration's short name in the report ("mma
+	// SPLITS=16", or the variant alone when the report ships one
+	// configuration of it); Report.ShipNames maps it back to Config.
+	Name    string      `json:"name"`
 	Variant string      `json:"variant"`
+	Kernel  string      `json:"kernel"` // the variant's kernel source
 	Landed  bool        `json:"landed"` // the landed configuration wins here
 	Points  []ShipPoint `json:"points"`
 }
@@ -55,6 +60,11 @@ type ShipPoint struct {
 	N      int       `json:"n"`
 	Versus []Speedup `json:"versus"`
 	Flags  []string  `json:"flags,omitempty"`
+	// Unmeasured lists the configurations shipped at the neighbouring
+	// ranges that have no passing measurement at this nkv: the shipped
+	// one wins here only among what was measured, and one of those might
+	// have been faster.
+	Unmeasured []string `json:"unmeasured,omitempty"`
 }
 
 // A CI is a value with the bounds of its confidence interval. Lo and Hi
@@ -137,12 +147,17 @@ func shipShape(rows []*Row) (ShipShape, bool) {
 	best := map[int]*Row{}
 	landed := map[int]*Row{}
 	refs := map[int]map[string]*Row{}
+	measured := map[int]map[string]bool{} // nkv → configurations that may ship there
 	var landedNames []string
 	for _, r := range rows {
 		if r.Landed && !slices.Contains(landedNames, ConfigLabel(r.Config())) {
 			landedNames = append(landedNames, ConfigLabel(r.Config()))
 		}
 		if shippable(r) {
+			if measured[r.NKV] == nil {
+				measured[r.NKV] = map[string]bool{}
+			}
+			measured[r.NKV][ConfigLabel(r.Config())] = true
 			if b := best[r.NKV]; b == nil || r.Probe(shipProbe).MedianNS < b.Probe(shipProbe).MedianNS {
 				best[r.NKV] = r
 			}
@@ -183,7 +198,7 @@ func shipShape(rows []*Row) (ShipShape, bool) {
 		pt := shipPoint(w, landed[n], refs[n])
 		cfg := ConfigLabel(w.Config())
 		if k := len(s.Ranges); k == 0 || s.Ranges[k-1].Variant != w.Variant || s.Ranges[k-1].Config != cfg {
-			s.Ranges = append(s.Ranges, ShipRange{MinNKV: n, Config: cfg, Variant: w.Variant, Landed: w.Landed})
+			s.Ranges = append(s.Ranges, ShipRange{MinNKV: n, Config: cfg, Variant: w.Variant, Kernel: w.Kernel, Landed: w.Landed})
 		}
 		rg := &s.Ranges[len(s.Ranges)-1]
 		rg.MaxNKV = n
@@ -193,6 +208,7 @@ func shipShape(rows []*Row) (ShipShape, bool) {
 			s.Sources = append(s.Sources, w.source)
 		}
 	}
+	markUnmeasured(s.Ranges, measured)
 	sort.Strings(s.Sources)
 	from := "RESULTS"
 	if len(s.Sources) > 0 {
