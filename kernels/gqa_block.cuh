@@ -94,12 +94,24 @@ __device__ __forceinline__ kt_range gq_range(const int* __restrict__ positions, 
 //   sm_m[w][i], sm_l[w][i]: warp w's running max (log2 units) and sum for
 //   head i of the group; sm_o[w][i][d]: its accumulator. A warp that saw no
 //   row has max -inf and contributes exp2(-inf) = 0.
-// Called by every thread of the block after a __syncthreads.
-template <int WARPS_, int GMAX_>
+// Called by every thread of the block after a __syncthreads. With QL_ > 1
+// query tokens per sequence, entry i = j*group + i' of the merge area is
+// token j's head h0 + i', whose slot is row j*heads + h0 + i' of
+// QL_*heads (the partial of QL_*heads heads, token-major as q and out).
+template <int QL_>
+__device__ __forceinline__ int gq_slot_head(int i, int h0, int group, int heads) {
+    if (QL_ == 1) return h0 + i;
+    const int j = i / group;
+    return j * heads + h0 + (i - j * group);
+}
+
+// WARPS_ is the number of states to merge per entry, NT_ the block's
+// threads (more than WARPS_ warps when several warps shared a state row).
+template <int WARPS_, int GMAX_, int QL_ = 1, int NT_ = WARPS_ * 32>
 __device__ __forceinline__ void gq_merge_store(const float (*sm_m)[GMAX_], const float (*sm_l)[GMAX_],
                                                const float (*sm_o)[GMAX_][HEAD_DIM], float* __restrict__ partial,
                                                int b, int sp, int h0, int group, int heads) {
-    for (int idx = threadIdx.x; idx < group * HEAD_DIM; idx += WARPS_ * 32) {
+    for (int idx = threadIdx.x; idx < QL_ * group * HEAD_DIM; idx += NT_) {
         const int i = idx / HEAD_DIM, d = idx % HEAD_DIM;
         float gm = kt_neg_inf();
 #pragma unroll
@@ -112,7 +124,7 @@ __device__ __forceinline__ void gq_merge_store(const float (*sm_m)[GMAX_], const
             L = fmaf(sm_l[w][i], f, L);
             O = fmaf(sm_o[w][i][d], f, O);
         }
-        float* dst = kt_partial_slot(partial, b, sp, h0 + i, heads);
+        float* dst = kt_partial_slot(partial, b, sp, gq_slot_head<QL_>(i, h0, group, heads), QL_ * heads);
         dst[4 + d] = O;
         if (d == 0) {
             dst[0] = gm == kt_neg_inf() ? gm : gm * GQ_LN2;
@@ -124,13 +136,14 @@ __device__ __forceinline__ void gq_merge_store(const float (*sm_m)[GMAX_], const
 }
 
 // gq_store_idle writes the neutral slot (max -inf, sum 0, acc 0) for every
-// query head of the group: what a split with no rows contributes.
-template <int WARPS_>
+// query head (and token, QL_ > 1) of the group: what a split with no rows
+// contributes.
+template <int WARPS_, int QL_ = 1>
 __device__ __forceinline__ void gq_store_idle(float* __restrict__ partial, int b, int sp, int h0, int group,
                                               int heads) {
-    for (int idx = threadIdx.x; idx < group * HEAD_DIM; idx += WARPS_ * 32) {
+    for (int idx = threadIdx.x; idx < QL_ * group * HEAD_DIM; idx += WARPS_ * 32) {
         const int i = idx / HEAD_DIM, d = idx % HEAD_DIM;
-        float* dst = kt_partial_slot(partial, b, sp, h0 + i, heads);
+        float* dst = kt_partial_slot(partial, b, sp, gq_slot_head<QL_>(i, h0, group, heads), QL_ * heads);
         dst[4 + d] = 0.0f;
         if (d == 0) {
             dst[0] = kt_neg_inf();

@@ -79,21 +79,14 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     attn_partial(const float* __restrict__ q, const KV_T* __restrict__ k, const KV_T* __restrict__ v,
                  const int* __restrict__ positions, float* __restrict__ partial, int heads, int kv_heads,
                  int capacity, float scale
-#if KV_FP8
-                 ,
-                 const float* __restrict__ kv_scale
-#endif
-    ) {
-#if !KV_FP8
-    const float* kv_scale = nullptr;
-#endif
-    __shared__ float sm_m[WARPS][GMAX], sm_l[WARPS][GMAX];
-    __shared__ __align__(16) float sm_o[WARPS][GMAX][HEAD_DIM];
+                     MMA_TAIL_PARAMS) {
+    __shared__ float sm_m[WROWS][GMAX], sm_l[WROWS][GMAX];
+    __shared__ __align__(16) float sm_o[WROWS][GMAX][HEAD_DIM];
 #if PDL
     // Let a programmatic dependent (the combine) launch now: its blocks wait
     // for this grid's completion on the device, and their launch latency
     // hides behind this kernel instead of following it.
     asm volatile("griddepcontrol.launch_dependents;");
 #endif
-    mma_block(q, k, v, positions, partial, heads, kv_heads, capacity, scale, kv_scale, sm_m, sm_l, sm_o);
+    mma_block(MMA_ARGS, sm_m, sm_l, sm_o);
 }

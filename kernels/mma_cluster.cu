@@ -28,6 +28,9 @@
 #include "gqa_block.cuh"
 #include "mma_core.cuh"
 
+#if QLEN != 1
+#error "mma_cluster: one query token per sequence (its merge slices the group's heads)"
+#endif
 #if !defined(CLUSTER_X) || CLUSTER_X != SPLITS || CLUSTER_Y != 1 || CLUSTER_Z != 1
 #error "mma_cluster: launch with cluster: [SPLITS] (the spec's cluster key)"
 #endif
@@ -36,18 +39,11 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     attn_partial(const float* __restrict__ q, const KV_T* __restrict__ k, const KV_T* __restrict__ v,
                  const int* __restrict__ positions, float* __restrict__ partial, int heads, int kv_heads,
                  int capacity, float scale, float* __restrict__ out, unsigned int* __restrict__ scratch
-#if KV_FP8
-                 ,
-                 const float* __restrict__ kv_scale
-#endif
-    ) {
-#if !KV_FP8
-    const float* kv_scale = nullptr;
-#endif
-    __shared__ float sm_m[WARPS][GMAX], sm_l[WARPS][GMAX];
-    __shared__ __align__(16) float sm_o[WARPS][GMAX][HEAD_DIM];
+                     MMA_TAIL_PARAMS) {
+    __shared__ float sm_m[WROWS][GMAX], sm_l[WROWS][GMAX];
+    __shared__ __align__(16) float sm_o[WROWS][GMAX][HEAD_DIM];
 
-    mma_block(q, k, v, positions, partial, heads, kv_heads, capacity, scale, kv_scale, sm_m, sm_l, sm_o);
+    mma_block(MMA_ARGS, sm_m, sm_l, sm_o);
 
     // Every thread's slot stores are released to the cluster and every
     // block's acquired: after the wait, the group's slots are all in L2.

@@ -20,6 +20,54 @@
 #define PF 0
 #endif
 #define GMAX (8 * GN)
+// WN warps share each 16-row tile, warp column wc taking n-tiles wc*GNW ..
+// wc*GNW + GNW - 1 of the GN: with several query tokens the columns
+// (QLEN x group) outgrow one warp's registers (GN 4 alone needs 255 and
+// spills), and splitting them keeps a warp's accumulators at GNW n-tiles
+// while the rows are still read from DRAM once (the WN warps of a tile
+// load it together, the later ones from L1). The merge area has one row of
+// warps per WARPS/WN.
+#ifndef WN
+#define WN 1
+#endif
+#if GN % WN != 0 || WARPS % WN != 0
+#error "mma: WN must divide GN and WARPS"
+#endif
+#define GNW (GN / WN)
+#define WROWS (WARPS / WN)
+
+// The forms of the kernel an engine needs (kernels/ABI.md, "Paged KV,
+// several query tokens, soft-cap and sinks"), each off by default, so the
+// contiguous one-token kernel compiles to what it always did:
+//   PAGE_SIZE  0: K/V contiguous, [batch][capacity][kv_heads][HEAD_DIM];
+//              16, 32, 64...: paged, [pages][PAGE_SIZE][kv_heads][HEAD_DIM]
+//              through block_table [batch][max_pages] (int32 page numbers).
+//   QLEN       query tokens per sequence, 1 to 8: the last QLEN rows of
+//              the context are theirs, token j sees rows < nkv - QLEN + 1 + j.
+//   SOFTCAP    1: scores pass through softcap * tanh(score / softcap).
+//   SINKS      1: a per-head logit sinks[h] joins each softmax's sum.
+#ifndef PAGE_SIZE
+#define PAGE_SIZE 0
+#endif
+#ifndef QLEN
+#define QLEN 1
+#endif
+#ifndef SOFTCAP
+#define SOFTCAP 0
+#endif
+#ifndef SINKS
+#define SINKS 0
+#endif
+// A split's rows start at a multiple of 16 (gq_range rounds the chunk to
+// whole steps of 16*NR rows) and a tile covers 16 rows, so with pages of
+// a multiple of 16 rows every tile lies within one page: one block-table
+// entry per tile, and the tile's rows are consecutive rows of its page.
+#if PAGE_SIZE < 0 || PAGE_SIZE % 16 != 0
+#error "mma: PAGE_SIZE must be 0 (contiguous) or a multiple of 16 (a 16-row tile never straddles two pages)"
+#endif
+#if QLEN < 1 || QLEN > 8
+#error "mma: QLEN must be 1 to 8"
+#endif
 
 #if !(KV_F16 || KV_BF16 || KV_FP8)
 #error "mma: f16, bf16 or fp8 K/V only: the tensor-core operands are 16-bit"
@@ -102,38 +150,77 @@ __device__ __forceinline__ unsigned mma_trans(unsigned x) {
     return y;
 }
 
-// mma_load issues the K and V loads of NR tiles starting at row base
-// (rows at or past hi are not read and come back as zeros).
+// mma_rows gives, for each of the NR tiles of the step at logical row
+// base, the K/V row its first row is stored at: the logical row itself
+// when K/V are contiguous (the batch offset is in the base pointers), the
+// row in the paged cache otherwise, from one block-table entry per tile
+// (bt is the sequence's row of the table). A tile at or past hi has no
+// rows to read and gets 0 without a table load.
+__device__ __forceinline__ void mma_rows(int (&pr)[NR], const int* __restrict__ bt, int base, int hi) {
+#pragma unroll
+    for (int u = 0; u < NR; u++) {
+        const int r0 = base + 16 * u;
+#if PAGE_SIZE
+        pr[u] = r0 < hi ? __ldg(bt + r0 / PAGE_SIZE) * PAGE_SIZE + r0 % PAGE_SIZE : 0;
+#else
+        (void)bt;
+        (void)hi;
+        pr[u] = r0;
+#endif
+    }
+}
+
+// mma_load issues the K and V loads of NR tiles starting at logical row
+// base, tile u's first row stored at row pr[u] (mma_rows); rows at or past
+// hi are not read and come back as zeros.
 __device__ __forceinline__ void mma_load(mma_raw (&kr)[NR][2][MC], mma_raw (&vr)[NR][4][MV], const KV_T* kb,
-                                         const KV_T* vb, size_t rstride, int base, int hi, int g, int t) {
+                                         const KV_T* vb, size_t rstride, const int (&pr)[NR], int base, int hi,
+                                         int g, int t) {
     const mma_raw z = mma_zero();
 #pragma unroll
     for (int u = 0; u < NR; u++) {
         const int r0 = base + 16 * u;
 #pragma unroll
         for (int hh = 0; hh < 2; hh++) {
-            const int row = r0 + g + 8 * hh;
-            const bool ok = row < hi;
+            const int off = g + 8 * hh;
+            const bool ok = r0 + off < hi;
 #pragma unroll
-            for (int c = 0; c < MC; c++) kr[u][hh][c] = ok ? mma_ld8(kb + (size_t)row * rstride + 32 * c) : z;
+            for (int c = 0; c < MC; c++)
+                kr[u][hh][c] = ok ? mma_ld8(kb + (size_t)(pr[u] + off) * rstride + 32 * c) : z;
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const int row = r0 + 2 * t + (i & 1) + 8 * (i >> 1);
-            const bool ok = row < hi;
+            const int off = 2 * t + (i & 1) + 8 * (i >> 1);
+            const bool ok = r0 + off < hi;
 #pragma unroll
-            for (int j = 0; j < MV; j++) vr[u][i][j] = ok ? mma_ld8(vb + (size_t)row * rstride + 64 * j) : z;
+            for (int j = 0; j < MV; j++) vr[u][i][j] = ok ? mma_ld8(vb + (size_t)(pr[u] + off) * rstride + 64 * j) : z;
         }
     }
+}
+
+// mma_softcap is softcap * tanh(x / softcap) in the kernel's base-2 score
+// units: x = z * log2(e) for the natural score z, and with c2 = 2/softcap
+// the result is log2(e) * softcap * (1 - 2 / (2^(c2*x) + 1)), cl =
+// log2(e) * softcap. tanh from one ex2 and one division, not tanh.approx
+// (relative error 2^-11, times a cap of 30-50 an absolute score error of
+// ~0.02 near saturation, where every score sits): here the error is the
+// ex2's, ~2 ulp, and at large |x| the result goes to +-cl exactly.
+__device__ __forceinline__ float mma_softcap(float x, float c2, float cl) {
+    const float e = gq_ex2(x * c2);
+    return cl * (1.0f - __fdividef(2.0f, e + 1.0f));
 }
 
 // mma_tile folds one 16-row tile (rows r0 .. r0+15, those >= hi masked)
 // into the state: S^T = K.Q^T, online softmax per head column, O^T +=
 // V^T.P^T.
+// lim[nt][cc] is the end of the rows column (nt, cc) may see: the split's
+// hi, or less for a query token whose causal limit falls inside the split
+// (QLEN > 1). c2 and cl are mma_softcap's constants (SOFTCAP 1).
 template <int GN_>
-__device__ __forceinline__ void mma_tile(const mma_raw (&kr)[2][MC], const mma_raw (&vr)[4][MV], int r0, int hi,
-                                         int g, const unsigned (&qb)[GN_][2 * MC][2], float ks,
-                                         float (&m)[GN_][2], float (&l)[GN_][2], float (&o)[GN_][MT][4]) {
+__device__ __forceinline__ void mma_tile(const mma_raw (&kr)[2][MC], const mma_raw (&vr)[4][MV], int r0,
+                                         const int (&lim)[GN_][2], int g, const unsigned (&qb)[GN_][2 * MC][2],
+                                         float ks, float c2, float cl, float (&m)[GN_][2], float (&l)[GN_][2],
+                                         float (&o)[GN_][MT][4]) {
     const unsigned full = 0xffffffffu;
     // S^T tile: s[nt][0..1] row g, heads 2t, 2t+1; [2..3] row g+8. Two
     // accumulators (even and odd k-step pairs) halve the dependent chain of
@@ -168,8 +255,13 @@ __device__ __forceinline__ void mma_tile(const mma_raw (&kr)[2][MC], const mma_r
             // push the f16 operand towards its subnormals for small scales.
             s[nt][i] *= ks;
 #endif
+#if SOFTCAP
+            s[nt][i] = mma_softcap(s[nt][i], c2, cl);
+#endif
         }
-    const bool okg = r0 + g < hi, okg8 = r0 + g + 8 < hi;
+    (void)ks;
+    (void)c2;
+    (void)cl;
 
     unsigned pb[GN_][2];
 #pragma unroll
@@ -177,8 +269,8 @@ __device__ __forceinline__ void mma_tile(const mma_raw (&kr)[2][MC], const mma_r
         float p[4], corr[2];
 #pragma unroll
         for (int cc = 0; cc < 2; cc++) {
-            const float s0 = okg ? s[nt][cc] : kt_neg_inf();
-            const float s1 = okg8 ? s[nt][2 + cc] : kt_neg_inf();
+            const float s0 = r0 + g < lim[nt][cc] ? s[nt][cc] : kt_neg_inf();
+            const float s1 = r0 + g + 8 < lim[nt][cc] ? s[nt][2 + cc] : kt_neg_inf();
             float mx = fmaxf(s0, s1);
             mx = fmaxf(mx, __shfl_xor_sync(full, mx, 4));
             mx = fmaxf(mx, __shfl_xor_sync(full, mx, 8));
@@ -229,53 +321,114 @@ __device__ __forceinline__ void mma_tile(const mma_raw (&kr)[2][MC], const mma_r
     }
 }
 
+// An mma_args is what attn_partial passes on to mma_block: the ABI's
+// arguments and those of the forms above. A form that is off leaves its
+// fields null or zero.
+struct mma_args {
+    const float* __restrict__ q;
+    const KV_T* __restrict__ k;
+    const KV_T* __restrict__ v;
+    const int* __restrict__ positions;
+    float* __restrict__ partial;
+    int heads, kv_heads, capacity;
+    float scale;
+    const float* __restrict__ kv_scale;   // fp8: [2][kv_heads], K's scales first
+    const int* __restrict__ block_table;  // PAGE_SIZE: [batch][max_pages]
+    int max_pages;
+    float softcap;                   // SOFTCAP: > 0
+    const float* __restrict__ sinks; // SINKS: [heads], natural-log units
+};
+
+// MMA_TAIL_PARAMS are attn_partial's parameters after the ABI's (and a
+// fused kernel's out and counters), in this order, each only in the form
+// that takes it: kv_scale (fp8), block_table and max_pages (paged),
+// softcap, sinks. MMA_TAIL_ARGS fills an mma_args' fields from them.
+#if KV_FP8
+#define MMA_P_SCALE , const float* __restrict__ kv_scale
+#define MMA_A_SCALE kv_scale
+#else
+#define MMA_P_SCALE
+#define MMA_A_SCALE nullptr
+#endif
+#if PAGE_SIZE
+#define MMA_P_PAGED , const int* __restrict__ block_table, int max_pages
+#define MMA_A_PAGED block_table, max_pages
+#else
+#define MMA_P_PAGED
+#define MMA_A_PAGED nullptr, 0
+#endif
+#if SOFTCAP
+#define MMA_P_SOFTCAP , float softcap
+#define MMA_A_SOFTCAP softcap
+#else
+#define MMA_P_SOFTCAP
+#define MMA_A_SOFTCAP 0.0f
+#endif
+#if SINKS
+#define MMA_P_SINKS , const float* __restrict__ sinks
+#define MMA_A_SINKS sinks
+#else
+#define MMA_P_SINKS
+#define MMA_A_SINKS nullptr
+#endif
+#define MMA_TAIL_PARAMS MMA_P_SCALE MMA_P_PAGED MMA_P_SOFTCAP MMA_P_SINKS
+#define MMA_ARGS {q, k, v, positions, partial, heads, kv_heads, capacity, scale, \
+                  MMA_A_SCALE, MMA_A_PAGED, MMA_A_SOFTCAP, MMA_A_SINKS}
+
 // mma_block is the body of mma.cu's attn_partial for block (sp, hk, b) of
 // the grid (SPLITS, kv_heads, batch): it computes split sp of KV head hk's
 // group and writes the group's partial slots (the neutral slot when the
-// split is idle). Called by every thread of the block, with the block's
-// merge area; on return the slots are written by this block's threads (no
-// barrier or fence after the last store). kv_scale is the fp8 shapes'
-// [2][kv_heads] scales (kernels/abi.cuh); other shapes pass a null pointer.
-__device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_T* __restrict__ k,
-                                          const KV_T* __restrict__ v, const int* __restrict__ positions,
-                                          float* __restrict__ partial, int heads, int kv_heads, int capacity,
-                                          float scale, const float* __restrict__ kv_scale,
-                                          float (&sm_m)[WARPS][GMAX], float (&sm_l)[WARPS][GMAX],
-                                          float (&sm_o)[WARPS][GMAX][HEAD_DIM]) {
+// split is idle), QLEN * group of them. Called by every thread of the
+// block, with the block's merge area; on return the slots are written by
+// this block's threads (no barrier or fence after the last store).
+__device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS][GMAX], float (&sm_l)[WROWS][GMAX],
+                                          float (&sm_o)[WROWS][GMAX][HEAD_DIM]) {
     const unsigned full = 0xffffffffu;
     const int sp = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+    const int heads = a.heads, kv_heads = a.kv_heads;
     const int group = heads / kv_heads;
+    const int cols = group * QLEN;  // columns of the tile in use
     const int h0 = hk * group;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
+    // Warp (wr, wc): row lane wr of WROWS over the split, n-tile column wc.
+    const int wr = warp / WN, wc = warp % WN;
 
     // The fp8 scales of this KV head: K's multiplies the scores, V's the
     // accumulators when they leave the registers.
 #if KV_FP8
-    const float ks = kv_scale[hk], vs = kv_scale[kv_heads + hk];
+    const float ks = a.kv_scale[hk], vs = a.kv_scale[kv_heads + hk];
 #else
     const float ks = 1.0f;
 #endif
+#if SOFTCAP
+    const float c2 = 2.0f / a.softcap, cl = a.softcap * GQ_LOG2E;
+#else
+    const float c2 = 0.0f, cl = 0.0f;
+#endif
 
-    // B fragments of q^T (head nt*8+g) in the operand type, pre-scaled for
-    // base 2.
-    unsigned qb[GN][2 * MC][2];
-    const float qs = scale * GQ_LOG2E;
+    // B fragments of q^T (column nt*8+g) in the operand type, pre-scaled
+    // for base 2. Columns are token-major (c = j*group + i: token j, head
+    // h0 + i), q and out [batch][QLEN][heads], and the slots of the
+    // QLEN*heads heads follow the same order (gq_slot_head), so the
+    // combine merges them as the slots of one token.
+    unsigned qb[GNW][2 * MC][2];
+    const float qs = a.scale * GQ_LOG2E;
 #pragma unroll
-    for (int nt = 0; nt < GN; nt++) {
-        const int h = nt * 8 + g;
-        const float* qrow = q + ((size_t)b * heads + h0 + h) * HEAD_DIM;
+    for (int nt = 0; nt < GNW; nt++) {
+        const int c = (wc * GNW + nt) * 8 + g;
+        const float* qrow = a.q + ((size_t)b * QLEN * heads + gq_slot_head<QLEN>(c, h0, group, heads)) * HEAD_DIM;
 #pragma unroll
-        for (int c = 0; c < MC; c++) {
+        for (int cc = 0; cc < MC; cc++) {
             float4 lo = kt_zero4(), hi = kt_zero4();
-            if (h < group) {
-                lo = *reinterpret_cast<const float4*>(qrow + 32 * c + 8 * t);
-                hi = *reinterpret_cast<const float4*>(qrow + 32 * c + 8 * t + 4);
+            if (c < cols) {
+                lo = *reinterpret_cast<const float4*>(qrow + 32 * cc + 8 * t);
+                hi = *reinterpret_cast<const float4*>(qrow + 32 * cc + 8 * t + 4);
             }
-            qb[nt][2 * c][0] = mma_pack2(lo.x * qs, lo.y * qs);
-            qb[nt][2 * c][1] = mma_pack2(lo.z * qs, lo.w * qs);
-            qb[nt][2 * c + 1][0] = mma_pack2(hi.x * qs, hi.y * qs);
-            qb[nt][2 * c + 1][1] = mma_pack2(hi.z * qs, hi.w * qs);
+            qb[nt][2 * cc][0] = mma_pack2(lo.x * qs, lo.y * qs);
+            qb[nt][2 * cc][1] = mma_pack2(lo.z * qs, lo.w * qs);
+            qb[nt][2 * cc + 1][0] = mma_pack2(hi.x * qs, hi.y * qs);
+            qb[nt][2 * cc + 1][1] = mma_pack2(hi.z * qs, hi.w * qs);
         }
     }
 
@@ -283,27 +436,62 @@ __device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_
     // then in flight together, and the first K/V load waits for one memory
     // round trip instead of two (positions, then q behind the branch). An
     // idle block loads q for nothing; q is 14 KB and shared by all blocks.
-    const kt_range r = gq_range<16 * NR>(positions, b, sp);
+    const kt_range r = gq_range<16 * NR>(a.positions, b, sp);
     if (r.lo >= r.hi) {  // block-uniform
-        gq_store_idle<WARPS>(partial, b, sp, h0, group, heads);
+        gq_store_idle<WARPS, QLEN>(a.partial, b, sp, h0, group, heads);
         return;
     }
 
-    // State per head column: heads nt*8 + 2t + cc for cc = 0, 1. m is the
-    // running max (same in all g), l this thread's share of the sum (rows g,
-    // g+8 of every tile), o the O^T accumulator of m-tile mt.
-    float m[GN][2], l[GN][2], o[GN][MT][4];
+    // State per column: nt*8 + 2t + cc for cc = 0, 1. m is the running max
+    // (same in all g), l this thread's share of the sum (rows g, g+8 of
+    // every tile), o the O^T accumulator of m-tile mt. lim is where the
+    // column's rows end: token j of QLEN sees the cache up to and
+    // including its own row, nkv - QLEN + j.
+    float m[GNW][2], l[GNW][2], o[GNW][MT][4];
+    int lim[GNW][2];
+#if QLEN > 1
+    const int nkv = a.positions[b] + 1;
+#endif
 #pragma unroll
-    for (int nt = 0; nt < GN; nt++) {
-        m[nt][0] = m[nt][1] = kt_neg_inf();
-        l[nt][0] = l[nt][1] = 0.0f;
+    for (int nt = 0; nt < GNW; nt++) {
+#pragma unroll
+        for (int cc = 0; cc < 2; cc++) {
+            m[nt][cc] = kt_neg_inf();
+            l[nt][cc] = 0.0f;
+#if QLEN > 1
+            lim[nt][cc] = min(r.hi, nkv - QLEN + 1 + ((wc * GNW + nt) * 8 + 2 * t + cc) / group);
+#else
+            lim[nt][cc] = r.hi;
+#endif
+#if SINKS
+            // The sink is one more logit in the softmax with no value:
+            // split 0's first row of warps starts its state from it (max = the sink,
+            // weight 1 in the g = 0 thread's share of the sum), so it is
+            // counted once per (token, head) however many splits and warps
+            // there are, and the merges carry it like any row.
+            const int c = (wc * GNW + nt) * 8 + 2 * t + cc;
+            if (sp == 0 && wr == 0 && c < cols) {
+                m[nt][cc] = a.sinks[h0 + c % group] * GQ_LOG2E;
+                l[nt][cc] = g == 0 ? 1.0f : 0.0f;
+            }
+#endif
+        }
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) o[nt][mt][0] = o[nt][mt][1] = o[nt][mt][2] = o[nt][mt][3] = 0.0f;
     }
 
     const size_t rstride = (size_t)kv_heads * HEAD_DIM;
-    const KV_T* kb = kt_kv_row(k, b, 0, hk, kv_heads, capacity) + 8 * t;
-    const KV_T* vb = kt_kv_row(v, b, 0, hk, kv_heads, capacity) + 8 * g;
+#if PAGE_SIZE
+    // Pages are shared by the whole cache: the base is head hk of row 0 of
+    // page 0, and mma_rows turns each tile's logical row into its page's.
+    const KV_T* kb = a.k + (size_t)hk * HEAD_DIM + 8 * t;
+    const KV_T* vb = a.v + (size_t)hk * HEAD_DIM + 8 * g;
+    const int* bt = a.block_table + (size_t)b * a.max_pages;
+#else
+    const KV_T* kb = kt_kv_row(a.k, b, 0, hk, kv_heads, a.capacity) + 8 * t;
+    const KV_T* vb = kt_kv_row(a.v, b, 0, hk, kv_heads, a.capacity) + 8 * g;
+    const int* bt = nullptr;
+#endif
 
     // PF = 1: the next step's K/V loads go out before this step's mma work,
     // so a warp always has a step of loads in flight instead of alternating
@@ -311,21 +499,31 @@ __device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_
     // gains nothing at batch 1 and loses 16% at batch 16 (registers 127 ->
     // 183 halve the resident warps, which matter more there), so it is off
     // by default and left for a sweep to find where it pays.
-    const int stride = WARPS * 16 * NR;
-    int base = r.lo + warp * 16 * NR;
+    //
+    // pr holds the stored rows of the next step to load; its block-table
+    // entries are read right after the loads of the step before go out, so
+    // a paged tile's table load waits behind a step of mma work, not in
+    // front of its K/V loads.
+    const int stride = WROWS * 16 * NR;
+    int base = r.lo + wr * 16 * NR;
     mma_raw kr[NR][2][MC], vr[NR][4][MV];
+    int pr[NR];
+    mma_rows(pr, bt, base, r.hi);
 #if PF
-    mma_load(kr, vr, kb, vb, rstride, base, r.hi, g, t);
+    mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
+    mma_rows(pr, bt, base + stride, r.hi);
 #endif
     for (; base < r.hi; base += stride) {
 #if PF
         mma_raw kn[NR][2][MC], vn[NR][4][MV];
-        mma_load(kn, vn, kb, vb, rstride, base + stride, r.hi, g, t);  // rows past hi: no access, zeros
+        mma_load(kn, vn, kb, vb, rstride, pr, base + stride, r.hi, g, t);  // rows past hi: no access, zeros
+        mma_rows(pr, bt, base + 2 * stride, r.hi);
 #else
-        mma_load(kr, vr, kb, vb, rstride, base, r.hi, g, t);
+        mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
+        mma_rows(pr, bt, base + stride, r.hi);
 #endif
 #pragma unroll
-        for (int u = 0; u < NR; u++) mma_tile<GN>(kr[u], vr[u], base + 16 * u, r.hi, g, qb, ks, m, l, o);
+        for (int u = 0; u < NR; u++) mma_tile<GNW>(kr[u], vr[u], base + 16 * u, lim, g, qb, ks, c2, cl, m, l, o);
 #if PF
 #pragma unroll
         for (int u = 0; u < NR; u++) {
@@ -339,19 +537,19 @@ __device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_
 #endif
     }
 
-    // Per-warp state to shared memory: heads nt*8 + 2t + cc; local dim i
+    // Per-warp state to shared memory: column nt*8 + 2t + cc; local dim i
     // (o[..][i][cc] for i < 4*MV, o[..][i - 4*MV][2+cc] above) is dim
     // 64*(i/8) + 8g + i%8, stored as float4s of 4 consecutive dims.
 #pragma unroll
-    for (int nt = 0; nt < GN; nt++) {
+    for (int nt = 0; nt < GNW; nt++) {
 #pragma unroll
         for (int cc = 0; cc < 2; cc++) {
             float lsum = l[nt][cc];
             lsum += __shfl_xor_sync(full, lsum, 4);
             lsum += __shfl_xor_sync(full, lsum, 8);
             lsum += __shfl_xor_sync(full, lsum, 16);
-            const int h = nt * 8 + 2 * t + cc;
-            if (h < group) {
+            const int h = (wc * GNW + nt) * 8 + 2 * t + cc;
+            if (h < cols) {
                 float ov[8 * MV];
 #pragma unroll
                 for (int i = 0; i < 8 * MV; i++) {
@@ -362,15 +560,15 @@ __device__ __forceinline__ void mma_block(const float* __restrict__ q, const KV_
                 }
 #pragma unroll
                 for (int i = 0; i < 8 * MV; i += 4)
-                    *reinterpret_cast<float4*>(&sm_o[warp][h][64 * (i >> 3) + 8 * g + (i & 7)]) =
+                    *reinterpret_cast<float4*>(&sm_o[wr][h][64 * (i >> 3) + 8 * g + (i & 7)]) =
                         make_float4(ov[i], ov[i + 1], ov[i + 2], ov[i + 3]);
                 if (g == 0) {
-                    sm_m[warp][h] = m[nt][cc];
-                    sm_l[warp][h] = lsum;
+                    sm_m[wr][h] = m[nt][cc];
+                    sm_l[wr][h] = lsum;
                 }
             }
         }
     }
     __syncthreads();
-    gq_merge_store<WARPS, GMAX>(sm_m, sm_l, sm_o, partial, b, sp, h0, group, heads);
+    gq_merge_store<WROWS, GMAX, QLEN, WARPS * 32>(sm_m, sm_l, sm_o, a.partial, b, sp, h0, group, heads);
 }

@@ -69,8 +69,8 @@
 #if HEAD_DIM != 128 && SPLITS != 1
 #error "mma_fused: HEAD_DIM must be 128 (its merge gives each lane 4 of 128 dims), or SPLITS 1 (no merge)"
 #endif
-#if SPLITS > 128 * WARPS
-#error "mma_fused: SPLITS must be <= 128*WARPS (the merge's weights live in the merge area)"
+#if SPLITS > HEAD_DIM * WROWS
+#error "mma_fused: SPLITS must be <= 128*WARPS/WN (the merge's weights live in the merge area)"
 #endif
 
 __device__ __forceinline__ void mf_fold(float4& a, const float4& x, float w) {
@@ -89,21 +89,14 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     attn_partial(const float* __restrict__ q, const KV_T* __restrict__ k, const KV_T* __restrict__ v,
                  const int* __restrict__ positions, float* __restrict__ partial, int heads, int kv_heads,
                  int capacity, float scale, float* __restrict__ out, unsigned int* __restrict__ scratch
-#if KV_FP8
-                 ,
-                 const float* __restrict__ kv_scale
-#endif
-    ) {
-#if !KV_FP8
-    const float* kv_scale = nullptr;
-#endif
-    __shared__ float sm_m[WARPS][GMAX], sm_l[WARPS][GMAX];
-    __shared__ __align__(16) float sm_o[WARPS][GMAX][HEAD_DIM];
+                     MMA_TAIL_PARAMS) {
+    __shared__ float sm_m[WROWS][GMAX], sm_l[WROWS][GMAX];
+    __shared__ __align__(16) float sm_o[WROWS][GMAX][HEAD_DIM];
     __shared__ float mf_s[GMAX];
     __shared__ int mf_n[GMAX];
     __shared__ int mf_last;
 
-    mma_block(q, k, v, positions, partial, heads, kv_heads, capacity, scale, kv_scale, sm_m, sm_l, sm_o);
+    mma_block(MMA_ARGS, sm_m, sm_l, sm_o);
 
 #if SPLITS == 1
     // One split: the block is its group's only one and holds the whole
@@ -115,12 +108,12 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     // 0 when S = 0) but for the sign of a zero.
     __syncthreads();
     {
-        const int b = blockIdx.z, h0 = blockIdx.y * (heads / kv_heads);
-        for (int idx = threadIdx.x; idx < (heads / kv_heads) * HEAD_DIM; idx += WARPS * 32) {
-            const int h = h0 + idx / HEAD_DIM, d = idx % HEAD_DIM;
-            const float* slot = kt_partial_slot(partial, b, 0, h, heads);
+        const int b = blockIdx.z, group = heads / kv_heads, h0 = blockIdx.y * group;
+        for (int idx = threadIdx.x; idx < QLEN * group * HEAD_DIM; idx += WARPS * 32) {
+            const int h = gq_slot_head<QLEN>(idx / HEAD_DIM, h0, group, heads), d = idx % HEAD_DIM;
+            const float* slot = kt_partial_slot(partial, b, 0, h, QLEN * heads);
             const float L = slot[1];
-            out[((size_t)b * heads + h) * HEAD_DIM + d] = L > 0.0f ? slot[4 + d] / L : 0.0f;
+            out[((size_t)b * QLEN * heads + h) * HEAD_DIM + d] = L > 0.0f ? slot[4 + d] / L : 0.0f;
         }
     }
 #else
@@ -129,6 +122,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     const int group = heads / kv_heads;
     const int h0 = hk * group;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    // The merge runs over the group's columns, QLEN tokens of group heads
+    // each; slot and out rows are those of QLEN*heads heads (mma_core.cuh).
+    const int cols = QLEN * group, rows = QLEN * heads;
 
     // Arrival. Each thread's slot stores reach the device scope before the
     // barrier, so thread 0's count covers the whole block's slots.
@@ -146,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     if (!mf_last) return;  // block-uniform
     __threadfence();       // the other blocks' slots are read after the count
 
-    const int items = group * 32;  // (head, 4-dim quad)
+    const int items = cols * 32;  // (column, 4-dim quad)
     const int it0 = threadIdx.x;
     // This thread's first MF_U accumulators, issued before the headers are
     // known (slots past the last live split hold the neutral slot and are
@@ -154,13 +150,13 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     float4 x0[MF_U];
 #pragma unroll
     for (int u = 0; u < MF_U; u++)
-        x0[u] = (it0 < items && u < SPLITS) ? mf_acc(partial, b, u, h0 + (it0 >> 5), heads, it0 & 31) : kt_zero4();
+        x0[u] = (it0 < items && u < SPLITS) ? mf_acc(partial, b, u, gq_slot_head<QLEN>(it0 >> 5, h0, group, heads), rows, it0 & 31) : kt_zero4();
 
     // 1. Headers, one warp per head. Lane j plays thread 32c + j of each of
     // combine_wide's 4 warps c, so the sums below add in its order.
     float* mf_w = &sm_o[0][0][0];  // [GMAX][SPLITS]; the block merge has read sm_o
-    for (int i = warp; i < group; i += WARPS) {
-        const int h = h0 + i;
+    for (int i = warp; i < cols; i += WARPS) {
+        const int h = gq_slot_head<QLEN>(i, h0, group, heads);
         float2 ml[4][MF_CP];
         float mx = kt_neg_inf();
         int last = 0;
@@ -170,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
             for (int e = 0; e < MF_CP; e++) {
                 const int sp = 32 * c + lane + HEAD_DIM * e;
                 ml[c][e] = make_float2(kt_neg_inf(), 0.0f);
-                if (sp < SPLITS) ml[c][e] = __ldcg(reinterpret_cast<const float2*>(kt_partial_slot(partial, b, sp, h, heads)));
+                if (sp < SPLITS) ml[c][e] = __ldcg(reinterpret_cast<const float2*>(kt_partial_slot(partial, b, sp, h, rows)));
             }
         }
 #pragma unroll
@@ -215,12 +211,12 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 
     // 2. Accumulators of the live splits: chain c holds splits sp = c mod 4.
     for (int it = it0; it < items; it += WARPS * 32) {
-        const int i = it >> 5, l = it & 31, h = h0 + i;
+        const int i = it >> 5, l = it & 31, h = gq_slot_head<QLEN>(i, h0, group, heads);
         const int n = mf_n[i];
         const float* w = mf_w + i * SPLITS;
         if (it != it0) {
 #pragma unroll
-            for (int u = 0; u < MF_U; u++) x0[u] = u < n ? mf_acc(partial, b, u, h, heads, l) : kt_zero4();
+            for (int u = 0; u < MF_U; u++) x0[u] = u < n ? mf_acc(partial, b, u, h, rows, l) : kt_zero4();
         }
         float4 a[4] = {kt_zero4(), kt_zero4(), kt_zero4(), kt_zero4()};
 #pragma unroll
@@ -229,7 +225,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
         for (int s0 = MF_U; s0 < n; s0 += MF_U) {
             float4 x[MF_U];
 #pragma unroll
-            for (int u = 0; u < MF_U; u++) x[u] = s0 + u < n ? mf_acc(partial, b, s0 + u, h, heads, l) : kt_zero4();
+            for (int u = 0; u < MF_U; u++) x[u] = s0 + u < n ? mf_acc(partial, b, s0 + u, h, rows, l) : kt_zero4();
 #pragma unroll
             for (int u = 0; u < MF_U; u++)
                 if (s0 + u < n) mf_fold(a[u & 3], x[u], w[s0 + u]);
@@ -244,7 +240,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
             o.w += a[c].w;
         }
         const float4 r = S > 0.0f ? make_float4(o.x / S, o.y / S, o.z / S, o.w / S) : kt_zero4();
-        *reinterpret_cast<float4*>(out + ((size_t)b * heads + h) * HEAD_DIM + 4 * l) = r;
+        *reinterpret_cast<float4*>(out + ((size_t)b * rows + h) * HEAD_DIM + 4 * l) = r;
     }
 #endif
 }
