@@ -342,7 +342,7 @@ struct mma_args {
 // MMA_TAIL_PARAMS are attn_partial's parameters after the ABI's (and a
 // fused kernel's out and counters), in this order, each only in the form
 // that takes it: kv_scale (fp8), block_table and max_pages (paged),
-// softcap, sinks. MMA_TAIL_ARGS fills an mma_args' fields from them.
+// softcap, sinks. MMA_ARGS fills an mma_args from the ABI's and them.
 #if KV_FP8
 #define MMA_P_SCALE , const float* __restrict__ kv_scale
 #define MMA_A_SCALE kv_scale
@@ -465,10 +465,10 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
 #endif
 #if SINKS
             // The sink is one more logit in the softmax with no value:
-            // split 0's first row of warps starts its state from it (max = the sink,
-            // weight 1 in the g = 0 thread's share of the sum), so it is
-            // counted once per (token, head) however many splits and warps
-            // there are, and the merges carry it like any row.
+            // split 0's first row of warps starts its state from it (max =
+            // the sink, weight 1 in the g = 0 thread's share of the sum),
+            // so it counts once per (token, head) however many splits and
+            // warps there are, and the merges carry it like any row.
             const int c = (wc * GNW + nt) * 8 + 2 * t + cc;
             if (sp == 0 && wr == 0 && c < cols) {
                 m[nt][cc] = a.sinks[h0 + c % group] * GQ_LOG2E;

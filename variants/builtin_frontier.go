@@ -58,7 +58,14 @@ var ldhDefine = catalog.DefineSpec{Name: "LDH", Default: "0", Max: 1,
 // through mma_core.cuh).
 var (
 	mmaNR = catalog.DefineSpec{Name: "NR", Default: "1", Min: 1, Max: 4, Doc: "16-row tiles per warp step, all loaded before the first mma"}
-	mmaGN = catalog.DefineSpec{Name: "GN", Default: "1", Min: 1, Max: 2, Doc: "8-head n-tiles: the group must fit in 8*GN"}
+	mmaGN = catalog.DefineSpec{Name: "GN", Default: "1", Min: 1, Max: 8, Doc: "8-column n-tiles: the group's heads times the query tokens must fit in 8*GN"}
+	// mmaWN lets several warps share a tile's rows, each taking GN/WN of
+	// its n-tiles: with several query tokens per sequence the columns
+	// outgrow one warp's registers (GN 4 alone: 255 registers and a spill
+	// under NVRTC 11.8; GN 4 over WN 4: 128, no spill), while the rows
+	// still leave DRAM once.
+	mmaWN = catalog.DefineSpec{Name: "WN", Default: "1", Min: 1, Max: 8,
+		Doc: "warps sharing each 16-row tile, one GN/WN share of its n-tiles each; must divide GN and WARPS"}
 	mmaPF = catalog.DefineSpec{Name: "PF", Default: "0", Max: 1,
 		Doc: "1: the next step's loads go out before this step's mma (register double buffering); 0: load, then compute"}
 )
@@ -128,11 +135,12 @@ func checkGQAKernel(s results.Shape, defines map[string]string) error {
 // decoded and scaled (their signature takes kv_scale).
 var mmaKVTypes = []*kvtype.Type{kvtype.F16, kvtype.BF16, kvtype.FP8E4M3}
 
-// mmaSharedBytes is the static shared memory of mma's block merge:
-// sm_o[WARPS][8·GN][HEAD_DIM] floats plus sm_m and sm_l, WARPS × 8·GN
-// floats each.
-func mmaSharedBytes(headDim, warps, gn int) int {
-	return warps*8*gn*headDim*4 + 2*warps*8*gn*4
+// mmaSharedBytes is the static shared memory of mma's block merge: one
+// state row per WARPS/WN warps, sm_o[WARPS/WN][8·GN][HEAD_DIM] floats
+// plus sm_m and sm_l, WARPS/WN × 8·GN floats each.
+func mmaSharedBytes(headDim, warps, gn, wn int) int {
+	rows := warps / wn
+	return rows*8*gn*headDim*4 + 2*rows*8*gn*4
 }
 
 // mmaHeadDims are the head dims mma_core.cuh is built for (k-steps of 16,
@@ -159,16 +167,23 @@ func checkMMA(s results.Shape, defines map[string]string, dims ...int) error {
 	if err != nil {
 		return err
 	}
+	wn, err := defineInt(defines, "WN", 1)
+	if err != nil {
+		return err
+	}
 	if g := s.Heads / s.KVHeads; g > 8*gn {
 		return fmt.Errorf("group %d (heads/kv_heads) exceeds 8*GN = %d: set GN=%d", g, 8*gn, (g+7)/8)
 	}
-	if n := mmaSharedBytes(s.HeadDim, warps, gn); n > staticSharedLimit {
+	if gn%wn != 0 || warps%wn != 0 {
+		return fmt.Errorf("WN=%d must divide GN=%d and WARPS=%d (each warp of a tile takes GN/WN n-tiles)", wn, gn, warps)
+	}
+	if n := mmaSharedBytes(s.HeadDim, warps, gn, wn); n > staticSharedLimit {
 		most := 0
-		for mmaSharedBytes(s.HeadDim, most+1, gn) <= staticSharedLimit {
-			most++
+		for mmaSharedBytes(s.HeadDim, most+wn, gn, wn) <= staticSharedLimit {
+			most += wn
 		}
-		return fmt.Errorf("HEAD_DIM %d with WARPS %d, GN %d: %.0f KiB merge area exceeds %d KiB static shared memory: use WARPS<=%d",
-			s.HeadDim, warps, gn, float64(n)/1024, staticSharedLimit>>10, most)
+		return fmt.Errorf("HEAD_DIM %d with WARPS %d, GN %d, WN %d: %.0f KiB merge area exceeds %d KiB static shared memory: use WARPS<=%d",
+			s.HeadDim, warps, gn, wn, float64(n)/1024, staticSharedLimit>>10, most)
 	}
 	return nil
 }
@@ -176,8 +191,9 @@ func checkMMA(s results.Shape, defines map[string]string, dims ...int) error {
 // checkMMAFusedKernel is checkMMAKernel plus the fused merge's bounds: its
 // merge gives each lane 4 of 128 dims, so head_dim 128 unless SPLITS is 1
 // (one block per group normalises its own state: no merge, any of mma's
-// head dims); the weights (group × SPLITS floats) reuse the block's merge
-// area, WARPS × 8·GN heads × 128 dims, so SPLITS may not exceed 128·WARPS.
+// head dims); the weights (8·GN × SPLITS floats) reuse the block's merge
+// area, WARPS/WN rows × 8·GN columns × 128 dims, so SPLITS may not exceed
+// 128·WARPS/WN.
 func checkMMAFusedKernel(s results.Shape, defines map[string]string) error {
 	splits, err := defineInt(defines, results.DefineSplits, 64)
 	if err != nil {
@@ -197,8 +213,12 @@ func checkMMAFusedKernel(s results.Shape, defines map[string]string) error {
 	if err != nil {
 		return err
 	}
-	if splits > 128*warps {
-		return fmt.Errorf("SPLITS=%d exceeds 128*WARPS = %d: the merge keeps its weights in the block's merge area", splits, 128*warps)
+	wn, err := defineInt(defines, "WN", 1)
+	if err != nil {
+		return err
+	}
+	if most := 128 * warps / wn; splits > most {
+		return fmt.Errorf("SPLITS=%d exceeds 128*WARPS/WN = %d: the merge keeps its weights in the block's merge area", splits, most)
 	}
 	return nil
 }
@@ -232,6 +252,7 @@ func init() {
 			warpsDefine,
 			minrowsDefine,
 			mmaGN,
+			mmaWN,
 			mmaPF,
 			cwDefine,
 			ldhDefine,
@@ -257,6 +278,7 @@ func init() {
 			warpsDefine,
 			minrowsDefine,
 			mmaGN,
+			mmaWN,
 			mmaPF,
 			ldhDefine,
 		},
@@ -285,6 +307,7 @@ func init() {
 			warpsDefine,
 			minrowsDefine,
 			mmaGN,
+			mmaWN,
 			mmaPF,
 			ldhDefine,
 		},

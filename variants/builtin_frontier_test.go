@@ -79,7 +79,15 @@ func TestFrontierChecks(t *testing.T) {
 		{"gqa", withKV(h200Shape, "bf16"), nil, "its own f16/f32 loads"},
 		{"gqa", withKV(h200Shape, "fp8e4m3"), nil, "takes no kv_scale"},
 		{"mma", withDim(h200Shape, 256), map[string]string{"WARPS": "4"}, ""},
-		{"mma", withDim(h200Shape, 256), map[string]string{"WARPS": "8"}, "HEAD_DIM 256 with WARPS 8, GN 1: 64 KiB merge area exceeds 48 KiB static shared memory: use WARPS<=5"},
+		{"mma", withDim(h200Shape, 256), map[string]string{"WARPS": "8"}, "HEAD_DIM 256 with WARPS 8, GN 1, WN 1: 64 KiB merge area exceeds 48 KiB static shared memory: use WARPS<=5"},
+		// Several warps per tile: the merge area has WARPS/WN rows, so
+		// GN 4 fits 8 warps at WN 4 (32 KiB) but not at WN 2 (64 KiB).
+		{"mma", h200Shape, map[string]string{"GN": "4", "WN": "4", "WARPS": "8"}, ""},
+		{"mma", h200Shape, map[string]string{"GN": "4", "WN": "2", "WARPS": "8"}, "GN 4, WN 2: 65 KiB merge area exceeds 48 KiB static shared memory: use WARPS<=4"},
+		{"mma", h200Shape, map[string]string{"GN": "4", "WN": "3", "WARPS": "6"}, "WN=3 must divide GN=4"},
+		{"mma", h200Shape, map[string]string{"GN": "2", "WN": "2", "WARPS": "3"}, "and WARPS=3"},
+		{"mma", h200Shape, map[string]string{"GN": "9"}, "maximum 8"},
+		{"mmaf", h200Shape, map[string]string{"SPLITS": "1", "GN": "8", "WN": "8", "WARPS": "8"}, ""},
 		{"mma", withDim(h200Shape, 96), nil, "needs head_dim 64, 128 or 256"},
 		{"mmaf", hd64, nil, "needs head_dim 128 (the merge's lanes"},
 		{"mmaf", hd64, map[string]string{"SPLITS": "1"}, ""},
@@ -234,7 +242,9 @@ func TestFusedRegistry(t *testing.T) {
 	}{
 		{nil, ""},
 		{map[string]string{"SPLITS": "256", "WARPS": "2"}, ""},
-		{map[string]string{"SPLITS": "129", "WARPS": "1"}, "128*WARPS = 128"},
+		{map[string]string{"SPLITS": "129", "WARPS": "1"}, "128*WARPS/WN = 128"},
+		{map[string]string{"SPLITS": "256", "WARPS": "4", "WN": "2", "GN": "2"}, ""},
+		{map[string]string{"SPLITS": "129", "WARPS": "2", "WN": "2", "GN": "2"}, "128*WARPS/WN = 128"},
 		{map[string]string{"CW": "2"}, ""}, // not a define of mmaf: the spec layer reports it, not Check
 		{map[string]string{"WARPS": "8", "GN": "2"}, "use WARPS<=5"},
 	} {
@@ -275,7 +285,7 @@ func TestFusedSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := regexp.MustCompile(`(?s)extern "C" __global__ void __launch_bounds__\(WARPS \* 32\)\s+attn_partial\(const float\* __restrict__ q, const KV_T\* __restrict__ k, const KV_T\* __restrict__ v,\s+const int\* __restrict__ positions, float\* __restrict__ partial, int heads, int kv_heads,\s+int capacity, float scale, float\* __restrict__ out, unsigned int\* __restrict__ scratch(\s*#if KV_FP8\s*,\s*const float\* __restrict__ kv_scale\s*#endif\s*)?\)`)
+	sig := regexp.MustCompile(`(?s)extern "C" __global__ void __launch_bounds__\(WARPS \* 32\)\s+attn_partial\(const float\* __restrict__ q, const KV_T\* __restrict__ k, const KV_T\* __restrict__ v,\s+const int\* __restrict__ positions, float\* __restrict__ partial, int heads, int kv_heads,\s+int capacity, float scale, float\* __restrict__ out, unsigned int\* __restrict__ scratch\s+MMA_TAIL_PARAMS\)`)
 	if !sig.MatchString(src) {
 		t.Error("mma_fused.cu: attn_partial does not have the fused ABI's signature")
 	}
