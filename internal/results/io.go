@@ -63,10 +63,14 @@ func NewReader(r io.Reader, file string) *Reader {
 // the input or on a read error (see Err).
 func (r *Reader) Scan() bool {
 	for {
-		// ReadBytes rather than bufio.Scanner: a record carries an NVRTC
-		// log and up to thousands of samples, with no useful upper bound
-		// on the line length.
-		b, err := r.br.ReadBytes('\n')
+		// Not bufio.Scanner: a record carries an NVRTC log and up to
+		// thousands of samples, so its line is long; but not unbounded
+		// either, or a file without newlines (/dev/zero) costs all memory.
+		b, err := r.readLine()
+		if errors.Is(err, errLineTooLong) {
+			r.ioer = fmt.Errorf("reading %s: line %d: %w", r.file, r.line+1, err)
+			return false
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			r.ioer = fmt.Errorf("reading %s: %w", r.file, err)
 			return false
@@ -91,6 +95,30 @@ func (r *Reader) Scan() bool {
 			r.err = &SyntaxError{File: r.file, Line: r.line, Msg: msg}
 		}
 		return true
+	}
+}
+
+// MaxLineBytes bounds one line of a results file. The longest record
+// written so far (thousands of samples and an NVRTC log) is well under a
+// megabyte; a longer line is not a record, and reading on would only
+// exhaust memory.
+const MaxLineBytes = 64 << 20
+
+var errLineTooLong = fmt.Errorf("longer than %d MiB without a newline: not a results file", MaxLineBytes>>20)
+
+// readLine returns the next line with its newline, or what is left before
+// EOF (with io.EOF), refusing a line longer than MaxLineBytes.
+func (r *Reader) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxLineBytes {
+			return nil, errLineTooLong
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
 	}
 }
 
@@ -128,6 +156,9 @@ func decodeLine(line []byte, rec *Record) (msg string, malformed bool) {
 	}
 	if err := json.Unmarshal(line, rec); err != nil {
 		return "malformed record: " + jsonMsg(err), false
+	}
+	if msg := strictCheck(line); msg != "" {
+		return msg, false
 	}
 	if rec.Hash == "" {
 		return "record has no hash", false
