@@ -333,6 +333,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		CombineGrid:  [3]int{sh.Heads, sh.Batch, 1},
 		CombineBlock: [3]int{sh.HeadDim, 1, 1},
 		BitwiseWith:  v.BitwiseWith,
+		Fixture:      b.fixture(),
 	}
 	geo, launches, wsBytes, err := b.geometry(v, sh, defs, nkv, &cfg)
 	if err != nil {
@@ -410,6 +411,18 @@ func sorted(defs map[string]string, all bool) results.Defines {
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// fixture reports whether the spec is a fault-isolation spec: one of its
+// variants' kernels lives under testdata (results.FixtureKernel), so every
+// point of it is a fixture (results.Config.Fixture).
+func (b *builder) fixture() bool {
+	for i := range b.s.Variants {
+		if results.FixtureKernel(b.s.Variants[i].Kernel) {
 			return true
 		}
 	}

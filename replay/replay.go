@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
@@ -183,6 +184,9 @@ func (r *Backend) Run(ctx context.Context, p *plan.Point) (results.Record, error
 	rec.Time = clock()
 	if r.Mark {
 		rec.Replayed = replayed
+		if !strings.HasPrefix(rec.Env.Host, results.ReplayedHostPrefix) {
+			rec.Env.Host = results.ReplayedHostPrefix + rec.Env.Host
+		}
 	}
 	if r.Hook != nil {
 		r.Hook(n, p)

@@ -157,7 +157,7 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 	for _, i := range latest {
 		row := newRow(&recs[i])
 		row.Label = labels[row.key.Shape]
-		row.Fixture = fixtures[recs[i].Config.Spec]
+		row.Fixture = results.IsFixture(&recs[i], fixtures)
 		if len(opts.Sources) == len(recs) {
 			row.source = opts.Sources[i]
 		}

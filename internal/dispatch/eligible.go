@@ -13,7 +13,7 @@ func launchable(r *results.Record, fixtures map[string]bool) (bool, string) {
 	if results.IsReference(r) {
 		return false, "reference measurement"
 	}
-	if fixtures[r.Config.Spec] {
+	if results.IsFixture(r, fixtures) {
 		return false, "fault fixture"
 	}
 	return true, ""

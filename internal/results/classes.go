@@ -52,3 +52,22 @@ func FixtureSpecs(recs []Record) map[string]bool {
 	}
 	return out
 }
+
+// IsFixture reports whether r is a fixture: its own kernel is one
+// (FixtureKernel), its record says so (Config.Fixture), or fixtureSpecs
+// (FixtureSpecs of the input, for records written before the mark) names
+// its spec. Any one of the three suffices, so one edited field does not
+// turn a fixture into a kernel to ship.
+func IsFixture(r *Record, fixtureSpecs map[string]bool) bool {
+	return r.Config.Fixture || FixtureKernel(r.Config.Kernel) || fixtureSpecs[r.Config.Spec]
+}
+
+// ReplayedHostPrefix starts the Env.Host of every record the replay
+// backend serves marked: a second mark beside Record.Replayed, so that
+// deleting or nulling one field does not pass a replay for a measurement.
+const ReplayedHostPrefix = "replayed:"
+
+// IsReplayed reports whether the replay backend served r (either mark).
+func IsReplayed(r *Record) bool {
+	return r.Replayed != nil || strings.HasPrefix(r.Env.Host, ReplayedHostPrefix)
+}

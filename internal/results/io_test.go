@@ -27,7 +27,7 @@ func fullRecord(hash string) Record {
 			NKV:     32768, Lengths: []int{32768, 1000}, Splits: 32,
 			Grid: [3]int{32, 28, 2}, Block: [3]int{32, 1, 1}, SharedBytes: 4096,
 			CombineGrid: [3]int{28, 2, 1}, CombineBlock: [3]int{128, 1, 1},
-			BitwiseWith: "r4",
+			BitwiseWith: "r4", Fixture: true,
 		},
 		Env: Env{
 			Device: "NVIDIA H200", DeviceIndex: 1, UUID: "GPU-1234", Arch: "sm_90", SMs: 132,

@@ -7,7 +7,7 @@ package results
 // unless asked, since a replay is another run's numbers, or none.
 func Measured(recs []Record) (measured, replayed []Record) {
 	for _, r := range recs {
-		if r.Replayed != nil {
+		if IsReplayed(&r) {
 			replayed = append(replayed, r)
 		} else {
 			measured = append(measured, r)

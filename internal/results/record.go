@@ -118,6 +118,13 @@ type Config struct {
 	CombineBlock [3]int `json:"combine_block"`
 
 	BitwiseWith string `json:"bitwise_with,omitempty"` // numerics class: byte-identical to this variant
+
+	// Fixture marks every point of a fault-isolation spec (one with a
+	// kernel under testdata): its good kernels run after a deliberate
+	// fault under names no engine ships. The record carries the mark
+	// itself, so that leaving the faulting kernels' records out of an
+	// input does not make the others shippable (IsFixture).
+	Fixture bool `json:"fixture,omitempty"`
 }
 
 // Define returns the value of the named define and whether it is set.

@@ -1,0 +1,218 @@
+// Package evidence turns results records into the evidence a decision may
+// rest on, once, before any command decides anything: the gate's verdict,
+// tune's dispatch table, the report's "what to ship", compare and export.
+//
+// A record is a claim, not a fact: any field may have been edited, cut or
+// left over from a crash. Check keeps a record as evidence only when it is
+// internally consistent (its status agrees with its gates and probes,
+// every sample is finite and positive and there are at least the minimum
+// number of them) and replaces what can be derived (the summaries, the
+// bandwidth) by what its samples say. Every other record is excluded with
+// its reason, never dropped in silence, so that a command can refuse,
+// count or say it. Failures are collected over every line read,
+// superseded and excluded ones included: a kernel that failed a gate
+// anywhere in the input stays failed whatever another line says.
+package evidence
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/stats"
+)
+
+// A Problem is why a record is not evidence.
+type Problem string
+
+const (
+	// ProblemUnknownStatus: the status is none this build writes.
+	ProblemUnknownStatus Problem = "unknown status"
+	// ProblemNoProbe: an ok record without a measured probe.
+	ProblemNoProbe Problem = "ok without a measured probe"
+	// ProblemNoSamples: a probe without samples.
+	ProblemNoSamples Problem = "probe without samples"
+	// ProblemBadSample: a sample that is not a finite, positive time.
+	ProblemBadSample Problem = "sample not a finite positive time"
+	// ProblemFewSamples: fewer samples than the minimum asked for.
+	ProblemFewSamples Problem = "fewer samples than the minimum"
+	// ProblemContradiction: the status says one thing and the gates or
+	// probes another (ok with a failing gate, gate_failed with every gate
+	// passed, a probe measured twice).
+	ProblemContradiction Problem = "status contradicts the record"
+)
+
+// An Exclusion is a record that is not evidence, with why.
+type Exclusion struct {
+	File    string          `json:"file,omitempty"`
+	Hash    string          `json:"hash"`
+	Variant string          `json:"variant"`
+	NKV     int             `json:"nkv"`
+	Status  results.Status  `json:"status"`
+	Problem Problem         `json:"problem"`
+	Detail  string          `json:"detail"`
+	Config  *results.Config `json:"-"`
+}
+
+func (e Exclusion) String() string {
+	at := ""
+	if e.File != "" {
+		at = e.File + ": "
+	}
+	return fmt.Sprintf("%s%s %s nkv=%d (%s): %s: %s", at, e.Variant, e.Config.Defines.Own(), e.NKV, e.Status, e.Problem, e.Detail)
+}
+
+// A Failure is a record that says its kernel is wrong: a failing gate or a
+// fault. It counts wherever it appears in the input.
+type Failure struct {
+	Hash   string
+	Config results.Config
+	Device string
+	Reason string
+}
+
+// Options says what evidence must hold.
+type Options struct {
+	// MinSamples is the fewest samples a probe may have (the spec's
+	// stopping rule, when the caller knows it); below 1 means 1.
+	MinSamples int
+}
+
+// A Set is the evidence of one or more results files.
+type Set struct {
+	// Records are the records that are evidence, in input order, with
+	// summaries and bandwidth recomputed from their samples.
+	Records []results.Record
+	// Sources holds the file of each record, when known.
+	Sources []string
+	// Damaged lists the input lines that could not be read as records.
+	Damaged []error
+	// Excluded lists the records read that are not evidence.
+	Excluded []Exclusion
+	// Failures lists every failing record read, superseded or excluded
+	// ones included.
+	Failures []Failure
+	// Replaced counts the records superseded by a later line of their
+	// hash in the same file.
+	Replaced int
+}
+
+// Incomplete reports whether anything in the input could not be used: a
+// decision drawn from the set is then at best undecided.
+func (s *Set) Incomplete() bool { return len(s.Damaged) > 0 || len(s.Excluded) > 0 }
+
+// Check validates recs (sources: the file of each, or nil) into a Set.
+// The records are copied; recs is left as it was.
+func Check(recs []results.Record, sources []string, opt Options) *Set {
+	s := &Set{}
+	for i := range recs {
+		src := ""
+		if len(sources) == len(recs) {
+			src = sources[i]
+		}
+		s.noteFailure(&recs[i])
+		s.add(recs[i], src, opt)
+	}
+	return s
+}
+
+// add checks one record into s.
+func (s *Set) add(r results.Record, src string, opt Options) {
+	r.Probes = cloneProbes(r.Probes)
+	if p, detail := problem(&r, opt); p != "" {
+		cfg := r.Config
+		s.Excluded = append(s.Excluded, Exclusion{File: src, Hash: r.Hash, Variant: r.Config.Variant, NKV: r.Config.NKV,
+			Status: r.Status, Problem: p, Detail: detail, Config: &cfg})
+		return
+	}
+	s.Records = append(s.Records, r)
+	s.Sources = append(s.Sources, src)
+}
+
+// noteFailure records r in s.Failures when it says its kernel is wrong.
+func (s *Set) noteFailure(r *results.Record) {
+	reason := ""
+	for _, g := range r.Gates {
+		if !g.Pass {
+			reason = fmt.Sprintf("%s gate failed at nkv=%d", g.Kind, g.NKV)
+			break
+		}
+	}
+	switch {
+	case reason != "":
+	case r.Status == results.StatusFault:
+		reason = "fault at nkv=" + fmt.Sprint(r.Config.NKV)
+	case r.Status == results.StatusGateFailed:
+		reason = "recorded gate_failed at nkv=" + fmt.Sprint(r.Config.NKV)
+	default:
+		return
+	}
+	s.Failures = append(s.Failures, Failure{Hash: r.Hash, Config: r.Config, Device: r.Env.Device, Reason: reason})
+}
+
+// problem returns why r is not evidence, or "".
+func problem(r *results.Record, opt Options) (Problem, string) {
+	switch r.Status {
+	case results.StatusOK:
+	case results.StatusGateFailed:
+		if r.GatesPass() {
+			return ProblemContradiction, "gate_failed, but every recorded gate passed"
+		}
+		return "", ""
+	case results.StatusCompileFailed, results.StatusFault, results.StatusTimeout, results.StatusOOM, results.StatusError:
+		return "", ""
+	default:
+		return ProblemUnknownStatus, fmt.Sprintf("status %q", r.Status)
+	}
+	for _, g := range r.Gates {
+		if !g.Pass {
+			return ProblemContradiction, fmt.Sprintf("ok, but its %s gate failed at nkv=%d", g.Kind, g.NKV)
+		}
+	}
+	if len(r.Probes) == 0 {
+		return ProblemNoProbe, "no probes"
+	}
+	minN := max(opt.MinSamples, 1)
+	seen := map[results.Probe]bool{}
+	for i := range r.Probes {
+		m := &r.Probes[i]
+		if seen[m.Probe] {
+			return ProblemContradiction, fmt.Sprintf("probe %s measured twice", m.Probe)
+		}
+		seen[m.Probe] = true
+		if len(m.SamplesNS) == 0 {
+			return ProblemNoSamples, fmt.Sprintf("%s has none", m.Probe)
+		}
+		for j, x := range m.SamplesNS {
+			if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
+				return ProblemBadSample, fmt.Sprintf("%s sample %d is %g", m.Probe, j, x)
+			}
+		}
+		if len(m.SamplesNS) < minN {
+			return ProblemFewSamples, fmt.Sprintf("%s has %d, the minimum is %d", m.Probe, len(m.SamplesNS), minN)
+		}
+		// Derived figures are derived here, never read: a summary is
+		// one edit away from any value.
+		m.Summary = stats.Summarize(m.SamplesNS)
+		m.GBps, m.PctBW = 0, 0
+		if m.Bytes > 0 {
+			m.GBps = float64(m.Bytes) / m.Summary.Median
+			if r.Env.ReadBWGBps > 0 {
+				m.PctBW = m.GBps / r.Env.ReadBWGBps * 100
+			}
+		}
+	}
+	return "", ""
+}
+
+func cloneProbes(ps []results.Measurement) []results.Measurement {
+	if ps == nil {
+		return nil
+	}
+	out := make([]results.Measurement, len(ps))
+	copy(out, ps)
+	for i := range out {
+		out[i].SamplesNS = append([]float64(nil), ps[i].SamplesNS...)
+	}
+	return out
+}

@@ -1,0 +1,78 @@
+package evidence
+
+import (
+	"math"
+	"testing"
+
+	"github.com/ktune/ktune/internal/results"
+)
+
+func okRecord(hash string, samples ...float64) results.Record {
+	return results.Record{Hash: hash, Status: results.StatusOK,
+		Config: results.Config{Variant: "d2", NKV: 512},
+		Gates:  []results.Gate{{Kind: results.GateTolerance, Pass: true}},
+		Probes: []results.Measurement{{Probe: results.ProbeCold, SamplesNS: samples, Bytes: 1000,
+			Summary: results.Summary{N: 99, Median: 1}}}}
+}
+
+func TestCheck(t *testing.T) {
+	failing := okRecord("f")
+	failing.Gates[0].Pass = false
+	gateFailed := results.Record{Hash: "g", Status: results.StatusGateFailed, Gates: []results.Gate{{Kind: results.GateTolerance}}}
+	unfailed := results.Record{Hash: "u", Status: results.StatusGateFailed, Gates: []results.Gate{{Kind: results.GateTolerance, Pass: true}}}
+	noProbe := okRecord("p")
+	noProbe.Probes = nil
+	twice := okRecord("t", 1, 2, 3)
+	twice.Probes = append(twice.Probes, twice.Probes[0])
+	cases := []struct {
+		rec  results.Record
+		want Problem
+	}{
+		{okRecord("a", 3, 1, 2), ""},
+		{okRecord("b"), ProblemNoSamples},
+		{okRecord("c", 1, -2, 3), ProblemBadSample},
+		{okRecord("d", 1, 0, 3), ProblemBadSample},
+		{okRecord("e", 1, math.NaN(), 3), ProblemBadSample},
+		{okRecord("i", 1, math.Inf(1), 3), ProblemBadSample},
+		{okRecord("m", 1, 2), ProblemFewSamples},
+		{failing, ProblemContradiction},
+		{gateFailed, ""},
+		{unfailed, ProblemContradiction},
+		{noProbe, ProblemNoProbe},
+		{twice, ProblemContradiction},
+		{results.Record{Hash: "s", Status: "OK"}, ProblemUnknownStatus},
+	}
+	for _, c := range cases {
+		s := Check([]results.Record{c.rec}, nil, Options{MinSamples: 3})
+		got := Problem("")
+		if len(s.Excluded) > 0 {
+			got = s.Excluded[0].Problem
+		}
+		if got != c.want || len(s.Records)+len(s.Excluded) != 1 {
+			t.Errorf("record %s: problem %q, want %q", c.rec.Hash, got, c.want)
+		}
+	}
+	// The summary is the samples', not the record's.
+	s := Check([]results.Record{okRecord("a", 3, 1, 2)}, nil, Options{})
+	if m := s.Records[0].Probes[0]; m.Summary.N != 3 || m.Summary.Median != 2 || m.GBps != 500 {
+		t.Errorf("summary %+v, GB/s %g: not recomputed from the samples", m.Summary, m.GBps)
+	}
+	// Failures count wherever they are, excluded records included.
+	s = Check([]results.Record{failing, gateFailed, unfailed, okRecord("a", 1)}, nil, Options{})
+	if len(s.Failures) != 3 {
+		t.Errorf("failures %+v, want f, g and u", s.Failures)
+	}
+}
+
+func TestEnvDiff(t *testing.T) {
+	a := results.Env{Device: "NVIDIA H200", UUID: "GPU-1", Driver: "13.0", NVRTC: "13.0", ClockMHz: 1980, MemClockMHz: 3201, Host: "x"}
+	b := a
+	b.Host = "y"
+	if d := EnvDiff(&a, &b); d != "" {
+		t.Errorf("another host is no other machine: %q", d)
+	}
+	b.UUID, b.ClockMHz = "GPU-2", 1500
+	if d := EnvDiff(&a, &b); d != "GPU GPU-1 vs GPU-2, SM clock 1980 vs 1500 MHz" {
+		t.Errorf("EnvDiff = %q", d)
+	}
+}
