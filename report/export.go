@@ -29,15 +29,23 @@ import (
 // way to say "not measured".
 func WriteGoBench(w io.Writer, recs []results.Record) error {
 	ew := &errWriter{w: w}
-	cfg := map[string]string{}
+	// Measured is the provenance of a file without the line.
+	cfg := map[string]string{"provenance": "measured"}
 	run := ""
 	for i := range recs {
 		r := &recs[i]
 		if len(r.Probes) == 0 {
 			continue
 		}
+		// A replayed record is another run's numbers: a configuration of
+		// its own, so that benchstat compares it with nothing measured.
+		prov := "measured"
+		if results.IsReplayed(r) {
+			prov = "replayed"
+		}
 		for _, kv := range [][2]string{
 			{"device", r.Env.Device}, {"arch", r.Env.Arch}, {"driver", r.Env.Driver}, {"nvrtc", r.Env.NVRTC},
+			{"provenance", prov},
 		} {
 			if cfg[kv[0]] != kv[1] {
 				cfg[kv[0]] = kv[1]

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/stats"
 )
@@ -58,9 +59,24 @@ type GateOptions struct {
 	// would fail the candidate, so any makes the verdict at best
 	// undecided, unless AllowDamaged.
 	Skipped []error
-	// AllowDamaged lets the gate pass over skipped lines; they are still
-	// counted in the result.
+	// AllowDamaged lets the gate pass over skipped lines and excluded
+	// records; they are still counted in the result.
 	AllowDamaged bool
+	// Excluded lists the records read that are not evidence
+	// (evidence.Set.Excluded): like a skipped line, any makes the verdict
+	// at best undecided, unless AllowDamaged.
+	Excluded []evidence.Exclusion
+	// Failures lists every record of the input that says its kernel is
+	// wrong (evidence.Set.Failures), superseded and excluded ones
+	// included: a candidate configuration with one fails numerics, whatever
+	// a later or another file's record of it says.
+	Failures []evidence.Failure
+	// SameDevice makes a point whose two sides ran on machines that differ
+	// (evidence.EnvDiff) undecided; without it the difference is a warning.
+	SameDevice bool
+	// Expected lists the points a plan asks for (the SPEC form): each one
+	// without a record of its configuration is missing.
+	Expected []results.Config
 }
 
 // A GateResult is the verdict with a row per point and per configuration.
@@ -77,9 +93,20 @@ type GateResult struct {
 	// records; Skipped says where and why (file:line: message).
 	SkippedRecords int      `json:"skipped_records"`
 	Skipped        []string `json:"skipped,omitempty"`
-	// AllowDamaged is set when skipped lines were allowed not to block a
-	// pass (--allow-damaged).
+	// AllowDamaged is set when skipped lines or excluded records were
+	// allowed not to block a pass (--allow-damaged).
 	AllowDamaged bool `json:"allow_damaged,omitempty"`
+	// ExcludedRecords counts the records read that are not evidence (no
+	// or impossible samples, a status its gates contradict…); Excluded
+	// says which and why.
+	ExcludedRecords int      `json:"excluded_records"`
+	Excluded        []string `json:"excluded,omitempty"`
+	// EnvWarnings lists the compared points whose sides ran on machines
+	// that differ (GPU, driver, NVRTC or clocks); with SameDevice each
+	// makes its point undecided.
+	EnvWarnings []string `json:"env_warnings,omitempty"`
+	// SameDevice is set when machine differences decide (--same-device).
+	SameDevice bool `json:"same_device,omitempty"`
 	// Undecided counts the point rows whose samples cannot decide, and
 	// SamplesPerSide estimates how many samples per side would decide
 	// them all (0 when none is undecided).
@@ -139,9 +166,13 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 		return nil, errors.New("gating: no candidate variant named")
 	}
 	res := &GateResult{Candidate: opts.Candidate, Baseline: "landed", Threshold: opts.Threshold, Alpha: Alpha,
-		SkippedRecords: len(opts.Skipped), AllowDamaged: opts.AllowDamaged && len(opts.Skipped) > 0}
+		SkippedRecords: len(opts.Skipped), ExcludedRecords: len(opts.Excluded),
+		AllowDamaged: opts.AllowDamaged && len(opts.Skipped)+len(opts.Excluded) > 0, SameDevice: opts.SameDevice}
 	for _, e := range opts.Skipped {
 		res.Skipped = append(res.Skipped, e.Error())
+	}
+	for _, e := range opts.Excluded {
+		res.Excluded = append(res.Excluded, e.String())
 	}
 	if opts.Against != "" {
 		res.Baseline = opts.Against
@@ -179,8 +210,9 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 		return nil, fmt.Errorf("gating: candidate and baseline are both %s", opts.Candidate)
 	}
 
-	passed := res.checkNumerics(cand)
+	passed := res.checkNumerics(cand, opts.Failures)
 	res.checkPerformance(cand, base, passed, opts)
+	res.checkExpected(rep.Rows, opts)
 
 	switch {
 	case anyNum(res.Numerics, func(n NumRow) bool { return !n.Pass && !n.Error }):
@@ -189,7 +221,8 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 		res.Verdict = VerdictRegression
 	case len(res.Missing) > 0 || anyNum(res.Numerics, func(n NumRow) bool { return n.Error }):
 		res.Verdict = VerdictIncomplete
-	case res.Undecided > 0 || (res.SkippedRecords > 0 && !opts.AllowDamaged):
+	case res.Undecided > 0 || (opts.SameDevice && len(res.EnvWarnings) > 0) ||
+		(res.SkippedRecords+res.ExcludedRecords > 0 && !opts.AllowDamaged):
 		res.Verdict = VerdictUndecided
 	default:
 		res.Verdict = VerdictPass
@@ -220,7 +253,7 @@ func anyPoint(ps []GatePoint) bool {
 // compiled configuration, so the evidence may sit on any of its records;
 // what the class requires must appear on at least one and no gate may
 // fail on any.
-func (res *GateResult) checkNumerics(cand []Row) map[configKey]bool {
+func (res *GateResult) checkNumerics(cand []Row, failures []evidence.Failure) map[configKey]bool {
 	type acc struct {
 		row      *Row
 		kinds    map[string]bool
@@ -256,6 +289,22 @@ func (res *GateResult) checkNumerics(cand []Row) map[configKey]bool {
 			if a.errText == "" {
 				a.errText = fmt.Sprintf("%s at nkv=%d: %s", r.Status, r.NKV, dash(oneLine(r.rec.Error)))
 			}
+		}
+	}
+	// A failure anywhere in the input, by the candidate's hash or its
+	// configuration, outweighs whatever record the report kept.
+	byHash := map[string]configKey{}
+	for i := range cand {
+		byHash[cand[i].rec.Hash] = cand[i].key.configKey
+	}
+	for i := range failures {
+		f := &failures[i]
+		k, ok := byHash[f.Hash]
+		if !ok {
+			k = configKey{f.Device, shapeKey(f.Config.Shape), f.Config.Variant, allDefines(&f.Config)}
+		}
+		if a := accs[k]; a != nil && a.fail == "" {
+			a.fail = f.Reason + " (record " + f.Hash + ")"
 		}
 	}
 	passed := map[configKey]bool{}
@@ -365,8 +414,22 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 		if b == nil {
 			continue
 		}
+		if d := evidence.EnvDiff(&c.rec.Env, &b.rec.Env); d != "" {
+			res.EnvWarnings = append(res.EnvWarnings, fmt.Sprintf("%s nkv=%d: %s", c.Label, k.NKV, d))
+		}
 		for _, p := range probes {
 			cs, bs := c.Probe(p), b.Probe(p)
+			// The candidate answers for every probe the baseline was
+			// measured on (or every probe asked for): a probe left out
+			// is the one that might regress.
+			if (bs != nil || len(opts.Probes) > 0) && (cs == nil || len(cs.Samples) == 0) {
+				res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: candidate %s not measured on probe %s", c.Label, k.NKV, ConfigLabel(c.Config()), p))
+				continue
+			}
+			if cs != nil && len(opts.Probes) > 0 && (bs == nil || len(bs.Samples) == 0) {
+				res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: baseline %s not measured on probe %s", c.Label, k.NKV, ConfigLabel(b.Config()), p))
+				continue
+			}
 			if cs == nil || bs == nil || len(cs.Samples) == 0 || len(bs.Samples) == 0 {
 				continue
 			}
@@ -455,4 +518,23 @@ func firstProbe(r *Row, probes []results.Probe) *ProbeStat {
 		}
 	}
 	return nil
+}
+
+// checkExpected adds to Missing every point of the plan (opts.Expected)
+// without a record of its configuration: a deleted record must not pass
+// for a point nobody asked about.
+func (res *GateResult) checkExpected(rows []Row, opts GateOptions) {
+	have := map[string]bool{}
+	id := func(c *results.Config) string {
+		return fmt.Sprint(c.Variant, "|", allDefines(c), "|", shapeKey(c.Shape), "|", c.NKV)
+	}
+	for i := range rows {
+		have[id(rows[i].Config())] = true
+	}
+	for i := range opts.Expected {
+		c := &opts.Expected[i]
+		if !have[id(c)] {
+			res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: planned point %s has no record", ShapeLabel(c.Shape), c.NKV, ConfigLabel(c)))
+		}
+	}
 }

@@ -59,6 +59,26 @@ func (res *GateResult) WriteText(w io.Writer) error {
 			ew.printf("  %s\n", s)
 		}
 	}
+	if res.ExcludedRecords > 0 {
+		how := "a gate over records that are not evidence cannot pass (--allow-damaged to accept it)"
+		if res.AllowDamaged {
+			how = "allowed by --allow-damaged"
+		}
+		ew.printf("\nexcluded %d record(s) that are not evidence; %s:\n", res.ExcludedRecords, how)
+		for _, s := range res.Excluded {
+			ew.printf("  %s\n", s)
+		}
+	}
+	if len(res.EnvWarnings) > 0 {
+		how := "warning: timings of different machines compared (--same-device makes this undecided)"
+		if res.SameDevice {
+			how = "undecided under --same-device: the two sides ran on different machines"
+		}
+		ew.printf("\n%s:\n", how)
+		for _, s := range res.EnvWarnings {
+			ew.printf("  %s\n", s)
+		}
+	}
 	if res.Undecided > 0 {
 		ew.printf("\n%d row(s) undecided: the samples cannot tell a pass from a regression; about %d samples per side would decide\n",
 			res.Undecided, res.SamplesPerSide)

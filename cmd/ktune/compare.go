@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/report"
 )
 
@@ -63,11 +64,11 @@ func runCompare(stdout, stderr io.Writer, args []string) error {
 	if *md && *asJSON {
 		return usageErrorf("compare: --markdown and --json exclude each other")
 	}
-	old, err := loadSet(stderr, pos[:1])
+	old, err := loadEvidence(stderr, pos[:1], evidence.Options{})
 	if err != nil {
 		return err
 	}
-	cur, err := loadSet(stderr, pos[1:])
+	cur, err := loadEvidence(stderr, pos[1:], evidence.Options{})
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,9 @@ func runCompare(stdout, stderr io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	c.OldSkipped, c.NewSkipped = old.Skipped(), cur.Skipped()
+	// A record that is not evidence counts as a skipped one: both are
+	// input the comparison could not use.
+	c.OldSkipped, c.NewSkipped = len(old.Damaged)+len(old.Excluded), len(cur.Damaged)+len(cur.Excluded)
 	if c.EnvWarning != "" {
 		fmt.Fprintf(stderr, "warning: %s\n", c.EnvWarning)
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 
+	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/report"
 )
 
@@ -31,7 +32,11 @@ What changes from run to run on one machine — the ktune build, the
 measured read bandwidth — is written on a "# ktune …" line, which
 benchstat ignores, so two runs on one GPU compare with plain
 'benchstat old.txt new.txt'. Points without samples (failed gates) are
-left out.
+left out, and so are records that are not evidence (no samples, a sample
+that is not a finite positive time, a status its gates contradict), each
+warned about on stderr with a count. Records the replay backend served
+keep their mark: they are written under a "provenance: replayed"
+configuration line, so benchstat never compares them with measurements.
 
 Examples:
   $ ktune export --format gobench out/before > before.txt
@@ -55,9 +60,9 @@ func runExport(stdout, stderr io.Writer, args []string) error {
 	if len(pos) == 0 {
 		return usageErrorf("export wants at least one RESULTS file (ktune help export)")
 	}
-	recs, err := loadResults(stderr, pos)
+	set, err := loadEvidence(stderr, pos, evidence.Options{})
 	if err != nil {
 		return err
 	}
-	return report.WriteGoBench(stdout, recs)
+	return report.WriteGoBench(stdout, set.Records)
 }

@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
+	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/report"
 )
 
@@ -116,7 +119,8 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	probes := fs.String("probes", "", "gate only these `PROBES` (cold,hot,graph); default: every probe measured on both sides")
 	resultsDir := fs.String("results", "", "results `DIR` of the sweep of SPEC (second form)")
 	asJSON := fs.Bool("json", false, "print a machine-readable verdict only")
-	fs.BoolVar(&opts.AllowDamaged, "allow-damaged", false, "let the gate pass although input lines could not be read (they are still counted)")
+	fs.BoolVar(&opts.AllowDamaged, "allow-damaged", false, "let the gate pass although input lines could not be read or records are not evidence (they are still counted)")
+	fs.BoolVar(&opts.SameDevice, "same-device", false, "a point whose two sides ran on different GPUs, drivers or clocks is undecided, not a warning")
 	var allowReplayed bool
 	registerAllowReplayed(fs, &allowReplayed)
 	pos, help, err := parseArgs(fs, args, gateUsage)
@@ -126,8 +130,10 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	if opts.Candidate == "" {
 		return usageErrorf("gate wants --candidate NAME (ktune help gate)")
 	}
-	if opts.Threshold < 0 {
-		return usageErrorf("--threshold must not be negative")
+	// NaN compares false with everything, so "slower by more than NaN"
+	// never holds: a NaN or infinite threshold would pass any regression.
+	if math.IsNaN(opts.Threshold) || math.IsInf(opts.Threshold, 0) || opts.Threshold < 0 || opts.Threshold >= 1 {
+		return usageErrorf("--threshold %g: want a fraction in [0, 1), e.g. 0.02", opts.Threshold)
 	}
 	if *probes != "" {
 		for _, p := range strings.Split(*probes, ",") {
@@ -140,6 +146,8 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 		}
 	}
 	files := pos
+	var ev evidence.Options
+	var planned *plan.Plan
 	if *resultsDir != "" {
 		if len(pos) != 1 {
 			return usageErrorf("gate with --results wants exactly one SPEC, got %d arguments", len(pos))
@@ -152,17 +160,31 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 			return err
 		}
 		opts.Against, opts.AgainstOnly = s.Landed.Variant, results.DefinesFilter(s.Landed.Defines)
+		ev.MinSamples = s.Measure.MinSamples
+		// The plan says which points the gate must see: a record deleted
+		// from the results is then missing, not unasked for.
+		if planned, err = plan.Build(s, ""); err != nil {
+			return planError(pos[0], err)
+		}
 		// results.Load takes a sweep directory or a results file.
 		files = []string{*resultsDir}
 	}
 	if len(files) == 0 {
 		return usageErrorf("gate wants RESULTS files, or SPEC with --results DIR (ktune help gate)")
 	}
-	set, err := loadSet(stderr, files)
+	set, err := loadEvidence(stderr, files, ev)
 	if err != nil {
 		return err
 	}
-	opts.Skipped = set.Warnings
+	opts.Skipped, opts.Excluded, opts.Failures = set.Damaged, set.Excluded, set.Failures
+	if planned != nil {
+		for _, pt := range planned.Points {
+			c := pt.Config
+			if (c.Variant == opts.Candidate && opts.Only.Match(&c)) || (c.Variant == opts.Against && opts.AgainstOnly.Match(&c)) {
+				opts.Expected = append(opts.Expected, c)
+			}
+		}
+	}
 	// Records of 'sweep --backend replay' are not measurements (replayed.go).
 	if err := refuseReplayed(stderr, set.Records, allowReplayed); err != nil {
 		return err

@@ -40,8 +40,10 @@ record of a newer schema): merge is the step after which shards get
 deleted, so it never drops a record. A record found identical in two
 inputs (the same file given twice) is kept once and counted as a
 duplicate; within one input the last line of a hash wins, as everywhere,
-and the superseded lines are counted. Missing shards are reported and
-the rest is merged. DIR/results.jsonl appears whole or not at all: it is
+and the superseded lines are counted. Inputs without a single record are
+refused. Missing shards, and a shard whose task stopped before its last
+point, are reported and the rest is merged, but the command then exits
+with status 1: the merged results are a part of the sweep, not the sweep. DIR/results.jsonl appears whole or not at all: it is
 written beside and renamed into place.
 
 The output lists the inputs' records in the order the inputs are given,
@@ -99,6 +101,9 @@ func runMerge(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 	for _, w := range m.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
+	if len(m.Records) == 0 {
+		return fmt.Errorf("merge: no records in %v: nothing to merge, nothing written", inputs)
+	}
 
 	lock, err := results.LockDir(ctx, *out, results.LockOptions{Holder: results.ThisProcess(time.Now())})
 	if err != nil {
@@ -124,6 +129,9 @@ func runMerge(ctx context.Context, stdout, stderr io.Writer, args []string) erro
 		fmt.Fprintf(stdout, "; shards %d of %d", len(mf.Shards), mf.Count)
 	}
 	fmt.Fprintf(stdout, " into %s\n", results.FilePath(*out))
+	if len(m.Warnings) > 0 {
+		return fmt.Errorf("merge: the merged results are incomplete (%d warning(s) above): a shard is missing or stopped early", len(m.Warnings))
+	}
 	return nil
 }
 

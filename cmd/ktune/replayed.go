@@ -28,7 +28,10 @@ func refuseReplayed(stderr io.Writer, recs []results.Record, allow bool) error {
 	}
 	r := replayed[0]
 	how := "not recorded"
-	if r.Replayed.Match != results.ReplayNone {
+	switch {
+	case r.Replayed == nil:
+		how = "marked by its host " + r.Env.Host
+	case r.Replayed.Match != results.ReplayNone:
 		how = "matched by " + string(r.Replayed.Match)
 	}
 	what := fmt.Sprintf("%d of %d records were served by the replay backend, not measured (the first: %s %s nkv %d, %s)",

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ktune/ktune/internal/dispatch"
+	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/search"
@@ -102,7 +103,10 @@ Flags:
 
 const tuneExit = `
 Exit status: 0 when the table was written (gate failures included), 1 on a
-device or I/O error or when no configuration qualified for the table, 2 for
+device or I/O error, when no configuration qualified for the table, or when
+a results line could not be read or a record is not evidence (no samples,
+a sample not a finite positive time, a status its gates contradict: the
+table is then not written), 2 for
 a bad command line or spec, 130 when interrupted (re-run the same command
 to resume).
 `
@@ -273,10 +277,16 @@ func tuneExport(stdout, stderr io.Writer, files []string, opt dispatch.Options, 
 	if err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
-	for _, w := range in.Warnings {
-		fmt.Fprintf(stderr, "ktune: warning: %v\n", w)
+	// A table is shipped into an engine: built over an unreadable line or
+	// a record that is not evidence, it might name what that line would
+	// have ruled out, so it is not written at all.
+	set := evidence.Check(in.Records, nil, evidence.Options{})
+	set.Damaged = in.Warnings
+	if set.Incomplete() {
+		warnEvidence(stderr, set)
+		return fmt.Errorf("tune: %s in %v: a dispatch table over them would be incomplete; remove or re-measure them", set.Summary(), files)
 	}
-	tab, err := dispatch.Build(in.Records, in.Sources, opt)
+	tab, err := dispatch.Build(set.Records, in.Sources, opt)
 	if err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
