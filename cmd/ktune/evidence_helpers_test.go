@@ -74,17 +74,6 @@ func variantOf(r jrec) string { s, _ := cfgOf(r)["variant"].(string); return s }
 
 func nkvOf(r jrec) string { return string(cfgOf(r)["nkv"].(json.Number)) }
 
-// definesOf renders a record's defines as "NAME=VALUE,…" in file order.
-func definesOf(r jrec) string {
-	ds, _ := cfgOf(r)["defines"].([]any)
-	var parts []string
-	for _, d := range ds {
-		m := d.(jrec)
-		parts = append(parts, m["name"].(string)+"="+m["value"].(string))
-	}
-	return strings.Join(parts, ",")
-}
-
 func splitsOf(r jrec) string { return string(cfgOf(r)["splits"].(json.Number)) }
 
 func probesOf(r jrec) []any { p, _ := r["probes"].([]any); return p }

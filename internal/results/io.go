@@ -220,11 +220,6 @@ type Set struct {
 	Replaced int
 }
 
-// Skipped returns how many input lines were not read as records. A
-// verdict drawn from a Set must count them: a skipped line may be the
-// record that would have changed it.
-func (s *Set) Skipped() int { return len(s.Warnings) }
-
 // Load reads results for reporting. Each path is a results file or a sweep
 // directory holding one. Within a file the last record of a hash wins
 // (`ktune sweep --force` appends a new measurement of a recorded point);
