@@ -25,6 +25,7 @@ sweep() {
 {
   sweep "shape=7b-f16-b1|7b-bf16-b1,variant=b1-s33-pdl|b1-s64"
   sweep "shape=8b-f16-b1|8b-bf16-b1,variant=b1-s33-pdl|b1-s16-w4-pdl"
+  sweep "shape=7b-f16-b1|7b-bf16-b1|8b-f16-b1|8b-bf16-b1,variant=b1-s64-pdl|b1-s64-pdlend"
   sweep "shape=7b-f16-b16|7b-bf16-b16,variant=b16-s8-w4-pdl|b16-s8"
   sweep "shape=8b-f16-b16|8b-bf16-b16,variant=b16-f1-pf|b16-s8-w4-pdl"
 } 2>&1 | grep -v '^\[' > "$out/frontier3.txt"

@@ -75,6 +75,12 @@
 // fused form in mma_fused.cu.
 #include "mma_core.cuh"
 
+// PDLEND (with PDL): where the block lets the combine launch, 0 at its
+// start, 1 after its slots.
+#ifndef PDLEND
+#define PDLEND 0
+#endif
+
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
     attn_partial(const float* __restrict__ q, const KV_T* __restrict__ k, const KV_T* __restrict__ v,
                  const int* __restrict__ positions, float* __restrict__ partial, int heads, int kv_heads,
@@ -82,11 +88,19 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                      MMA_TAIL_PARAMS) {
     __shared__ float sm_m[WROWS][GMAX], sm_l[WROWS][GMAX];
     __shared__ __align__(16) float sm_o[WROWS][GMAX][HEAD_DIM];
-#if PDL
+#if PDL && !PDLEND
     // Let a programmatic dependent (the combine) launch now: its blocks wait
     // for this grid's completion on the device, and their launch latency
     // hides behind this kernel instead of following it.
     asm volatile("griddepcontrol.launch_dependents;");
 #endif
     mma_block(MMA_ARGS, sm_m, sm_l, sm_o);
+#if PDL && PDLEND
+    // PDLEND = 1: the dependent may launch once every block has stored its
+    // slots. At 64 splits (two waves of partial blocks) launching it at the
+    // start cost 0.3-1.3 us (h200-pdl.jsonl), the likely mechanism being
+    // combine blocks resident in griddepcontrol.wait taking SM slots the
+    // second wave needs; here none is resident before the last block ends.
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
 }

@@ -49,6 +49,12 @@ var warpsDefine = catalog.DefineSpec{Name: "WARPS", Default: "8", Min: 1, Max: 8
 var cwDefine = catalog.DefineSpec{Name: "CW", Default: "2", Max: 2,
 	Doc: "combine: 2 parallel with early accumulator loads, 1 parallel, 0 the shared serial one (combine.cuh)"}
 
+// pdlEndDefine moves mma's griddepcontrol.launch_dependents (pdl: true)
+// from the block's start to after its slots: a test of why PDL cost time
+// at 64 splits, two waves of partial blocks (FRONTIER.md).
+var pdlEndDefine = catalog.DefineSpec{Name: "PDLEND", Default: "0", Max: 1,
+	Doc: "with pdl: 1 lets the combine launch after the block's slots are stored, 0 at the block's start"}
+
 // ldhDefine adds cache hints to the K/V loads. Measured slower on the H200
 // (up to 6% at batch 16), it stays off and sweepable.
 var ldhDefine = catalog.DefineSpec{Name: "LDH", Default: "0", Max: 1,
@@ -256,6 +262,7 @@ func init() {
 			mmaPF,
 			cwDefine,
 			ldhDefine,
+			pdlEndDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class: catalog.Tolerance,
