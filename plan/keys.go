@@ -104,6 +104,10 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	}
 	sh := c.Shape
 	field("shape", fmt.Sprintf("%s %d %d %d %s %d %d", sh.Name, sh.Heads, sh.KVHeads, sh.HeadDim, sh.KV(), sh.Batch, sh.Capacity))
+	if !sh.Attention.IsZero() {
+		// Only when set, so that plain shapes keep their hashes.
+		field("attention", fmt.Sprintf("%+v", sh.Attention))
+	}
 	if pt.Geometry != nil {
 		// The grid reads nkv: its expressions, not their value at this nkv,
 		// make the kernel, so that every length shares one gate verdict

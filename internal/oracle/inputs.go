@@ -23,8 +23,10 @@ type Inputs struct {
 	// K and V hold [batch][Rows][kv_heads][head_dim]. The device buffers
 	// have Capacity rows per sequence; see Upload offsets in package probe.
 	Rows int
-	Q    []float32 // [batch][heads][head_dim]
-	K, V []float64 // rounded values
+	Q    []float32 // [batch][q_len][heads][head_dim]
+	// K and V are the rounded values; V rows are dv wide (Attention.VDim)
+	// and V is nil when V lives in K's rows (an MLA latent cache).
+	K, V []float64
 	// KBytes and VBytes are K and V in the device representation (the
 	// bits of the KV element type), in the same layout as K and V.
 	KBytes, VBytes []byte
@@ -32,47 +34,83 @@ type Inputs struct {
 	// per KV head, each an exact float32: K[i] = decode(KBytes[i])·KScale
 	// of its head. nil for the other types.
 	KScale, VScale []float64
+	// Slopes and Sinks are the ALiBi slopes and the sink logits, one per
+	// query head, each an exact float32 (the kernel reads them as f32);
+	// nil when the shape has no such option.
+	Slopes, Sinks []float64
+	// Tiled says that the device holds every sequence's rows up to the
+	// capacity with row r equal to row r mod Rows (see TileRows): the
+	// oracle then takes lengths up to the capacity. A gate at the
+	// capacity needs its rows and drawing 131,072 rows per sequence is
+	// out of reach (17 GB at batch 16), so the long rows repeat the drawn
+	// ones; a kernel that mixes up rows a multiple of Rows apart is the
+	// one defect this cannot see.
+	Tiled bool
 }
 
 // Generate makes deterministic inputs for shape s: q uniform in [−1, 1],
 // K and V uniform in [−1, 1] rounded to s.KVDtype, rows rows per sequence.
-// The same (shape, rows, seed) always gives the same bytes, on any machine.
+// The same (shape, rows, seed) always gives the same bytes, on any machine
+// and with any number of cores, and a sequence's first rows do not depend
+// on how many rows are drawn.
 func Generate(s results.Shape, rows int, seed uint64) (*Inputs, error) {
 	if err := checkShape(s); err != nil {
 		return nil, err
 	}
+	a := s.Attention
 	// PCG with a fixed stream constant: math/rand/v2 documents the
 	// algorithm, so the inputs do not change with the Go release.
 	rng := rand.New(rand.NewPCG(seed, 0x6b74756e65)) // "ktune"
-	uni := func() float32 { return float32(rng.Float64()*2 - 1) }
-
 	in := &Inputs{Shape: s, Seed: seed, Rows: rows}
-	in.Q = make([]float32, s.Batch*s.Heads*s.HeadDim)
+	in.Q = make([]float32, s.Batch*a.Queries()*s.Heads*s.HeadDim)
 	for i := range in.Q {
-		in.Q[i] = uni()
+		in.Q[i] = uniform(rng)
 	}
-	n := s.Batch * rows * s.KVHeads * s.HeadDim
+	in.drawOptions(rng)
 	t := kvtype.Of(s.KVDtype)
-	// The stream is drawn in order, one thread; rounding to the dtype and
-	// widening back, most of the time at batch 16 (28 million elements
-	// at 1,700 rows), runs on every core. The bytes do not depend on the
-	// number of cores.
-	gen := func() ([]float64, []byte) {
-		draws := make([]float64, n)
-		for i := range draws {
-			draws[i] = float64(uni())
-		}
-		vals := make([]float64, n)
-		raw := make([]byte, n*t.Bytes)
-		encodeAll(raw, vals, t, draws)
-		return vals, raw
+	in.K, in.KBytes = drawRows(s, rows, s.HeadDim, t, seed, 'K')
+	if !a.Latent() {
+		in.V, in.VBytes = drawRows(s, rows, a.VDim(s.HeadDim), t, seed, 'V')
 	}
-	in.K, in.KBytes = gen()
-	in.V, in.VBytes = gen()
 	if t.Scaled {
 		in.quantize(nil, nil)
 	}
 	return in, nil
+}
+
+func uniform(rng *rand.Rand) float32 { return float32(rng.Float64()*2 - 1) }
+
+// drawBlock is the number of rows of one sequence drawn from one random
+// stream: blocks are drawn on every core, and a block's values depend only
+// on (seed, tensor, sequence, block), not on the number of rows or cores.
+const drawBlock = 64
+
+// drawRows draws K or V (tensor 'K' or 'V'), width elements per KV head,
+// uniform in [−1, 1], and stores them in type t (a scaled type only
+// records the values; quantize stores them).
+func drawRows(s results.Shape, rows, width int, t *kvtype.Type, seed uint64, tensor byte) ([]float64, []byte) {
+	row := s.KVHeads * width
+	vals := make([]float64, s.Batch*rows*row)
+	raw := make([]byte, len(vals)*t.Bytes)
+	blocks := (rows + drawBlock - 1) / drawBlock
+	parallelN(s.Batch*blocks, 1, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			b, blk := j/blocks, j%blocks
+			rng := rand.New(rand.NewPCG(seed, blockStream(tensor, b, blk)))
+			first := (b*rows + blk*drawBlock) * row
+			last := (b*rows + min(rows, (blk+1)*drawBlock)) * row
+			for i := first; i < last; i++ {
+				vals[i] = encode(raw, t, i, float64(uniform(rng)))
+			}
+		}
+	})
+	return vals, raw
+}
+
+// blockStream is the PCG stream of one block, apart from every other
+// block's, the query's and the sets' (setStream).
+func blockStream(tensor byte, b, blk int) uint64 {
+	return 0x6b74756e65<<24 ^ uint64(tensor)<<56 ^ uint64(b)<<32 ^ uint64(blk)
 }
 
 // ScaleBytes returns the kv_scale buffer of a scaled type: f32
@@ -103,17 +141,30 @@ func (in *Inputs) RowBytes() int {
 	return in.Shape.KVHeads * in.Shape.HeadDim * kvtype.Of(in.Shape.KVDtype).Bytes
 }
 
-func (in *Inputs) row(x []float64, b, r, kh int) []float64 {
-	s := in.Shape
-	off := ((b*in.Rows+r)*s.KVHeads + kh) * s.HeadDim
-	return x[off : off+s.HeadDim]
+func (in *Inputs) row(x []float64, width, b, r, kh int) []float64 {
+	off := ((b*in.Rows+r)*in.Shape.KVHeads + kh) * width
+	return x[off : off+width]
 }
 
-// KRow returns the key of sequence b, row r, KV head kh.
-func (in *Inputs) KRow(b, r, kh int) []float64 { return in.row(in.K, b, r, kh) }
+// KRow returns the key of sequence b, row r (< Rows), KV head kh.
+func (in *Inputs) KRow(b, r, kh int) []float64 { return in.row(in.K, in.Shape.HeadDim, b, r, kh) }
 
-// VRow returns the value of sequence b, row r, KV head kh.
-func (in *Inputs) VRow(b, r, kh int) []float64 { return in.row(in.V, b, r, kh) }
+// VRow returns the value of sequence b, row r (< Rows), KV head kh: dv
+// wide, and the first dv channels of the key in a latent cache.
+func (in *Inputs) VRow(b, r, kh int) []float64 {
+	a := in.Shape.Attention
+	if a.Latent() {
+		return in.KRow(b, r, kh)[:a.VDim(in.Shape.HeadDim)]
+	}
+	return in.row(in.V, a.VDim(in.Shape.HeadDim), b, r, kh)
+}
+
+// QRow returns query token t of sequence b, head h.
+func (in *Inputs) QRow(b, t, h int) []float32 {
+	s := in.Shape
+	off := ((b*s.Attention.Queries()+t)*s.Heads + h) * s.HeadDim
+	return in.Q[off : off+s.HeadDim]
+}
 
 // Prefix returns a copy of in with the first rows rows of each sequence
 // (rows ≤ in.Rows): the same values those rows hold in in. Gates draw one
@@ -124,22 +175,26 @@ func (in *Inputs) Prefix(rows int) *Inputs {
 	rows = min(max(rows, 0), in.Rows)
 	s := in.Shape
 	out := &Inputs{Shape: s, Seed: in.Seed, Rows: rows, Q: append([]float32(nil), in.Q...),
-		KScale: slices.Clone(in.KScale), VScale: slices.Clone(in.VScale)}
-	per := s.KVHeads * s.HeadDim // elements of one row
+		KScale: slices.Clone(in.KScale), VScale: slices.Clone(in.VScale),
+		Slopes: slices.Clone(in.Slopes), Sinks: slices.Clone(in.Sinks)}
 	elt := kvtype.Of(s.KVDtype).Bytes
-	n := s.Batch * rows * per
-	out.K, out.V = make([]float64, n), make([]float64, n)
-	out.KBytes, out.VBytes = make([]byte, n*elt), make([]byte, n*elt)
-	parallel(s.Batch, func(lo, hi int) {
-		for b := lo; b < hi; b++ {
-			src, dst := b*in.Rows*per, b*rows*per
-			m := rows * per
-			copy(out.K[dst:dst+m], in.K[src:src+m])
-			copy(out.V[dst:dst+m], in.V[src:src+m])
-			copy(out.KBytes[dst*elt:(dst+m)*elt], in.KBytes[src*elt:(src+m)*elt])
-			copy(out.VBytes[dst*elt:(dst+m)*elt], in.VBytes[src*elt:(src+m)*elt])
+	prefix := func(x []float64, raw []byte, width int) ([]float64, []byte) {
+		if x == nil {
+			return nil, nil
 		}
-	})
+		per := s.KVHeads * width // elements of one row
+		vals, bytes := make([]float64, s.Batch*rows*per), make([]byte, s.Batch*rows*per*elt)
+		parallel(s.Batch, func(lo, hi int) {
+			for b := lo; b < hi; b++ {
+				src, dst, m := b*in.Rows*per, b*rows*per, rows*per
+				copy(vals[dst:dst+m], x[src:src+m])
+				copy(bytes[dst*elt:(dst+m)*elt], raw[src*elt:(src+m)*elt])
+			}
+		})
+		return vals, bytes
+	}
+	out.K, out.KBytes = prefix(in.K, in.KBytes, s.HeadDim)
+	out.V, out.VBytes = prefix(in.V, in.VBytes, s.Attention.VDim(s.HeadDim))
 	return out
 }
 
@@ -238,8 +293,11 @@ func (in *Inputs) quantize(ks, vs []float64) {
 }
 
 // parallel runs f over [0, n) in contiguous chunks, one per core.
-func parallel(n int, f func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/4096))
+func parallel(n int, f func(lo, hi int)) { parallelN(n, 4096, f) }
+
+// parallelN is parallel with at least grain items per chunk.
+func parallelN(n, grain int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/grain))
 	if workers <= 1 {
 		f(0, n)
 		return

@@ -23,8 +23,9 @@ func fullRecord(hash string) Record {
 		Config: Config{
 			Spec: "slice", Variant: "d2", Kernel: "d2",
 			Defines: []Define{{Name: "NR", Value: "4"}, {Name: "SPLITS", Value: "32"}},
-			Shape:   Shape{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "fp8e4m3", KVScale: "head", Batch: 2, Capacity: 32768},
-			NKV:     32768, Lengths: []int{32768, 1000}, Splits: 32,
+			Shape: Shape{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "fp8e4m3", KVScale: "head", Batch: 2, Capacity: 32768,
+				Attention: Attention{Softcap: 30, ALiBi: ALiBiBuffer, Sinks: true, Window: 4096, QLen: 4, MLA: MLA{DV: 64, Layout: MLASplit}, LSE: LSELog2}},
+			NKV: 32768, Lengths: []int{32768, 1000}, Splits: 32,
 			Grid: [3]int{32, 28, 2}, Block: [3]int{32, 1, 1}, SharedBytes: 4096,
 			CombineGrid: [3]int{28, 2, 1}, CombineBlock: [3]int{128, 1, 1},
 			BitwiseWith: "r4", Fixture: true,

@@ -86,6 +86,9 @@ type Shape struct {
 	KVScale  string `json:"kv_scale,omitempty"`
 	Batch    int    `json:"batch"`
 	Capacity int    `json:"capacity"` // rows allocated per sequence in K and V
+	// Attention are the options that change the math (soft-cap, ALiBi,
+	// sinks, window, q_len, MLA, lse); zero for plain decode attention.
+	Attention Attention `json:"attention,omitzero"`
 }
 
 // KV is the shape's K/V type with its kv_scale mode when it has one
