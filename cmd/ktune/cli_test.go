@@ -76,7 +76,7 @@ variants:
 		{"no such file", filepath.Join(dir, "none.yaml"), "no such file"},
 	} {
 		out := filepath.Join(dir, "out")
-		forms := [][]string{{"plan", tc.path}, {"sweep", tc.path, "-o", out}, {"tune", tc.path, "-o", out}}
+		forms := [][]string{{"plan", tc.path}, {"check", tc.path}, {"sweep", tc.path, "-o", out}, {"tune", tc.path, "-o", out}}
 		if tc.path != divZero { // gate reads the spec's landed entry only
 			forms = append(forms, []string{"gate", tc.path, "--candidate", "r4", "--results", h200Slice})
 		}

@@ -36,6 +36,17 @@ out/slice/results.jsonl. Interrupt it and run the same command again: the
 points already recorded are skipped. --only 'variant=d2,SPLITS=32|64' runs a
 subset; --force measures again.
 
+# Compile without a GPU
+
+	$ ktune check experiments/*.yaml
+
+compiles every distinct kernel of the specs with NVRTC alone, through a
+sweep's compile path and cache key, and prints per kernel the verdict,
+the build log and what the CUBIN says: registers, local memory, static
+and dynamic shared memory, the entry points. It exits 3 when a kernel
+does not build, lacks an entry point its launches name, or breaks a
+limit a GPU would refuse it for.
+
 # Read the results
 
 	$ ktune report out/slice -o out/slice/report

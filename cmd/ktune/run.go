@@ -15,6 +15,7 @@ const (
 	exitError      = 1 // the run failed: device, I/O, an interrupted sweep
 	exitUsage      = 2 // bad command line or spec (file:line:col in the message)
 	exitNumerics   = 3 // gate: the candidate fails its numerics class
+	exitBuild      = 3 // check: a kernel did not build or breaks a limit
 	exitRegression = 4 // gate: the candidate is significantly slower than the baseline
 	exitUndecided  = 5 // gate: nothing failed, but the samples (or damaged input) cannot support a pass
 	exitInterrupt  = 130

@@ -84,16 +84,19 @@ func TestNVRTCSearchOrder(t *testing.T) {
 		{"no CUDA_HOME", env(), []string{
 			"libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13",
 			"libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so.12",
+			"libnvrtc.so.11.2", "/usr/local/cuda/lib64/libnvrtc.so.11.2",
 			"libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so",
 		}},
 		{"CUDA_HOME", env("CUDA_HOME", "/opt/cuda-13.0"), []string{
 			"libnvrtc.so.13", "/opt/cuda-13.0/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13",
 			"libnvrtc.so.12", "/opt/cuda-13.0/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so.12",
+			"libnvrtc.so.11.2", "/opt/cuda-13.0/lib64/libnvrtc.so.11.2", "/usr/local/cuda/lib64/libnvrtc.so.11.2",
 			"libnvrtc.so", "/opt/cuda-13.0/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so",
 		}},
 		{"CUDA_HOME is the default", env("CUDA_HOME", "/usr/local/cuda/"), []string{
 			"libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13",
 			"libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so.12",
+			"libnvrtc.so.11.2", "/usr/local/cuda/lib64/libnvrtc.so.11.2",
 			"libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so",
 		}},
 		{"KTUNE_NVRTC overrides", env("KTUNE_NVRTC", "/x/libnvrtc.so.13", "CUDA_HOME", "/opt/cuda"), []string{

@@ -10,8 +10,11 @@ import (
 )
 
 // nvrtcNames are the NVRTC sonames ktune accepts, newest first: CUDA 13's,
-// CUDA 12's, then the development symlink.
-var nvrtcNames = []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}
+// CUDA 12's, CUDA 11's (every 11.x NVRTC from 11.2 on carries the soname
+// libnvrtc.so.11.2; 11.8 is the first that compiles for sm_90, and
+// ArchSupport says so for an older one), then the development symlink. A machine with
+// several toolkits thus compiles with its newest.
+var nvrtcNames = []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"}
 
 // defaultCUDAHome is where the CUDA toolkit installs itself by default.
 const defaultCUDAHome = "/usr/local/cuda"
@@ -31,6 +34,8 @@ type NVRTC struct {
 	nvrtcDestroyProgram    func(prog *uintptr) int32
 	nvrtcAddNameExpression func(prog uintptr, expr uintptr) int32
 	nvrtcGetLoweredName    func(prog uintptr, expr uintptr, lowered **byte) int32
+	nvrtcGetNumSupported   func(n *int32) int32
+	nvrtcGetSupportedArchs func(archs *int32) int32
 }
 
 func (n *NVRTC) bindings() []binding {
@@ -46,6 +51,9 @@ func (n *NVRTC) bindings() []binding {
 		{&n.nvrtcDestroyProgram, names("nvrtcDestroyProgram")},
 		{&n.nvrtcAddNameExpression, names("nvrtcAddNameExpression")},
 		{&n.nvrtcGetLoweredName, names("nvrtcGetLoweredName")},
+		// Since NVRTC 11.2, the oldest whose soname ktune looks for.
+		{&n.nvrtcGetNumSupported, names("nvrtcGetNumSupportedArchs")},
+		{&n.nvrtcGetSupportedArchs, names("nvrtcGetSupportedArchs")},
 	}
 }
 
@@ -56,8 +64,8 @@ var nvrtcCache struct {
 
 // OpenNVRTC loads NVRTC, once per process like Open. If KTUNE_NVRTC is set it
 // is the full path of the library to load and nothing else is tried.
-// Otherwise each of libnvrtc.so.13, libnvrtc.so.12 and libnvrtc.so is looked
-// for, in that order, first through the loader's search path
+// Otherwise each of libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so.11.2 and
+// libnvrtc.so is looked for, in that order, first through the loader's search path
 // (LD_LIBRARY_PATH, ld.so.cache), then in $CUDA_HOME/lib64 and finally in
 // /usr/local/cuda/lib64. A failure is a *LibraryError listing every attempt.
 func OpenNVRTC() (*NVRTC, error) {
@@ -103,13 +111,13 @@ func openNVRTC(o opener, getenv func(string) string) (*NVRTC, error) {
 	lib, path, tried := tryOpen(o, nvrtcCandidates(getenv))
 	if lib == nil {
 		e := &LibraryError{
-			Lib:   "libnvrtc.so.13 (or .so.12)",
+			Lib:   "libnvrtc.so.13 (or .so.12, .so.11.2)",
 			Tried: tried,
-			Hint:  "install the CUDA toolkit's NVRTC (cuda-nvrtc-13-0) or set KTUNE_NVRTC=/path/to/libnvrtc.so.13 or CUDA_HOME",
+			Hint:  "install the CUDA toolkit's NVRTC (cuda-nvrtc-13-0; for ktune check, Debian's libnvrtc11.2 from non-free is enough) or set KTUNE_NVRTC=/path/to/libnvrtc.so.13 or CUDA_HOME",
 		}
 		if p := getenv("KTUNE_NVRTC"); p != "" {
 			e.Lib = p
-			e.Hint = "KTUNE_NVRTC must be the full path of an existing libnvrtc.so.13 (or .so.12); unset it to search the usual places"
+			e.Hint = "KTUNE_NVRTC must be the full path of an existing libnvrtc.so.13 (or .so.12, .so.11.2); unset it to search the usual places"
 		}
 		return nil, e
 	}
@@ -130,6 +138,29 @@ func (n *NVRTC) Version() (major, minor int, err error) {
 		return 0, 0, err
 	}
 	return int(ma), int(mi), nil
+}
+
+// SupportedArchs lists the SM numbers NVRTC can compile for (90 for
+// sm_90), ascending. The architecture-specific (sm_90a) and family
+// (sm_100f) forms of a number are not listed apart: ArchSupport decides
+// those from the version.
+func (n *NVRTC) SupportedArchs() ([]int, error) {
+	var c int32
+	if err := n.check("nvrtcGetNumSupportedArchs", n.nvrtcGetNumSupported(&c)); err != nil {
+		return nil, err
+	}
+	if c <= 0 {
+		return nil, nil
+	}
+	a := make([]int32, c)
+	if err := n.check("nvrtcGetSupportedArchs", n.nvrtcGetSupportedArchs(&a[0])); err != nil {
+		return nil, err
+	}
+	out := make([]int, c)
+	for i, v := range a {
+		out[i] = int(v)
+	}
+	return out, nil
 }
 
 // An NVRTCError is an NVRTC call that failed.

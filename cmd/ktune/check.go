@@ -1,0 +1,197 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/probe"
+)
+
+func init() {
+	register(&command{
+		name:    "check",
+		summary: "compile every kernel of specs without a GPU: build log, registers, spills, shared memory",
+		run:     checkCmd,
+	})
+}
+
+const checkUsage = `Usage: ktune check SPEC... [--arch sm_90] [--cache DIR|off] [-j N]
+
+Check compiles every distinct kernel of each spec's plan (bitwise twins
+included) for one architecture, without a GPU: NVRTC alone does it. It
+goes through a sweep's own compile path, with the same options and under
+the same CUBIN cache key, so a kernel check built is the one a sweep on
+that architecture loads; each distinct kernel is compiled once, across
+all the specs, -j at a time (default: GOMAXPROCS).
+
+For each kernel it prints the verdict, the variants that run it, NVRTC's
+build log (warnings included) and, per entry point, what the CUBIN says
+(its ELF .nv.info sections, read without the CUDA toolkit): registers,
+local memory (spills and local arrays: "local"), static shared memory,
+the dynamic shared memory and block of its launches, and the block its
+__launch_bounds__ allows. Where cuobjdump or nvdisasm is installed, it
+also counts the first entry's global loads issued before the softmax
+chain and every entry's local loads and stores in the SASS; where not,
+it says "SASS not checked". A prebuilt PTX, CUBIN or fatbin is read for
+its entry points (and a CUBIN's resources) instead of being compiled; one
+not built yet is skipped, saying so.
+
+A kernel fails when NVRTC rejects it (the log says why; a CUDA header it
+cannot find is named), when an entry point its launches name is not in
+the image, or when a launch breaks a limit a GPU would refuse it for: a
+block over __launch_bounds__, more shared memory than a block may have on
+the architecture, more registers than a block's register file. A kernel
+for an architecture or a PTX feature newer than the NVRTC found is
+reported as needing a newer NVRTC (which release, where known), and one
+including a CUDA toolkit header (cuda_fp16.h) that this machine lacks as
+needing CUDA headers: neither was checked, so both fail too, unless
+--unchecked-ok lets them through (listed, counted, not passed).
+
+NVRTC is found as by a sweep (KTUNE_NVRTC, the loader's path, CUDA_HOME,
+/usr/local/cuda), newest first, from CUDA 11.8 (libnvrtc.so.11.2) on; the
+first line names the library and its version.
+
+Exit status: 0 every kernel built (prebuilt ones not built yet are
+skipped, saying so), 3 a kernel failed or could not be checked, 2 a spec
+error (file:line:col: message), 1 no NVRTC.
+
+Examples:
+  $ ktune check experiments/slice.yaml
+  $ ktune check experiments/*.yaml --cache off
+  $ ktune check my.yaml --arch sm_90a
+
+Flags:
+`
+
+func checkCmd(stdout, stderr io.Writer, args []string) error {
+	fl := flag.NewFlagSet("check", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	arch := fl.String("arch", "sm_90", "GPU architecture to build for (NVRTC -arch); a variant's own -arch flag replaces it")
+	cache := fl.String("cache", "", `CUBIN cache directory shared with sweeps ("" the default, "off" none)`)
+	jobs := fl.Int("j", 0, "compiles at once (0: GOMAXPROCS)")
+	uncheckedOK := fl.Bool("unchecked-ok", false, "kernels this machine cannot check (an NVRTC too old for them, CUDA headers it lacks) are listed but do not fail")
+	paths, help, err := parseArgs(fl, args, checkUsage)
+	if help || err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		fl.Usage()
+		return usageErrorf("check: want at least one SPEC")
+	}
+	if err := spec.CheckArch(*arch); err != nil {
+		return usageErrorf("check --arch: %v", err)
+	}
+	var sets []probe.CheckSet
+	for _, path := range paths {
+		s, err := loadSpec(path)
+		if err != nil {
+			return err
+		}
+		p, err := plan.Build(s, *arch)
+		if err != nil {
+			return planError(path, err)
+		}
+		if err := checkLaunches(s, p.Points); err != nil {
+			return err
+		}
+		for _, w := range p.Warnings {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", path, w)
+		}
+		sets = append(sets, probe.CheckSet{Name: s.Name, Points: p.Points})
+	}
+	rep, err := probe.Check(sets, probe.CheckOptions{Arch: *arch, CacheDir: *cache, Threads: *jobs, Log: stderr})
+	if err != nil {
+		return err
+	}
+	counts := writeCheck(stdout, rep, *arch)
+	failed := counts[probe.CheckFailed]
+	unchecked := counts[probe.CheckUnsupported] + counts[probe.CheckNoHeaders]
+	switch {
+	case failed > 0:
+		return withCode(exitBuild, fmt.Errorf("check: %d of %d kernels failed", failed, len(rep.Kernels)))
+	case unchecked > 0 && !*uncheckedOK:
+		return withCode(exitBuild, fmt.Errorf("check: %d of %d kernels could not be checked here (above: why); --unchecked-ok lets them pass unchecked", unchecked, len(rep.Kernels)))
+	}
+	return nil
+}
+
+// writeCheck prints the report: a header, one block per kernel, a
+// summary; it returns the count of each status.
+func writeCheck(w io.Writer, rep *probe.CheckReport, arch string) map[probe.CheckStatus]int {
+	sassTool := "SASS: not checked (no nvdisasm/cuobjdump)"
+	if rep.Disassembler != "" {
+		sassTool = "SASS: " + rep.Disassembler
+	}
+	fmt.Fprintf(w, "NVRTC %s (%s), %s; %s\n\n", rep.NVRTCVersion, rep.NVRTC, arch, sassTool)
+	for _, k := range rep.Kernels {
+		writeKernelCheck(w, k)
+	}
+	counts := rep.Count()
+	fmt.Fprintf(w, "%d distinct kernels: %d built, %d failed, %d need a newer NVRTC, %d need CUDA headers, %d skipped; %.1f s wall, %.1f s of NVRTC\n",
+		len(rep.Kernels), counts[probe.CheckBuilt], counts[probe.CheckFailed], counts[probe.CheckUnsupported], counts[probe.CheckNoHeaders],
+		counts[probe.CheckSkipped], rep.WallSeconds, rep.CPUSeconds)
+	return counts
+}
+
+// maxUses bounds the variants listed per kernel; the rest are counted.
+const maxUses = 3
+
+func writeKernelCheck(w io.Writer, k *probe.KernelCheck) {
+	verdict := strings.ToUpper(string(k.Status))
+	if k.Status == probe.CheckBuilt {
+		verdict = "ok"
+	}
+	key := k.Key
+	if len(key) > 12 && k.Artifact == "" {
+		key = key[:12]
+	}
+	uses := k.Uses
+	more := ""
+	if len(uses) > maxUses {
+		more = fmt.Sprintf(" (+%d more)", len(uses)-maxUses)
+		uses = uses[:maxUses]
+	}
+	how := fmt.Sprintf("%.1f s", k.Seconds)
+	if k.Cached {
+		how = "cached"
+	}
+	if k.Artifact != "" {
+		how = "prebuilt " + k.Artifact
+	}
+	fmt.Fprintf(w, "%-6s %s %s [%s, %s]: %s%s\n", verdict, k.Source, key, k.Arch, how, strings.Join(uses, "; "), more)
+	for _, p := range k.Problems {
+		fmt.Fprintf(w, "    %s\n", p)
+	}
+	for _, e := range k.Entries {
+		if !e.Known {
+			continue
+		}
+		bound := ""
+		if e.MaxThreads > 0 {
+			bound = fmt.Sprintf(" (bound %d)", e.MaxThreads)
+		}
+		fmt.Fprintf(w, "    %s: %d registers, %d B local, %d B static + %d B dynamic shared, block %d%s",
+			e.Entry, e.Registers, e.FrameBytes, e.StaticShared, e.DynamicShared, e.Threads, bound)
+		if e.LocalLoads >= 0 {
+			fmt.Fprintf(w, ", SASS %d LDL %d STL", e.LocalLoads, e.LocalStores)
+		}
+		fmt.Fprintln(w)
+	}
+	if k.LoadsBeforeChain >= 0 {
+		fmt.Fprintf(w, "    SASS: %d global loads before the softmax chain\n", k.LoadsBeforeChain)
+	}
+	for _, n := range k.Notes {
+		if !strings.HasPrefix(n, "SASS not checked: no ") { // said once in the header
+			fmt.Fprintf(w, "    %s\n", n)
+		}
+	}
+	if k.Log != "" {
+		for _, l := range strings.Split(k.Log, "\n") {
+			fmt.Fprintf(w, "    | %s\n", l)
+		}
+	}
+}

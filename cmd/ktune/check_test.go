@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/cuda"
+)
+
+// needNVRTC skips a test that compiles when this machine has no NVRTC.
+func needNVRTC(t *testing.T) {
+	t.Helper()
+	if _, err := cuda.OpenNVRTC(); err != nil {
+		t.Skipf("no NVRTC on this machine, so nothing can be compiled: %v", err)
+	}
+}
+
+// buildCheckSpec writes a one-shape spec whose variants are given as YAML
+// flow mappings, with kernel paths made absolute from the repository.
+func buildCheckSpec(t *testing.T, variants ...string) string {
+	t.Helper()
+	kernels, err := filepath.Abs("../../kernels/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs strings.Builder
+	for _, v := range variants {
+		fmt.Fprintf(&vs, "  - %s\n", strings.ReplaceAll(v, "TESTDATA", kernels))
+	}
+	path := filepath.Join(t.TempDir(), "check.yaml")
+	text := `name: check
+landed: r4
+shapes:
+  - {name: 7b, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16, batch: 1, capacity: 4096}
+axes:
+  nkv: [1024, 4096]
+  SPLITS: [32]
+variants:
+  - {name: r4, kernel: r4}
+` + vs.String()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Each catalogue kernel gives the documented exit code and says why in
+// its verdict; the built-in beside it builds.
+func TestCheckExitCodes(t *testing.T) {
+	needNVRTC(t)
+	cache := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		variant string
+		code    int
+		want    []string
+	}{
+		{"a kernel that builds", "", exitOK, []string{"ok     r4.cu", "attn_partial: ", " registers, 0 B local", "1 distinct kernels: 1 built"}},
+		{"a compile error", "{name: bad, kernel: TESTDATA/badcompile.cu}", exitBuild,
+			[]string{"FAILED badcompile.cu", "badcompile.cu(9): error"}},
+		{"an entry missing from the image", "{name: noentry, kernel: TESTDATA/noentry.cu}", exitBuild,
+			[]string{"FAILED noentry.cu", "the image has no entry attn_partial (it has attn_combine, attn_partal)"}},
+		{"a block over __launch_bounds__", "{name: regs-block, kernel: TESTDATA/regs.cu, block: [64]}", exitBuild,
+			[]string{"FAILED regs.cu", "a block of 64 threads is over its __launch_bounds__ of 32"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var vs []string
+			if tc.variant != "" {
+				vs = append(vs, tc.variant)
+			}
+			stdout, stderr, code := runCmd("check", buildCheckSpec(t, vs...), "--cache", cache)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
+			}
+			if !strings.Contains(stdout, "ok     r4.cu") {
+				t.Errorf("r4 did not build beside it:\n%s", stdout)
+			}
+		})
+	}
+}
+
+// The kernels a spec names but this NVRTC cannot build fail the check
+// unless --unchecked-ok lets them through, still listed.
+func TestCheckUncheckedOK(t *testing.T) {
+	needNVRTC(t)
+	nv, _ := cuda.OpenNVRTC()
+	if major, _, err := nv.Version(); err != nil || major >= 12 {
+		t.Skipf("NVRTC %d compiles for sm_90a: nothing here it cannot check", major)
+	}
+	spec := buildCheckSpec(t, "{name: a, kernel: r4, flags: [-arch=sm_90a]}")
+	cache := t.TempDir()
+	stdout, _, code := runCmd("check", spec, "--cache", cache)
+	if code != exitBuild || !strings.Contains(stdout, "NEEDS NEWER NVRTC r4.cu") || !strings.Contains(stdout, "sm_90a needs NVRTC 12.0 or newer") {
+		t.Errorf("exit %d, want %d and the reason:\n%s", code, exitBuild, stdout)
+	}
+	if _, _, code := runCmd("check", spec, "--cache", cache, "--unchecked-ok"); code != exitOK {
+		t.Errorf("--unchecked-ok: exit %d, want 0", code)
+	}
+}

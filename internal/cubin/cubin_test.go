@@ -1,0 +1,95 @@
+package cubin
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// small.cubin is testdata/small.cu compiled by NVRTC 11.8 for sm_90; small.cu
+// says why each number is what it is. The reading itself was checked
+// against the driver: for r4 of experiments/slice.yaml it gives the 40 and
+// 32 registers the H200 results record from cuFuncGetAttribute.
+func TestParseSmall(t *testing.T) {
+	b, err := os.ReadFile("testdata/small.cubin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := img.Entries(); !slices.Equal(got, []string{"bounded", "plain"}) {
+		t.Errorf("entries %q, want bounded and plain (helper is a device function)", got)
+	}
+	bounded, plain := img.Functions["bounded"], img.Functions["plain"]
+	if bounded == nil || plain == nil {
+		t.Fatalf("functions %v", img.Functions)
+	}
+	want := Function{Name: "bounded", Entry: true, Registers: 32, FrameBytes: 1024, StaticShared: 1280, MaxThreads: 64, MaxRegisters: 255}
+	if *bounded != want {
+		t.Errorf("bounded = %+v\nwant      %+v", *bounded, want)
+	}
+	want = Function{Name: "plain", Entry: true, Registers: 8, MaxRegisters: 255}
+	if *plain != want {
+		t.Errorf("plain = %+v\nwant    %+v", *plain, want)
+	}
+	for name, f := range img.Functions {
+		if strings.Contains(name, "helper") && f.Entry {
+			t.Errorf("%s is a device function, read as an entry", name)
+		}
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	if _, err := Parse([]byte("// PTX\n.version 7.8\n")); !errors.Is(err, ErrNotCUBIN) {
+		t.Errorf("PTX text: got %v, want ErrNotCUBIN", err)
+	}
+	b, err := os.ReadFile("testdata/small.cubin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(b[:200]); err == nil {
+		t.Error("a truncated CUBIN parsed")
+	}
+}
+
+func TestParseInfo(t *testing.T) {
+	// An HVAL (max registers 255), an SVAL of two words, an NVAL.
+	b := []byte{0x03, 0x1b, 0xff, 0x00, 0x04, 0x2f, 0x08, 0x00, 7, 0, 0, 0, 40, 0, 0, 0, 0x01, 0x31, 0, 0}
+	attrs, err := parseInfo(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(attrs) != 3 || attrs[0].id != attrMaxRegCount || attrs[0].value != 255 ||
+		!slices.Equal(attrs[1].u32s(), []uint32{7, 40}) || attrs[2].id != 0x31 {
+		t.Errorf("parsed %+v", attrs)
+	}
+	for _, bad := range [][]byte{
+		{0x04, 0x2f, 0x08, 0x00, 7, 0}, // size past the end
+		{0x07, 0x2f, 0x00, 0x00},       // unknown format
+		{0x03, 0x1b},                   // truncated
+	} {
+		if _, err := parseInfo(bad); err == nil {
+			t.Errorf("% x parsed", bad)
+		}
+	}
+}
+
+func TestPTXEntries(t *testing.T) {
+	ptx := `.version 7.8
+.target sm_90
+.visible .entry _Z7partialPf(
+	.param .u64 p
+)
+.entry attn_combine
+{
+}
+.func helper()
+`
+	if got := PTXEntries([]byte(ptx)); !slices.Equal(got, []string{"_Z7partialPf", "attn_combine"}) {
+		t.Errorf("entries %q", got)
+	}
+}

@@ -1,0 +1,157 @@
+package probe
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/plan"
+)
+
+// smallCUBIN is internal/cubin's test image: entries bounded
+// (__launch_bounds__(64), 256 B static shared, a 1 KiB frame, 32
+// registers) and plain (8 registers).
+func smallCUBIN(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../internal/cubin/testdata/small.cubin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// withLaunches gives a point launches of the named entries, each with
+// block threads and dynamic shared memory.
+func withLaunches(p *plan.Point, threads, shared int, entries ...string) *plan.Point {
+	for _, e := range entries {
+		p.Launches = append(p.Launches, plan.Launch{Entry: e, Block: [3]int{threads, 1, 1}, Shared: shared})
+	}
+	p.Source.Entries = entries
+	return p
+}
+
+// fakeCheckEnv compiles every source to image, except those whose text
+// names a log in rejects (then NVRTC rejects it with that log), and counts
+// the compiles.
+func fakeCheckEnv(image []byte, rejects map[string]string, calls *int) checkEnv {
+	var mu sync.Mutex
+	return checkEnv{
+		compile: func(src, name string, _ map[string]string, _, _ []string) ([]byte, string, map[string]string, error) {
+			mu.Lock()
+			*calls++
+			mu.Unlock()
+			if log, ok := rejects[src]; ok {
+				return nil, log, nil, &cuda.CompileError{Name: name, Log: log, Err: errors.New("NVRTC_ERROR_COMPILATION")}
+			}
+			return image, "warning: something", nil, nil
+		},
+		version:     "11.8",
+		unsupported: func(arch string) string { return cuda.ArchSupport(arch, 11, 8, []int{80, 86, 89, 90}) },
+		threads:     2,
+		warn:        func(string, ...any) {},
+	}
+}
+
+func TestCheckVerdicts(t *testing.T) {
+	img := smallCUBIN(t)
+	good := withLaunches(point("good", "good", 32, 1024), 64, 4096, "bounded", "plain")
+	goodOther := withLaunches(point("good", "good", 32, 8192), 32, 8192, "bounded", "plain") // same kernel
+	noEntry := withLaunches(point("noentry", "noentry", 32, 1024), 64, 0, "attn_partial")
+	overBound := withLaunches(point("big", "big", 32, 1024), 128, 0, "bounded")
+	overShared := withLaunches(point("shm", "shm", 32, 1024), 64, 230<<10, "bounded")
+	bad := withLaunches(point("bad", "bad", 32, 1024), 64, 0, "bounded")
+	modifier := withLaunches(point("cluster", "cluster", 32, 1024), 64, 0, "bounded")
+	header := withLaunches(point("engine", "engine", 32, 1024), 64, 0, "bounded")
+	aArch := withLaunches(point("wgmma", "wgmma", 32, 1024), 64, 0, "bounded")
+	aArch.Flags = append(aArch.Flags, "-arch=sm_90a")
+	missing := withLaunches(point("ptx", "", 32, 1024), 64, 0, "bounded")
+	missing.Source.ArtifactKind, missing.Source.Missing = "ptx", "build/k.ptx"
+
+	calls := 0
+	env := fakeCheckEnv(img, map[string]string{
+		"bad":     "bad.cu(9): error: expected an expression",
+		"cluster": "ptxas application ptx input, line 1671; error   : Illegal modifier '.release' for instruction 'barrier.cluster.arrive'",
+		"engine":  `d2_engine.cuh(32): catastrophic error: cannot open source file "cuda_fp16.h"`,
+	}, &calls)
+	rep := check([]CheckSet{{Name: "s", Points: []*plan.Point{good, goodOther, noEntry, overBound, overShared, bad, modifier, header, aArch, missing}}}, "sm_90", env)
+
+	want := map[string]CheckStatus{
+		"good.cu": CheckBuilt, "noentry.cu": CheckFailed, "big.cu": CheckFailed, "shm.cu": CheckFailed,
+		"bad.cu": CheckFailed, "cluster.cu": CheckUnsupported, "engine.cu": CheckNoHeaders, "wgmma.cu": CheckUnsupported,
+		"ptx.cu": CheckSkipped,
+	}
+	if len(rep.Kernels) != len(want) {
+		t.Fatalf("%d kernels, want %d (the two good points share one)", len(rep.Kernels), len(want))
+	}
+	// Every source compiled once, none for the sm_90a one NVRTC 11.8
+	// cannot build or the missing prebuilt one.
+	if calls != 7 {
+		t.Errorf("%d compiles, want 7", calls)
+	}
+	for _, k := range rep.Kernels {
+		if k.Status != want[k.Source] {
+			t.Errorf("%s: status %q, want %q (problems %q)", k.Source, k.Status, want[k.Source], k.Problems)
+		}
+	}
+	byName := map[string]*KernelCheck{}
+	for _, k := range rep.Kernels {
+		byName[k.Source] = k
+	}
+	g := byName["good.cu"]
+	if len(g.Uses) != 1 || g.Log != "warning: something" || len(g.Problems) != 0 {
+		t.Errorf("good: uses %q, log %q, problems %q", g.Uses, g.Log, g.Problems)
+	}
+	b := g.Entries[0]
+	// The two points' launches are merged to their largest; the 1 KiB the
+	// driver reserves is taken off NVRTC 11's static shared memory.
+	if b.Entry != "bounded" || !b.Known || b.Registers != 32 || b.FrameBytes != 1024 || b.StaticShared != 256 ||
+		b.MaxThreads != 64 || b.Threads != 64 || b.DynamicShared != 8192 {
+		t.Errorf("bounded: %+v", b)
+	}
+	if g.LoadsBeforeChain != -1 || !strings.Contains(strings.Join(g.Notes, ";"), "no nvdisasm/cuobjdump") {
+		t.Errorf("without a disassembler: loads %d, notes %q", g.LoadsBeforeChain, g.Notes)
+	}
+	for src, sub := range map[string]string{
+		"noentry.cu": "no entry attn_partial (it has bounded, plain)",
+		"big.cu":     "128 threads is over its __launch_bounds__ of 64",
+		"shm.cu":     "over the 232448 a block may have on sm_90",
+		"cluster.cu": "needs a newer NVRTC than 11.8",
+		"engine.cu":  "cuda_fp16.h was not found",
+		"wgmma.cu":   "sm_90a needs NVRTC 12.0 or newer",
+		"ptx.cu":     "build/k.ptx does not exist",
+	} {
+		if p := strings.Join(byName[src].Problems, "; "); !strings.Contains(p, sub) {
+			t.Errorf("%s: problems %q, want %q", src, p, sub)
+		}
+	}
+	if c := rep.Count(); c[CheckBuilt] != 1 || c[CheckFailed] != 4 {
+		t.Errorf("counts %v", c)
+	}
+}
+
+func TestCheckSASS(t *testing.T) {
+	calls := 0
+	env := fakeCheckEnv(smallCUBIN(t), nil, &calls)
+	env.disasm = func([]byte) (string, error) { return "", errors.New("cuobjdump: boom") }
+	rep := check([]CheckSet{{Points: []*plan.Point{withLaunches(point("k", "k", 32, 1), 32, 0, "plain")}}}, "sm_90", env)
+	k := rep.Kernels[0]
+	if k.Status != CheckBuilt || !strings.Contains(strings.Join(k.Notes, ";"), "SASS not checked: cuobjdump: boom") {
+		t.Errorf("a failing disassembler: status %q, notes %q (it informs, never fails)", k.Status, k.Notes)
+	}
+}
+
+func TestCheckKeyIsTheSweeps(t *testing.T) {
+	p := point("r4", "r4 text", 32, 1024)
+	p.Flags = append(p.Flags, "-arch=sm_90a")
+	ks := checkJobs([]CheckSet{{Points: []*plan.Point{p}}}, "sm_90", "12.4")
+	jobs := compileJobs([]*plan.Point{p}, "sm_90", "12.4")
+	if len(ks) != 1 || ks[0].Key != jobs[0].key {
+		t.Fatalf("check's key %v, the precompiler's %s", ks, jobs[0].key)
+	}
+	if ks[0].Arch != "sm_90a" {
+		t.Errorf("arch %q: the variant's -arch flag builds for sm_90a", ks[0].Arch)
+	}
+}
