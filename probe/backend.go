@@ -277,6 +277,9 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	if b.util != nil {
+		if b.util.digestOut != 0 {
+			b.ctx.Free(b.util.digestOut)
+		}
 		b.util.mod.Unload()
 	}
 	if b.scratch != 0 {

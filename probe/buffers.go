@@ -181,15 +181,72 @@ type workspace struct {
 	scratch                          cuda.DevPtr // zero between launches (kernels/ABI.md)
 	lse, workspace                   cuda.DevPtr // 0 unless the signature uses them
 	kvScale                          cuda.DevPtr // 0 unless the KV type is scaled
+	// inputs are the host's record of what the read-only buffers hold
+	// (inputs.go), made when the workspace is filled.
+	inputs []*inputCopy
 }
+
+// A bufferRole is what a launch may do to a buffer: the gates check each
+// role's rule after every launch (inputs.go, guards.go).
+type bufferRole int
+
+const (
+	// roleInput: the kernel only reads it; it must hold its uploaded bytes
+	// after every launch.
+	roleInput bufferRole = iota
+	// roleOutput: every launch writes it; the gates poison it before a
+	// launch and read it back.
+	roleOutput
+	// roleScratch: the kernel keeps it between launches (counters zeroed
+	// once at allocation, an engine's workspace); neither compared nor
+	// cleared.
+	roleScratch
+)
+
+// A bufferEntry is one row of a workspace's buffer table: the argument
+// name it is passed as (marshal.go), where it lives, its size in bytes
+// (0: not allocated for this layout) and its role.
+type bufferEntry struct {
+	name string
+	p    *cuda.DevPtr
+	n    int64
+	role bufferRole
+}
+
+// table lists the workspace's buffers, in allocation order.
+func (w *workspace) table() []bufferEntry {
+	l := w.l
+	return []bufferEntry{
+		{"q", &w.q, l.Q, roleInput},
+		{"k", &w.k, l.K, roleInput},
+		{"v", &w.v, l.V, roleInput},
+		{"positions", &w.positions, l.Positions, roleInput},
+		{"partial", &w.partial, l.Partial, roleOutput},
+		{"out", &w.out, l.Out, roleOutput},
+		{"counters", &w.scratch, l.Scratch, roleScratch},
+		{"lse", &w.lse, l.Lse, roleOutput},
+		{"workspace", &w.workspace, l.Workspace, roleScratch},
+		{"kv_scale", &w.kvScale, l.KVScale, roleInput},
+	}
+}
+
+// guardBytes is the guard region allocated before and after every buffer
+// and filled with canary: wider than a row of out or of partial at any
+// shape ktune runs (a write a sequence or a head past the end lands in it)
+// and a multiple of 16, so that every buffer keeps cuMemAlloc's alignment.
+const guardBytes = 64 << 10
+
+// canary is the word the guard regions hold: a signalling NaN in f32 and
+// a pair of NaNs in f16, which no kernel stores by computing.
+const canary uint32 = 0x7FA5C3E1
 
 func (w *workspace) free(c *cuda.Context) error {
 	var first error
-	for _, p := range []cuda.DevPtr{w.q, w.k, w.v, w.positions, w.partial, w.out, w.scratch, w.lse, w.workspace, w.kvScale} {
-		if p == 0 {
+	for _, e := range w.table() {
+		if *e.p == 0 {
 			continue
 		}
-		if err := c.Free(p); err != nil && first == nil {
+		if err := c.Free(*e.p - devOff(guardBytes)); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -197,27 +254,30 @@ func (w *workspace) free(c *cuda.Context) error {
 	return first
 }
 
-// allocWorkspace allocates every buffer of l and fills q, K and V with the
-// seeded random fill (fill.go) over their whole capacity, so that every row
-// a timed probe may read holds real-looking data, never zeros. The scratch
-// is zeroed once, on stream s: a fused kernel's last block re-arms each
-// counter it used, so it stays zero from launch to launch.
+// allocWorkspace allocates every buffer of l between two guard regions of
+// canary and fills q, K and V with the seeded random fill (fill.go) over
+// their whole capacity, so that every row a timed probe may read holds
+// real-looking data, never zeros. The scratch is zeroed once, on stream s:
+// a fused kernel's last block re-arms each counter it used, so it stays
+// zero from launch to launch.
 func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, error) {
 	w := &workspace{l: l}
-	for _, a := range []struct {
-		p *cuda.DevPtr
-		n int64
-	}{{&w.q, l.Q}, {&w.k, l.K}, {&w.v, l.V}, {&w.positions, l.Positions}, {&w.partial, l.Partial}, {&w.out, l.Out},
-		{&w.scratch, l.Scratch}, {&w.lse, l.Lse}, {&w.workspace, l.Workspace}, {&w.kvScale, l.KVScale}} {
-		if a.n == 0 {
+	for _, e := range w.table() {
+		if e.n == 0 {
 			continue
 		}
-		p, err := c.Alloc(a.n)
+		base, err := c.Alloc(e.n + 2*guardBytes)
 		if err != nil {
 			w.free(c)
 			return nil, err
 		}
-		*a.p = p
+		*e.p = base + devOff(guardBytes)
+		for _, g := range []cuda.DevPtr{base, *e.p + devOff(e.n)} {
+			if err := c.MemsetD32Async(g, canary, guardBytes/4, s); err != nil {
+				w.free(c)
+				return nil, fmt.Errorf("writing the canaries around %s: %w", e.name, err)
+			}
+		}
 	}
 	for _, f := range w.fills() {
 		write := func(off int64, b []byte) error { return c.CopyHtoD(f.p+devOff(off), b) }
@@ -232,6 +292,12 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, erro
 			return nil, fmt.Errorf("filling kv_scale: %w", err)
 		}
 	}
+	// Zeros, so that the read-only record of the lengths (inputs.go)
+	// knows the bytes before the first upload.
+	if err := c.MemsetD32Async(w.positions, 0, l.Positions/4, s); err != nil {
+		w.free(c)
+		return nil, fmt.Errorf("clearing positions: %w", err)
+	}
 	if err := c.MemsetD32Async(w.scratch, 0, l.Scratch/4, s); err != nil {
 		w.free(c)
 		return nil, fmt.Errorf("clearing the fused kernels' scratch: %w", err)
@@ -244,6 +310,7 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, erro
 			return nil, fmt.Errorf("clearing the workspace: %w", err)
 		}
 	}
+	w.initInputs()
 	return w, nil
 }
 
@@ -269,8 +336,8 @@ func (w *workspace) fills() []bufferFill {
 	kv := kvtype.Of(w.l.kv)
 	return []bufferFill{
 		{"q", w.q, w.l.Q, q, fillSeed},
-		{"K", w.k, w.l.K, kv, fillSeed + 1},
-		{"V", w.v, w.l.V, kv, fillSeed + 2},
+		{"k", w.k, w.l.K, kv, fillSeed + 1},
+		{"v", w.v, w.l.V, kv, fillSeed + 2},
 	}
 }
 

@@ -51,6 +51,11 @@ type device interface {
 	fill32(p cuda.DevPtr, v uint32, n int64) error
 	// sync waits for the stream.
 	sync() error
+	// digest returns one 64-bit digest per seg bytes of the n bytes at p
+	// (n and seg multiples of 16), computed on the device after the
+	// stream's earlier work: equal bytes give equal digests, and a changed
+	// byte changes its segment's digest (inputs.go).
+	digest(p cuda.DevPtr, n, seg int64) ([]uint64, error)
 
 	// readPass enqueues the streaming read kernel over n bytes at p (the
 	// bandwidth measurement and the cold probe's L2 flush).
@@ -164,7 +169,10 @@ func (d cudaDevice) fill32(p cuda.DevPtr, v uint32, n int64) error {
 	return d.b.ctx.MemsetD32Async(p, v, n/4, d.b.stream)
 }
 
-func (d cudaDevice) sync() error                               { return d.b.stream.Synchronize() }
+func (d cudaDevice) sync() error { return d.b.stream.Synchronize() }
+func (d cudaDevice) digest(p cuda.DevPtr, n, seg int64) ([]uint64, error) {
+	return d.b.digest(p, n, seg)
+}
 func (d cudaDevice) readPass(p cuda.DevPtr, n int64) error     { return d.b.readPass(p, n) }
 func (d cudaDevice) clockSpin() (cycles, ns uint64, err error) { return d.b.clockSpin() }
 func (d cudaDevice) block() error                              { return d.b.block() }

@@ -3,6 +3,7 @@ package probe
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"testing"
 	"time"
@@ -26,6 +27,9 @@ type fakeModel struct {
 	ftz          bool          // f16 subnormals read as zero
 	kScaleForV   bool          // V dequantized with K's scales
 	readPast     bool          // each split also reads the first row of the next chunk
+	writeInput   string        // "k": rescales the newest row's first K element in place; "positions": clears seqlens
+	writePastOut bool          // writes one element past the end of out
+	writeBefore  bool          // writes the word before partial's start
 	delay        time.Duration // per launch
 	fault        error         // every launch fails with it
 	launchErr    error         // the launch is refused (not sticky)
@@ -80,6 +84,7 @@ type fakeDevice struct {
 	passBytes int64
 
 	graphs                                                       int // captured and not destroyed
+	digests                                                      int
 	pairs, workspaces, frees, buffers, passes, reloads, captures int
 	// clusters counts the steps run by the cluster of each launch (zero
 	// for a launch without one), replayed the steps a graph replayed.
@@ -167,20 +172,26 @@ func (f *fakeDevice) at(p cuda.DevPtr) []byte {
 	panic(fmt.Sprintf("fake device: address %#x is not allocated", p))
 }
 
+// allocWorkspace lays out every buffer between guard regions of canary,
+// as the CUDA workspace does, so that a model writing out of bounds lands
+// in them.
 func (f *fakeDevice) allocWorkspace(l layout) (*workspace, error) {
 	if f.allocErr != nil {
 		return nil, f.allocErr
 	}
 	f.workspaces++
 	w := &workspace{l: l}
-	for _, a := range []struct {
-		p *cuda.DevPtr
-		n int64
-	}{{&w.q, l.Q}, {&w.k, l.K}, {&w.v, l.V}, {&w.positions, l.Positions}, {&w.partial, l.Partial}, {&w.out, l.Out}, {&w.scratch, l.Scratch}} {
-		*a.p = f.allocBytes(a.n)
-	}
-	if l.KVScale > 0 {
-		w.kvScale = f.allocBytes(l.KVScale)
+	for _, e := range w.table() {
+		if e.n == 0 {
+			continue
+		}
+		base := f.allocBytes(e.n + 2*guardBytes)
+		*e.p = base + guardBytes
+		buf := f.at(base)
+		for i := int64(0); i < guardBytes; i += 4 {
+			binary.LittleEndian.PutUint32(buf[i:], canary)
+			binary.LittleEndian.PutUint32(buf[guardBytes+e.n+i:], canary)
+		}
 	}
 	for _, fl := range w.fills() {
 		fillValues(f.at(fl.p)[:fl.n], fl.t, fl.seed, 0)
@@ -188,7 +199,25 @@ func (f *fakeDevice) allocWorkspace(l layout) (*workspace, error) {
 	if l.KVScale > 0 {
 		copy(f.at(w.kvScale), scaleFill(l.KVScale))
 	}
+	w.initInputs()
 	return w, nil
+}
+
+// digest is FNV-1a over each segment: any digest does, since the gates
+// only compare the device's digests with each other.
+func (f *fakeDevice) digest(p cuda.DevPtr, n, seg int64) ([]uint64, error) {
+	if err := f.hit("digest"); err != nil {
+		return nil, err
+	}
+	f.digests++
+	b := f.at(p)[:n]
+	var out []uint64
+	for lo := int64(0); lo < n; lo += seg {
+		h := fnv.New64a()
+		h.Write(b[lo:min(n, lo+seg)])
+		out = append(out, h.Sum64())
+	}
+	return out, nil
 }
 
 func (f *fakeDevice) freeWorkspace(*workspace) error { f.frees++; return nil }

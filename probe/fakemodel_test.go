@@ -121,7 +121,34 @@ func (f *fakeDevice) execute(fk *fakeKernel, l fakeLaunch) {
 			}
 		}
 	}
+	f.memoryDefects(m, l)
 	if m.noise && fk.launches%2 == 0 {
 		binary.LittleEndian.PutUint32(ob, binary.LittleEndian.Uint32(ob)^1)
+	}
+}
+
+// memoryDefects applies a model's writes outside its outputs, after the
+// launch computed them.
+func (f *fakeDevice) memoryDefects(m fakeModel, l fakeLaunch) {
+	s, w := l.c.Shape, l.w
+	switch m.writeInput {
+	case "k":
+		// An in-place dequantisation that stores back what it decoded,
+		// halved: the first element of each sequence's newest row.
+		t := kvtype.Of(s.KVDtype)
+		kb := f.at(w.k)
+		for b := range s.Batch {
+			e := (b*s.Capacity + int(l.pos[b])) * s.KVHeads * s.HeadDim
+			t.PutBits(kb, e, t.Encode(t.Decode(t.Bits(kb, e))/2+1))
+		}
+	case "positions":
+		// Marks each sequence done by clearing its seqlens entry.
+		clear(f.at(w.positions)[4*s.Batch : 8*s.Batch])
+	}
+	if m.writePastOut {
+		binary.LittleEndian.PutUint32(f.at(w.out)[4*s.Batch*s.Heads*s.HeadDim:], 0)
+	}
+	if m.writeBefore {
+		binary.LittleEndian.PutUint32(f.at(w.partial - 4), 0)
 	}
 }

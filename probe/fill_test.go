@@ -65,7 +65,7 @@ func TestFillCoversEveryRow(t *testing.T) {
 			elt := kvtype.Of(dtype).Bytes
 			rowElts := c.Shape.KVHeads * c.Shape.HeadDim
 			bufs := fillLayout(t, l, 3*int64(elt)*int64(rowElts)/2+int64(elt)) // 1.5 rows + 1 element
-			for _, name := range []string{"K", "V"} {
+			for _, name := range []string{"k", "v"} {
 				b := bufs[name].b
 				if bufs[name].writes < 2 {
 					t.Errorf("%s: %d writes; the chunk size should have forced several", name, bufs[name].writes)
@@ -89,7 +89,7 @@ func TestFillCoversEveryRow(t *testing.T) {
 					}
 				}
 			}
-			if bytes.Equal(bufs["K"].b, bufs["V"].b) {
+			if bytes.Equal(bufs["k"].b, bufs["v"].b) {
 				t.Error("K and V hold the same bytes: their seeds must differ")
 			}
 			q := bufs["q"].b
@@ -206,7 +206,7 @@ func TestGateRowsOverFill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := fillLayout(t, l, fillChunkBytes)["K"]
+	k := fillLayout(t, l, fillChunkBytes)["k"]
 	filled := bytes.Clone(k.b)
 	in, err := oracle.Generate(s, 7, 3)
 	if err != nil {

@@ -77,6 +77,9 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	if err := r.replayGates(ctx, log); err != nil {
 		return false, err
 	}
+	for _, g := range r.memoryGates(slices.Max(gateNKVs(p.GateNKV, p.Config.Shape.Capacity))) {
+		log.add(g)
+	}
 	v := &gateVerdict{gates: log.gates, pass: true}
 	for _, g := range log.gates {
 		v.pass = v.pass && g.Pass
@@ -284,22 +287,22 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 // upload writes q and the generated rows of K and V; rows past in.Rows keep
 // the workspace's random fill (or an earlier gate's inputs, random too).
 func (r *pointRun) upload(in *oracle.Inputs) error {
-	d, w, s := r.b.gpu, r.ws, r.p.Config.Shape
+	w, s := r.ws, r.p.Config.Shape
 	// In the signature's q dtype and K/V layout (io.go).
-	if err := d.write(w.q, qUpload(r.l, in)); err != nil {
+	if err := r.writeInput(w.q, 0, qUpload(r.l, in)); err != nil {
 		return fmt.Errorf("uploading q: %w", err)
 	}
 	// A scaled type's scales are the set's own (oracle.Inputs.ScaleBytes).
 	if sb := in.ScaleBytes(); sb != nil {
-		if err := d.write(w.kvScale, sb); err != nil {
+		if err := r.writeInput(w.kvScale, 0, sb); err != nil {
 			return fmt.Errorf("uploading kv_scale: %w", err)
 		}
 	}
 	for _, cp := range kvCopies(r.l, s, in.Rows, in.KBytes, in.VBytes) {
-		if err := d.write(w.k+devOff(cp.dst), cp.k); err != nil {
+		if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
 			return fmt.Errorf("uploading K: %w", err)
 		}
-		if err := d.write(w.v+devOff(cp.dst), cp.v); err != nil {
+		if err := r.writeInput(w.v, cp.dst, cp.v); err != nil {
 			return fmt.Errorf("uploading V: %w", err)
 		}
 	}
@@ -327,7 +330,7 @@ func rowSpans(s results.Shape, rows int, rowBytes int64) []span {
 
 // setPositions writes the ABI's positions for lengths.
 func (r *pointRun) setPositions(lengths []int) error {
-	if err := r.b.gpu.write(r.ws.positions, positionBytes(lengths)); err != nil {
+	if err := r.writeInput(r.ws.positions, 0, positionBytes(lengths)); err != nil {
 		return fmt.Errorf("uploading positions: %w", err)
 	}
 	return nil
@@ -376,8 +379,14 @@ func (r *pointRun) runOnce(k *kernelPair, c *results.Config, g geometry, lengths
 	if err := r.poison(); err != nil {
 		return nil, nil, err
 	}
+	if err := r.sealInputs(); err != nil {
+		return nil, nil, err
+	}
 	if err := r.pair(k, c, g); err != nil {
 		return nil, nil, err
 	}
-	return r.readBack()
+	if partial, out, err = r.readBack(); err != nil {
+		return nil, nil, err
+	}
+	return partial, out, r.afterLaunch(slices.Max(lengths))
 }

@@ -38,7 +38,8 @@ func TestFakeRunGood(t *testing.T) {
 		kinds[g.Kind] = true
 		inputs[g.Inputs] = true
 	}
-	for _, k := range []string{results.GateWritten, results.GateTolerance, results.GateDeterminism, results.GateFresh, results.GateReplay} {
+	for _, k := range []string{results.GateWritten, results.GateTolerance, results.GateDeterminism, results.GateFresh, results.GateReplay,
+		results.GateReadOnly, results.GateGuard} {
 		if !kinds[k] {
 			t.Errorf("no %s gate recorded", k)
 		}
@@ -281,5 +282,51 @@ func TestGateLog(t *testing.T) {
 	}
 	if want := []string{"uniform1", "uniform2", "peaked2", "peaked4"}; !slices.Equal(got, want) {
 		t.Errorf("kept %v, want %v", got, want)
+	}
+}
+
+// TestFakeMemoryDefectsCaught: a kernel that writes a read-only input or
+// past a buffer's end fails the readonly or guard gate naming the buffer
+// and the first changed byte, and the workspace is put back for the next
+// point: a correct kernel run after it on the same workspace passes.
+func TestFakeMemoryDefectsCaught(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		m      fakeModel
+		kind   string
+		buffer string
+		first  int
+		detail string
+	}{
+		{"writes K", fakeModel{writeInput: "k"}, results.GateReadOnly, "k", 0, "sequence 0, row 0, KV head 0, dim 0"},
+		{"clears seqlens", fakeModel{writeInput: "positions"}, results.GateReadOnly, "positions", 8, "seqlens[0]"},
+		{"writes past out", fakeModel{writePastOut: true}, results.GateGuard, "out", 4 * 2 * 4 * 16, "after out"},
+		{"writes before partial", fakeModel{writeBefore: true}, results.GateGuard, "partial", -4, "before partial"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models[c.name] = c.m
+			b := fakeBackend(t, f)
+			rec := run(t, b, fakePoint(c.name, 100))
+			if rec.Status != results.StatusGateFailed {
+				t.Fatalf("status %s, failed %v", rec.Status, failedKinds(rec.Gates))
+			}
+			var g *results.Gate
+			for i := range rec.Gates {
+				if !rec.Gates[i].Pass && rec.Gates[i].Kind == c.kind {
+					g = &rec.Gates[i]
+				}
+			}
+			if g == nil {
+				t.Fatalf("no failed %s gate among %v", c.kind, failedKinds(rec.Gates))
+			}
+			if g.Buffer != c.buffer || g.FirstDiff != c.first || !strings.Contains(g.Detail, c.detail) {
+				t.Errorf("%s gate: buffer %q first %d detail %q; want %q, %d, %q", c.kind, g.Buffer, g.FirstDiff, g.Detail, c.buffer, c.first, c.detail)
+			}
+			good := run(t, b, fakePoint("good", 100))
+			if good.Status != results.StatusOK {
+				t.Errorf("a correct kernel after it on the same workspace: %s (%s)", good.Status, good.Error)
+			}
+		})
 	}
 }

@@ -97,6 +97,9 @@ func (r *pointRun) replayGates(ctx context.Context, log *gateLog) error {
 		if err := r.poison(); err != nil {
 			return err
 		}
+		if err := r.sealInputs(); err != nil {
+			return err
+		}
 		r.pairs++
 		if err := g.launch(); err != nil {
 			return fmt.Errorf("replaying the graph at nkv %d: %w", n, err)
@@ -104,6 +107,9 @@ func (r *pointRun) replayGates(ctx context.Context, log *gateLog) error {
 		gp, gout, err := r.readBack()
 		if err != nil {
 			return fmt.Errorf("replay at nkv %d: %w", n, err)
+		}
+		if err := r.afterLaunch(n); err != nil {
+			return err
 		}
 		fp, fout, err := r.runOnce(r.k, c, r.geometryAt(r.g, n), lengths)
 		if err != nil {

@@ -131,6 +131,12 @@ type pointRun struct {
 	// tInputs and tOracle are the host's share of the gates: drawing and
 	// deriving the inputs, and the float64 reference.
 	tInputs, tOracle time.Duration
+	// checks counts the launches the read-only and guard checks followed
+	// (afterLaunch); findings are their failures, the first per kind and
+	// buffer (flagged), added to the gates' verdicts.
+	checks   int
+	findings []results.Gate
+	flagged  map[string]bool
 }
 
 // pair enqueues one pair of k: the one launch path of a point, which the

@@ -13,8 +13,12 @@ import (
 
 // The measurement kernels of kernels/util.cu.
 type utilKernels struct {
-	mod                  *cuda.Module
-	readBW, block, clock *cuda.Function
+	mod                          *cuda.Module
+	readBW, block, clock, digest *cuda.Function
+	// digestOut holds ktune_digest's output, digestCap segments; it grows
+	// to the largest buffer digested.
+	digestOut cuda.DevPtr
+	digestCap int64
 }
 
 const (
@@ -51,7 +55,7 @@ func (b *Backend) loadUtil() (*utilKernels, error) {
 	for _, f := range []struct {
 		fn   **cuda.Function
 		name string
-	}{{&u.readBW, "ktune_read_bw"}, {&u.block, "ktune_block"}, {&u.clock, "ktune_clock"}} {
+	}{{&u.readBW, "ktune_read_bw"}, {&u.block, "ktune_block"}, {&u.clock, "ktune_clock"}, {&u.digest, "ktune_digest"}} {
 		if *f.fn, err = u.mod.Function(f.name); err != nil {
 			u.mod.Unload()
 			return nil, fmt.Errorf("finding %s in util.cu: %w", f.name, err)
@@ -205,4 +209,44 @@ func (b *Backend) flushL2() error { return b.gpu.readPass(b.flush, flushBytes(b.
 func (b *Backend) readPass(p cuda.DevPtr, n int64) error {
 	grid := [3]int{b.env.SMs * max(1, b.maxThreadsPerSM/bwBlock), 1, 1}
 	return b.ctx.Launch(b.util.readBW, grid, [3]int{bwBlock, 1, 1}, 0, b.stream, p, uint64(n/16), b.scratch)
+}
+
+// digestBlocks bounds ktune_digest's grid: enough blocks to fill the H200
+// several times over, few enough that a small buffer's launch is cheap.
+const digestBlocks = 1024
+
+// digest runs ktune_digest over the n bytes at p in segments of seg bytes
+// and reads the digests back.
+func (b *Backend) digest(p cuda.DevPtr, n, seg int64) ([]uint64, error) {
+	u := b.util
+	nseg := (n + seg - 1) / seg
+	if nseg > u.digestCap {
+		if u.digestOut != 0 {
+			if err := b.ctx.Free(u.digestOut); err != nil {
+				return nil, fmt.Errorf("freeing the digest buffer: %w", err)
+			}
+			u.digestOut, u.digestCap = 0, 0
+		}
+		out, err := b.ctx.Alloc(8 * nseg)
+		if err != nil {
+			return nil, fmt.Errorf("allocating the digest buffer: %w", err)
+		}
+		u.digestOut, u.digestCap = out, nseg
+	}
+	grid := [3]int{int(min(nseg, digestBlocks)), 1, 1}
+	if err := b.ctx.Launch(u.digest, grid, [3]int{256, 1, 1}, 0, b.stream, p, uint64(n/16), uint64(seg/16), u.digestOut); err != nil {
+		return nil, fmt.Errorf("launching the digest kernel: %w", err)
+	}
+	if err := b.stream.Synchronize(); err != nil {
+		return nil, fmt.Errorf("running the digest kernel: %w", err)
+	}
+	raw := make([]byte, 8*nseg)
+	if err := b.ctx.CopyDtoH(raw, u.digestOut); err != nil {
+		return nil, fmt.Errorf("reading the digests: %w", err)
+	}
+	out := make([]uint64, nseg)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(raw[8*i:])
+	}
+	return out, nil
 }

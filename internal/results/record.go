@@ -197,6 +197,32 @@ const (
 	// GateFresh: a freshly loaded module gives the bytes of the module that
 	// already ran (state kept in __device__ memory between launches).
 	GateFresh = "fresh"
+	// GateReadOnly: every buffer the kernel only reads (q, K, V, the
+	// lengths, the scales) holds its uploaded bytes after every gate launch
+	// and after the timing probes; Buffer names the one that changed and
+	// FirstDiff its first changed byte.
+	GateReadOnly = "readonly"
+	// GateGuard: the canaries in the guard regions before and after every
+	// buffer are intact after every gate launch and after the timing probes
+	// (a write out of bounds); FirstDiff is the byte offset from the
+	// buffer's start, negative before it.
+	GateGuard = "guard"
+	// GateBounds: one launch at nkv equal to the capacity with every
+	// read-only buffer ending against unmapped address space ran without a
+	// fault (a read past the end).
+	GateBounds = "bounds"
+	// GateStale: rows past each sequence's length hold NaN, Inf and large
+	// finite values, as an engine's cache holds stale pages; the output
+	// must be the bytes of the same launch over finite rows.
+	GateStale = "stale"
+	// GateTimed: what the timed launches computed: after each timing probe
+	// the last timed launch's outputs are all written and equal a fresh
+	// launch's on the same module (a kernel that changes with the launch
+	// count, or serves repeated launches from a memo).
+	GateTimed = "timed"
+	// GateSanitizer: compute-sanitizer (memcheck, racecheck, synccheck,
+	// initcheck) found no error in one gate point of the compiled kernel.
+	GateSanitizer = "sanitizer"
 )
 
 // A Gate is one verdict with its evidence.

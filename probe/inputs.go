@@ -1,0 +1,285 @@
+package probe
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+)
+
+// Read-only inputs.
+//
+// A kernel may only read q, K, V, the lengths and the scales (roleInput in
+// the buffer table). One that writes them (an in-place dequantisation, a
+// length it decrements, the new token's row appended past the context)
+// computes its own gate launch right and corrupts what an engine holds.
+// So the host keeps a record of what each read-only buffer holds (the
+// workspace's random fill, overlaid with every upload since), the device
+// digests each buffer in 1 MiB segments before a launch, and digests it
+// again after: a segment whose digest changed is read back and compared
+// with the record, which names the first changed element. Digests, not
+// copies: K and V are gigabytes at an engine's capacity, and a digest
+// reads them at device bandwidth (about a millisecond per 4 GiB on the
+// H200) where a copy back would take a second per check.
+
+// digestSeg is the span of one digest, in bytes.
+const digestSeg = 1 << 20
+
+// An inputCopy is the host's record of one read-only buffer.
+type inputCopy struct {
+	name string
+	p    cuda.DevPtr
+	n    int64
+	elt  int // element size, to name the first changed element
+	// fill writes the allocation's fill of bytes [off, off+len(b)).
+	fill func(off int64, b []byte)
+	// segs holds every segment written since the fill, as written.
+	segs map[int64][]byte
+	// ref is the digest of each segment when the buffer was last sealed;
+	// nil after a write, until the next seal.
+	ref []uint64
+}
+
+// initInputs makes the record of every read-only buffer as allocWorkspace
+// filled it.
+func (w *workspace) initInputs() {
+	w.inputs = nil
+	fills := map[string]bufferFill{}
+	for _, f := range w.fills() {
+		fills[f.name] = f
+	}
+	for _, e := range w.table() {
+		if e.role != roleInput || e.n == 0 {
+			continue
+		}
+		c := &inputCopy{name: e.name, p: *e.p, n: e.n, elt: 4, segs: map[int64][]byte{}}
+		if f, ok := fills[e.name]; ok {
+			c.elt = f.t.Bytes
+			c.fill = func(off int64, b []byte) { fillValues(b, f.t, f.seed, off/int64(f.t.Bytes)) }
+		} else if e.name == "kv_scale" {
+			c.fill = func(_ int64, b []byte) { copy(b, scaleFill(int64(len(b)))) }
+		} else {
+			c.fill = func(_ int64, b []byte) { clear(b) } // positions: cleared at allocation
+		}
+		w.inputs = append(w.inputs, c)
+	}
+}
+
+// input returns the record of the read-only buffer at p, or nil.
+func (w *workspace) input(p cuda.DevPtr) *inputCopy {
+	for _, c := range w.inputs {
+		if c.p == p {
+			return c
+		}
+	}
+	return nil
+}
+
+// expected returns what segment i of the buffer must hold.
+func (c *inputCopy) expected(i int64) []byte {
+	if b, ok := c.segs[i]; ok {
+		return b
+	}
+	lo := i * digestSeg
+	b := make([]byte, min(digestSeg, c.n-lo))
+	c.fill(lo, b)
+	return b
+}
+
+// wrote records that b was written at byte offset off.
+func (c *inputCopy) wrote(off int64, b []byte) {
+	for len(b) > 0 {
+		i := off / digestSeg
+		s, ok := c.segs[i]
+		if !ok {
+			lo := i * digestSeg
+			if size := min(digestSeg, c.n-lo); off == lo && int64(len(b)) >= size {
+				s = make([]byte, size) // overwritten whole: no fill to draw
+			} else {
+				s = c.expected(i)
+			}
+			c.segs[i] = s
+		}
+		n := copy(s[off-i*digestSeg:], b)
+		off += int64(n)
+		b = b[n:]
+	}
+	c.ref = nil
+}
+
+// writeInput writes b at byte offset off of the buffer at p, and keeps
+// the record of a read-only buffer.
+func (r *pointRun) writeInput(p cuda.DevPtr, off int64, b []byte) error {
+	if err := r.b.gpu.write(p+devOff(off), b); err != nil {
+		return err
+	}
+	if c := r.ws.input(p); c != nil {
+		c.wrote(off, b)
+	}
+	return nil
+}
+
+// sealInputs digests every read-only buffer written since its last seal:
+// the bytes a launch must leave as they are.
+func (r *pointRun) sealInputs() error {
+	for _, c := range r.ws.inputs {
+		if c.ref != nil {
+			continue
+		}
+		d, err := r.b.gpu.digest(c.p, c.n, digestSeg)
+		if err != nil {
+			return fmt.Errorf("digesting %s: %w", c.name, err)
+		}
+		c.ref = d
+	}
+	return nil
+}
+
+// checkInputs digests every read-only buffer after a launch (made at nkv,
+// its outputs read back, so the stream is idle) and flags each that
+// changed. A changed buffer is put back as the record has it, so that the
+// gates after this one, and the next point on this workspace, start from
+// the uploaded bytes.
+func (r *pointRun) checkInputs(nkv int) error {
+	for _, c := range r.ws.inputs {
+		if c.ref == nil {
+			continue
+		}
+		now, err := r.b.gpu.digest(c.p, c.n, digestSeg)
+		if err != nil {
+			return fmt.Errorf("digesting %s after a launch: %w", c.name, err)
+		}
+		if slices.Equal(now, c.ref) {
+			continue
+		}
+		first := true
+		for i := range now {
+			if now[i] == c.ref[i] {
+				continue
+			}
+			want := c.expected(int64(i))
+			if first {
+				got := make([]byte, len(want))
+				if err := r.b.gpu.read(got, c.p+devOff(int64(i)*digestSeg)); err != nil {
+					return fmt.Errorf("reading back %s: %w", c.name, err)
+				}
+				r.flag(r.inputGate(c, nkv, int64(i)*digestSeg, want, got))
+				first = false
+			}
+			if err := r.b.gpu.write(c.p+devOff(int64(i)*digestSeg), want); err != nil {
+				return fmt.Errorf("restoring %s: %w", c.name, err)
+			}
+		}
+		c.ref = nil
+	}
+	return r.sealInputs()
+}
+
+// inputGate is the failure of a read-only buffer whose segment at byte
+// base holds got instead of want.
+func (r *pointRun) inputGate(c *inputCopy, nkv int, base int64, want, got []byte) results.Gate {
+	g := results.Gate{Kind: results.GateReadOnly, NKV: nkv, Seed: r.p.Seed, Buffer: c.name, FirstDiff: -1}
+	diff := 0
+	for j := range want {
+		if j < len(got) && want[j] != got[j] {
+			if g.FirstDiff < 0 {
+				g.FirstDiff = int(base) + j
+			}
+			diff++
+		}
+	}
+	g.DiffBytes = diff
+	if g.FirstDiff < 0 {
+		// The digest changed and the bytes did not: the segment changed
+		// between the digest and the read (a kernel still running).
+		g.Detail = fmt.Sprintf("the kernel's read-only input %s changed while it was read back", c.name)
+		return g
+	}
+	e := int64(g.FirstDiff) / int64(c.elt)
+	j := e*int64(c.elt) - base
+	g.Detail = fmt.Sprintf("the kernel wrote its read-only input %s: element %d (%s) was %x, is %x",
+		c.name, e, r.elementName(c.name, e), want[j:j+int64(c.elt)], got[j:j+int64(c.elt)])
+	return g
+}
+
+// elementName says where element e of a buffer sits in the shape.
+func (r *pointRun) elementName(buf string, e int64) string {
+	s := r.p.Config.Shape
+	b, kvh, d, cp := int64(s.Batch), int64(s.KVHeads), int64(s.HeadDim), int64(s.Capacity)
+	switch buf {
+	case "q":
+		return fmt.Sprintf("sequence %d, head %d, dim %d", e/(int64(s.Heads)*d), e/d%int64(s.Heads), e%d)
+	case "k", "v":
+		if r.l.kvLayout == spec.KVBHSD {
+			return fmt.Sprintf("sequence %d, KV head %d, row %d, dim %d", e/(kvh*cp*d), e/(cp*d)%kvh, e/d%cp, e%d)
+		}
+		return fmt.Sprintf("sequence %d, row %d, KV head %d, dim %d", e/(cp*kvh*d), e/(kvh*d)%cp, e/d%kvh, e%d)
+	case "positions":
+		if e < b {
+			return fmt.Sprintf("positions[%d]", e)
+		}
+		return fmt.Sprintf("seqlens[%d]", e-b)
+	case "kv_scale":
+		if e < kvh {
+			return fmt.Sprintf("K scale of KV head %d", e)
+		}
+		return fmt.Sprintf("V scale of KV head %d", e-kvh)
+	}
+	return fmt.Sprintf("byte %d", e)
+}
+
+// flag keeps a failure found by a check that runs after every launch:
+// the first per kind and buffer, which is the evidence; later ones repeat
+// it.
+func (r *pointRun) flag(g results.Gate) {
+	key := g.Kind + "/" + g.Buffer
+	if r.flagged == nil {
+		r.flagged = map[string]bool{}
+	}
+	if r.flagged[key] {
+		return
+	}
+	r.flagged[key] = true
+	r.findings = append(r.findings, g)
+}
+
+// afterLaunch runs the checks that follow every launch whose outputs were
+// read back: read-only inputs and guard regions.
+func (r *pointRun) afterLaunch(nkv int) error {
+	r.checks++
+	if err := r.checkInputs(nkv); err != nil {
+		return err
+	}
+	return r.checkGuards(nkv)
+}
+
+// memoryGates are the verdicts of the checks after every launch: each
+// failure found, and one pass per kind naming the buffers none was found
+// on and how many launches they covered.
+func (r *pointRun) memoryGates(nkv int) []results.Gate {
+	out := slices.Clone(r.findings)
+	var inputs, guarded []string
+	for _, e := range r.ws.table() {
+		if e.n == 0 {
+			continue
+		}
+		if e.role == roleInput && !r.flagged[results.GateReadOnly+"/"+e.name] {
+			inputs = append(inputs, e.name)
+		}
+		if !r.flagged[results.GateGuard+"/"+e.name] {
+			guarded = append(guarded, e.name)
+		}
+	}
+	pass := func(kind string, bufs []string, what string) {
+		if len(bufs) > 0 && r.checks > 0 {
+			out = append(out, results.Gate{Kind: kind, NKV: nkv, Pass: true, Seed: r.p.Seed, Buffer: strings.Join(bufs, ","), FirstDiff: -1,
+				Detail: fmt.Sprintf("%s after each of %d launches", what, r.checks)})
+		}
+	}
+	pass(results.GateReadOnly, inputs, "unchanged")
+	pass(results.GateGuard, guarded, "canaries intact")
+	return out
+}
