@@ -36,10 +36,12 @@ func TestFakeDeviceErrors(t *testing.T) {
 		{"reload", 1, "fake reload"},
 		{"beginCapture", 1, "beginning graph capture"},
 		{"endCapture", 1, "capturing 1 launch pairs"},
-		{"launch", 49, "fresh-module gate at nkv 1"}, // after 8 lengths × (5 sets + 1 repeat)
-		{"launch", 50, "fresh-module gate at nkv 1, fresh module"},
-		{"launch", 51, "capturing 1 launch pairs"},
-		{"launch", 52, "fresh launch at nkv 7"},
+		{"launch", 3, "stale-rows gate at nkv 1"},
+		{"launch", 57, "fresh-module gate at nkv 1"}, // after 8 lengths × (5 sets + 1 repeat + 1 stale)
+		{"launch", 58, "fresh-module gate at nkv 1, fresh module"},
+		{"launch", 59, "capturing 1 launch pairs"},
+		{"launch", 60, "fresh launch at nkv 7"},
+		{"digest", 1, "digesting q"},
 		{"clockSpin", 1, "fake clockSpin"},
 		{"waitStop", 1, "running the timed launches"},
 		{"elapsed", 1, "reading the events"},

@@ -27,6 +27,7 @@ type fakeModel struct {
 	ftz          bool          // f16 subnormals read as zero
 	kScaleForV   bool          // V dequantized with K's scales
 	readPast     bool          // each split also reads the first row of the next chunk
+	zeroTail     int           // > 0: rows up to the next multiple of it past a chunk are added with weight 0 (0·NaN = NaN)
 	writeInput   string        // "k": rescales the newest row's first K element in place; "positions": clears seqlens
 	writePastOut bool          // writes one element past the end of out
 	writeBefore  bool          // writes the word before partial's start

@@ -89,6 +89,14 @@ func (f *fakeDevice) execute(fk *fakeKernel, l fakeLaunch) {
 					}
 					mx = nmx
 				}
+				if m.zeroTail > 0 && hi > lo {
+					// A tile's masked rows, loaded and weighted by zero.
+					for r := hi; r < min(s.Capacity, (hi+m.zeroTail-1)/m.zeroTail*m.zeroTail); r++ {
+						for i := range d {
+							acc[i] += 0 * load(vb, b, r, kh, i)
+						}
+					}
+				}
 				put(pb, slot, mx)
 				put(pb, slot+1, sum)
 				put(pb, slot+2, 0)

@@ -153,7 +153,8 @@ func (r *pointRun) numericGates(ctx context.Context, log *gateLog) error {
 }
 
 // checkAt runs the point's kernel (and its twin) once at nkv on inputs in
-// and judges the outputs.
+// and judges the outputs; on the uniform set (repeat) it also runs the
+// determinism repeat and the stale-rows gate.
 func (r *pointRun) checkAt(set oracle.InputSet, in *oracle.Inputs, nkv int, lengths []int, log *gateLog, repeat bool) error {
 	p, c := r.p, &r.p.Config
 	s := c.Shape
@@ -195,6 +196,12 @@ func (r *pointRun) checkAt(set oracle.InputSet, in *oracle.Inputs, nkv int, leng
 			g := diffGate(results.GateBitwise, nkv, p.Seed, x.name, x.a, x.b)
 			g.Twin = p.Twin.Config.Variant
 			log.add(tag(g))
+		}
+	}
+	if repeat {
+		// On the uniform set, where the bytes to match were just made.
+		if err := r.staleGate(nkv, lengths, partial, out, log); err != nil {
+			return err
 		}
 	}
 	r.b.logf("%s: gates at nkv %d (%s): max_abs %.2g nmse %.2g", c.Variant, nkv, set, m.MaxAbs, m.NMSE)

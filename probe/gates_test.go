@@ -94,6 +94,7 @@ func TestFakeDefectsCaught(t *testing.T) {
 		{"flushes f16 subnormals", fakeModel{ftz: true}, nil, []string{"tolerance/subnormal"}},
 		{"reads one row past its chunk", fakeModel{readPast: true}, nil, []string{"tolerance/peaked"}},
 		{"nkv by value", fakeModel{nkvByValue: true}, nil, []string{"replay/uniform"}},
+		{"weights rows past the length by zero", fakeModel{zeroTail: 16}, nil, []string{"stale/uniform"}},
 		{"grid reads nkv, cold probe only", fakeModel{gridRows: 16}, func(p *plan.Point) {
 			p.Geometry = &plan.Geometry{Grid: [3]string{"cdiv(nkv, 16)", "heads", "batch"}, Symbols: map[string]int64{"heads": 4, "batch": 2}}
 			p.Probes = []results.Probe{results.ProbeCold}
@@ -228,8 +229,8 @@ func TestFakeBitwiseTwin(t *testing.T) {
 
 // TestGateLaunchCount is the gates' cost per compiled kernel, in launch
 // pairs, for the point's lengths: every set at every gate length, the
-// repeat on the uniform set, two fresh-module runs, the capture and two
-// pairs (replay, fresh launch) per replay length.
+// repeat and the stale-rows launch on the uniform set, two fresh-module
+// runs, the capture and two pairs (replay, fresh launch) per replay length.
 func TestGateLaunchCount(t *testing.T) {
 	f := newFakeDevice()
 	b := fakeBackend(t, f)
@@ -237,7 +238,7 @@ func TestGateLaunchCount(t *testing.T) {
 	p.Probes = nil
 	run(t, b, p)
 	L, R := len(p.GateNKV), len(p.ReplayNKV)
-	want := len(oracle.Sets)*L + L + 2 + 2*R
+	want := len(oracle.Sets)*L + 2*L + 2 + 2*R
 	if f.pairs != want {
 		t.Errorf("%d pairs launched, want %d", f.pairs, want)
 	}

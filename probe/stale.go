@@ -1,0 +1,136 @@
+package probe
+
+import (
+	"fmt"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/kvtype"
+	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+)
+
+// Memory as an engine holds it.
+//
+// Past each sequence's length an engine's cache holds whatever was there:
+// uninitialised pages, a recycled sequence's rows, speculative drafts,
+// NaN. The workspace's random fill is finite everywhere, so a kernel that
+// loads a tile past the length and masks it by multiplying with a zero
+// weight (0·NaN = NaN, 0·Inf = NaN), or takes the tile's maximum before
+// masking, is right on it. The stale gate launches again on the uniform
+// inputs with the rows past each length cycling through NaN, ±Inf and
+// ±the largest finite value of the KV type, and the outputs must be the
+// bytes of the launch over the finite fill: rows past the length may not
+// change a single bit.
+
+// staleRows is the least number of rows past each length that the stale
+// gate overwrites: more than any tile or prefetch distance of a kernel
+// ktune runs. Two chunks past the length are covered too, for a kernel
+// whose bound is off by a chunk.
+const staleRows = 1024
+
+// staleBits are the bit patterns of the stale rows for KV type t, cycled
+// row by row: quiet NaN, +Inf, −Inf, +max, −max (fp8e4m3 has no Inf: its
+// NaN codes and ±448).
+func staleBits(t *kvtype.Type) []uint32 {
+	switch t {
+	case kvtype.F16:
+		return []uint32{0x7E00, 0x7C00, 0xFC00, 0x7BFF, 0xFBFF}
+	case kvtype.BF16:
+		return []uint32{0x7FC0, 0x7F80, 0xFF80, 0x7F7F, 0xFF7F}
+	case kvtype.FP8E4M3:
+		return []uint32{0x7F, 0xFF, 0x7E, 0xFE}
+	}
+	return []uint32{0x7FC00000, 0x7F800000, 0xFF800000, 0x7F7FFFFF, 0xFF7FFFFF}
+}
+
+// staleSpans are the byte ranges of K (and V: the same offsets) past each
+// sequence's length that the stale gate overwrites, and how many rows
+// each holds: one range per sequence in [batch][capacity][kv_heads][dim],
+// one per (sequence, KV head) in [batch][kv_heads][capacity][dim].
+func staleSpans(l layout, s results.Shape, lengths []int) (spans []span, rowBytes int64) {
+	head := int64(s.HeadDim) * int64(l.elt)
+	rowBytes = int64(s.KVHeads) * head
+	for b, n := range lengths {
+		chunk := (n + l.splits - 1) / l.splits
+		rows := int64(min(s.Capacity-n, max(staleRows, 2*chunk)))
+		if rows <= 0 {
+			continue
+		}
+		if l.kvLayout == spec.KVBHSD {
+			for h := range s.KVHeads {
+				dst := ((int64(b)*int64(s.KVHeads)+int64(h))*int64(s.Capacity) + int64(n)) * head
+				spans = append(spans, span{dst: dst, n: rows * head})
+			}
+			continue
+		}
+		spans = append(spans, span{dst: (int64(b)*int64(s.Capacity) + int64(n)) * rowBytes, n: rows * rowBytes})
+	}
+	if l.kvLayout == spec.KVBHSD {
+		rowBytes = head
+	}
+	return spans, rowBytes
+}
+
+// staleGate runs the point's kernel at nkv over uniform inputs whose rows
+// past each length are stale, and compares with the launch over the fill
+// (partial, out); K and V are put back afterwards.
+func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *gateLog) error {
+	c := &r.p.Config
+	spans, rowBytes := staleSpans(r.l, c.Shape, lengths)
+	if len(spans) == 0 {
+		return nil // every sequence at the capacity: nothing lies past it
+	}
+	t := kvtype.Of(c.Shape.KVDtype)
+	pat := staleBits(t)
+	type saved struct {
+		buf *inputCopy
+		sp  span
+		b   []byte
+	}
+	var restore []saved
+	defer func() {
+		for _, s := range restore {
+			// Best effort on the error paths: the record keeps the
+			// stale bytes, so the next check finds any left behind.
+			_ = r.writeInput(s.buf.p, s.sp.dst, s.b)
+		}
+	}()
+	for _, p := range []cuda.DevPtr{r.ws.k, r.ws.v} {
+		buf := r.ws.input(p)
+		for _, sp := range spans {
+			restore = append(restore, saved{buf, sp, buf.bytesAt(sp.dst, sp.n)})
+			b := make([]byte, sp.n)
+			per := int(rowBytes) / t.Bytes
+			for e := range int(sp.n) / t.Bytes {
+				t.PutBits(b, e, pat[(e/per)%len(pat)])
+			}
+			if err := r.writeInput(p, sp.dst, b); err != nil {
+				return fmt.Errorf("writing stale rows past the lengths: %w", err)
+			}
+		}
+	}
+	sp, so, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
+	if err != nil {
+		return fmt.Errorf("stale-rows gate at nkv %d: %w", nkv, err)
+	}
+	g := bytesGate(results.GateStale, nkv, r.p.Seed, partial, sp, out, so,
+		"NaN, Inf and large values in the rows past each length changed the outputs (they reached them)")
+	g.Inputs = string(oracle.SetUniform)
+	log.add(g)
+	return nil
+}
+
+// bytesAt returns what bytes [off, off+n) of the buffer must hold.
+func (c *inputCopy) bytesAt(off, n int64) []byte {
+	out := make([]byte, 0, n)
+	for n > 0 {
+		i := off / digestSeg
+		s := c.expected(i)[off-i*digestSeg:]
+		s = s[:min(int64(len(s)), n)]
+		out = append(out, s...)
+		off += int64(len(s))
+		n -= int64(len(s))
+	}
+	return out
+}
