@@ -157,6 +157,6 @@ func (f *fakeDevice) memoryDefects(m fakeModel, l fakeLaunch) {
 		binary.LittleEndian.PutUint32(f.at(w.out)[4*s.Batch*s.Heads*s.HeadDim:], 0)
 	}
 	if m.writeBefore {
-		binary.LittleEndian.PutUint32(f.at(w.partial - 4), 0)
+		binary.LittleEndian.PutUint32(f.at(w.partial-4), 0)
 	}
 }
