@@ -149,9 +149,16 @@ func (l layout) gatedSlots(s results.Shape) int {
 	return s.Batch * l.splits * s.Heads
 }
 
-// Total is the sum of the buffers.
+// Total is the sum of the buffers of the table, each with its two guard
+// regions.
 func (l layout) Total() int64 {
-	return l.Q + l.K + l.V + l.Positions + l.Partial + l.Out + l.Scratch + l.Lse + l.Workspace + l.KVScale
+	var n int64
+	for _, e := range (&workspace{l: l}).table() {
+		if e.n > 0 {
+			n += e.n + 2*guardBytes
+		}
+	}
+	return n
 }
 
 // flushBytes is the L2 flush buffer size: twice the L2, because writing
@@ -181,9 +188,23 @@ type workspace struct {
 	scratch                          cuda.DevPtr // zero between launches (kernels/ABI.md)
 	lse, workspace                   cuda.DevPtr // 0 unless the signature uses them
 	kvScale                          cuda.DevPtr // 0 unless the KV type is scaled
+	// qAlt, partialAlt and outAlt are a second set of q and outputs at
+	// their own addresses, q with its own fill: the timed launches
+	// alternate between the two sets (timed.go).
+	qAlt, partialAlt, outAlt cuda.DevPtr
+	// uniform says which uniform gate inputs q and the first rows of K
+	// and V hold, when the last upload was them (timed.go).
+	uniform uploaded
 	// inputs are the host's record of what the read-only buffers hold
 	// (inputs.go), made when the workspace is filled.
 	inputs []*inputCopy
+}
+
+// An uploaded names the uniform gate inputs of one seed, rows rows per
+// sequence.
+type uploaded struct {
+	seed uint64
+	rows int
 }
 
 // A bufferRole is what a launch may do to a buffer: the gates check each
@@ -227,6 +248,9 @@ func (w *workspace) table() []bufferEntry {
 		{"lse", &w.lse, l.Lse, roleOutput},
 		{"workspace", &w.workspace, l.Workspace, roleScratch},
 		{"kv_scale", &w.kvScale, l.KVScale, roleInput},
+		{"q_alt", &w.qAlt, l.Q, roleInput},
+		{"partial_alt", &w.partialAlt, l.Partial, roleOutput},
+		{"out_alt", &w.outAlt, l.Out, roleOutput},
 	}
 }
 
@@ -338,6 +362,7 @@ func (w *workspace) fills() []bufferFill {
 		{"q", w.q, w.l.Q, q, fillSeed},
 		{"k", w.k, w.l.K, kv, fillSeed + 1},
 		{"v", w.v, w.l.V, kv, fillSeed + 2},
+		{"q_alt", w.qAlt, w.l.Q, q, fillSeed + 3},
 	}
 }
 

@@ -28,6 +28,9 @@ type fakeModel struct {
 	kScaleForV   bool          // V dequantized with K's scales
 	readPast     bool          // each split also reads the first row of the next chunk
 	zeroTail     int           // > 0: rows up to the next multiple of it past a chunk are added with weight 0 (0·NaN = NaN)
+	memoAfter    int           // > 0: from this many launches in a row at the same positions on, copies its last outputs
+	memoSkip     bool          // with memoAfter: leaves the outputs as they are instead
+	breakAfter   int           // > 0: launches past this many of the module add 0.5 to out
 	writeInput   string        // "k": rescales the newest row's first K element in place; "positions": clears seqlens
 	writePastOut bool          // writes one element past the end of out
 	writeBefore  bool          // writes the word before partial's start
@@ -39,6 +42,11 @@ type fakeModel struct {
 type fakeKernel struct {
 	m        fakeModel
 	seen     map[int]int // keepMax's device state, per sequence
+	// memoAfter's device state: the positions of the run of launches,
+	// its length, and the outputs it copies.
+	memoPos           []int32
+	streak            int
+	memoPart, memoOut []byte
 	launches int
 	prepared bool // resources ran: large dynamic shared memory is opted into
 }

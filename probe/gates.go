@@ -19,6 +19,9 @@ func devOff(n int64) cuda.DevPtr { return cuda.DevPtr(n) }
 type gateVerdict struct {
 	gates []results.Gate
 	pass  bool
+	// ref is the fresh gate's launch on the gated module, which the point
+	// runs again after its probes (timed.go).
+	ref *launchBytes
 }
 
 // gateNKVs returns the gate lengths that fit the capacity, in order and
@@ -80,7 +83,8 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	for _, g := range r.memoryGates(slices.Max(gateNKVs(p.GateNKV, p.Config.Shape.Capacity))) {
 		log.add(g)
 	}
-	v := &gateVerdict{gates: log.gates, pass: true}
+	r.gateFindings = len(r.findings)
+	v := &gateVerdict{gates: log.gates, pass: true, ref: r.ref}
 	for _, g := range log.gates {
 		v.pass = v.pass && g.Pass
 	}
@@ -244,6 +248,7 @@ func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
 	if err != nil {
 		return fmt.Errorf("fresh-module gate at nkv %d, fresh module: %w", nkv, err)
 	}
+	r.ref = &launchBytes{nkv: nkv, partial: op, out: oo}
 	gate := bytesGate(results.GateFresh, nkv, p.Seed, fp, op, fo, oo,
 		"a freshly loaded module differs from the module that ran the gates (state kept in device memory between launches)")
 	gate.Inputs = string(oracle.SetUniform)
@@ -285,8 +290,12 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 		return nil, fmt.Errorf("generating %s gate inputs: %w", set, err)
 	}
 	r.tInputs += time.Since(start)
+	r.ws.uniform = uploaded{}
 	if err := r.upload(in); err != nil {
 		return nil, err
+	}
+	if set == oracle.SetUniform {
+		r.ws.uniform = uploaded{seed: p.Seed, rows: in.Rows}
 	}
 	return in, nil
 }
@@ -345,7 +354,7 @@ func (r *pointRun) setPositions(lengths []int) error {
 
 // poison fills partial and out with the poison pattern.
 func (r *pointRun) poison() error {
-	d, w := r.b.gpu, r.ws
+	d, w := r.b.gpu, r.view()
 	if err := d.fill32(w.partial, poison, r.l.Partial); err != nil {
 		return fmt.Errorf("poisoning partial: %w", err)
 	}
@@ -358,7 +367,7 @@ func (r *pointRun) poison() error {
 // readBack waits for the stream and copies partial and out back, trimmed
 // to their unaligned sizes.
 func (r *pointRun) readBack() (partial, out []byte, err error) {
-	d, w, s := r.b.gpu, r.ws, r.p.Config.Shape
+	d, w, s := r.b.gpu, r.view(), r.p.Config.Shape
 	if err := d.sync(); err != nil {
 		return nil, nil, fmt.Errorf("running the kernels: %w", err)
 	}

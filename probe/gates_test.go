@@ -39,7 +39,7 @@ func TestFakeRunGood(t *testing.T) {
 		inputs[g.Inputs] = true
 	}
 	for _, k := range []string{results.GateWritten, results.GateTolerance, results.GateDeterminism, results.GateFresh, results.GateReplay,
-		results.GateReadOnly, results.GateGuard} {
+		results.GateReadOnly, results.GateGuard, results.GateStale, results.GateTimed} {
 		if !kinds[k] {
 			t.Errorf("no %s gate recorded", k)
 		}
@@ -60,7 +60,9 @@ func TestFakeRunGood(t *testing.T) {
 	if rec.Env.ReadBWGBps != 4000 || rec.Resources[0].Registers != 40 {
 		t.Errorf("env %+v resources %+v", rec.Env, rec.Resources)
 	}
-	if f.reloads != 1 || f.captures != 2 { // the replay gate's and the graph probe's
+	// The fresh gate's module and the timed check's; the replay gate's
+	// capture and the graph probe's.
+	if f.reloads != 2 || f.captures != 2 {
 		t.Errorf("%d fresh modules, %d captures", f.reloads, f.captures)
 	}
 
@@ -327,6 +329,42 @@ func TestFakeMemoryDefectsCaught(t *testing.T) {
 			good := run(t, b, fakePoint("good", 100))
 			if good.Status != results.StatusOK {
 				t.Errorf("a correct kernel after it on the same workspace: %s (%s)", good.Status, good.Error)
+			}
+		})
+	}
+}
+
+// TestFakeTimedDefectsCaught: a kernel that behaves in the gates and not
+// in the timed launches (a memo of the previous launch, skipped work,
+// drift with the launch count) fails the timed gate after its probes, its
+// timings are dropped, and the next point of its gate group is not timed.
+func TestFakeTimedDefectsCaught(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		m    fakeModel
+	}{
+		{"copies the previous launch", fakeModel{memoAfter: 8}},
+		{"skips a repeated launch", fakeModel{memoAfter: 8, memoSkip: true}},
+		{"drifts after 100 launches", fakeModel{breakAfter: 100}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models[c.name] = c.m
+			b := fakeBackend(t, f)
+			rec := run(t, b, fakePoint(c.name, 100))
+			got := failedKinds(rec.Gates)
+			if rec.Status != results.StatusGateFailed || len(rec.Probes) != 0 {
+				t.Fatalf("status %s with %d probes, failed %v", rec.Status, len(rec.Probes), got)
+			}
+			for _, k := range got {
+				if !strings.HasPrefix(k, results.GateTimed+"/") {
+					t.Errorf("failed %v: the gates before the probes should not see it", got)
+				}
+			}
+			pairs := f.pairs
+			next := run(t, b, fakePoint(c.name, 29))
+			if next.Status != results.StatusGateFailed || f.pairs != pairs {
+				t.Errorf("next point of the group: %s after %d launches", next.Status, f.pairs-pairs)
 			}
 		})
 	}

@@ -227,7 +227,9 @@ func TestLayoutScratch(t *testing.T) {
 	if l.Scratch != 16*4*4 {
 		t.Errorf("scratch %d bytes, want 16 sequences × 4 KV heads × 4", l.Scratch)
 	}
-	if l.Total() != l.Q+l.K+l.V+l.Positions+l.Partial+l.Out+l.Scratch {
+	// Two sets of q and outputs (the timed launches alternate), ten
+	// buffers, each between two guard regions.
+	if l.Total() != 2*(l.Q+l.Partial+l.Out)+l.K+l.V+l.Positions+l.Scratch+10*2*guardBytes {
 		t.Errorf("total %d leaves the scratch out", l.Total())
 	}
 	c = sevenB(1, 4096, 8)

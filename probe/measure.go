@@ -29,7 +29,11 @@ func (r *pointRun) measure(ctx context.Context) error {
 	if err := r.setPositions(lengths); err != nil {
 		return err
 	}
+	if err := r.sealInputs(); err != nil {
+		return err
+	}
 	bytes := kvBytes(c.Shape, lengths)
+	var timed []results.Gate
 	for _, probe := range r.p.Probes {
 		if probe == results.ProbeGraph && r.p.NeverCaptured {
 			// The engine never captures this kernel: a graph time would
@@ -51,8 +55,13 @@ func (r *pointRun) measure(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		g, err := r.readTimed(probe)
+		if err != nil {
+			return err
+		}
+		timed = append(timed, g...)
 	}
-	return nil
+	return r.timedGates(timed)
 }
 
 // probe takes one probe's samples under the stopping rule, with SM clock
@@ -61,6 +70,7 @@ func (r *pointRun) measure(ctx context.Context) error {
 func (r *pointRun) probe(ctx context.Context, probe results.Probe) (*results.Measurement, error) {
 	b, ms := r.b, r.p.Measure
 	m := &results.Measurement{Probe: probe, Batch: 1}
+	r.used, r.graphPairs = [2]bool{}, 0
 	var take sampler
 	var cleanup func()
 	switch probe {
@@ -71,11 +81,13 @@ func (r *pointRun) probe(ctx context.Context, probe results.Probe) (*results.Mea
 		take = r.hotSample(m.Batch)
 	case results.ProbeGraph:
 		m.Batch = max(1, ms.HotBatch)
-		g, err := r.capture(m.Batch, r.g)
+		g, err := r.capture(m.Batch, r.g, true)
 		if err != nil {
 			return nil, fmt.Errorf("graph probe: %w", err)
 		}
 		cleanup = g.destroy
+		r.graphPairs = m.Batch
+		r.used = [2]bool{true, m.Batch > 1}
 		take = r.graphSample(g, m.Batch)
 	default:
 		return nil, failPoint(results.StatusError, "unknown probe %q", probe)
@@ -176,7 +188,38 @@ func (r *pointRun) warm(probe results.Probe, batch int) error {
 		n = batch
 	}
 	for range n {
-		if err := r.pair(r.k, &r.p.Config, r.g); err != nil {
+		if err := r.timedPair(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// timedPair enqueues one pair of the probes: consecutive ones read the two
+// q in turn (timed.go).
+func (r *pointRun) timedPair() error {
+	r.alt = r.timedN%2 == 1
+	r.used[r.timedN%2] = true
+	r.timedN++
+	err := r.pair(r.k, &r.p.Config, r.g)
+	r.alt = false
+	return err
+}
+
+// poisonSets poisons the outputs of the sets the next n timed pairs run
+// on (n 0: both, for a graph, whose pairs were fixed at capture).
+func (r *pointRun) poisonSets(n int) error {
+	for i := range 2 {
+		if n != 0 && n < 2 && i != r.timedN%2 {
+			continue
+		}
+		if n == 0 && i == 1 && r.graphPairs < 2 {
+			continue
+		}
+		r.alt = i == 1
+		err := r.poison()
+		r.alt = false
+		if err != nil {
 			return err
 		}
 	}
@@ -233,10 +276,14 @@ func (b *Backend) timed(enqueue func() error) (ms float64, dropped bool, err err
 // Compute's --cache-control all, which flushes clean.
 func (r *pointRun) coldSample() (float64, bool, error) {
 	b := r.b
+	// Before the flush, which evicts the poisoned lines too.
+	if err := r.poisonSets(1); err != nil {
+		return 0, false, err
+	}
 	if err := b.flushL2(); err != nil {
 		return 0, false, fmt.Errorf("flushing L2: %w", err)
 	}
-	ms, drop, err := b.timed(func() error { return r.pair(r.k, &r.p.Config, r.g) })
+	ms, drop, err := b.timed(r.timedPair)
 	return ms * 1e6, drop, err
 }
 
@@ -244,9 +291,12 @@ func (r *pointRun) coldSample() (float64, bool, error) {
 // the time per pair.
 func (r *pointRun) hotSample(batch int) sampler {
 	return func() (float64, bool, error) {
+		if err := r.poisonSets(batch); err != nil {
+			return 0, false, err
+		}
 		ms, drop, err := r.b.timed(func() error {
 			for range batch {
-				if err := r.pair(r.k, &r.p.Config, r.g); err != nil {
+				if err := r.timedPair(); err != nil {
 					return err
 				}
 			}
@@ -260,6 +310,9 @@ func (r *pointRun) hotSample(batch int) sampler {
 // the time per pair.
 func (r *pointRun) graphSample(g graph, batch int) sampler {
 	return func() (float64, bool, error) {
+		if err := r.poisonSets(0); err != nil {
+			return 0, false, err
+		}
 		ms, drop, err := r.b.timed(func() error {
 			r.pairs += batch
 			if err := g.launch(); err != nil {

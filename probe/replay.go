@@ -12,8 +12,9 @@ import (
 )
 
 // capture records n pairs of the point's kernel, launched with geometry g,
-// into a graph.
-func (r *pointRun) capture(n int, g geometry) (graph, error) {
+// into a graph; with timed set they are the probes' pairs, alternating
+// between the two q.
+func (r *pointRun) capture(n int, g geometry, timed bool) (graph, error) {
 	d := r.b.gpu
 	// Capture refuses synchronous calls on the capturing thread: finish
 	// everything pending first.
@@ -24,8 +25,11 @@ func (r *pointRun) capture(n int, g geometry) (graph, error) {
 		return nil, fmt.Errorf("beginning graph capture: %w", err)
 	}
 	var lerr error
-	for range n {
-		if lerr = r.pair(r.k, &r.p.Config, g); lerr != nil {
+	for i := range n {
+		r.alt = timed && i%2 == 1
+		lerr = r.pair(r.k, &r.p.Config, g)
+		r.alt = false
+		if lerr != nil {
 			break
 		}
 	}
@@ -80,7 +84,7 @@ func (r *pointRun) replayGates(ctx context.Context, log *gateLog) error {
 	if err := r.setPositions(gateLengths(capN, s.Batch)); err != nil {
 		return err
 	}
-	g, err := r.capture(1, r.geometryAt(r.g, capN))
+	g, err := r.capture(1, r.geometryAt(r.g, capN), false)
 	if err != nil {
 		return err
 	}

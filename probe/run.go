@@ -137,13 +137,44 @@ type pointRun struct {
 	checks   int
 	findings []results.Gate
 	flagged  map[string]bool
+	// alt makes pair, poison and readBack use the second set of q and
+	// outputs; lastAlt is the set the latest pair ran on.
+	alt, lastAlt bool
+	// used marks the sets the current probe's launches ran on, timed the
+	// outputs read back after each probe.
+	used  [2]bool
+	timed []timedOutputs
+	// graphPairs is the graph probe's pairs per replay.
+	graphPairs int
+	// timedN counts the probes' pairs (timedPair).
+	timedN int
+	// gateFindings is how many of findings the gates' verdicts hold; the
+	// rest were found after the probes.
+	gateFindings int
+	// ref is the fresh gate's launch (freshGate).
+	ref *launchBytes
 }
 
 // pair enqueues one pair of k: the one launch path of a point, which the
 // gates, the probes and graph capture all go through.
+//
+// With alt set the pair runs on the workspace's second set of q and
+// outputs (timed.go); lastAlt says which set the latest pair ran on.
 func (r *pointRun) pair(k *kernelPair, c *results.Config, g geometry) error {
 	r.pairs++
-	return r.b.gpu.launch(k, c, g, r.ws)
+	r.lastAlt = r.alt
+	return r.b.gpu.launch(k, c, g, r.view())
+}
+
+// view is the workspace as the next pair sees it: with alt set, q,
+// partial and out are the second set's.
+func (r *pointRun) view() *workspace {
+	if !r.alt {
+		return r.ws
+	}
+	v := *r.ws
+	v.q, v.partial, v.out = r.ws.qAlt, r.ws.partialAlt, r.ws.outAlt
+	return &v
 }
 
 func (r *pointRun) run(ctx context.Context) error {
