@@ -40,15 +40,15 @@ type fakeModel struct {
 }
 
 type fakeKernel struct {
-	m        fakeModel
-	seen     map[int]int // keepMax's device state, per sequence
+	m    fakeModel
+	seen map[int]int // keepMax's device state, per sequence
 	// memoAfter's device state: the positions of the run of launches,
 	// its length, and the outputs it copies.
 	memoPos           []int32
 	streak            int
 	memoPart, memoOut []byte
-	launches int
-	prepared bool // resources ran: large dynamic shared memory is opted into
+	launches          int
+	prepared          bool // resources ran: large dynamic shared memory is opted into
 }
 
 type fakeAlloc struct {
