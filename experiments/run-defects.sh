@@ -54,6 +54,12 @@ expected = {
     "ftz": "tolerance/subnormal",
     "readpast": "tolerance/peaked",
     "race": "determinism (probabilistic)",
+    "mmaf": "none (control: re-armed counters)",
+    "writeinput": "readonly (k)",
+    "writepast": "guard (after partial)",
+    "stalenan": "stale",
+    "memo": "timed",
+    "readpastend": "bounds (fault at the capacity)",
 }
 by = collections.OrderedDict()
 for r in (records("defects") if "defects" in specs else []):

@@ -32,7 +32,8 @@ func TestDefectsPlan(t *testing.T) {
 			t.Errorf("%s: no gate length past 1024: %v", pt.Config.Variant, pt.GateNKV)
 		}
 	}
-	for _, v := range []string{"d2", "nkvgrid", "state", "skipnewest", "ftz", "readpast", "race"} {
+	for _, v := range []string{"d2", "nkvgrid", "state", "skipnewest", "ftz", "readpast", "race",
+		"mmaf", "writeinput", "writepast", "stalenan", "memo", "readpastend"} {
 		pts := perVariant[v]
 		if len(pts) != 2 {
 			t.Errorf("%s: %d points, want 2", v, len(pts))

@@ -1,0 +1,43 @@
+// readpastend.cu: a planted defect for ktune's gate check
+// (experiments/defects.yaml). After its chunk each split prefetches the
+// first row of the next chunk, for a next step that never comes — whether
+// or not that row exists. The value is never used, so every output is
+// right; but at nkv equal to the capacity the last split of the last
+// sequence reads one row past the end of K. In an engine that is another
+// tensor, or unmapped memory. Expected gate: bounds (the launch at the
+// capacity with K ending against unmapped address space faults: the record
+// is a fault with the bounds gate's failure).
+//
+// Mapping: the ABI default, one warp per (split, head, sequence); lane l
+// owns dims 4l..4l+3 (HEAD_DIM <= 128), the seed row step of abi.cuh.
+#include "abi.cuh"
+#include "combine.cuh"
+
+extern "C" __global__ void attn_partial(const float* __restrict__ q, const KV_T* __restrict__ k,
+                                        const KV_T* __restrict__ v, const int* __restrict__ positions,
+                                        float* __restrict__ partial, int heads, int kv_heads, int capacity,
+                                        float scale) {
+    const int sp = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    const int lane = threadIdx.x & 31;
+    const int d0 = lane * 4;
+    const bool live = d0 < HEAD_DIM;
+    const int hk = kt_kv_head(h, heads, kv_heads);
+    const kt_range r = kt_split_range(positions, b, sp);
+    const float4 q4 = kt_load_q(q, b, h, heads, d0, live);
+    const KV_T* kb = kt_kv_row(k, b, 0, hk, kv_heads, capacity) + d0;
+    const KV_T* vb = kt_kv_row(v, b, 0, hk, kv_heads, capacity) + d0;
+    const size_t rstride = (size_t)kv_heads * HEAD_DIM;
+    kt_state st = kt_state_init();
+    for (int row = r.lo; row < r.hi; row++) {
+        const float4 k4 = live ? kv_ld4(kb + (size_t)row * rstride) : kt_zero4();
+        const float4 v4 = live ? kv_ld4(vb + (size_t)row * rstride) : kt_zero4();
+        float corr, e;
+        kt_softmax_step(st, kt_row_dot(q4, k4), scale, corr, e);
+        if (live) kt_accumulate(st, corr, e, v4);
+    }
+    // The defect: row r.hi is read even when it is past the last row.
+    const float4 next = (live && r.lo < r.hi) ? kv_ld4(kb + (size_t)r.hi * rstride) : kt_zero4();
+    kt_write_partial(kt_partial_slot(partial, b, sp, h, heads), st, lane, live);
+    // Keeps the load: a value no fill holds.
+    if (next.x == 12345.0f && next.y == -12345.0f) partial[0] = next.z;
+}
