@@ -51,6 +51,10 @@ type device interface {
 	fill32(p cuda.DevPtr, v uint32, n int64) error
 	// sync waits for the stream.
 	sync() error
+	// holeCopy copies the n bytes at p (after the stream's earlier work)
+	// into memory that ends against unmapped address space, and returns
+	// the copy and its release (bounds.go).
+	holeCopy(p cuda.DevPtr, n int64) (cuda.DevPtr, func(), error)
 	// digest returns one 64-bit digest per seg bytes of the n bytes at p
 	// (n and seg multiples of 16), computed on the device after the
 	// stream's earlier work: equal bytes give equal digests, and a changed
@@ -170,6 +174,23 @@ func (d cudaDevice) fill32(p cuda.DevPtr, v uint32, n int64) error {
 }
 
 func (d cudaDevice) sync() error { return d.b.stream.Synchronize() }
+func (d cudaDevice) holeCopy(p cuda.DevPtr, n int64) (cuda.DevPtr, func(), error) {
+	h, err := d.b.ctx.AllocBeforeHole(n)
+	if err != nil {
+		return 0, nil, err
+	}
+	release := func() {
+		if err := h.Release(); err != nil {
+			d.b.logf("releasing memory before a hole: %v", err)
+		}
+	}
+	if err := d.b.ctx.CopyDtoDAsync(h.Ptr, p, n, d.b.stream); err != nil {
+		release()
+		return 0, nil, err
+	}
+	return h.Ptr, release, nil
+}
+
 func (d cudaDevice) digest(p cuda.DevPtr, n, seg int64) ([]uint64, error) {
 	return d.b.digest(p, n, seg)
 }

@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +30,7 @@ type fakeModel struct {
 	ftz          bool          // f16 subnormals read as zero
 	kScaleForV   bool          // V dequantized with K's scales
 	readPast     bool          // each split also reads the first row of the next chunk
+	prefetchPast bool          // each split also loads (and ignores) the row after its chunk, which may lie past K's end
 	zeroTail     int           // > 0: rows up to the next multiple of it past a chunk are added with weight 0 (0·NaN = NaN)
 	memoAfter    int           // > 0: from this many launches in a row at the same positions on, copies its last outputs
 	memoSkip     bool          // with memoAfter: leaves the outputs as they are instead
@@ -92,7 +96,9 @@ type fakeDevice struct {
 	stopped   bool
 	passBytes int64
 
-	graphs                                                       int // captured and not destroyed
+	holes                                                        int   // hole copies not released
+	holeErr                                                      error // holeCopy fails with it
+	graphs                                                       int   // captured and not destroyed
 	digests                                                      int
 	pairs, workspaces, frees, buffers, passes, reloads, captures int
 	// clusters counts the steps run by the cluster of each launch (zero
@@ -210,6 +216,22 @@ func (f *fakeDevice) allocWorkspace(l layout) (*workspace, error) {
 	}
 	w.initInputs()
 	return w, nil
+}
+
+// holeCopy is an allocation of exactly n bytes with nothing mapped after
+// it: a model indexing past its end panics, which run turns into a fault.
+func (f *fakeDevice) holeCopy(p cuda.DevPtr, n int64) (cuda.DevPtr, func(), error) {
+	if err := f.hit("holeCopy"); err != nil {
+		return 0, nil, err
+	}
+	if f.holeErr != nil {
+		return 0, nil, f.holeErr
+	}
+	h := f.next
+	f.allocs = append(f.allocs, fakeAlloc{h, n, slices.Clone(f.at(p)[:n])})
+	f.next += cuda.DevPtr(n+0xffff) &^ 0xffff
+	f.holes++
+	return h, func() { f.holes-- }, nil
 }
 
 // digest is FNV-1a over each segment: any digest does, since the gates
@@ -404,6 +426,23 @@ func (f *fakeDevice) run(l fakeLaunch) error {
 	}
 	f.pairs++
 	fk.launches++
+	return f.executeGuarded(fk, l)
+}
+
+// executeGuarded runs the model; an index past the end of an allocation
+// (a hole copy's: the others end in a guard region) is the device's
+// illegal address, a sticky fault.
+func (f *fakeDevice) executeGuarded(fk *fakeKernel, l fakeLaunch) (err error) {
+	defer func() {
+		if e := recover(); e != nil {
+			if re, ok := e.(runtime.Error); ok && strings.Contains(re.Error(), "out of range") {
+				f.dead = errIllegal
+				err = f.dead
+				return
+			}
+			panic(e)
+		}
+	}()
 	f.execute(fk, l)
 	return nil
 }

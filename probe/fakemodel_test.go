@@ -120,6 +120,9 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 					}
 					mx = nmx
 				}
+				if m.prefetchPast && hi > lo {
+					_ = load(kb, b, hi, kh, d-1)
+				}
 				if m.zeroTail > 0 && hi > lo {
 					// A tile's masked rows, loaded and weighted by zero.
 					for r := hi; r < min(s.Capacity, (hi+m.zeroTail-1)/m.zeroTail*m.zeroTail); r++ {

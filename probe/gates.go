@@ -80,6 +80,11 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	if err := r.replayGates(ctx, log); err != nil {
 		return false, err
 	}
+	if err := r.boundsGate(ctx, log); err != nil {
+		// A fault ends the point: its record keeps the evidence so far.
+		r.rec.Gates = slices.Clone(log.gates)
+		return false, err
+	}
 	for _, g := range r.memoryGates(slices.Max(gateNKVs(p.GateNKV, p.Config.Shape.Capacity))) {
 		log.add(g)
 	}

@@ -39,7 +39,7 @@ func TestFakeRunGood(t *testing.T) {
 		inputs[g.Inputs] = true
 	}
 	for _, k := range []string{results.GateWritten, results.GateTolerance, results.GateDeterminism, results.GateFresh, results.GateReplay,
-		results.GateReadOnly, results.GateGuard, results.GateStale, results.GateTimed} {
+		results.GateReadOnly, results.GateGuard, results.GateStale, results.GateTimed, results.GateBounds} {
 		if !kinds[k] {
 			t.Errorf("no %s gate recorded", k)
 		}
@@ -232,7 +232,8 @@ func TestFakeBitwiseTwin(t *testing.T) {
 // TestGateLaunchCount is the gates' cost per compiled kernel, in launch
 // pairs, for the point's lengths: every set at every gate length, the
 // repeat and the stale-rows launch on the uniform set, two fresh-module
-// runs, the capture and two pairs (replay, fresh launch) per replay length.
+// runs, the capture and two pairs (replay, fresh launch) per replay length,
+// and the bounds gate's launch at the capacity.
 func TestGateLaunchCount(t *testing.T) {
 	f := newFakeDevice()
 	b := fakeBackend(t, f)
@@ -240,7 +241,7 @@ func TestGateLaunchCount(t *testing.T) {
 	p.Probes = nil
 	run(t, b, p)
 	L, R := len(p.GateNKV), len(p.ReplayNKV)
-	want := len(oracle.Sets)*L + 2*L + 2 + 2*R
+	want := len(oracle.Sets)*L + 2*L + 2 + 2*R + 1
 	if f.pairs != want {
 		t.Errorf("%d pairs launched, want %d", f.pairs, want)
 	}
@@ -367,5 +368,43 @@ func TestFakeTimedDefectsCaught(t *testing.T) {
 				t.Errorf("next point of the group: %s after %d launches", next.Status, f.pairs-pairs)
 			}
 		})
+	}
+}
+
+// TestFakeBoundsGate: a kernel that reads the row after its chunk reads
+// canary in the guard region at the capacity and computes right; on the
+// bounds gate's copies, which end against unmapped memory, it faults
+// inside the gates, and the record keeps the evidence. A workspace with no
+// room for the copies leaves the gate out rather than passing it.
+func TestFakeBoundsGate(t *testing.T) {
+	f := newFakeDevice()
+	f.models["prefetch"] = fakeModel{prefetchPast: true}
+	b := fakeBackend(t, f)
+	rec, err := b.Run(context.Background(), fakePoint("prefetch", 100))
+	if err == nil || rec.Status != results.StatusFault {
+		t.Fatalf("status %s, %v; want a fault", rec.Status, err)
+	}
+	if got := failedKinds(rec.Gates); !slices.Equal(got, []string{"bounds/"}) {
+		t.Errorf("failed %v, want the bounds gate alone", got)
+	}
+	for _, g := range rec.Gates {
+		if g.Kind == results.GateBounds && (g.NKV != 256 || !strings.Contains(g.Detail, "faulted") || !strings.Contains(g.Buffer, "k")) {
+			t.Errorf("bounds gate %+v", g)
+		}
+	}
+	if f.holes != 0 {
+		t.Errorf("%d hole copies left", f.holes)
+	}
+
+	f = newFakeDevice()
+	f.holeErr = errOOM
+	rec = run(t, fakeBackend(t, f), fakePoint("good", 100))
+	if rec.Status != results.StatusOK {
+		t.Fatalf("no room for copies: %s (%s)", rec.Status, rec.Error)
+	}
+	for _, g := range rec.Gates {
+		if g.Kind == results.GateBounds {
+			t.Errorf("a bounds gate recorded without its launch: %+v", g)
+		}
 	}
 }

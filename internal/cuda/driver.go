@@ -58,6 +58,15 @@ type Driver struct {
 	cuGraphDestroy                              func(g uintptr) int32
 	cuGraphLaunch                               func(exec uintptr, s uintptr) int32
 	cuGraphExecDestroy                          func(exec uintptr) int32
+	cuMemcpyDtoDAsync                           func(dst, src uint64, n uintptr, s uintptr) int32
+	cuMemGetAllocationGranularity               func(g *uintptr, prop unsafe.Pointer, option int32) int32
+	cuMemCreate                                 func(h *uint64, size uintptr, prop unsafe.Pointer, flags uint64) int32
+	cuMemAddressReserve                         func(p *uint64, size, align uintptr, addr uint64, flags uint64) int32
+	cuMemMap                                    func(p uint64, size, offset uintptr, h uint64, flags uint64) int32
+	cuMemSetAccess                              func(p uint64, size uintptr, desc unsafe.Pointer, count uintptr) int32
+	cuMemUnmap                                  func(p uint64, size uintptr) int32
+	cuMemAddressFree                            func(p uint64, size uintptr) int32
+	cuMemRelease                                func(h uint64) int32
 }
 
 // bindings lists every driver entry point ktune uses. The names follow the
@@ -112,6 +121,15 @@ func (d *Driver) bindings() []binding {
 		{&d.cuGraphDestroy, names("cuGraphDestroy")},
 		{&d.cuGraphLaunch, names("cuGraphLaunch")},
 		{&d.cuGraphExecDestroy, names("cuGraphExecDestroy")},
+		{&d.cuMemcpyDtoDAsync, names("cuMemcpyDtoDAsync_v2")},
+		{&d.cuMemGetAllocationGranularity, names("cuMemGetAllocationGranularity")},
+		{&d.cuMemCreate, names("cuMemCreate")},
+		{&d.cuMemAddressReserve, names("cuMemAddressReserve")},
+		{&d.cuMemMap, names("cuMemMap")},
+		{&d.cuMemSetAccess, names("cuMemSetAccess")},
+		{&d.cuMemUnmap, names("cuMemUnmap")},
+		{&d.cuMemAddressFree, names("cuMemAddressFree")},
+		{&d.cuMemRelease, names("cuMemRelease")},
 	}
 }
 
