@@ -65,6 +65,20 @@
 #if PAGE_SIZE < 0 || PAGE_SIZE % 16 != 0
 #error "mma: PAGE_SIZE must be 0 (contiguous) or a multiple of 16 (a 16-row tile never straddles two pages)"
 #endif
+// FIXCHUNK > 0: split sp covers rows [sp*FIXCHUNK, +FIXCHUNK), the last
+// split the rest, whatever nkv (0: gq_range, the split count following
+// nkv). A variant for the nkv range where SPLITS*FIXCHUNK rows are about
+// nkv; its use is that a split's first rows are known before positions
+// is read (below).
+#ifndef FIXCHUNK
+#define FIXCHUNK 0
+#endif
+#if FIXCHUNK % (16 * NR * (WARPS / WN)) != 0
+#error "mma: FIXCHUNK must be a multiple of a step of the block's warps, 16*NR*WARPS/WN rows"
+#endif
+#if FIXCHUNK && PAGE_SIZE
+#error "mma: FIXCHUNK reads a split's first rows before nkv is known, which a block table past the sequence's pages cannot serve"
+#endif
 #if QLEN < 1 || QLEN > 8
 #error "mma: QLEN must be 1 to 8"
 #endif
@@ -196,6 +210,23 @@ __device__ __forceinline__ void mma_load(mma_raw (&kr)[NR][2][MC], mma_raw (&vr)
             for (int j = 0; j < MV; j++) vr[u][i][j] = ok ? mma_ld8(vb + (size_t)(pr[u] + off) * rstride + 64 * j) : z;
         }
     }
+}
+
+// mma_clip clears the V rows at or past hi of the NR tiles at base: the
+// first step of a FIXCHUNK split is loaded before nkv is known, and a row
+// past it must weigh nothing even where its bytes are not finite (the
+// scores of those rows are masked to -inf, their weights are 0, and 0
+// times a NaN would still be a NaN).
+__device__ __forceinline__ void mma_clip(mma_raw (&vr)[NR][4][MV], int base, int hi, int t) {
+    const mma_raw z = mma_zero();
+#pragma unroll
+    for (int u = 0; u < NR; u++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const bool ok = base + 16 * u + 2 * t + (i & 1) + 8 * (i >> 1) < hi;
+#pragma unroll
+            for (int j = 0; j < MV; j++) vr[u][i][j] = ok ? vr[u][i][j] : z;
+        }
 }
 
 // mma_softcap is softcap * tanh(x / softcap) in the kernel's base-2 score
@@ -432,15 +463,71 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
         }
     }
 
+    const size_t rstride = (size_t)kv_heads * HEAD_DIM;
+#if PAGE_SIZE
+    // Pages are shared by the whole cache: the base is head hk of row 0 of
+    // page 0, and mma_rows turns each tile's logical row into its page's.
+    const KV_T* kb = a.k + (size_t)hk * HEAD_DIM + 8 * t;
+    const KV_T* vb = a.v + (size_t)hk * HEAD_DIM + 8 * g;
+    const int* bt = a.block_table + (size_t)b * a.max_pages;
+#else
+    const KV_T* kb = kt_kv_row(a.k, b, 0, hk, kv_heads, a.capacity) + 8 * t;
+    const KV_T* vb = kt_kv_row(a.v, b, 0, hk, kv_heads, a.capacity) + 8 * g;
+    const int* bt = nullptr;
+#endif
+
+    // PF = 1: the next step's K/V loads go out before this step's mma work,
+    // so a warp always has a step of loads in flight instead of alternating
+    // between waiting for memory and computing. Measured on the H200 it
+    // gains nothing at batch 1 and loses 16% at batch 16 (registers 127 ->
+    // 183 halve the resident warps, which matter more there), so it is off
+    // by default and left for a sweep to find where it pays.
+    //
+    // pr holds the stored rows of the next step to load; its block-table
+    // entries are read right after the loads of the step before go out, so
+    // a paged tile's table load waits behind a step of mma work, not in
+    // front of its K/V loads.
+    const int stride = WROWS * 16 * NR;
+    mma_raw kr[NR][2][MC], vr[NR][4][MV];
+    int pr[NR];
+    bool loaded = false;  // the first step's loads are out (FIXCHUNK)
+
     // The range comes after q on purpose: both loads (positions and q) are
     // then in flight together, and the first K/V load waits for one memory
     // round trip instead of two (positions, then q behind the branch). An
     // idle block loads q for nothing; q is 14 KB and shared by all blocks.
+    // With FIXCHUNK the split's first row does not depend on nkv, so the
+    // first step's K/V loads go out with q and positions too: one round
+    // trip less in front of the block's first mma. They read rows below
+    // the capacity that may lie past nkv; those are masked below as any
+    // row past hi is (their V cleared, their scores -inf).
+#if FIXCHUNK
+    int base = sp * FIXCHUNK + wr * 16 * NR;
+    {
+        const int pre = min(a.capacity, sp * FIXCHUNK + FIXCHUNK);
+        mma_rows(pr, bt, base, pre);
+        mma_load(kr, vr, kb, vb, rstride, pr, base, pre, g, t);
+        loaded = true;
+    }
+    kt_range r;
+    {
+        const int nkv = a.positions[b] + 1;
+        r.lo = sp * FIXCHUNK;
+        r.hi = sp == SPLITS - 1 ? nkv : min(nkv, r.lo + FIXCHUNK);  // the last split takes the rest
+    }
+#else
     const kt_range r = gq_range<16 * NR>(a.positions, b, sp);
+    int base = r.lo + wr * 16 * NR;
+#endif
     if (r.lo >= r.hi) {  // block-uniform
         gq_store_idle<WARPS, QLEN>(a.partial, b, sp, h0, group, heads);
         return;
     }
+#if FIXCHUNK
+    mma_clip(vr, base, r.hi, t);
+#else
+    mma_rows(pr, bt, base, r.hi);
+#endif
 
     // State per column: nt*8 + 2t + cc for cc = 0, 1. m is the running max
     // (same in all g), l this thread's share of the sum (rows g, g+8 of
@@ -480,37 +567,10 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
         for (int mt = 0; mt < MT; mt++) o[nt][mt][0] = o[nt][mt][1] = o[nt][mt][2] = o[nt][mt][3] = 0.0f;
     }
 
-    const size_t rstride = (size_t)kv_heads * HEAD_DIM;
-#if PAGE_SIZE
-    // Pages are shared by the whole cache: the base is head hk of row 0 of
-    // page 0, and mma_rows turns each tile's logical row into its page's.
-    const KV_T* kb = a.k + (size_t)hk * HEAD_DIM + 8 * t;
-    const KV_T* vb = a.v + (size_t)hk * HEAD_DIM + 8 * g;
-    const int* bt = a.block_table + (size_t)b * a.max_pages;
-#else
-    const KV_T* kb = kt_kv_row(a.k, b, 0, hk, kv_heads, a.capacity) + 8 * t;
-    const KV_T* vb = kt_kv_row(a.v, b, 0, hk, kv_heads, a.capacity) + 8 * g;
-    const int* bt = nullptr;
-#endif
-
-    // PF = 1: the next step's K/V loads go out before this step's mma work,
-    // so a warp always has a step of loads in flight instead of alternating
-    // between waiting for memory and computing. Measured on the H200 it
-    // gains nothing at batch 1 and loses 16% at batch 16 (registers 127 ->
-    // 183 halve the resident warps, which matter more there), so it is off
-    // by default and left for a sweep to find where it pays.
-    //
-    // pr holds the stored rows of the next step to load; its block-table
-    // entries are read right after the loads of the step before go out, so
-    // a paged tile's table load waits behind a step of mma work, not in
-    // front of its K/V loads.
-    const int stride = WROWS * 16 * NR;
-    int base = r.lo + wr * 16 * NR;
-    mma_raw kr[NR][2][MC], vr[NR][4][MV];
-    int pr[NR];
-    mma_rows(pr, bt, base, r.hi);
 #if PF
-    mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
+    if (!loaded) mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
+    mma_rows(pr, bt, base + stride, r.hi);
+#elif FIXCHUNK
     mma_rows(pr, bt, base + stride, r.hi);
 #endif
     for (; base < r.hi; base += stride) {
@@ -519,8 +579,11 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
         mma_load(kn, vn, kb, vb, rstride, pr, base + stride, r.hi, g, t);  // rows past hi: no access, zeros
         mma_rows(pr, bt, base + 2 * stride, r.hi);
 #else
-        mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
-        mma_rows(pr, bt, base + stride, r.hi);
+        if (!loaded) {
+            mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
+            mma_rows(pr, bt, base + stride, r.hi);
+        }
+        loaded = false;
 #endif
 #pragma unroll
         for (int u = 0; u < NR; u++) mma_tile<GNW>(kr[u], vr[u], base + 16 * u, lim, g, qb, ks, c2, cl, m, l, o);

@@ -55,6 +55,14 @@ var cwDefine = catalog.DefineSpec{Name: "CW", Default: "2", Max: 2,
 var pdlEndDefine = catalog.DefineSpec{Name: "PDLEND", Default: "0", Max: 1,
 	Doc: "with pdl: 1 lets the combine launch after the block's slots are stored, 0 at the block's start"}
 
+// fixChunkDefine fixes each split's rows instead of following nkv, so a
+// split's first rows are known before positions is read and its first K/V
+// loads go out with q's: one DRAM round trip less in front of the first
+// mma at batch 1, where each warp's chain of steps is short. A tuning for
+// the nkv range near SPLITS*FIXCHUNK (the last split takes any rest).
+var fixChunkDefine = catalog.DefineSpec{Name: "FIXCHUNK", Default: "0", Max: 1 << 20,
+	Doc: "rows per split, fixed (the last takes the rest); 0: the split count follows nkv (MINROWS)"}
+
 // ldhDefine adds cache hints to the K/V loads. Measured slower on the H200
 // (up to 6% at batch 16), it stays off and sweepable.
 var ldhDefine = catalog.DefineSpec{Name: "LDH", Default: "0", Max: 1,
@@ -183,6 +191,17 @@ func checkMMA(s results.Shape, defines map[string]string, dims ...int) error {
 	if gn%wn != 0 || warps%wn != 0 {
 		return fmt.Errorf("WN=%d must divide GN=%d and WARPS=%d (each warp of a tile takes GN/WN n-tiles)", wn, gn, warps)
 	}
+	fc, err := defineInt(defines, "FIXCHUNK", 0)
+	if err != nil {
+		return err
+	}
+	nr, err := defineInt(defines, "NR", 1)
+	if err != nil {
+		return err
+	}
+	if step := 16 * nr * warps / wn; fc%step != 0 {
+		return fmt.Errorf("FIXCHUNK=%d: must be a multiple of a step of the block's warps, 16*NR*WARPS/WN = %d rows", fc, step)
+	}
 	if n := mmaSharedBytes(s.HeadDim, warps, gn, wn); n > staticSharedLimit {
 		most := 0
 		for mmaSharedBytes(s.HeadDim, most+wn, gn, wn) <= staticSharedLimit {
@@ -263,6 +282,7 @@ func init() {
 			cwDefine,
 			ldhDefine,
 			pdlEndDefine,
+			fixChunkDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class: catalog.Tolerance,

@@ -87,6 +87,9 @@ func TestFrontierChecks(t *testing.T) {
 		{"mma", h200Shape, map[string]string{"GN": "4", "WN": "3", "WARPS": "6"}, "WN=3 must divide GN=4"},
 		{"mma", h200Shape, map[string]string{"GN": "2", "WN": "2", "WARPS": "3"}, "and WARPS=3"},
 		{"mma", h200Shape, map[string]string{"GN": "9"}, "maximum 8"},
+		{"mma", h200Shape, map[string]string{"FIXCHUNK": "1024", "WARPS": "8"}, ""},
+		{"mma", h200Shape, map[string]string{"FIXCHUNK": "64", "WARPS": "8"}, "FIXCHUNK=64: must be a multiple of a step of the block's warps, 16*NR*WARPS/WN = 128 rows"},
+		{"mma", h200Shape, map[string]string{"FIXCHUNK": "64", "WARPS": "8", "WN": "2", "GN": "2"}, ""},
 		{"mmaf", h200Shape, map[string]string{"SPLITS": "1", "GN": "8", "WN": "8", "WARPS": "8"}, ""},
 		{"mma", withDim(h200Shape, 96), nil, "needs head_dim 64, 128 or 256"},
 		{"mmaf", hd64, nil, "needs head_dim 128 (the merge's lanes"},
@@ -200,7 +203,8 @@ func TestFrontierCombineSelection(t *testing.T) {
 }
 
 // TestFusedRegistry: mmaf and mmac are the fused built-ins, with no
-// combine entry; mmaf takes mma's defines but CW and PDLEND, and refuses what its
+// combine entry; mmaf takes mma's defines but CW, PDLEND and FIXCHUNK (a
+// batch-1 tuning of the two-launch kernel), and refuses what its
 // merge cannot hold.
 func TestFusedRegistry(t *testing.T) {
 	for _, k := range All() {
@@ -225,12 +229,12 @@ func TestFusedRegistry(t *testing.T) {
 	var want []catalog.DefineSpec
 	for _, d := range m.Defines {
 		// No combine to choose or to let launch early.
-		if d.Name != "CW" && d.Name != "PDLEND" {
+		if d.Name != "CW" && d.Name != "PDLEND" && d.Name != "FIXCHUNK" {
 			want = append(want, d)
 		}
 	}
 	if len(f.Defines) != len(want) {
-		t.Fatalf("mmaf defines %d, want mma's without CW and PDLEND (%d)", len(f.Defines), len(want))
+		t.Fatalf("mmaf defines %d, want mma's without CW, PDLEND and FIXCHUNK (%d)", len(f.Defines), len(want))
 	}
 	for i := range want {
 		if f.Defines[i] != want[i] {
