@@ -35,7 +35,7 @@ func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) erro
 	}
 	ew.printf("\nRuns on the same device, driver and NVRTC whose measured read bandwidths lie within %.0f%% of each other "+
 		"are one row. The read bandwidth is measured once per run by a streaming float4 read kernel over a buffer far larger than L2; "+
-		"%% BW below is relative to it, and the memory floor in the plots is K+V bytes divided by it.\n", bwNoise*100)
+		"%% BW below is relative to it, and the read-rate line in the plots is K+V bytes divided by it: the time to stream them once at the rate that kernel reached, which a decode kernel can beat slightly (its reads are not the read kernel's), so it is a reference, not a floor.\n", bwNoise*100)
 	ew.printf("\n## Results\n\n%s\n", legend)
 	if len(plots) > 0 {
 		ew.printf("\n%s\n", plotNote)

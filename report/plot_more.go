@@ -15,11 +15,12 @@ import (
 	"github.com/ktune/ktune/internal/results"
 )
 
-// plotSplits is cold time against SPLITS at one nkv, both axes log (base
-// two ticks at the measured SPLITS: a linear axis squeezed the fast
-// kernels into the bottom band), one line per drawn variant through its
-// best configuration at each SPLITS, with the landed kernel and the
-// references as horizontal lines. It is drawn only where some variant was
+// plotSplits is cold time against SPLITS at one nkv, the y axis log (a
+// linear one squeezed the fast kernels into the bottom band), the x axis
+// the measured SPLITS evenly spaced, each labelled (on a log axis 33 sat
+// beside 32 with no room for its label), one line per drawn variant
+// through its best configuration at each SPLITS, with the landed kernel
+// and the references as horizontal lines. It is drawn only where some variant was
 // measured at two SPLITS or more: otherwise it says nothing about SPLITS.
 func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, PlotFile, error) {
 	pf := PlotFile{Kind: "splits", Base: fmt.Sprintf("splits_%s_nkv%d", g.slug, nkv)}
@@ -71,10 +72,15 @@ func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, Plot
 	}
 	sort.Ints(splits)
 	pf.Title = fmt.Sprintf("%s, nkv=%d: cold time vs SPLITS", g.label, nkv) + subtitle(len(drawn), len(measured))
-	f := newFigure(pf.Title, "SPLITS (log₂ scale)", "partial+combine time (µs, log scale)")
-	f.X.Scale, f.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	f.X.Tick.Marker = measuredTicks{values: splits, axis: dataWidth}
-	f.Y.Tick.Marker = logTicks{}
+	f := newFigure(pf.Title, "SPLITS (the measured values, evenly spaced)", "partial+combine time (µs, log scale)")
+	f.Y.Scale = plot.LogScale{}
+	f.Y.Tick.Marker = logTicks{axis: dataHeight, vertical: true}
+	column := map[int]float64{}
+	names := make([]string, len(splits))
+	for i, s := range splits {
+		column[s], names[i] = float64(i), fmt.Sprint(s)
+	}
+	f.NominalX(names...)
 	lo, hi := math.Inf(1), 0.0
 	for _, v := range drawn {
 		var xys plotter.XYs
@@ -82,7 +88,7 @@ func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, Plot
 		for _, s := range splits {
 			if r := best[v][s]; r != nil {
 				st := r.Probe(results.ProbeCold)
-				xys = append(xys, plotter.XY{X: float64(s), Y: us(st.MedianNS)})
+				xys = append(xys, plotter.XY{X: column[s], Y: us(st.MedianNS)})
 				bars = append(bars, iqrOf(st)...)
 				lo, hi = math.Min(lo, us(st.Q1NS)), math.Max(hi, us(st.Q3NS))
 			}
@@ -92,7 +98,7 @@ func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, Plot
 		}
 		pf.Series = append(pf.Series, v)
 	}
-	xlo, xhi := float64(splits[0])/1.3, float64(splits[len(splits)-1])*1.3
+	xlo, xhi := -0.5, float64(len(splits))-0.5
 	if r := landedRows(g)[nkv]; r != nil {
 		y := us(r.Probe(results.ProbeCold).MedianNS)
 		name := landedLabel(g.rows)
@@ -184,7 +190,7 @@ func (rep *Report) plotProbes(g *shapeGroup, sty styles) (*figure, PlotFile, err
 	}
 	f.NominalX(names...)
 	f.Y.Scale = plot.LogScale{}
-	f.Y.Tick.Marker = logTicks{}
+	f.Y.Tick.Marker = logTicks{axis: dataHeight, vertical: true}
 	lo, hi := math.Inf(1), 0.0
 	width := 0.7 // of each category
 	for k, r := range rows {
@@ -198,7 +204,9 @@ func (rep *Report) plotProbes(g *shapeGroup, sty styles) (*figure, PlotFile, err
 				lo, hi = math.Min(lo, us(st.Q1NS)), math.Max(hi, us(st.Q3NS))
 			}
 		}
-		name := ConfigLabel(r.Config())
+		// The variant and its SPLITS: every define would run past a
+		// legend column; report.md's tables hold them.
+		name := fmt.Sprintf("%s SPLITS=%d", r.Variant, r.Splits)
 		st := sty[r.Variant]
 		if r.Landed {
 			name, st = "landed: "+name, landedStyle
@@ -332,7 +340,22 @@ func (rep *Report) plotSpeedup(g *shapeGroup, _ styles) (*figure, PlotFile, erro
 	f.X.Min, f.X.Max = -0.5, float64(len(cols))-0.5
 	f.Y.Min, f.Y.Max = -0.5, float64(len(variants))-0.5
 	pf.Series = append(pf.Series, variants...)
+	speedupScale(f, pal.Colors(), maxAbs, hm.NaN)
 	return f, pf, nil
+}
+
+// speedupScale gives the heatmap its colour scale: one box per palette
+// colour, labelled with the speedup at the middle of the colour's band
+// (the heatmap maps log2(speedup) from −maxAbs to +maxAbs evenly onto the
+// colours), and the colour of a cell with no data.
+func speedupScale(f *figure, cols []color.Color, maxAbs float64, none color.Color) {
+	sc := &colourScale{title: "cell colour: cold speedup vs landed (log scale)", colours: cols,
+		none: none, noneLabel: "no data (variant or landed not measured at that nkv)"}
+	step := 2 * maxAbs / float64(len(cols)-1)
+	for i := range cols {
+		sc.labels = append(sc.labels, fmt.Sprintf("%s×", fmtX(math.Exp2(-maxAbs+float64(i)*step))))
+	}
+	f.scale = sc
 }
 
 func (rep *Report) isReferenceVariant(v string) bool {

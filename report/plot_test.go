@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,7 +154,7 @@ func checkPlots(t *testing.T, rep *Report, recs []results.Record, plots []PlotFi
 		got := "|" + strings.Join(pf.Series, "|") + "|"
 		kernels := 0
 		for _, s := range pf.Series {
-			if !strings.HasPrefix(s, "landed") && !strings.HasPrefix(s, "memory floor") && !rep.isReferenceVariant(s) {
+			if !strings.HasPrefix(s, "landed") && !strings.HasPrefix(s, readRateLabel) && !rep.isReferenceVariant(s) {
 				kernels++
 			}
 		}
@@ -179,7 +180,7 @@ func checkPlots(t *testing.T, rep *Report, recs []results.Record, plots []PlotFi
 				t.Errorf("%s: reference %s not drawn: %q", pf.Base, r.Variant, got)
 			}
 		}
-		for _, s := range []string{"|landed", "|memory floor"} {
+		for _, s := range []string{"|landed", "|" + readRateLabel} {
 			if s == "|landed" && !landed[pf.Shape] {
 				continue
 			}
@@ -267,11 +268,21 @@ func TestSeriesStylesDistinct(t *testing.T) {
 				t.Errorf("%s: %s has no style", g.label, v)
 				continue
 			}
-			key := fmt.Sprintf("%v|%T|%v", s.colour, s.glyph, s.dashes)
+			key := fmt.Sprintf("%v|%v|%v", s.colour, s.glyph, s.dashes)
 			if other, dup := seen[key]; dup {
 				t.Errorf("%s: %s and %s look alike", g.label, v, other)
 			}
 			seen[key] = v
+		}
+		// Markers alone are distinct too, the landed kernel's included:
+		// two series with one marker in two colours read as one.
+		marks := map[string]string{fmt.Sprint(landedStyle.glyph): "the landed kernel"}
+		for _, v := range all {
+			m := fmt.Sprint(st[v].glyph)
+			if o, dup := marks[m]; dup {
+				t.Errorf("%s: %s and %s share a marker", g.label, v, o)
+			}
+			marks[m] = v
 		}
 		// Colours alone are distinct too while there are no more kernel
 		// variants than colours.
@@ -323,8 +334,9 @@ func TestMeasuredTicks(t *testing.T) {
 	}
 }
 
-// The form of each plot: time axes log (SPLITS included), error bars on
-// the time plots, no line joining the probes' categories.
+// The form of each plot: time axes log, the SPLITS axis the measured
+// values each labelled, error bars on the time plots, no line joining the
+// probes' categories.
 func TestPlotForms(t *testing.T) {
 	rep, err := Build(loadH200(t, "splits.jsonl"), Options{})
 	if err != nil {
@@ -336,8 +348,20 @@ func TestPlotForms(t *testing.T) {
 	if err != nil || f == nil {
 		t.Fatalf("no SPLITS plot: %v", err)
 	}
-	if _, ok := f.X.Scale.(plot.LogScale); !ok {
-		t.Errorf("SPLITS axis scale %T, want log", f.X.Scale)
+	var labels []string
+	for _, tk := range f.X.Tick.Marker.Ticks(f.X.Min, f.X.Max) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	var want []string
+	for _, r := range g.rows {
+		if s := fmt.Sprint(r.Splits); r.NKV == 32768 && !r.Reference && slices.Contains(g.chosen, r.Variant) && !slices.Contains(want, s) {
+			want = append(want, s)
+		}
+	}
+	if len(labels) != len(want) || len(want) < 3 {
+		t.Errorf("SPLITS axis labels %q, want one per measured SPLITS %q", labels, want)
 	}
 	if _, ok := f.Y.Scale.(plot.LogScale); !ok {
 		t.Errorf("SPLITS plot time axis %T, want log", f.Y.Scale)
@@ -423,15 +447,15 @@ func checkSVG(t *testing.T, name string, want []string) {
 	}
 }
 
-// A log time axis is labelled however short its range: 1, 2 and 5 ×
-// 10^k below two decades, every mark below one.
+// A log time axis gets at least three labels however short its range:
+// steps of 1, 2 or 5 × 10^k inside a factor of two (1850 to 1880 µs).
 func TestLogTicksLabelShortRanges(t *testing.T) {
 	for _, c := range []struct {
 		lo, hi float64
 		min    int
-	}{{100, 600, 2}, {22, 75, 4}, {5, 2800, 3}} {
+	}{{100, 600, 3}, {22, 75, 4}, {5, 2800, 4}, {1850, 1880, 3}, {0.9, 1.1, 3}, {9, 1400, 5}} {
 		n := 0
-		for _, tk := range (logTicks{}).Ticks(c.lo, c.hi) {
+		for _, tk := range (logTicks{axis: dataHeight, vertical: true}).Ticks(c.lo, c.hi) {
 			if tk.Label != "" {
 				n++
 			}

@@ -421,8 +421,9 @@ func (rep *Report) fillSpeedups() {
 	}
 }
 
-// floorNS is the time to read bytes once at the measured read bandwidth:
-// the memory floor no decode kernel can beat.
+// floorNS is the time to read bytes once at the read bandwidth measured
+// in the run (a streaming float4 read kernel): a reference, not a floor,
+// since a decode kernel's reads can run slightly faster than that kernel's.
 func floorNS(bytes int64, gbps float64) float64 {
 	if gbps <= 0 || bytes <= 0 {
 		return math.NaN()
