@@ -14,7 +14,7 @@ import (
 )
 
 // A legendEntry is one line of a plot's legend: a series with its
-// thumbnails, a colour swatch, or a note without any.
+// thumbnails.
 type legendEntry struct {
 	name   string
 	thumbs []plot.Thumbnailer
@@ -335,24 +335,4 @@ func (c kernedCanvas) FillString(f font.Face, pt vg.Point, s string) {
 		x := f.Width(s[:i+len(ch)]) - f.Width(ch)
 		c.CanvasWriterTo.FillString(f, vg.Point{X: pt.X + x, Y: pt.Y}, ch)
 	}
-}
-
-// A swatch is a legend thumbnail filled with one colour: an entry of a
-// heatmap's colour scale.
-type swatch struct{ colour color.Color }
-
-// Thumbnail implements plot.Thumbnailer.
-func (s swatch) Thumbnail(c *draw.Canvas) {
-	r := c.Rectangle
-	pad := (r.Max.Y - r.Min.Y) * 0.1
-	p := make(vg.Path, 0, 5)
-	p.Move(vg.Point{X: r.Min.X, Y: r.Min.Y + pad})
-	p.Line(vg.Point{X: r.Max.X, Y: r.Min.Y + pad})
-	p.Line(vg.Point{X: r.Max.X, Y: r.Max.Y - pad})
-	p.Line(vg.Point{X: r.Min.X, Y: r.Max.Y - pad})
-	p.Close()
-	c.SetColor(s.colour)
-	c.Fill(p)
-	c.SetLineStyle(draw.LineStyle{Color: color.Gray{Y: 120}, Width: vg.Points(0.5)})
-	c.Stroke(p)
 }
