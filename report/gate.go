@@ -399,6 +399,7 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 			res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: no measured baseline record", shapeName(cb[k]), k.NKV))
 		}
 	}
+	res.checkCoverage(cand, bkeys, bb, cb)
 	sort.Slice(ckeys, func(i, j int) bool {
 		a, b := ckeys[i], ckeys[j]
 		if a.Device != b.Device {
@@ -419,15 +420,19 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 		}
 		for _, p := range probes {
 			cs, bs := c.Probe(p), b.Probe(p)
-			// The candidate answers for every probe the baseline was
-			// measured on (or every probe asked for): a probe left out
-			// is the one that might regress.
-			if (bs != nil || len(opts.Probes) > 0) && (cs == nil || len(cs.Samples) == 0) {
-				res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: candidate %s not measured on probe %s", c.Label, k.NKV, ConfigLabel(c.Config()), p))
+			// Both sides answer for every probe either measured (or
+			// every probe asked for): a probe left out on one side is
+			// the one that might regress.
+			hasC, hasB := cs != nil && len(cs.Samples) > 0, bs != nil && len(bs.Samples) > 0
+			if !hasC && !hasB && len(opts.Probes) == 0 {
 				continue
 			}
-			if cs != nil && len(opts.Probes) > 0 && (bs == nil || len(bs.Samples) == 0) {
-				res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: baseline %s not measured on probe %s", c.Label, k.NKV, ConfigLabel(b.Config()), p))
+			if !hasC || !hasB {
+				side, cfg := "candidate", ConfigLabel(c.Config())
+				if hasC {
+					side, cfg = "baseline", ConfigLabel(b.Config())
+				}
+				res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: %s %s not measured on probe %s", c.Label, k.NKV, side, cfg, p))
 				continue
 			}
 			if cs == nil || bs == nil || len(cs.Samples) == 0 || len(bs.Samples) == 0 {
@@ -535,6 +540,38 @@ func (res *GateResult) checkExpected(rows []Row, opts GateOptions) {
 		c := &opts.Expected[i]
 		if !have[id(c)] {
 			res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: planned point %s has no record", ShapeLabel(c.Shape), c.NKV, ConfigLabel(c)))
+		}
+	}
+}
+
+// checkCoverage adds to Missing every point where the baseline was
+// measured and a candidate configuration recorded at that device and shape
+// has no record: the fastest configuration at a point is only the fastest
+// of those present, so a deleted record could hide the one that regresses.
+func (res *GateResult) checkCoverage(cand []Row, bkeys []gatePointKey, bb, cb map[gatePointKey]*Row) {
+	type at struct {
+		configKey
+		nkv int
+	}
+	has := map[at]bool{}
+	var configs []configKey
+	for i := range cand {
+		k := cand[i].key
+		if !has[at{k.configKey, 0}] {
+			has[at{k.configKey, 0}] = true
+			configs = append(configs, k.configKey)
+		}
+		has[at{k.configKey, k.NKV}] = true
+	}
+	for _, bk := range bkeys {
+		if cb[bk] == nil {
+			continue // said already: no measured candidate record
+		}
+		for _, c := range configs {
+			if c.Device == bk.Device && c.Shape == bk.Shape && !has[at{c, bk.NKV}] {
+				res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: candidate %s %s has no record here, at other lengths it has",
+					shapeName(bb[bk]), bk.NKV, c.Variant, strings.ReplaceAll(c.Defines, ",", " ")))
+			}
 		}
 	}
 }

@@ -32,16 +32,19 @@ func damage(t *testing.T, src string, n int) string {
 }
 
 // One unreadable line (the record that makes d2 a regression) must not
-// turn the verdict into a pass: the gate is undecided, says how many lines
-// it skipped, and passes only when told to accept damaged input.
+// turn the verdict into a pass: the gate says how many lines it skipped,
+// and as that line held a candidate configuration's record at one length,
+// names the hole it left (incomplete, even with --allow-damaged). A
+// damaged line that hides nothing makes the gate undecided, and passes
+// only when told to accept damaged input.
 func TestGateDamagedInput(t *testing.T) {
 	if _, _, code := runCmd("gate", "--candidate", "d2", h200Slice); code != exitRegression {
 		t.Fatalf("intact slice.jsonl: exit %d, want %d", code, exitRegression)
 	}
 	f := damage(t, h200Slice, 60)
 	stdout, _, code := runCmd("gate", "--candidate", "d2", f)
-	if code != exitUndecided {
-		t.Errorf("damaged input: exit %d, want %d\n%s", code, exitUndecided, stdout)
+	if code != exitError || !strings.Contains(stdout, "nkv=512: candidate d2 HEAD_DIM=128 KV_F16=1 NR=4 SPLITS=64 has no record here") {
+		t.Errorf("damaged input: exit %d, want %d naming the hole\n%s", code, exitError, stdout)
 	}
 	if !strings.Contains(stdout, "skipped 1 input record") {
 		t.Errorf("the text does not count the skipped line:\n%s", stdout)
@@ -56,11 +59,29 @@ func TestGateDamagedInput(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("--json: %v\n%s", err, stdout)
 	}
-	if code != exitUndecided || doc.Verdict != "undecided" || doc.ExitCode != exitUndecided || doc.Skipped != 1 ||
+	if code != exitError || doc.Verdict != "incomplete" || doc.ExitCode != exitError || doc.Skipped != 1 ||
 		len(doc.Lines) != 1 || !strings.Contains(doc.Lines[0], ":60:") {
 		t.Errorf("--json: exit %d, %+v", code, doc)
 	}
-	if _, _, code := runCmd("gate", "--candidate", "d2", "--allow-damaged", f); code != exitOK {
+	if _, _, code := runCmd("gate", "--candidate", "d2", "--allow-damaged", f); code != exitError {
+		t.Errorf("--allow-damaged over a hole: exit %d, want %d", code, exitError)
+	}
+	// r4 passes a 50% threshold; one more line, unreadable, hides nothing.
+	if _, _, code := runCmd("gate", "--candidate", "r4", "--threshold", "0.5", h200Slice); code != exitOK {
+		t.Fatalf("r4 at a 50%% threshold: exit %d, want %d", code, exitOK)
+	}
+	data, err := os.ReadFile(h200Slice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := filepath.Join(t.TempDir(), "garbage.jsonl")
+	if err := os.WriteFile(g, append(data, "{\"schema\":1,\"hash\":\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, code := runCmd("gate", "--candidate", "r4", "--threshold", "0.5", g); code != exitUndecided {
+		t.Errorf("a damaged line: exit %d, want %d", code, exitUndecided)
+	}
+	if _, _, code := runCmd("gate", "--candidate", "r4", "--threshold", "0.5", "--allow-damaged", g); code != exitOK {
 		t.Errorf("--allow-damaged: exit %d, want %d", code, exitOK)
 	}
 	// The SPEC form reads a results file as well as a directory (r4 is

@@ -273,9 +273,21 @@ func writeSearch(dir string, res *search.SearchResult) error {
 // tuneExport builds the dispatch table from results files and writes it
 // into dir, printing it on stdout.
 func tuneExport(stdout, stderr io.Writer, files []string, opt dispatch.Options, dir string) error {
+	tab, err := tuneTable(stderr, files, opt)
+	if err != nil {
+		return err
+	}
+	if err := tuneWrite(dir, tab); err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
+	return tab.WriteText(stdout)
+}
+
+// tuneTable builds the dispatch table of results files, warning on stderr.
+func tuneTable(stderr io.Writer, files []string, opt dispatch.Options) (*dispatch.Table, error) {
 	in, err := dispatch.Load(files...)
 	if err != nil {
-		return fmt.Errorf("tune: %w", err)
+		return nil, fmt.Errorf("tune: %w", err)
 	}
 	// A table is shipped into an engine: built over an unreadable line or
 	// a record that is not evidence, it might name what that line would
@@ -284,19 +296,17 @@ func tuneExport(stdout, stderr io.Writer, files []string, opt dispatch.Options, 
 	set.Damaged = in.Warnings
 	if set.Incomplete() {
 		warnEvidence(stderr, set)
-		return fmt.Errorf("tune: %s in %v: a dispatch table over them would be incomplete; remove or re-measure them", set.Summary(), files)
+		return nil, fmt.Errorf("tune: %s in %v: a dispatch table over them would be incomplete; remove or re-measure them", set.Summary(), files)
 	}
+	opt.Failed = in.Superseded
 	tab, err := dispatch.Build(set.Records, in.Sources, opt)
 	if err != nil {
-		return fmt.Errorf("tune: %w", err)
+		return nil, fmt.Errorf("tune: %w", err)
 	}
 	for _, w := range tab.Warnings {
 		fmt.Fprintf(stderr, "ktune: warning: %s\n", w)
 	}
-	if err := tuneWrite(dir, tab); err != nil {
-		return fmt.Errorf("tune: %w", err)
-	}
-	return tab.WriteText(stdout)
+	return tab, nil
 }
 
 // tuneWrite writes both exports into dir.

@@ -44,7 +44,7 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 	groups := map[results.Shape]map[int]map[string]*candidate{}
 	devices := map[string]bool{}
 	seen := map[results.Shape]map[int]bool{} // every measured nkv, passing or not
-	failed := failedConfigs(recs)
+	failed := failedConfigs(append(slices.Clip(recs), opt.Failed...))
 	fixtures := results.FixtureSpecs(recs)
 	excluded := map[string]int{}
 	for i := range recs {

@@ -24,6 +24,9 @@ type Input struct {
 	Records  []results.Record // in file order; within a file the last record of a hash wins
 	Sources  []Source         // one per file, in the order given
 	Warnings []error          // lines that were skipped (*results.SyntaxError)
+	// Superseded holds the lines a later line of their hash replaced: a
+	// failure there still counts (Options.Failed).
+	Superseded []results.Record
 }
 
 // Load reads results files; a path that is a directory means the
@@ -59,6 +62,7 @@ func Load(paths ...string) (*Input, error) {
 		// point: the latest line is the one that counts.
 		latest, _ := results.Latest(recs)
 		in.Records = append(in.Records, latest...)
+		in.Superseded = append(in.Superseded, superseded(recs)...)
 	}
 	return in, nil
 }
@@ -75,4 +79,20 @@ func sourceName(p string) string {
 		return filepath.Base(dir) + "/" + base
 	}
 	return base
+}
+
+// superseded returns the lines of recs (one file) that a later line of the
+// same hash replaces.
+func superseded(recs []results.Record) []results.Record {
+	last := map[string]int{}
+	for i := range recs {
+		last[recs[i].Hash] = i
+	}
+	var out []results.Record
+	for i := range recs {
+		if last[recs[i].Hash] != i {
+			out = append(out, recs[i])
+		}
+	}
+	return out
 }

@@ -16,6 +16,10 @@ type Options struct {
 	// Spec, when set, keeps only the records of the spec of that name: a
 	// sweep directory may hold the results of more than one spec.
 	Spec string
+	// Failed holds further records whose failures count (the lines of the
+	// input a later line superseded, Input.Superseded): a configuration
+	// that failed a gate or faulted in any of them is never chosen.
+	Failed []results.Record
 }
 
 // A Table is a dispatch table: per shape, the configuration to launch for
