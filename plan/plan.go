@@ -327,9 +327,11 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		return nil, err
 	}
 	splits, _ := strconv.Atoi(defs[spec.Splits])
+	shape := sh.Results()
+	shape.Attention.LSE = v.LSE // the kernel's output, the oracle's too
 	cfg := results.Config{
 		Spec: b.s.Name, Variant: v.Name, Kernel: v.Kernel, Defines: defines,
-		Shape: sh.Results(), NKV: nkv, Splits: splits,
+		Shape: shape, NKV: nkv, Splits: splits,
 		CombineGrid:  [3]int{sh.Heads, sh.Batch, 1},
 		CombineBlock: [3]int{sh.HeadDim, 1, 1},
 		BitwiseWith:  v.BitwiseWith,

@@ -187,7 +187,7 @@ func Complete(p *Point) error {
 		v.Builtin = &catalog.Kernel{Name: c.Kernel, Fused: true}
 	}
 	sh := spec.Shape{Name: c.Shape.Name, Heads: c.Shape.Heads, KVHeads: c.Shape.KVHeads, HeadDim: c.Shape.HeadDim,
-		KVDtype: c.Shape.KVDtype, KVScale: c.Shape.KVScale, Batch: c.Shape.Batch, Capacity: c.Shape.Capacity}
+		KVDtype: c.Shape.KVDtype, KVScale: c.Shape.KVScale, Batch: c.Shape.Batch, Capacity: c.Shape.Capacity, Attention: c.Shape.Attention}
 	defs := map[string]string{}
 	for _, d := range c.Defines {
 		defs[d.Name] = d.Value

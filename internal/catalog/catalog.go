@@ -129,6 +129,11 @@ func (d DefineSpec) CheckValue(value string) error {
 // defines, else the reason it cannot: a declared define out of its bounds,
 // or the kernel's own Check. The planner records the reason as a skip.
 func (k *Kernel) Accepts(s results.Shape, defines map[string]string) error {
+	if !s.Attention.IsZero() {
+		// The built-ins compute plain decode attention; a shape with an
+		// option is a user kernel's (experiments/options).
+		return fmt.Errorf("%s: computes plain attention, not the shape's options %+v", k.Name, s.Attention)
+	}
 	for _, d := range k.Defines {
 		if v, ok := defines[d.Name]; ok {
 			if err := d.CheckValue(v); err != nil {

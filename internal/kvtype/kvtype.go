@@ -340,22 +340,26 @@ func E4M3ToF64(b uint8) float64 {
 // The kv_scale modes of a scaled type: how the gate inputs choose the
 // scales of the kv_scale buffer. ScaleTensor (the default) gives every KV
 // head of K one scale and of V another, as the engines' per-tensor fp8
-// caches do; ScaleHead gives every (K or V, KV head) its own.
+// caches do; ScaleHead gives every (K or V, KV head) its own;
+// ScaleShared gives K and V one scale together, as a cache with a single
+// fp8 scale for both has (every entry of the buffer holds it, so a kernel
+// may read any one).
 const (
 	ScaleTensor = "tensor"
 	ScaleHead   = "head"
+	ScaleShared = "shared"
 )
 
 // CheckScale reports whether mode is a kv_scale the type takes: "" for
-// every type, tensor or head for a scaled type only.
+// every type, tensor, head or shared for a scaled type only.
 func (t *Type) CheckScale(mode string) error {
 	switch {
 	case mode == "":
 		return nil
 	case !t.Scaled:
 		return fmt.Errorf("kv_scale %q: kv_dtype %s takes no scales (only %s does)", mode, t.Name, scaledNames())
-	case mode != ScaleTensor && mode != ScaleHead:
-		return fmt.Errorf("kv_scale %q is neither %s nor %s", mode, ScaleTensor, ScaleHead)
+	case mode != ScaleTensor && mode != ScaleHead && mode != ScaleShared:
+		return fmt.Errorf("kv_scale %q is none of %s, %s, %s", mode, ScaleTensor, ScaleHead, ScaleShared)
 	}
 	return nil
 }

@@ -237,12 +237,13 @@ var headScaleFactors = []float64{1, 1.9, 1.37, 2.6, 1.17, 2.23, 1.61, 3.1}
 
 const vScaleFactor = 1.29
 
-// chooseScales returns the scales of x (K or V, intended values) for the
-// shape's kv_scale mode, factor being 1 for K and vScaleFactor for V.
-func chooseScales(s results.Shape, x []float64, factor float64) []float64 {
+// chooseScales returns the scales of x (K or V, intended values, rows of
+// width elements per KV head) for the shape's kv_scale mode, factor being
+// 1 for K and vScaleFactor for V.
+func chooseScales(s results.Shape, x []float64, width int, factor float64) []float64 {
 	amax := make([]float64, s.KVHeads)
 	for i, v := range x {
-		kh := (i / s.HeadDim) % s.KVHeads
+		kh := (i / width) % s.KVHeads
 		amax[kh] = max(amax[kh], math.Abs(v))
 	}
 	head := s.KVScale == kvtype.ScaleHead
@@ -272,20 +273,26 @@ func chooseScales(s results.Shape, x []float64, factor float64) []float64 {
 func (in *Inputs) quantize(ks, vs []float64) {
 	s, t := in.Shape, kvtype.Of(in.Shape.KVDtype)
 	if ks == nil {
-		ks = chooseScales(s, in.K, 1)
+		ks = chooseScales(s, in.K, s.HeadDim, 1)
 	}
 	if vs == nil {
-		vs = chooseScales(s, in.V, vScaleFactor)
+		vs = chooseScales(s, in.V, s.Attention.VDim(s.HeadDim), vScaleFactor)
+	}
+	if s.KVScale == kvtype.ScaleShared {
+		// One scale for K and V: the larger, so that neither saturates.
+		sc := max(ks[0], vs[0])
+		ks, vs = slices.Repeat([]float64{sc}, s.KVHeads), slices.Repeat([]float64{sc}, s.KVHeads)
 	}
 	in.KScale, in.VScale = ks, vs
 	for _, x := range []struct {
 		vals   []float64
 		raw    []byte
 		scales []float64
-	}{{in.K, in.KBytes, ks}, {in.V, in.VBytes, vs}} {
+		width  int
+	}{{in.K, in.KBytes, ks, s.HeadDim}, {in.V, in.VBytes, vs, s.Attention.VDim(s.HeadDim)}} {
 		parallel(len(x.vals), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				sc := x.scales[(i/s.HeadDim)%s.KVHeads]
+				sc := x.scales[(i/x.width)%s.KVHeads]
 				x.vals[i] = t.Put(x.raw, i, x.vals[i]/sc) * sc
 			}
 		})

@@ -312,8 +312,11 @@ func (g *setGen) subnormal() float64 {
 // the values are built as code·scale, which quantize then stores exactly.
 func (g *setGen) subnormalE4M3() (kScales, vScales []float64) {
 	in, s := g.in, g.in.Shape
-	kScales = chooseScales(s, in.K, 1)
+	kScales = chooseScales(s, in.K, s.HeadDim, 1)
 	vScales = fp8SubnormalScales(s)
+	if s.KVScale == kvtype.ScaleShared {
+		kScales = vScales // one scale: V's codes must stay codes
+	}
 	code := func() float64 {
 		m := float64(1 + g.rng.IntN(7))
 		if g.rng.IntN(2) == 0 {
@@ -321,13 +324,13 @@ func (g *setGen) subnormalE4M3() (kScales, vScales []float64) {
 		}
 		return m * 0x1p-9
 	}
-	head := func(i int) int { return (i / s.HeadDim) % s.KVHeads }
+	dv := s.Attention.VDim(s.HeadDim)
 	for i := range in.V {
-		in.V[i] = code() * vScales[head(i)]
+		in.V[i] = code() * vScales[(i/dv)%s.KVHeads]
 	}
 	for i := range in.K {
 		if g.rng.IntN(2) == 0 {
-			in.K[i] = code() * kScales[head(i)]
+			in.K[i] = code() * kScales[(i/s.HeadDim)%s.KVHeads]
 		}
 	}
 	return kScales, vScales
@@ -336,11 +339,8 @@ func (g *setGen) subnormalE4M3() (kScales, vScales []float64) {
 // fp8SubnormalScales are the V scales of the fp8e4m3 subnormal set: those
 // chooseScales gives V values of largest magnitude 1.
 func fp8SubnormalScales(s results.Shape) []float64 {
-	ones := make([]float64, s.KVHeads*s.HeadDim)
-	for i := range ones {
-		ones[i] = 1
-	}
-	return chooseScales(s, ones, vScaleFactor)
+	dv := s.Attention.VDim(s.HeadDim)
+	return chooseScales(s, slices.Repeat([]float64{1}, s.KVHeads*dv), dv, vScaleFactor)
 }
 
 func (g *setGen) setK(i int, f float64) { g.in.K[i] = encode(g.in.KBytes, g.t, i, f) }

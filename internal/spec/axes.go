@@ -107,7 +107,7 @@ func (sh *Shape) Defines(axes []Axis, vals []string) map[string]string {
 // Results returns the shape in the results schema.
 func (sh *Shape) Results() results.Shape {
 	return results.Shape{Name: sh.Name, Heads: sh.Heads, KVHeads: sh.KVHeads, HeadDim: sh.HeadDim,
-		KVDtype: sh.KVDtype, KVScale: sh.KVScale, Batch: sh.Batch, Capacity: sh.Capacity}
+		KVDtype: sh.KVDtype, KVScale: sh.KVScale, Batch: sh.Batch, Capacity: sh.Capacity, Attention: sh.Attention}
 }
 
 // KVBytes is the size of the shape's K and V buffers together.

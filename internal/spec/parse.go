@@ -214,7 +214,7 @@ func (d *decoder) landed(k, v *yaml.Node, s *Spec, w *where) {
 	d.require(v, "landed", seen, "variant")
 }
 
-var shapeKeys = []string{"name", "heads", "kv_heads", "head_dim", "kv_dtype", "kv_scale", "batch", "capacity"}
+var shapeKeys = append([]string{"name", "heads", "kv_heads", "head_dim", "kv_dtype", "kv_scale", "batch", "capacity"}, attentionKeys...)
 
 func (d *decoder) shape(n *yaml.Node, i int) Shape {
 	sh := Shape{Batch: 1, Pos: pos(n)}
@@ -251,6 +251,8 @@ func (d *decoder) shape(n *yaml.Node, i int) Shape {
 			sh.Batch = d.bounded(v, k, 1, 65535)
 		case "capacity":
 			sh.Capacity = d.bounded(v, k, 1, math.MaxInt32)
+		default:
+			d.attention(&sh.Attention, key, k, v)
 		}
 	})
 	if deref(n).Kind == yaml.MappingNode {
@@ -266,6 +268,7 @@ func (d *decoder) shape(n *yaml.Node, i int) Shape {
 			sh.KVScale = kvtype.ScaleTensor
 		}
 	}
+	d.checkAttention(n, where, &sh)
 	if sh.Heads > 0 && sh.KVHeads > 0 && sh.Heads%sh.KVHeads != 0 {
 		d.errorf(kvNode, "%s.kv_heads: heads %d is not a multiple of kv_heads %d (each KV head serves heads/kv_heads query heads)",
 			where, sh.Heads, sh.KVHeads)
@@ -384,7 +387,7 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 }
 
 var variantKeys = []string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
-	"include", "flags", "io", "launches", "graph", "pdl", "cluster", "cluster_nonportable"}
+	"include", "flags", "io", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse"}
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -402,6 +405,8 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			v.Dispatch, vn.arms = d.dispatch(val, k)
 		case "bitwise_with":
 			v.BitwiseWith, vn.bitwise = d.str(val, k), val
+		case "lse":
+			v.LSE = d.lse(val, k)
 		case "defines":
 			d.fields(val, k, nil, func(name string, kn, dv *yaml.Node) {
 				if !d.defineName(kn, k+"."+name) {

@@ -3,7 +3,10 @@
 
 package spec
 
-import "github.com/ktune/ktune/internal/catalog"
+import (
+	"github.com/ktune/ktune/internal/catalog"
+	"github.com/ktune/ktune/internal/results"
+)
 
 // A Spec is a decoded, validated experiment spec.
 type Spec struct {
@@ -42,9 +45,12 @@ type Shape struct {
 	// the default for one, or ScaleHead); empty for the other types.
 	KVScale  string
 	Batch    int
-	Capacity int   // 0: the largest nkv of the axes
-	Lengths  []int // optional ragged per-sequence lengths as fractions… (reserved)
-	Pos      Pos
+	Capacity int // 0: the largest nkv of the axes
+	// Attention are the shape's attention options (softcap, alibi, sinks,
+	// window, q_len, mla); its LSE is always empty (the variant's lse).
+	Attention results.Attention
+	Lengths   []int // optional ragged per-sequence lengths as fractions… (reserved)
+	Pos       Pos
 }
 
 // An Axis is a named list of values swept as a cartesian product. The axis
@@ -68,6 +74,10 @@ type Variant struct {
 	Block       []string
 	Shared      string // dynamic shared memory bytes expression; empty: the kernel's default
 	BitwiseWith string // numerics class: byte-identical to this variant; empty: tolerance
+	// LSE is the base of the log-sum-exp the kernel writes (lse: ln or
+	// log2), gated against the oracle like out; empty: the kernel writes
+	// none, or none that is gated.
+	LSE results.LSEBase
 	// NeverCaptured is `graph: never`: the engine never captures this
 	// kernel in a CUDA graph, so its grid may read nkv and no replay gate
 	// or graph probe runs.
