@@ -34,6 +34,8 @@ const fakeSweepPoints = 12
 
 func TestMain(m *testing.M) {
 	switch {
+	case len(os.Args) > 1 && os.Args[1] == "--tool":
+		os.Exit(fakeSanitizerMain())
 	case os.Getenv(envFakeWorker) != "":
 		os.Exit(fakeWorkerMain())
 	case os.Getenv(envFakeSweep) != "":
@@ -109,6 +111,10 @@ func (f *fakeBackend) Run(ctx context.Context, p *plan.Point) (results.Record, e
 		rec := results.Record{Hash: p.Hash, Config: p.Config, Env: f.env, Status: results.StatusOK,
 			Probes: []results.Measurement{{Probe: results.ProbeCold, GBps: math.NaN()}}}
 		return rec, nil
+	case "badaccess": // what a sanitizer would see: the fake sanitizer reads the mark
+		if mark := os.Getenv(envFakeSanMark); mark != "" {
+			os.WriteFile(mark, []byte(p.Hash), 0o644)
+		}
 	case "noisy": // a native library printing on stdout
 		fmt.Println("NVRTC says hello on stdout")
 	case "lastwords": // answers, then exits while idle

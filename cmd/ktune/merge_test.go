@@ -185,6 +185,9 @@ func TestSweepDeviceFlags(t *testing.T) {
 		{"x.yaml", "-o", "d", "--devices", "0,x"},
 		{"x.yaml", "-o", "d", "--devices", "all", "--in-process"},
 		{"x.yaml", "-o", "d", "--shard", "3/3"},
+		{"x.yaml", "-o", "d", "--sanitize", "--in-process"},
+		{"x.yaml", "-o", "d", "--sanitize=racecheck", "--backend", "replay", "--replay-from", "r.jsonl"},
+		{"x.yaml", "-o", "d", "--sanitize=memchek"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if err := runSweep(context.Background(), &stdout, &stderr, args, deps); exitCode(err) != exitUsage {

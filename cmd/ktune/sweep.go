@@ -98,6 +98,20 @@ a Kubernetes indexed Job that do this.
   $ ktune sweep experiments/slice.yaml -o out/shard-2 --shard 2/8
   $ ktune merge -o out/slice out/shard-*
 
+# Under compute-sanitizer
+
+--sanitize first gates the first point of each compiled kernel (gates
+only, no timing) once per tool in a worker started under NVIDIA
+compute-sanitizer, one worker per kernel and tool so that each report
+names one kernel; --sanitize=racecheck,memcheck picks the tools (bare:
+memcheck, racecheck, synccheck and initcheck). Each run is a gate of kind
+sanitizer in every record of its kernel; a kernel any run found errors in
+(or whose run left no summary) has every point recorded gate_failed with
+no timings. compute-sanitizer comes from $KTUNE_COMPUTE_SANITIZER, PATH,
+$CUDA_HOME/bin or /usr/local/cuda/bin; its logs go to DIR/sanitize.
+
+  $ ktune sweep experiments/defects.yaml -o out/defects --sanitize=memcheck,racecheck
+
 # Without a GPU: the replay backend
 
 --backend replay serves recorded results instead of measuring: each point
@@ -135,6 +149,7 @@ type sweepFlags struct {
 	only, probes   string
 	force, noGates bool
 	shard          string
+	sanitize       sanitizeFlag
 }
 
 func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps sweepDeps) error {
@@ -147,6 +162,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	fs.StringVar(&f.probes, "probes", "", "measure only these `PROBES` (cold,hot,graph) instead of the spec's")
 	fs.BoolVar(&f.noGates, "no-gates", false, "gate at one length only, the longest gate length (for timing screens and cross-checks under an outside profiler)")
 	fs.StringVar(&f.shard, "shard", "", "run only shard `i/n` of the plan (0 ≤ i < n), for a job array; see ktune merge")
+	fs.Var(&f.sanitize, "sanitize", "before the sweep, gate the first point of each compiled kernel under compute-sanitizer: bare for every tool, or =`TOOLS` (memcheck,racecheck,synccheck,initcheck)")
 	pos, help, err := parseArgs(fs, args, sweepUsage, sweepExit)
 	if help || err != nil {
 		return err
@@ -172,6 +188,9 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	}
 	bs, err := f.backend(fs, stderr)
 	if err != nil {
+		return err
+	}
+	if err := checkSanitize(f.sanitize, bs); err != nil {
 		return err
 	}
 	var shard *sweep.Shard
@@ -242,7 +261,19 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	case shard != nil:
 		opts.Filter = selected
 	}
-	sum, runErr := sweep.Run(ctx, bn.backend, pl, opts)
+	backend := bn.backend
+	if f.sanitize.tools != nil {
+		var todo []*plan.Point
+		for _, p := range pl.Points {
+			if opts.Filter == nil || opts.Filter(p) {
+				todo = append(todo, p)
+			}
+		}
+		if backend, err = sanitize(ctx, stderr, f.sanitize, f.out, bs, backend, todo); err != nil {
+			return err
+		}
+	}
+	sum, runErr := sweep.Run(ctx, backend, pl, opts)
 	printRunSummary(stdout, stderr, sum, f.out, true)
 	if bs.replay != nil {
 		printReplaySummary(stdout, sum.Records, bs.replay.match)

@@ -1,0 +1,193 @@
+// Package sanitizer knows NVIDIA compute-sanitizer as ktune uses it: the
+// four tools, the command line a worker process runs under, and how to read
+// the report each run leaves in its log file. It runs nothing itself (the
+// sweep does, sweep/sanitize.go), so that reading a report is tested on
+// any machine.
+package sanitizer
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A Tool is one compute-sanitizer checker.
+type Tool string
+
+const (
+	// Memcheck: out-of-bounds and misaligned accesses to global, local and
+	// shared memory, and hardware exceptions.
+	Memcheck Tool = "memcheck"
+	// Racecheck: shared-memory data races (hazards between threads of a
+	// block without a barrier between them).
+	Racecheck Tool = "racecheck"
+	// Synccheck: invalid uses of barriers and warp-synchronous primitives.
+	Synccheck Tool = "synccheck"
+	// Initcheck: reads of global memory never written.
+	Initcheck Tool = "initcheck"
+)
+
+// Tools lists every tool, in the order a sweep runs them.
+var Tools = []Tool{Memcheck, Racecheck, Synccheck, Initcheck}
+
+// ParseTools reads --sanitize's value: a comma-separated list of tools,
+// or "true" (the flag given bare) or "all" for every one of them.
+func ParseTools(s string) ([]Tool, error) {
+	if s == "true" || s == "all" {
+		return slices.Clone(Tools), nil
+	}
+	var out []Tool
+	for _, part := range strings.Split(s, ",") {
+		t := Tool(strings.TrimSpace(part))
+		if !slices.Contains(Tools, t) {
+			return nil, fmt.Errorf("unknown tool %q (memcheck, racecheck, synccheck, initcheck)", part)
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// BinaryEnv names the variable that points ktune at a compute-sanitizer
+// binary of its own choosing.
+const BinaryEnv = "KTUNE_COMPUTE_SANITIZER"
+
+// Binary finds compute-sanitizer: $KTUNE_COMPUTE_SANITIZER, else the one on
+// PATH, else $CUDA_HOME/bin's, else /usr/local/cuda/bin's.
+func Binary(getenv func(string) string) (string, error) {
+	if p := getenv(BinaryEnv); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("compute-sanitizer"); err == nil {
+		return p, nil
+	}
+	var tried []string
+	for _, dir := range []string{getenv("CUDA_HOME"), "/usr/local/cuda"} {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, "bin", "compute-sanitizer")
+		if _, err := exec.LookPath(p); err == nil {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	return "", fmt.Errorf("compute-sanitizer is not on PATH (nor at %s); set %s", strings.Join(tried, ", "), BinaryEnv)
+}
+
+// PrintLimit bounds the errors one run reports in full: the verdict needs
+// the count and the first few, and a kernel with a bad index reports one
+// per thread.
+const PrintLimit = 20
+
+// Args is compute-sanitizer's command line for tool with its report in
+// logFile, up to the program it runs (which follows). ktune's own
+// measurement kernels (ktune_*: the bandwidth pass over gigabytes, the
+// digests) are excluded: they are not what is checked and would take most
+// of the run under instrumentation.
+func Args(tool Tool, logFile string) []string {
+	return []string{"--tool", string(tool), "--log-file", logFile, "--print-limit", strconv.Itoa(PrintLimit),
+		"--kernel-name-exclude", "kns=ktune_"}
+}
+
+// A Report is what one run found.
+type Report struct {
+	Tool Tool
+	// Errors is the count the summary line gives.
+	Errors int
+	// Findings are the first line of each error reported, in order,
+	// repeats dropped, at most maxFindings.
+	Findings []string
+	// Complete says the summary line was there: the run ended normally.
+	// A run that crashed or was killed leaves none, and proves nothing.
+	Complete bool
+}
+
+// maxFindings is how many distinct findings a Report keeps.
+const maxFindings = 5
+
+var (
+	errorSummary = regexp.MustCompile(`ERROR SUMMARY: (\d+) errors?`)
+	raceSummary  = regexp.MustCompile(`RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, \d+ warnings?\)`)
+)
+
+// prefix starts every line compute-sanitizer writes.
+const prefix = "========="
+
+// Parse reads a compute-sanitizer log. A finding is a line of the tool's
+// own (after the prefix, not indented: the indented lines are its
+// backtrace) that is not the banner, a summary or a note about the
+// program's exit.
+func Parse(tool Tool, r io.Reader) (Report, error) {
+	rep := Report{Tool: tool}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		text := strings.TrimPrefix(strings.TrimLeft(line, "="), " ")
+		if m := raceSummary.FindStringSubmatch(text); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			rep.Errors = max(rep.Errors, n)
+			rep.Complete = true
+			continue
+		}
+		if m := errorSummary.FindStringSubmatch(text); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			rep.Errors = max(rep.Errors, n)
+			rep.Complete = true
+			continue
+		}
+		if text == "" || strings.HasPrefix(text, " ") || strings.HasPrefix(text, "\t") || info(text) {
+			continue
+		}
+		if len(rep.Findings) < maxFindings && !slices.Contains(rep.Findings, text) {
+			rep.Findings = append(rep.Findings, text)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return rep, fmt.Errorf("reading the %s report: %w", tool, err)
+	}
+	return rep, nil
+}
+
+// info reports a line that is no finding.
+func info(text string) bool {
+	for _, p := range []string{"COMPUTE-SANITIZER", "Target application returned", "LEAK SUMMARY", "Note:", "Warning: "} {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Failed reports whether the run found errors or did not finish.
+func (r Report) Failed() bool { return !r.Complete || r.Errors > 0 }
+
+// Detail says what the run found, for a gate's detail.
+func (r Report) Detail() string {
+	switch {
+	case !r.Complete:
+		s := fmt.Sprintf("%s: the run left no summary (the worker crashed, hung or was killed, or compute-sanitizer refused its options)", r.Tool)
+		if len(r.Findings) > 0 {
+			s += "; reported: " + strings.Join(r.Findings, "; ")
+		}
+		return s
+	case r.Errors == 0:
+		return fmt.Sprintf("%s: no errors", r.Tool)
+	}
+	s := fmt.Sprintf("%s: %d error(s)", r.Tool, r.Errors)
+	if len(r.Findings) > 0 {
+		s += ": " + strings.Join(r.Findings, "; ")
+	}
+	return s
+}

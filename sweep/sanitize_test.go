@@ -1,0 +1,159 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/sanitizer"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/replay"
+)
+
+// envFakeSanMark names a file the fake worker writes when it runs a
+// "badaccess" point; the fake sanitizer then reports memcheck errors.
+const envFakeSanMark = "KTUNE_TEST_FAKE_SANITIZER_MARK"
+
+// fakeSanitizerMain is compute-sanitizer as Args calls it: options, then
+// the program. It runs the program with this process's standard streams
+// and, when it has exited, writes the log: memcheck errors if the worker
+// left the mark, a clean summary otherwise, and nothing at all for the
+// initcheck tool (a run that dies before its summary).
+func fakeSanitizerMain() int {
+	args := os.Args[1:]
+	opt := map[string]string{}
+	for len(args) >= 2 && strings.HasPrefix(args[0], "--") {
+		opt[args[0]] = args[1]
+		args = args[2:]
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "fake sanitizer: no program")
+		return 1
+	}
+	mark := os.Getenv(envFakeSanMark)
+	os.Remove(mark)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = os.Environ()
+	runErr := cmd.Run()
+	tool := opt["--tool"]
+	log := "========= COMPUTE-SANITIZER\n"
+	switch _, err := os.Stat(mark); {
+	case tool == string(sanitizer.Initcheck):
+		log += "========= Uninitialized __global__ memory read of size 4 bytes\n"
+	case err == nil && tool == string(sanitizer.Memcheck):
+		log += "========= Invalid __global__ read of size 16 bytes\n=========     at attn_partial+0x1f0\n" +
+			"========= ERROR SUMMARY: 7 errors\n"
+	default:
+		log += "========= ERROR SUMMARY: 0 errors\n"
+	}
+	if err := os.WriteFile(opt["--log-file"], []byte(log), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "fake sanitizer:", err)
+		return 1
+	}
+	if runErr != nil {
+		return 1
+	}
+	return 0
+}
+
+// TestSanitize: the first point of each gate group runs once per tool in
+// a worker under the (fake) sanitizer, gates only; a group whose worker
+// the sanitizer saw misbehave fails memcheck and only memcheck, a run that
+// leaves no summary fails, and the sweep then records that group's points
+// gate_failed without running them while the others carry their passes.
+func TestSanitize(t *testing.T) {
+	pl := testPlan(4)
+	for i, p := range pl.Points {
+		p.GateKey = []string{"g-a", "g-a", "g-b", "g-b"}[i]
+		if i >= 2 {
+			p.Config.Variant = "badaccess"
+		}
+		p.Measure.TimeoutSec = 60
+	}
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "mark")
+	opts := SanitizeOptions{
+		Tools:  []sanitizer.Tool{sanitizer.Memcheck, sanitizer.Racecheck},
+		Binary: os.Args[0],
+		Dir:    filepath.Join(dir, "sanitize"),
+		Worker: fakeCommand(envFakeSanMark + "=" + mark),
+	}
+	gates, err := Sanitize(context.Background(), pl.Points, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := func(key string) string {
+		var s []string
+		for _, g := range gates[key] {
+			if g.Kind != results.GateSanitizer {
+				t.Errorf("kind %q", g.Kind)
+			}
+			s = append(s, fmt.Sprintf("%v:%s", g.Pass, g.Detail))
+		}
+		return strings.Join(s, " | ")
+	}
+	if got, want := verdicts("g-a"), "true:memcheck: no errors | true:racecheck: no errors"; got != want {
+		t.Errorf("g-a: %s, want %s", got, want)
+	}
+	if got := verdicts("g-b"); !strings.HasPrefix(got, "false:memcheck: 7 error(s): Invalid __global__ read of size 16 bytes | true:racecheck") {
+		t.Errorf("g-b: %s", got)
+	}
+	for _, f := range []string{"memcheck-" + pl.Points[0].Hash + ".log", "racecheck-" + pl.Points[2].Hash + ".log"} {
+		if _, err := os.Stat(filepath.Join(opts.Dir, f)); err != nil {
+			t.Errorf("log %s: %v", f, err)
+		}
+	}
+
+	// The sweep over the verdicts.
+	inner := &countingBackend{Backend: replay.New(recordsFor(pl))}
+	b := Sanitized(inner, gates)
+	for i, p := range pl.Points {
+		rec, err := b.Run(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, g := range rec.Gates {
+			if g.Kind == results.GateSanitizer {
+				n++
+			}
+		}
+		switch {
+		case i >= 2 && (rec.Status != results.StatusGateFailed || len(rec.Probes) != 0 || !strings.Contains(rec.Error, "memcheck: 7 error(s)")):
+			t.Errorf("point %d: %s %q with %d probes", i, rec.Status, rec.Error, len(rec.Probes))
+		case i < 2 && rec.Status != results.StatusOK:
+			t.Errorf("point %d: %s", i, rec.Status)
+		case n != 2:
+			t.Errorf("point %d: %d sanitizer gates", i, n)
+		}
+	}
+	if inner.runs != 2 {
+		t.Errorf("%d points ran, want the 2 of the clean group", inner.runs)
+	}
+
+	// A run that leaves no summary proves nothing.
+	opts.Tools = []sanitizer.Tool{sanitizer.Initcheck}
+	gates, err = Sanitize(context.Background(), pl.Points[:1], opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := gates["g-a"]; len(g) != 1 || g[0].Pass || !strings.Contains(g[0].Detail, "no summary") {
+		t.Errorf("initcheck without a summary: %+v", g)
+	}
+}
+
+type countingBackend struct {
+	plan.Backend
+	runs int
+}
+
+func (c *countingBackend) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
+	c.runs++
+	return c.Backend.Run(ctx, p)
+}
