@@ -8,7 +8,7 @@ OUT     ?= out/$(notdir $(basename $(SPEC)))
 RESULTS ?= $(wildcard experiments/results/h200/*.jsonl)
 export CGO_ENABLED = 0
 
-.PHONY: build test sweep report dispatch clean slurm-test kube-check
+.PHONY: build test sweep report docs-img dispatch clean slurm-test kube-check
 
 # The go command records the git revision itself (-buildvcs=auto) only in
 # a plain checkout: not in a git worktree (.git is a file there), nor under
@@ -46,6 +46,12 @@ sweep:
 ## report: render the committed H200 results (no GPU needed).
 report: build
 	./$(BIN) report $(RESULTS) -o out/report
+
+## docs-img: redraw README.md's images (docs/img) from the committed H200
+## results, as make report draws them; a test of report fails while they
+## are stale (report/readme_images_test.go maps each to its plot).
+docs-img:
+	$(GO) test ./report -run '^TestReadmeImages$$' -count=1 -update
 
 ## dispatch: regenerate the committed H200 dispatch table from its results.
 dispatch: build
