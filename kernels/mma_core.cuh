@@ -212,6 +212,24 @@ __device__ __forceinline__ void mma_load(mma_raw (&kr)[NR][2][MC], mma_raw (&vr)
     }
 }
 
+// mma_bases points kb and vb at this thread's first K and V element of
+// KV head hk (dims 8t and 8g of row 0: of sequence b when contiguous, of
+// page 0 when paged, where mma_rows turns each tile's logical row into its
+// page's) and bt at sequence b's row of the block table (paged) or null.
+template <typename A>
+__device__ __forceinline__ void mma_bases(const A& a, int b, int hk, int g, int t, const KV_T*& kb, const KV_T*& vb,
+                                          const int*& bt) {
+#if PAGE_SIZE
+    kb = a.k + (size_t)hk * HEAD_DIM + 8 * t;
+    vb = a.v + (size_t)hk * HEAD_DIM + 8 * g;
+    bt = a.block_table + (size_t)b * a.max_pages;
+#else
+    kb = kt_kv_row(a.k, b, 0, hk, a.kv_heads, a.capacity) + 8 * t;
+    vb = kt_kv_row(a.v, b, 0, hk, a.kv_heads, a.capacity) + 8 * g;
+    bt = nullptr;
+#endif
+}
+
 // mma_clip clears the V rows at or past hi of the NR tiles at base: the
 // first step of a FIXCHUNK split is loaded before nkv is known, and a row
 // past it must weigh nothing even where its bytes are not finite (the
@@ -463,19 +481,6 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
         }
     }
 
-    const size_t rstride = (size_t)kv_heads * HEAD_DIM;
-#if PAGE_SIZE
-    // Pages are shared by the whole cache: the base is head hk of row 0 of
-    // page 0, and mma_rows turns each tile's logical row into its page's.
-    const KV_T* kb = a.k + (size_t)hk * HEAD_DIM + 8 * t;
-    const KV_T* vb = a.v + (size_t)hk * HEAD_DIM + 8 * g;
-    const int* bt = a.block_table + (size_t)b * a.max_pages;
-#else
-    const KV_T* kb = kt_kv_row(a.k, b, 0, hk, kv_heads, a.capacity) + 8 * t;
-    const KV_T* vb = kt_kv_row(a.v, b, 0, hk, kv_heads, a.capacity) + 8 * g;
-    const int* bt = nullptr;
-#endif
-
     // PF = 1: the next step's K/V loads go out before this step's mma work,
     // so a warp always has a step of loads in flight instead of alternating
     // between waiting for memory and computing. Measured on the H200 it
@@ -487,11 +492,7 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
     // entries are read right after the loads of the step before go out, so
     // a paged tile's table load waits behind a step of mma work, not in
     // front of its K/V loads.
-    const int stride = WROWS * 16 * NR;
-    mma_raw kr[NR][2][MC], vr[NR][4][MV];
-    int pr[NR];
-    bool loaded = false;  // the first step's loads are out (FIXCHUNK)
-
+    //
     // The range comes after q on purpose: both loads (positions and q) are
     // then in flight together, and the first K/V load waits for one memory
     // round trip instead of two (positions, then q behind the branch). An
@@ -501,13 +502,24 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
     // trip less in front of the block's first mma. They read rows below
     // the capacity that may lie past nkv; those are masked below as any
     // row past hi is (their V cleared, their scores -inf).
+    //
+    // Without FIXCHUNK the bases and the first rows follow the state's
+    // initialisation, as before the forms existed: computed before the
+    // idle branch they stay live across it, and a 4-warp bf16 build
+    // spilled 8 bytes under NVRTC 11.8.
+    const size_t rstride = (size_t)kv_heads * HEAD_DIM;
+    const int stride = WROWS * 16 * NR;
 #if FIXCHUNK
+    const KV_T *kb, *vb;
+    const int* bt;
+    mma_bases(a, b, hk, g, t, kb, vb, bt);
+    mma_raw kr[NR][2][MC], vr[NR][4][MV];
+    int pr[NR];
     int base = sp * FIXCHUNK + wr * 16 * NR;
     {
         const int pre = min(a.capacity, sp * FIXCHUNK + FIXCHUNK);
         mma_rows(pr, bt, base, pre);
         mma_load(kr, vr, kb, vb, rstride, pr, base, pre, g, t);
-        loaded = true;
     }
     kt_range r;
     {
@@ -517,7 +529,6 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
     }
 #else
     const kt_range r = gq_range<16 * NR>(a.positions, b, sp);
-    int base = r.lo + wr * 16 * NR;
 #endif
     if (r.lo >= r.hi) {  // block-uniform
         gq_store_idle<WARPS, QLEN>(a.partial, b, sp, h0, group, heads);
@@ -525,8 +536,6 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
     }
 #if FIXCHUNK
     mma_clip(vr, base, r.hi, t);
-#else
-    mma_rows(pr, bt, base, r.hi);
 #endif
 
     // State per column: nt*8 + 2t + cc for cc = 0, 1. m is the running max
@@ -567,23 +576,37 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
         for (int mt = 0; mt < MT; mt++) o[nt][mt][0] = o[nt][mt][1] = o[nt][mt][2] = o[nt][mt][3] = 0.0f;
     }
 
+#if FIXCHUNK
+    mma_rows(pr, bt, base + stride, r.hi);  // the first step's loads are out
+    bool loaded = true;
+    (void)loaded;  // PF: the loop loads a step ahead and never asks
+#else
+    const KV_T *kb, *vb;
+    const int* bt;
+    mma_bases(a, b, hk, g, t, kb, vb, bt);
+    int base = r.lo + wr * 16 * NR;
+    mma_raw kr[NR][2][MC], vr[NR][4][MV];
+    int pr[NR];
+    mma_rows(pr, bt, base, r.hi);
 #if PF
-    if (!loaded) mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
+    mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
     mma_rows(pr, bt, base + stride, r.hi);
-#elif FIXCHUNK
-    mma_rows(pr, bt, base + stride, r.hi);
+#endif
 #endif
     for (; base < r.hi; base += stride) {
 #if PF
         mma_raw kn[NR][2][MC], vn[NR][4][MV];
         mma_load(kn, vn, kb, vb, rstride, pr, base + stride, r.hi, g, t);  // rows past hi: no access, zeros
         mma_rows(pr, bt, base + 2 * stride, r.hi);
-#else
+#elif FIXCHUNK
         if (!loaded) {
             mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
             mma_rows(pr, bt, base + stride, r.hi);
         }
         loaded = false;
+#else
+        mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
+        mma_rows(pr, bt, base + stride, r.hi);
 #endif
 #pragma unroll
         for (int u = 0; u < NR; u++) mma_tile<GNW>(kr[u], vr[u], base + 16 * u, lim, g, qb, ks, c2, cl, m, l, o);
