@@ -5,7 +5,6 @@ import (
 	"maps"
 	"strconv"
 
-	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/spec"
 )
 
@@ -16,7 +15,7 @@ import (
 // launches share, zero when none has one. Launches with different
 // clusters are an error: one source gets one set of defines.
 func (b *builder) clusters(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int) (each [][3]int, common [3]int, err error) {
-	specs := launchesOf(v, kvtype.Of(sh.KVDtype).Scaled)
+	specs := launchesOf(v, sh.KVType().Scaled)
 	each = make([][3]int, len(specs))
 	_, eval := b.evaluator(v, sh, defs, nkv)
 	first := -1

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/variants"
 )
@@ -88,7 +89,7 @@ func TestEnginePlan(t *testing.T) {
 		t.Errorf("flags %q, want %q", eng.Flags, want)
 	}
 	if len(eng.Launches) != 3 || eng.Launches[0].Grid != [3]int{32, 28, 1} || eng.Launches[1].Block != [3]int{128, 1, 1} ||
-		eng.Config.CombineGrid != [3]int{28, 1, 1} || eng.IO != spec.ABIIO {
+		eng.Config.CombineGrid != [3]int{28, 1, 1} || eng.IO != abi.ABIIO {
 		t.Errorf("launches %+v, io %+v", eng.Launches, eng.IO)
 	}
 	// The prebuilt PTX: its bytes and digest, the ABI's entries, no NVRTC.

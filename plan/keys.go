@@ -163,6 +163,11 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	}
 	gateKey = digest(h)
 	field("nkv", strconv.Itoa(c.NKV))
+	if len(c.Lengths) > 0 {
+		// Ragged lengths change what the timed launches read. Only when
+		// set, so that the hashes of every uniform point stay as they were.
+		field("lengths", fmt.Sprint(c.Lengths))
+	}
 	if pt.Geometry != nil {
 		field("grid", fmt.Sprint(c.Grid))
 	}

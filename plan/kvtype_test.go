@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/variants"
 )
@@ -56,7 +57,7 @@ gates: {max_abs: 5e-3, fp8e4m3: {max_abs: 5e-2, max_rel: 0.2}}
 			t.Errorf("%s %s: fused args %v: kv_scale must follow out, counters", c.Variant, c.Shape.Name, args)
 		}
 		for _, l := range pt.Launches[1:] {
-			if slices.ContainsFunc(l.Args, func(a spec.Arg) bool { return a.Name == "kv_scale" }) {
+			if slices.ContainsFunc(l.Args, func(a abi.Arg) bool { return a.Name == "kv_scale" }) {
 				t.Errorf("%s: the combine takes kv_scale", c.Variant)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
@@ -43,7 +44,7 @@ func (p *Plan) Configs() []*results.Config {
 type Skip struct {
 	Variant string
 	Shape   string
-	Defines results.Defines // sorted by name
+	Defines abi.Defines // sorted by name
 	Reason  string
 }
 
@@ -141,7 +142,7 @@ func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, er
 
 // pointID is a point's identity within one build: combinations that give
 // the same one are one point.
-func pointID(v *spec.Variant, sh *spec.Shape, defines results.Defines, nkv int) string {
+func pointID(v *spec.Variant, sh *spec.Shape, defines abi.Defines, nkv int) string {
 	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d", v.Name, v.Kernel, sh.Name, defines.String(), nkv)
 }
 
@@ -272,7 +273,7 @@ func (b *builder) warn(p *Plan) {
 // the combination, or "" when it can.
 func (b *builder) refuse(v *spec.Variant, sh *spec.Shape, defs map[string]string) string {
 	if v.Builtin != nil {
-		if err := v.Builtin.Accepts(sh.Results(), defs); err != nil {
+		if err := v.Builtin.Accepts(sh.Shape, defs); err != nil {
 			return err.Error()
 		}
 	}
@@ -327,7 +328,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		return nil, err
 	}
 	splits, _ := strconv.Atoi(defs[spec.Splits])
-	shape := sh.Results()
+	shape := sh.Shape
 	shape.Attention.LSE = v.LSE // the kernel's output, the oracle's too
 	cfg := results.Config{
 		Spec: b.s.Name, Variant: v.Name, Kernel: v.Kernel, Defines: defines,
@@ -402,8 +403,8 @@ func (b *builder) landed(v *spec.Variant, defs map[string]string) bool {
 
 // sorted returns the defines sorted by name, without the shape-derived
 // ones unless all is set (the shape already says them).
-func sorted(defs map[string]string, all bool) results.Defines {
-	ds := results.SortDefines(defs)
+func sorted(defs map[string]string, all bool) abi.Defines {
+	ds := abi.SortDefines(defs)
 	if all {
 		return ds
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
@@ -31,7 +32,7 @@ var fixedFS = fstest.MapFS{
 // names of their own, with bounds that make skips easy to provoke.
 func testKernels(t testing.TB) catalog.Set {
 	t.Helper()
-	only128 := func(s results.Shape, _ map[string]string) error {
+	only128 := func(s abi.Shape, _ map[string]string) error {
 		if s.HeadDim != 128 {
 			return fmt.Errorf("head_dim %d: 32 lanes × 4 dims need head_dim 128", s.HeadDim)
 		}
@@ -191,7 +192,7 @@ func TestPointFields(t *testing.T) {
 	p := build(t, "testdata/mixed.yaml")
 	pt := p.Points[0] // big/tr4/S16/NR4/5
 	c := pt.Config
-	wantDefs := results.Defines{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "4"}, {Name: "SPLITS", Value: "16"}}
+	wantDefs := abi.Defines{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "4"}, {Name: "SPLITS", Value: "16"}}
 	if !reflect.DeepEqual(c.Defines, wantDefs) {
 		t.Errorf("defines %v, want %v", c.Defines, wantDefs)
 	}
@@ -410,7 +411,7 @@ func TestHashSensitivity(t *testing.T) {
 	b := &builder{arch: "sm_90"}
 	clone := func() *Point {
 		c := *base
-		c.Config.Defines = append([]results.Define(nil), base.Config.Defines...)
+		c.Config.Defines = append([]abi.Define(nil), base.Config.Defines...)
 		c.Source.Headers = map[string]string{}
 		for k, v := range base.Source.Headers {
 			c.Source.Headers[k] = v
@@ -536,7 +537,7 @@ func TestDispatch(t *testing.T) {
 		t.Errorf("gate lengths %v, want %v", below.GateNKV, want)
 	}
 	// The record names the arm's kernel and defines; the variant stays.
-	wantDefs := results.Defines{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "2"}, {Name: "SPLITS", Value: "16"}}
+	wantDefs := abi.Defines{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "2"}, {Name: "SPLITS", Value: "16"}}
 	if c := below.Config; c.Variant != "hybrid" || c.Kernel != "td2" || !reflect.DeepEqual(c.Defines, wantDefs) {
 		t.Errorf("config %s/%s %v, want hybrid/td2 %v", c.Variant, c.Kernel, c.Defines, wantDefs)
 	}

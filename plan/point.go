@@ -12,9 +12,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 )
 
 // A Source is the CUDA C++ text of one kernel variant, with the headers it
@@ -78,10 +78,10 @@ type Point struct {
 
 	// Launches are the kernel launches of one decode step, in stream
 	// order, with their arguments; IO the dtypes and layouts of the
-	// buffers they use (spec.ABIIO for the ABI's kernels). WorkspaceBytes
+	// buffers they use (abi.ABIIO for the ABI's kernels). WorkspaceBytes
 	// is io.workspace evaluated at the point.
 	Launches       []Launch
-	IO             spec.IO
+	IO             abi.IO
 	WorkspaceBytes int64 `json:",omitempty"`
 
 	// GateKey groups points that share one compiled kernel and shape, so

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/spec"
 )
@@ -18,7 +19,7 @@ type Launch struct {
 	Grid   [3]int
 	Block  [3]int
 	Shared int
-	Args   []spec.Arg
+	Args   []abi.Arg
 	// Programmatic launches the kernel with programmatic stream
 	// serialization (the variant's pdl: true): it may start before the
 	// previous launch of the step ends (cuda.LaunchAttrs).
@@ -68,10 +69,10 @@ var (
 
 // args parses names of the vocabulary; they are constants of this file,
 // so a mistake is a programming error.
-func args(names ...string) []spec.Arg {
-	out := make([]spec.Arg, len(names))
+func args(names ...string) []abi.Arg {
+	out := make([]abi.Arg, len(names))
 	for i, n := range names {
-		a, err := spec.ParseArg(n)
+		a, err := abi.ParseArg(n)
 		if err != nil {
 			panic(err)
 		}
@@ -139,11 +140,11 @@ func trimEmpty(e []string) []string {
 }
 
 // ioOf is the variant's declared io, or the ABI's.
-func ioOf(v *spec.Variant) spec.IO {
+func ioOf(v *spec.Variant) abi.IO {
 	if v.IO != nil {
 		return *v.IO
 	}
-	return spec.ABIIO
+	return abi.ABIIO
 }
 
 // declared reports whether a variant declares a signature of its own:
@@ -154,8 +155,7 @@ func declared(v *spec.Variant) bool { return len(v.Launches) > 0 }
 // its hash: the entry, geometry and arguments of each launch in order.
 func signatureText(pt *Point) string {
 	var b strings.Builder
-	io := pt.IO
-	b.WriteString("io " + io.Q + " " + io.Out + " " + io.KVLayout + " " + io.Partial + " " + io.Workspace + "\n")
+	b.WriteString(pt.IO.HashText() + "\n")
 	for _, l := range pt.Launches {
 		b.WriteString(l.Entry)
 		for _, a := range l.Args {
@@ -171,7 +171,7 @@ func signatureText(pt *Point) string {
 // recorded results stay what they were before signatures were declared
 // (the ABI's entries and geometry are hashed already).
 func isABI(pt *Point) bool {
-	return pt.IO == spec.ABIIO && !pt.Source.Named && pt.Source.ArtifactKind == ""
+	return pt.IO == abi.ABIIO && !pt.Source.Named && pt.Source.ArtifactKind == ""
 }
 
 // Complete gives a point built by hand (a test, a tool), not by Build,
@@ -186,8 +186,7 @@ func Complete(p *Point) error {
 	if p.Source.Fused {
 		v.Builtin = &catalog.Kernel{Name: c.Kernel, Fused: true}
 	}
-	sh := spec.Shape{Name: c.Shape.Name, Heads: c.Shape.Heads, KVHeads: c.Shape.KVHeads, HeadDim: c.Shape.HeadDim,
-		KVDtype: c.Shape.KVDtype, KVScale: c.Shape.KVScale, Batch: c.Shape.Batch, Capacity: c.Shape.Capacity, Attention: c.Shape.Attention}
+	sh := spec.Shape{Shape: c.Shape}
 	defs := map[string]string{}
 	for _, d := range c.Defines {
 		defs[d.Name] = d.Value
@@ -197,7 +196,7 @@ func Complete(p *Point) error {
 	if err != nil {
 		return fmt.Errorf("completing point %s: %w", c.Variant, err)
 	}
-	p.Launches, p.IO = launches, spec.ABIIO
+	p.Launches, p.IO = launches, abi.ABIIO
 	p.Source.Entries = nil
 	for _, l := range launches {
 		if !slices.Contains(p.Source.Entries, l.Entry) {

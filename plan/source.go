@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/ktune/ktune/internal/expr"
-	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 )
@@ -104,7 +103,7 @@ func (b *builder) included(text string) map[string]string {
 func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) (*Geometry, []Launch, int64, error) {
 	env, eval := b.evaluator(v, sh, defs, nkv)
 	var geo *Geometry
-	specs := launchesOf(v, kvtype.Of(sh.KVDtype).Scaled)
+	specs := launchesOf(v, sh.KVType().Scaled)
 	launches := make([]Launch, len(specs))
 	for li, ls := range specs {
 		prefix := launchPrefix(v, li)

@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -21,100 +21,86 @@ const poison uint32 = 0x7FC0DEAD
 // that cuMemGetInfo does not set aside.
 const headroom = 256 << 20
 
-// A layout is the size in bytes of every buffer of one point.
+// A layout is the size in bytes of every buffer of one point: the
+// allocations of the ABI's table (abi.Allocs) at the point's dims.
 type layout struct {
 	Q, K, V, Positions, Partial, Out int64
 	// KVScale is the scaled KV types' kv_scale buffer, f32
 	// [2][kv_heads] (K's scales, then V's); 0 for the other types.
 	KVScale int64
-	// Scratch holds the fused kernels' batch × kv_heads arrival counters
-	// (kernels/ABI.md). Every workspace has it, fused or not: it is a few
-	// bytes, and a layout that depended on the kernel would free and refill
-	// gigabytes of K/V whenever a sweep moves between a fused and a plain
-	// variant of one shape.
+	// Scratch holds the arrival counters (abi.AllocScratch).
 	Scratch      int64
 	splits, pstr int
-	// elt is the size of one K/V element and kv the KV type's name. Two
-	// layouts of equal byte sizes but different types (f32 at capacity C,
-	// f16 at 2C; f16 and bf16) must not share a workspace: its random fill
-	// holds elements of one type.
+	// elt is the size of one K/V element and kv the KV type. Two layouts
+	// of equal byte sizes but different types (f32 at capacity C, f16 at
+	// 2C; f16 and bf16) must not share a workspace: its random fill holds
+	// elements of one type.
 	elt int
-	kv  string
+	kv  *kvtype.Type
 
-	// The declared io of the point's signature (spec.IO): q's and out's
+	// The declared io of the point's signature (abi.IO): q's and out's
 	// dtypes, how K and V are laid out, whether partial holds the ABI's
 	// slots (which the gates then inspect). Lse and Workspace are the
 	// sizes of those buffers, zero when the signature does not use them.
-	qDtype, outDtype, kvLayout string
-	partialABI                 bool
-	Lse, Workspace             int64
+	qDtype, outDtype abi.Dtype
+	kvLayout         abi.KVLayout
+	partialABI       bool
+	Lse, Workspace   int64
 }
 
-// align16 rounds n up to 16 bytes: cuMemsetD32 works in 4-byte words and
-// the float4 loaders want 16-byte alignment of every row.
-func align16(n int64) int64 { return (n + 15) &^ 15 }
+// size is the field of l that holds an allocation's bytes: the probe's one
+// map from the ABI's allocations to its own fields (workspace.table names
+// the device buffers by the allocations' names).
+func (l *layout) size(a abi.AllocID) *int64 {
+	return [abi.NumAllocs]*int64{abi.AllocQ: &l.Q, abi.AllocK: &l.K, abi.AllocV: &l.V, abi.AllocPositions: &l.Positions,
+		abi.AllocPartial: &l.Partial, abi.AllocOut: &l.Out, abi.AllocScratch: &l.Scratch, abi.AllocLse: &l.Lse,
+		abi.AllocWorkspace: &l.Workspace, abi.AllocKVScale: &l.KVScale}[a]
+}
 
 // splitsOf returns the SPLITS of a configuration. The plan sets
 // Config.Splits from the define, once; a configuration without it was not
 // built by a plan.
 func splitsOf(c *results.Config) (int, error) {
 	if c.Splits <= 0 {
-		return 0, fmt.Errorf("configuration has no %s (Config.Splits is %d)", results.DefineSplits, c.Splits)
+		return 0, fmt.Errorf("configuration has no %s (Config.Splits is %d)", abi.DefineSplits, c.Splits)
 	}
 	return c.Splits, nil
 }
 
 // layoutOf sizes the ABI buffers of a configuration (kernels/abi.cuh).
 func layoutOf(c *results.Config) (layout, error) {
-	s := c.Shape
-	splits, err := splitsOf(c)
-	if err != nil {
-		return layout{}, err
+	return sized(abi.Dims{Shape: c.Shape, Splits: c.Splits, IO: abi.ABIIO}, nil)
+}
+
+// sized sizes every allocation of the table at d; uses says which buffers
+// the point's launches name.
+func sized(d abi.Dims, uses func(string) bool) (layout, error) {
+	s := d.Shape
+	if d.Splits <= 0 {
+		return layout{}, fmt.Errorf("configuration has no %s (Config.Splits is %d)", abi.DefineSplits, d.Splits)
 	}
 	if s.Batch <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0 || s.Capacity <= 0 {
 		return layout{}, fmt.Errorf("shape %+v has a non-positive dimension", s)
 	}
-	b, h, d := int64(s.Batch), int64(s.Heads), int64(s.HeadDim)
-	pstr := s.HeadDim + 4
-	t := kvtype.Of(s.KVDtype)
-	kv := b * int64(s.Capacity) * int64(s.KVHeads) * d * int64(t.Bytes)
-	var scales int64
-	if t.Scaled {
-		scales = align16(2 * int64(s.KVHeads) * 4)
+	t := s.KVType()
+	l := layout{
+		splits: d.Splits, pstr: abi.PartialStride(s.HeadDim), elt: t.Bytes, kv: t,
+		qDtype: d.IO.Q, outDtype: d.IO.Out, kvLayout: d.IO.KVLayout, partialABI: d.IO.Partial == abi.PartialABI,
 	}
-	return layout{
-		Q:         align16(b * h * d * 4),
-		K:         align16(kv),
-		V:         align16(kv),
-		Positions: align16(b * 8), // positions, then seqlens
-		KVScale:   scales,
-		Partial:   align16(b * int64(splits) * h * int64(pstr) * 4),
-		Out:       align16(b * h * d * 4),
-		Scratch:   align16(b * int64(s.KVHeads) * 4),
-		splits:    splits,
-		pstr:      pstr,
-		elt:       t.Bytes,
-		kv:        t.Name,
-		qDtype:    "f32", outDtype: "f32", kvLayout: spec.KVBSHD, partialABI: true,
-	}, nil
+	sizes := abi.Sizes(d, uses)
+	for a := range abi.NumAllocs {
+		*l.size(a) = sizes[a]
+	}
+	return l, nil
 }
 
 // pointLayout sizes the buffers of a point as its signature declares them
 // (plan.Point.IO): q and out in their dtypes, the lse and workspace
 // buffers when a launch passes them, counters for every query head.
 func pointLayout(p *plan.Point) (layout, error) {
-	l, err := layoutOf(&p.Config)
-	if err != nil {
-		return l, err
+	if _, err := splitsOf(&p.Config); err != nil {
+		return layout{}, err
 	}
-	io, s := p.IO, p.Config.Shape
-	if io == (spec.IO{}) {
-		io = spec.ABIIO
-	}
-	b, h, d := int64(s.Batch), int64(s.Heads), int64(s.HeadDim)
-	l.qDtype, l.outDtype, l.kvLayout, l.partialABI = io.Q, io.Out, io.KVLayout, io.Partial == spec.PartialABI
-	l.Q = align16(b * h * d * int64(dtypeBytes(io.Q)))
-	l.Out = align16(b * h * d * int64(dtypeBytes(io.Out)))
 	uses := func(name string) bool {
 		for _, ln := range p.Launches {
 			for _, a := range ln.Args {
@@ -125,24 +111,12 @@ func pointLayout(p *plan.Point) (layout, error) {
 		}
 		return false
 	}
-	if uses("lse") {
-		// Room for a per-split or a per-head log-sum-exp.
-		l.Lse = align16(b * int64(l.splits) * h * 4)
-	}
-	if uses("workspace") {
-		l.Workspace = align16(p.WorkspaceBytes)
-	}
-	if uses("counters") {
-		// One counter per (sequence, query head): enough for a kernel that
-		// counts per KV head as the fused ABI does, or per query head.
-		l.Scratch = max(l.Scratch, align16(b*h*4))
-	}
-	return l, nil
+	return sized(abi.Dims{Shape: p.Config.Shape, Splits: p.Config.Splits, IO: p.IO.OrABI(), WorkspaceBytes: p.WorkspaceBytes}, uses)
 }
 
 // gatedSlots is the number of partial slots the gates read: every slot
 // when partial holds the ABI's layout, none when it is opaque scratch.
-func (l layout) gatedSlots(s results.Shape) int {
+func (l layout) gatedSlots(s abi.Shape) int {
 	if !l.partialABI {
 		return 0
 	}
@@ -164,7 +138,7 @@ func (l layout) Total() int64 {
 // flushBytes is the L2 flush buffer size: twice the L2, because writing
 // exactly L2-size bytes leaves lines of the previous contents behind under
 // a non-LRU replacement policy and a partitioned L2.
-func flushBytes(l2 int64) int64 { return align16(2 * l2) }
+func flushBytes(l2 int64) int64 { return abi.Align16(2 * l2) }
 
 // fitError returns nil when a point needing need bytes (plus extra, the
 // flush buffer when it is not allocated yet) fits into free device memory
@@ -354,10 +328,10 @@ type bufferFill struct {
 // kv_scale gets scaleFill.
 func (w *workspace) fills() []bufferFill {
 	q := kvtype.F32
-	if w.l.qDtype != "" && dtypeBytes(w.l.qDtype) == 2 {
+	if w.l.qDtype.Bytes() == 2 {
 		q = kvtype.F16
 	}
-	kv := kvtype.Of(w.l.kv)
+	kv := w.l.kv
 	return []bufferFill{
 		{"q", w.q, w.l.Q, q, fillSeed},
 		{"k", w.k, w.l.K, kv, fillSeed + 1},
@@ -392,13 +366,13 @@ func gateLengths(nkv, batch int) []int {
 
 // kvBytes is the K+V bytes a point must read once: 2 × Σ nkv_b rows of
 // kv_heads × head_dim elements.
-func kvBytes(s results.Shape, lengths []int) int64 {
+func kvBytes(s abi.Shape, lengths []int) int64 {
 	var rows int64
 	for _, n := range lengths {
 		rows += int64(n)
 	}
-	n := 2 * rows * int64(s.KVHeads) * int64(s.HeadDim) * int64(kvtype.Of(s.KVDtype).Bytes)
-	if kvtype.Of(s.KVDtype).Scaled {
+	n := 2 * rows * int64(s.KVHeads) * int64(s.HeadDim) * int64(s.KVType().Bytes)
+	if s.KVType().Scaled {
 		n += 2 * int64(s.KVHeads) * 4 // the scales, read once
 	}
 	return n

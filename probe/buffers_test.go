@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -13,7 +14,7 @@ import (
 // head_dim 128, f16.
 func sevenB(batch, capacity, splits int) results.Config {
 	return results.Config{
-		Shape:  results.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: batch, Capacity: capacity},
+		Shape:  abi.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: batch, Capacity: capacity},
 		NKV:    capacity,
 		Splits: splits,
 	}
@@ -133,5 +134,31 @@ func TestBWBufferBytes(t *testing.T) {
 	}
 	if _, err := bwBufferBytes(60<<20, 300<<20); err == nil {
 		t.Error("too little memory to outgrow L2: want an error")
+	}
+}
+
+// TestTableCoversAllocs: every allocation of the ABI's table is a buffer
+// of the workspace's table under its name and at its size, so that a
+// buffer argument always finds its device pointer.
+func TestTableCoversAllocs(t *testing.T) {
+	c := results.Config{Shape: abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: abi.FP8E4M3, Batch: 2, Capacity: 16}, Splits: 4}
+	l, err := layoutOf(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &workspace{l: l}
+	for a, al := range abi.Allocs {
+		found := false
+		for _, e := range w.table() {
+			if e.name == al.Name {
+				found = true
+				if e.n != *l.size(abi.AllocID(a)) {
+					t.Errorf("%s: %d bytes in the workspace, %d in the layout", al.Name, e.n, *l.size(abi.AllocID(a)))
+				}
+			}
+		}
+		if !found {
+			t.Errorf("allocation %s has no buffer in the workspace", al.Name)
+		}
 	}
 }

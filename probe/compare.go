@@ -3,6 +3,8 @@ package probe
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // unwritten counts the 4-byte words of buf, at the word indices words
@@ -36,7 +38,7 @@ func outWords(n int) func(func(int) bool) {
 // kernel to write: p[0] (max), p[1] (sum) and p[4 .. 4+headDim) of every
 // (sequence, split, head) slot. The padding p[2..3] is left out.
 func partialWords(slots, headDim int) func(func(int) bool) {
-	pstr := headDim + 4
+	pstr := abi.PartialStride(headDim)
 	return func(yield func(int) bool) {
 		for s := 0; s < slots; s++ {
 			base := s * pstr

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 )
@@ -24,7 +25,7 @@ func put(b []byte, word int, v float32) {
 
 func TestWrittenGate(t *testing.T) {
 	const slots, hd = 3, 4
-	pstr := hd + 4
+	pstr := abi.PartialStride(hd)
 	partial := poisoned(slots * pstr)
 	out := poisoned(5)
 	// Write everything the ABI requires; leave the padding p[2..3] alone.

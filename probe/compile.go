@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
@@ -31,7 +32,7 @@ const cacheFormat = "ktune-cubin-1"
 // sm_90a), then one -D per define in the plan's (sorted) order, then the
 // point's flags as the plan gives them (plan.Point.Flags: -lineinfo,
 // --std=c++17 and the variant's own, in their one home).
-func compileOptions(arch string, defines results.Defines, flags []string) []string {
+func compileOptions(arch string, defines abi.Defines, flags []string) []string {
 	var opts []string
 	if !slices.ContainsFunc(flags, isArchFlag) {
 		opts = append(opts, "-arch="+arch)

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
-	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -23,7 +23,7 @@ func TestCompileOptions(t *testing.T) {
 	// The plan's flags come as they are, once: -lineinfo and --std=c++17
 	// are the plan's (plan.compileFlags), not added again here.
 	flags := []string{"-lineinfo", "--std=c++17", "-use_fast_math"}
-	got := compileOptions("sm_90", []results.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "SPLITS", Value: "32"}}, flags)
+	got := compileOptions("sm_90", []abi.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "SPLITS", Value: "32"}}, flags)
 	want := []string{"-arch=sm_90", "-DHEAD_DIM=128", "-DSPLITS=32", "-lineinfo", "--std=c++17", "-use_fast_math"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("compileOptions = %q, want %q", got, want)

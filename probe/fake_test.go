@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
@@ -500,12 +501,12 @@ func fakeBackend(t *testing.T, f *fakeDevice) *Backend {
 // batch 2, SPLITS 8, capacity 256, with the plan's kinds of gate lengths
 // (boundaries of SPLITS, past a chunk, the capacity) and replay lengths.
 func fakePoint(variant string, nkv int) *plan.Point {
-	shape := results.Shape{Name: "tiny", Heads: 4, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 2, Capacity: 256}
+	shape := abi.Shape{Name: "tiny", Heads: 4, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 2, Capacity: 256}
 	return &plan.Point{
 		Hash: fmt.Sprintf("%s-%d", variant, nkv),
 		Config: results.Config{
 			Spec: "test", Variant: variant, Kernel: variant + ".cu", Shape: shape, NKV: nkv, Splits: 8,
-			Defines: results.Defines{{Name: "SPLITS", Value: "8"}},
+			Defines: abi.Defines{{Name: "SPLITS", Value: "8"}},
 		},
 		Source: plan.Source{Name: variant + ".cu", Partial: "attn_partial", Combine: "attn_combine"},
 		// The ABI's two launches; the fake runs its model, not the args.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
 )
 
@@ -42,11 +43,11 @@ func (f *fakeDevice) execute(fk *fakeKernel, l fakeLaunch) {
 func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 	m, c, w := fk.m, l.c, l.w
 	s := c.Shape
-	d, splits, pstr := s.HeadDim, c.Splits, s.HeadDim+4
+	d, splits, pstr := s.HeadDim, c.Splits, abi.PartialStride(s.HeadDim)
 	group := s.Heads / s.KVHeads
 	q := f.at(w.q)
 	kb, vb, pb, ob := f.at(w.k), f.at(w.v), f.at(w.partial), f.at(w.out)
-	t := kvtype.Of(s.KVDtype)
+	t := s.KVType()
 	// A scaled type's element is decode(bits)·scale[K or V][kv head],
 	// from the kv_scale buffer as uploaded.
 	scaleOf := func(buf []byte, kh int) float64 {
@@ -177,7 +178,7 @@ func (f *fakeDevice) memoryDefects(m fakeModel, l fakeLaunch) {
 	case "k":
 		// An in-place dequantisation that stores back what it decoded,
 		// halved: the first element of each sequence's newest row.
-		t := kvtype.Of(s.KVDtype)
+		t := s.KVType()
 		kb := f.at(w.k)
 		for b := range s.Batch {
 			e := (b*s.Capacity + int(l.pos[b])) * s.KVHeads * s.HeadDim

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
@@ -55,14 +56,14 @@ func TestFillCoversEveryRow(t *testing.T) {
 	for _, dtype := range []string{"f16", "f32"} {
 		t.Run(dtype, func(t *testing.T) {
 			c := results.Config{
-				Shape:  results.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: dtype, Batch: 3, Capacity: 37},
+				Shape:  abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: abi.Dtype(dtype), Batch: 3, Capacity: 37},
 				Splits: 4,
 			}
 			l, err := layoutOf(&c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			elt := kvtype.Of(dtype).Bytes
+			elt := abi.Dtype(dtype).Bytes()
 			rowElts := c.Shape.KVHeads * c.Shape.HeadDim
 			bufs := fillLayout(t, l, 3*int64(elt)*int64(rowElts)/2+int64(elt)) // 1.5 rows + 1 element
 			for _, name := range []string{"k", "v"} {
@@ -200,7 +201,7 @@ func TestLayoutDtypeKeepsWorkspacesApart(t *testing.T) {
 // sequence's capacity rows and the fill stays above them, so the timed
 // probes read oracle rows below the largest gate nkv and random rows above.
 func TestGateRowsOverFill(t *testing.T) {
-	s := results.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: "f16", Batch: 2, Capacity: 20}
+	s := abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: "f16", Batch: 2, Capacity: 20}
 	c := results.Config{Shape: s, Splits: 4}
 	l, err := layoutOf(&c)
 	if err != nil {
@@ -260,7 +261,7 @@ func TestFillNewKVTypes(t *testing.T) {
 			t.Errorf("%s: %d distinct values", ty, len(seen))
 		}
 	}
-	c := results.Config{Shape: results.Shape{Heads: 8, KVHeads: 2, HeadDim: 16, KVDtype: "fp8e4m3", KVScale: "tensor", Batch: 2, Capacity: 40}, Splits: 4}
+	c := results.Config{Shape: abi.Shape{Heads: 8, KVHeads: 2, HeadDim: 16, KVDtype: "fp8e4m3", KVScale: "tensor", Batch: 2, Capacity: 40}, Splits: 4}
 	l, err := layoutOf(&c)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
@@ -179,7 +180,7 @@ func (r *pointRun) checkAt(set oracle.InputSet, in *oracle.Inputs, nkv int, leng
 	if err != nil {
 		return err
 	}
-	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: r.l.outDtype}, s)
+	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: string(r.l.outDtype)}, s)
 	m, err := oracle.Compare(floats(out), ref, bounds)
 	if err != nil {
 		return err
@@ -337,7 +338,7 @@ type span struct{ dst, src, n int64 }
 // rowSpans places the oracle's rows rows of each sequence (packed, rows
 // per sequence) at the start of that sequence's capacity rows on the
 // device ([batch][capacity][kv_heads][head_dim]).
-func rowSpans(s results.Shape, rows int, rowBytes int64) []span {
+func rowSpans(s abi.Shape, rows int, rowBytes int64) []span {
 	out := make([]span, s.Batch)
 	for seq := range out {
 		out[seq] = span{

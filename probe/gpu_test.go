@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/kernels"
@@ -38,16 +39,16 @@ func (l testLog) Write(p []byte) (int, error) {
 
 // refPoint is a point of testdata/ref.cu: 8 query heads over 2 KV heads
 // (GQA), head_dim 64, batch 2, SPLITS 8, built with extra defines.
-func refPoint(t *testing.T, nkv int, extra ...results.Define) *plan.Point {
+func refPoint(t *testing.T, nkv int, extra ...abi.Define) *plan.Point {
 	t.Helper()
 	text, err := os.ReadFile("testdata/ref.cu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defs := append([]results.Define{
+	defs := append([]abi.Define{
 		{Name: "HEAD_DIM", Value: "64"}, {Name: "KV_F16", Value: "1"}, {Name: "SPLITS", Value: "8"},
 	}, extra...)
-	shape := results.Shape{Name: "tiny", Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "f16", Batch: 2, Capacity: 1024}
+	shape := abi.Shape{Name: "tiny", Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "f16", Batch: 2, Capacity: 1024}
 	key := "ref"
 	for _, d := range extra {
 		key += " " + d.Name + "=" + d.Value
@@ -110,7 +111,7 @@ func TestGPUEnv(t *testing.T) {
 func TestGPURunGood(t *testing.T) {
 	b := gpuBackend(t)
 	p := refPoint(t, 700)
-	twin := refPoint(t, 700, results.Define{Name: "TWIN", Value: "1"})
+	twin := refPoint(t, 700, abi.Define{Name: "TWIN", Value: "1"})
 	p.Twin = twin
 	rec, err := b.Run(context.Background(), p)
 	if err != nil {
@@ -172,7 +173,7 @@ func TestGPURunGateFailures(t *testing.T) {
 	b := gpuBackend(t)
 	ctx := context.Background()
 
-	rec, err := b.Run(ctx, refPoint(t, 100, results.Define{Name: "BUG", Value: "1"}))
+	rec, err := b.Run(ctx, refPoint(t, 100, abi.Define{Name: "BUG", Value: "1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestGPURunGateFailures(t *testing.T) {
 		}
 	}
 
-	rec, err = b.Run(ctx, refPoint(t, 100, results.Define{Name: "SKIP_IDLE", Value: "1"}))
+	rec, err = b.Run(ctx, refPoint(t, 100, abi.Define{Name: "SKIP_IDLE", Value: "1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestGPURunGateFailures(t *testing.T) {
 	}
 
 	p := refPoint(t, 100)
-	p.Twin = refPoint(t, 100, results.Define{Name: "BUG", Value: "1"})
+	p.Twin = refPoint(t, 100, abi.Define{Name: "BUG", Value: "1"})
 	rec, err = b.Run(ctx, p)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +241,7 @@ func TestGPURunCompileFailedAndOOM(t *testing.T) {
 
 	p = refPoint(t, 100)
 	// 64 × 2^20 rows × 16 heads × 128 dims × 4 bytes = 512 GiB per buffer.
-	p.Config.Shape = results.Shape{Heads: 16, KVHeads: 16, HeadDim: 128, KVDtype: "f32", Batch: 64, Capacity: 1 << 20}
+	p.Config.Shape = abi.Shape{Heads: 16, KVHeads: 16, HeadDim: 128, KVDtype: "f32", Batch: 64, Capacity: 1 << 20}
 	p.Config.Defines[0].Value, p.Config.Defines[1].Value = "128", "0"
 	rec, err = b.Run(ctx, p)
 	if err != nil {
@@ -274,8 +275,8 @@ func builtinPoint(t *testing.T, file string, nkv, splits int) *plan.Point {
 		Hash: name + sp + strconv.Itoa(nkv),
 		Config: results.Config{
 			Variant: name, Kernel: name, NKV: nkv, Splits: splits,
-			Defines: []results.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "4"}, {Name: "SPLITS", Value: sp}},
-			Shape:   results.Shape{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: 1, Capacity: 32768},
+			Defines: []abi.Define{{Name: "HEAD_DIM", Value: "128"}, {Name: "KV_F16", Value: "1"}, {Name: "NR", Value: "4"}, {Name: "SPLITS", Value: sp}},
+			Shape:   abi.Shape{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: 1, Capacity: 32768},
 		},
 		Source:  src,
 		GateKey: name + sp,

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 )
 
 // Read-only inputs.
@@ -213,7 +213,7 @@ func (r *pointRun) elementName(buf string, e int64) string {
 	case "q":
 		return fmt.Sprintf("sequence %d, head %d, dim %d", e/(int64(s.Heads)*d), e/d%int64(s.Heads), e%d)
 	case "k", "v":
-		if r.l.kvLayout == spec.KVBHSD {
+		if r.l.kvLayout == abi.BHSD {
 			return fmt.Sprintf("sequence %d, KV head %d, row %d, dim %d", e/(kvh*cp*d), e/(cp*d)%kvh, e/d%cp, e%d)
 		}
 		return fmt.Sprintf("sequence %d, row %d, KV head %d, dim %d", e/(cp*kvh*d), e/(kvh*d)%cp, e/d%kvh, e%d)

@@ -4,10 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/ktune/ktune/internal/kvtype"
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/oracle"
-	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 )
 
 // The declared io of a signature, on the host side: q goes up in its
@@ -15,21 +13,18 @@ import (
 // that the gates (gates.go, compare.go) judge every kernel's output as
 // f32 bytes whatever dtype it writes.
 
-// The q and out dtypes (spec.Dtypes: f32, f16, bf16) are element types of
-// package kvtype too, which converts them; "" is f32.
-
-// dtypeBytes is the size of one element of a q or out dtype.
-func dtypeBytes(dtype string) int { return kvtype.Of(dtype).Bytes }
+// The q and out dtypes (abi.IODtypes: f32, f16, bf16) are element types
+// of package kvtype too, which converts them.
 
 // roundTo rounds f to what a dtype holds, as f32.
-func roundTo(dtype string, f float32) float32 {
-	t := kvtype.Of(dtype)
+func roundTo(dtype abi.Dtype, f float32) float32 {
+	t := dtype.Type()
 	return float32(t.Decode(t.Encode(float64(f))))
 }
 
 // encode writes vals as little-endian elements of dtype.
-func encode(dtype string, vals []float32) []byte {
-	t := kvtype.Of(dtype)
+func encode(dtype abi.Dtype, vals []float32) []byte {
+	t := dtype.Type()
 	out := make([]byte, t.Bytes*len(vals))
 	for i, f := range vals {
 		t.PutBits(out, i, t.Encode(float64(f)))
@@ -42,7 +37,7 @@ func encode(dtype string, vals []float32) []byte {
 // q the kernel reads, and an f16 q is not charged with its own rounding.
 func qUpload(l layout, in *oracle.Inputs) []byte {
 	dt := l.qDtype
-	if dt == "" || dt == "f32" {
+	if dt == abi.F32 {
 		return in.QBytes()
 	}
 	for i, f := range in.Q {
@@ -63,9 +58,9 @@ type kvCopy struct {
 // layout's order: [batch][capacity][kv_heads][dim] takes one copy per
 // sequence; [batch][kv_heads][capacity][dim] one per (sequence, KV head),
 // transposed on the host.
-func kvCopies(l layout, s results.Shape, rows int, kb, vb []byte) []kvCopy {
+func kvCopies(l layout, s abi.Shape, rows int, kb, vb []byte) []kvCopy {
 	rowBytes := int64(s.KVHeads) * int64(s.HeadDim) * int64(l.elt)
-	if l.kvLayout != spec.KVBHSD {
+	if l.kvLayout != abi.BHSD {
 		var out []kvCopy
 		for _, sp := range rowSpans(s, rows, rowBytes) {
 			out = append(out, kvCopy{sp.dst, kb[sp.src : sp.src+sp.n], vb[sp.src : sp.src+sp.n]})
@@ -83,7 +78,7 @@ func kvCopies(l layout, s results.Shape, rows int, kb, vb []byte) []kvCopy {
 				copy(k[int64(r)*headBytes:], kb[src:src+headBytes])
 				copy(v[int64(r)*headBytes:], vb[src:src+headBytes])
 			}
-			dst := (int64(b)*int64(s.KVHeads) + int64(h)) * int64(s.Capacity) * headBytes
+			dst := l.kvLayout.Offset(s, b, 0, h) * int64(l.elt)
 			out = append(out, kvCopy{dst, k, v})
 		}
 	}
@@ -98,24 +93,24 @@ const poison16 uint16 = 0x7FDD
 // outPoison is the 32-bit word the gates fill out with: poison for f32,
 // two poison16 halves for a 16-bit dtype.
 func outPoison(l layout) uint32 {
-	if dtypeBytes(l.outDtype) == 2 {
+	if l.outDtype.Bytes() == 2 {
 		return uint32(poison16)<<16 | uint32(poison16)
 	}
 	return poison
 }
 
 // outBytes is the size of out as the kernel writes it, unaligned.
-func outBytes(l layout, s results.Shape) int {
-	return s.Batch * s.Heads * s.HeadDim * dtypeBytes(l.outDtype)
+func outBytes(l layout, s abi.Shape) int {
+	return s.Batch * s.Heads * s.HeadDim * l.outDtype.Bytes()
 }
 
 // outToF32 converts out as read back to f32 bytes; an element that still
 // holds poison16 becomes the f32 poison, so the written gate finds it.
 func outToF32(l layout, raw []byte) []byte {
-	if dtypeBytes(l.outDtype) == 4 {
+	if l.outDtype.Bytes() == 4 {
 		return raw
 	}
-	t := kvtype.Of(l.outDtype)
+	t := l.outDtype.Type()
 	out := make([]byte, 2*len(raw))
 	for i := 0; i+1 < len(raw); i += 2 {
 		h := binary.LittleEndian.Uint16(raw[i:])

@@ -6,10 +6,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/oracle"
-	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 )
 
 func TestBF16(t *testing.T) {
@@ -57,7 +56,7 @@ func TestQUpload(t *testing.T) {
 // TestKVCopies places packed rows [batch][rows][kv_heads][dim] into both
 // layouts; element values encode (sequence, row, head, dim).
 func TestKVCopies(t *testing.T) {
-	s := results.Shape{Heads: 4, KVHeads: 2, HeadDim: 4, KVDtype: "f32", Batch: 2, Capacity: 5}
+	s := abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 4, KVDtype: "f32", Batch: 2, Capacity: 5}
 	const rows = 3
 	packed := make([]byte, s.Batch*rows*s.KVHeads*s.HeadDim*4)
 	val := func(b, r, h, d int) uint32 { return uint32(1000*b + 100*r + 10*h + d) }
@@ -71,7 +70,7 @@ func TestKVCopies(t *testing.T) {
 			}
 		}
 	}
-	for _, lay := range []string{spec.KVBSHD, spec.KVBHSD} {
+	for _, lay := range []abi.KVLayout{abi.BSHD, abi.BHSD} {
 		dev := make([]byte, s.Batch*s.Capacity*s.KVHeads*s.HeadDim*4)
 		for _, cp := range kvCopies(layout{elt: 4, kvLayout: lay}, s, rows, packed, packed) {
 			if !bytes.Equal(cp.k, cp.v) {
@@ -84,7 +83,7 @@ func TestKVCopies(t *testing.T) {
 				for h := range s.KVHeads {
 					for d := range s.HeadDim {
 						i := ((b*s.Capacity+r)*s.KVHeads+h)*s.HeadDim + d
-						if lay == spec.KVBHSD {
+						if lay == abi.BHSD {
 							i = ((b*s.KVHeads+h)*s.Capacity+r)*s.HeadDim + d
 						}
 						if got := binary.LittleEndian.Uint32(dev[4*i:]); got != val(b, r, h, d) {
@@ -100,7 +99,7 @@ func TestKVCopies(t *testing.T) {
 // TestOutToF32: a 16-bit out comes back as f32 for the gates, and an
 // element still holding the poison becomes the f32 poison.
 func TestOutToF32(t *testing.T) {
-	for _, dt := range []string{"f16", "bf16"} {
+	for _, dt := range []abi.Dtype{abi.F16, abi.BF16} {
 		l := layout{outDtype: dt}
 		raw := encode(dt, []float32{1.5, -2})
 		raw = binary.LittleEndian.AppendUint16(raw, poison16)

@@ -4,9 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
-	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -18,7 +17,7 @@ func fp8Point(variant string) *plan.Point {
 	p.Hash += "-fp8"
 	p.GateKey += "-fp8"
 	for _, name := range []string{"q", "k", "v", "positions", "partial", "heads", "kv_heads", "capacity", "scale", "kv_scale"} {
-		a, err := spec.ParseArg(name)
+		a, err := abi.ParseArg(name)
 		if err != nil {
 			panic(err)
 		}
@@ -61,7 +60,7 @@ func TestMarshalScales(t *testing.T) {
 		}
 	}
 	w.kvScale = 0
-	for _, name := range spec.ScaleBuffers {
+	for _, name := range []string{"kv_scale", "k_scale", "v_scale"} {
 		if _, err := bufferArg(name, p.Config.Shape, w); err == nil || !strings.Contains(err.Error(), "not allocated") {
 			t.Errorf("%s without scales: %v", name, err)
 		}
@@ -71,7 +70,7 @@ func TestMarshalScales(t *testing.T) {
 // TestKVBytesTypes: the bytes a point moves follow the element size; an
 // fp8e4m3 point moves half of f16's plus its scales.
 func TestKVBytesTypes(t *testing.T) {
-	s := results.Shape{Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "f16", Batch: 1, Capacity: 100}
+	s := abi.Shape{Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "f16", Batch: 1, Capacity: 100}
 	f16 := kvBytes(s, []int{100})
 	s.KVDtype = "bf16"
 	if kvBytes(s, []int{100}) != f16 {

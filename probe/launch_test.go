@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
@@ -72,7 +73,7 @@ variants:
 func TestLaunchesABI(t *testing.T) {
 	p := planned(t, abiSpec, nil)
 	w := testWorkspace()
-	w.l = layout{splits: 8, kvLayout: spec.KVBSHD}
+	w.l = layout{splits: 8, kvLayout: abi.BSHD}
 	scale := float32(1 / math.Sqrt(128))
 	abi := []any{w.q, w.k, w.v, w.positions, w.partial, int32(28), int32(4), int32(4096), scale}
 
@@ -190,7 +191,7 @@ func TestMarshalEngineSignature(t *testing.T) {
 	if l.Q != 2*28*128*2 || l.Out != 2*28*128*2 || l.Lse != 2*16*28*4 || l.Workspace != 2*28*64 || l.Scratch != 2*28*4 {
 		t.Errorf("layout %+v", l)
 	}
-	if l.gatedSlots(pt.Config.Shape) != 0 || l.kvLayout != spec.KVBHSD {
+	if l.gatedSlots(pt.Config.Shape) != 0 || l.kvLayout != abi.BHSD {
 		t.Errorf("opaque partial gated %d slots, kv layout %s", l.gatedSlots(pt.Config.Shape), l.kvLayout)
 	}
 	if w.workspace = 0; true {

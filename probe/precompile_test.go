@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
@@ -18,7 +19,7 @@ import (
 // point makes a plan point of variant v with the given SPLITS and nkv.
 func point(v, text string, splits, nkv int) *plan.Point {
 	return &plan.Point{
-		Config: results.Config{Variant: v, NKV: nkv, Defines: []results.Define{
+		Config: results.Config{Variant: v, NKV: nkv, Defines: []abi.Define{
 			{Name: "HEAD_DIM", Value: "128"}, {Name: "SPLITS", Value: strconv.Itoa(splits)}}},
 		Source: plan.Source{Name: v + ".cu", Text: text},
 		Flags:  []string{"-lineinfo"},
@@ -68,13 +69,13 @@ func TestCompileJobsDedup(t *testing.T) {
 }
 
 // definesOf reads the -D options back, for the test's labels.
-func definesOf(opts []string) []results.Define {
-	var ds []results.Define
+func definesOf(opts []string) []abi.Define {
+	var ds []abi.Define
 	for _, o := range opts {
 		if len(o) > 2 && o[:2] == "-D" {
 			for i := 2; i < len(o); i++ {
 				if o[i] == '=' {
-					ds = append(ds, results.Define{Name: o[2:i], Value: o[i+1:]})
+					ds = append(ds, abi.Define{Name: o[2:i], Value: o[i+1:]})
 					break
 				}
 			}

@@ -3,11 +3,11 @@ package probe
 import (
 	"fmt"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 )
 
 // Memory as an engine holds it.
@@ -48,7 +48,7 @@ func staleBits(t *kvtype.Type) []uint32 {
 // sequence's length that the stale gate overwrites, and how many rows
 // each holds: one range per sequence in [batch][capacity][kv_heads][dim],
 // one per (sequence, KV head) in [batch][kv_heads][capacity][dim].
-func staleSpans(l layout, s results.Shape, lengths []int) (spans []span, rowBytes int64) {
+func staleSpans(l layout, s abi.Shape, lengths []int) (spans []span, rowBytes int64) {
 	head := int64(s.HeadDim) * int64(l.elt)
 	rowBytes = int64(s.KVHeads) * head
 	for b, n := range lengths {
@@ -57,7 +57,7 @@ func staleSpans(l layout, s results.Shape, lengths []int) (spans []span, rowByte
 		if rows <= 0 {
 			continue
 		}
-		if l.kvLayout == spec.KVBHSD {
+		if l.kvLayout == abi.BHSD {
 			for h := range s.KVHeads {
 				dst := ((int64(b)*int64(s.KVHeads)+int64(h))*int64(s.Capacity) + int64(n)) * head
 				spans = append(spans, span{dst: dst, n: rows * head})
@@ -66,7 +66,7 @@ func staleSpans(l layout, s results.Shape, lengths []int) (spans []span, rowByte
 		}
 		spans = append(spans, span{dst: (int64(b)*int64(s.Capacity) + int64(n)) * rowBytes, n: rows * rowBytes})
 	}
-	if l.kvLayout == spec.KVBHSD {
+	if l.kvLayout == abi.BHSD {
 		rowBytes = head
 	}
 	return spans, rowBytes
@@ -81,7 +81,7 @@ func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *g
 	if len(spans) == 0 {
 		return nil // every sequence at the capacity: nothing lies past it
 	}
-	t := kvtype.Of(c.Shape.KVDtype)
+	t := c.Shape.KVType()
 	pat := staleBits(t)
 	type saved struct {
 		buf *inputCopy

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 )
@@ -27,7 +28,7 @@ func writtenGate(nkv int, seed uint64, partial, out []byte, slots, headDim int) 
 	if !g.Pass {
 		g.Detail = fmt.Sprintf("%d partial and %d out floats still hold the poison", np, no)
 		if np > 0 {
-			pstr := headDim + 4
+			pstr := abi.PartialStride(headDim)
 			word := fp / 4
 			g.Detail += fmt.Sprintf(" (first: slot %d word %d)", word/pstr, word%pstr)
 		}

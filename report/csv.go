@@ -31,7 +31,7 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 		r := &rep.Rows[i]
 		base := []string{
 			r.Device, r.Label, strconv.Itoa(r.Shape.Heads), strconv.Itoa(r.Shape.KVHeads),
-			strconv.Itoa(r.Shape.HeadDim), r.Shape.KVDtype, r.Shape.KVScale, strconv.Itoa(r.Shape.Batch), strconv.Itoa(r.Shape.Capacity),
+			strconv.Itoa(r.Shape.HeadDim), string(r.Shape.KVDtype), r.Shape.KVScale, strconv.Itoa(r.Shape.Batch), strconv.Itoa(r.Shape.Capacity),
 			r.Variant, r.Kernel, strconv.Itoa(r.Splits), r.Defines, strconv.Itoa(r.NKV),
 			strconv.FormatBool(r.Landed), strconv.FormatBool(r.Reference), strconv.FormatBool(r.Fixture), string(r.Status), r.Verdict,
 			strconv.Itoa(r.Registers), strconv.Itoa(r.LocalBytes), f(r.Occupancy),

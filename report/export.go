@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -81,8 +82,8 @@ func benchName(r *results.Record) string {
 	// the other records of the file, so two exported runs still match.
 	sh := r.Config.Shape
 	b.WriteString("/shape=" + nameValue(ShapeLabel(sh)) + "/batch=" + strconv.Itoa(sh.Batch) + "/capacity=" + strconv.Itoa(sh.Capacity))
-	b.WriteString("/" + results.DefineSplits + "=" + strconv.Itoa(r.Config.Splits))
-	for _, d := range r.Config.Defines.Sorted().Own().Without(results.DefineSplits) {
+	b.WriteString("/" + abi.DefineSplits + "=" + strconv.Itoa(r.Config.Splits))
+	for _, d := range r.Config.Defines.Sorted().Own().Without(abi.DefineSplits) {
 		b.WriteString("/" + nameValue(d.Name) + "=" + nameValue(d.Value))
 	}
 	b.WriteString("/nkv=" + strconv.Itoa(r.Config.NKV))

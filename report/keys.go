@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -42,7 +43,7 @@ func shapeKey(s results.Shape) string {
 func OtherDefines(c *results.Config) string {
 	// SPLITS has its own column; the derived defines say nothing the
 	// shape column does not already say.
-	return c.Defines.Sorted().Own().Without(results.DefineSplits).Join(",")
+	return c.Defines.Sorted().Own().Without(abi.DefineSplits).Join(",")
 }
 
 func allDefines(c *results.Config) string { return c.Defines.Sorted().Join(",") }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -17,7 +18,7 @@ func TestShapeKeysKVTypes(t *testing.T) {
 	}
 	keys := map[string]bool{shapeKey(s): true}
 	for _, kv := range [][2]string{{"bf16", ""}, {"fp8e4m3", "tensor"}, {"fp8e4m3", "head"}} {
-		s.KVDtype, s.KVScale = kv[0], kv[1]
+		s.KVDtype, s.KVScale = abi.Dtype(kv[0]), kv[1]
 		k := shapeKey(s)
 		if keys[k] || !strings.Contains(k, kv[0]) || !strings.Contains(ShapeDescription(s), kv[0]) {
 			t.Errorf("%v: key %q, description %q", kv, k, ShapeDescription(s))

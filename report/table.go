@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/table"
 )
@@ -364,7 +365,7 @@ func SummaryTable(w io.Writer, recs []results.Record) error {
 	if len(shapes) > 1 {
 		g.Col("shape", false)
 	}
-	for _, c := range []string{"variant", results.DefineSplits, "nkv", "cold µs", "hot µs", "GB/s", "% BW", "vs landed", "gate"} {
+	for _, c := range []string{"variant", abi.DefineSplits, "nkv", "cold µs", "hot µs", "GB/s", "% BW", "vs landed", "gate"} {
 		g.Col(c, c != "variant" && c != "gate")
 	}
 	for i := range rep.Rows {

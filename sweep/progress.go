@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
@@ -172,7 +173,7 @@ func newLabeler(points []*plan.Point) *labeler {
 	}
 	// SPLITS first: it is the axis every sweep turns.
 	slices.SortStableFunc(l.defines, func(a, b string) int {
-		return boolCmp(b == results.DefineSplits, a == results.DefineSplits)
+		return boolCmp(b == abi.DefineSplits, a == abi.DefineSplits)
 	})
 	return l
 }

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // The frontier family: kernels that give one block to a whole GQA group
@@ -26,12 +26,12 @@ import (
 // kv_heads x batch, a seventh of the seeds' at group 7, so a single sequence
 // needs far more splits to fill 132 SMs; the partial buffer and the combine
 // bound it at 256.
-var frontierSplits = catalog.DefineSpec{Name: results.DefineSplits, Default: "64", Min: 1, Max: 256,
+var frontierSplits = catalog.DefineSpec{Name: abi.DefineSplits, Default: "64", Min: 1, Max: 256,
 	Doc: "KV splits per (KV head, sequence); how many are used follows nkv (MINROWS)"}
 
 // gqaSplits is gqa's SPLITS: with 8 warps a block, 32 splits measured as
 // fast as 64 at batch 1 and faster at batch 16 (fewer partials to combine).
-var gqaSplits = catalog.DefineSpec{Name: results.DefineSplits, Default: "32", Min: 1, Max: 256, Doc: frontierSplits.Doc}
+var gqaSplits = catalog.DefineSpec{Name: abi.DefineSplits, Default: "32", Min: 1, Max: 256, Doc: frontierSplits.Doc}
 
 // minrowsDefine is the smallest split worth its fixed costs.
 var minrowsDefine = catalog.DefineSpec{Name: "MINROWS", Default: "128", Min: 1, Max: 1 << 20,
@@ -89,7 +89,7 @@ var (
 var gqaWarps = warpsDefine
 
 var (
-	groupGrid  = [3]string{results.DefineSplits, "kv_heads", "batch"}
+	groupGrid  = [3]string{abi.DefineSplits, "kv_heads", "batch"}
 	groupBlock = [3]string{"32*WARPS", "1", "1"}
 )
 
@@ -101,7 +101,7 @@ const gqaMaxGroup = 8
 // groups and a head_dim among dims (gqa: 128, 16 lanes x 8 dims; mma:
 // 64, 128 or 256, k-steps of 16 with the merge area in static shared
 // memory; mmaf: 128).
-func checkGroupShape(s results.Shape, dims ...int) error {
+func checkGroupShape(s abi.Shape, dims ...int) error {
 	if err := checkGQA(s); err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func joinInts(xs []int) string {
 
 // checkGQAKernel: gqa.cu loads K/V with its own f16/f32 code (#if
 // KV_F16), not kv_ld4, so it keeps to f16 and f32.
-func checkGQAKernel(s results.Shape, defines map[string]string) error {
+func checkGQAKernel(s abi.Shape, defines map[string]string) error {
 	if err := checkGroupShape(s, 128); err != nil {
 		return err
 	}
@@ -161,16 +161,16 @@ func mmaSharedBytes(headDim, warps, gn, wn int) int {
 // the merge area in static shared memory).
 var mmaHeadDims = []int{64, 128, 256}
 
-func checkMMAKernel(s results.Shape, defines map[string]string) error {
+func checkMMAKernel(s abi.Shape, defines map[string]string) error {
 	return checkMMA(s, defines, mmaHeadDims...)
 }
 
 // checkMMA is checkMMAKernel for the head_dims dims.
-func checkMMA(s results.Shape, defines map[string]string, dims ...int) error {
+func checkMMA(s abi.Shape, defines map[string]string, dims ...int) error {
 	if err := checkGroupShape(s, dims...); err != nil {
 		return err
 	}
-	if t, err := kvtype.Lookup(s.KVDtype); err != nil || !slices.Contains(mmaKVTypes, t) {
+	if t, err := kvtype.Lookup(string(s.KVDtype)); err != nil || !slices.Contains(mmaKVTypes, t) {
 		return fmt.Errorf("kv_dtype %q: the tensor-core kernel takes f16, bf16 or fp8e4m3 K/V", s.KVDtype)
 	}
 	gn, err := defineInt(defines, "GN", 1)
@@ -219,8 +219,8 @@ func checkMMA(s results.Shape, defines map[string]string, dims ...int) error {
 // head dims); the weights (8·GN × SPLITS floats) reuse the block's merge
 // area, WARPS/WN rows × 8·GN columns × 128 dims, so SPLITS may not exceed
 // 128·WARPS/WN.
-func checkMMAFusedKernel(s results.Shape, defines map[string]string) error {
-	splits, err := defineInt(defines, results.DefineSplits, 64)
+func checkMMAFusedKernel(s abi.Shape, defines map[string]string) error {
+	splits, err := defineInt(defines, abi.DefineSplits, 64)
 	if err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func init() {
 		Doc:     "mma in one launch: the splits of a group form a thread-block cluster and merge after its barrier, each block a slice of out",
 		Partial: "attn_partial",
 		Defines: []catalog.DefineSpec{
-			{Name: results.DefineSplits, Default: "16", Min: 1, Max: 16,
+			{Name: abi.DefineSplits, Default: "16", Min: 1, Max: 16,
 				Doc: "KV splits per (KV head, sequence), one cluster: at most 16 (above 8 with cluster_nonportable)"},
 			mmaNR,
 			warpsDefine,

@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/expr"
-	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/kernels"
 )
 
 // h200Shape is the problem the frontier kernels were written for.
-var h200Shape = results.Shape{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: 1, Capacity: 32768}
+var h200Shape = abi.Shape{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: 1, Capacity: 32768}
 
 func TestFrontierGeometry(t *testing.T) {
 	for _, name := range []string{"gqa", "mma"} {
@@ -60,7 +60,7 @@ func TestFrontierChecks(t *testing.T) {
 	ragged.Heads = 30 // not a multiple of kv_heads
 	cases := []struct {
 		kernel  string
-		shape   results.Shape
+		shape   abi.Shape
 		defines map[string]string
 		reject  string // substring of the reason; "" accepts
 	}{
@@ -330,12 +330,12 @@ func TestFusedSource(t *testing.T) {
 	}
 }
 
-func withKV(s results.Shape, kv string) results.Shape {
-	s.KVDtype = kv
+func withKV(s abi.Shape, kv string) abi.Shape {
+	s.KVDtype = abi.Dtype(kv)
 	return s
 }
 
-func withDim(s results.Shape, d int) results.Shape {
+func withDim(s abi.Shape, d int) abi.Shape {
 	s.HeadDim = d
 	return s
 }

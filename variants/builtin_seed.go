@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // The seed family: the split-KV decode kernels of the seed documents (R4,
@@ -14,7 +14,7 @@ import (
 // partial slot per (split, head, sequence) and share kernels/combine.cuh.
 
 // splitsDefine is the SPLITS define every kernel takes.
-var splitsDefine = catalog.DefineSpec{Name: results.DefineSplits, Default: "32", Min: 1,
+var splitsDefine = catalog.DefineSpec{Name: abi.DefineSplits, Default: "32", Min: 1,
 	Doc: "KV splits per (head, sequence): partial slots merged by attn_combine"}
 
 // nrDefine is the row window of the lane-owns-dims kernels.
@@ -26,7 +26,7 @@ var ringDefine = catalog.DefineSpec{Name: "RING", Default: "2", Min: 2, Max: 4,
 	Doc: "cp.async ring stages (windows of K and V in flight)"}
 
 var (
-	warpGrid  = [3]string{results.DefineSplits, "heads", "batch"}
+	warpGrid  = [3]string{abi.DefineSplits, "heads", "batch"}
 	warpBlock = [3]string{"32", "1", "1"}
 )
 
@@ -37,7 +37,7 @@ const staticSharedLimit = 48 << 10
 
 // checkGQA rejects shapes whose query heads do not split evenly over the KV
 // heads: every kernel maps head h to KV head h / (heads / kv_heads).
-func checkGQA(s results.Shape) error {
+func checkGQA(s abi.Shape) error {
 	if s.KVHeads <= 0 || s.Heads%s.KVHeads != 0 {
 		return fmt.Errorf("heads %d is not a multiple of kv_heads %d", s.Heads, s.KVHeads)
 	}
@@ -48,8 +48,8 @@ func checkGQA(s results.Shape) error {
 // read K/V through abi.cuh's kv_ld4/kv_ld2 read what those decode: f32,
 // f16 and bf16 (viaLoaders). None of the CUDA-core kernels takes the
 // kv_scale argument a scaled type needs.
-func checkKVType(s results.Shape, viaLoaders bool) error {
-	t, err := kvtype.Lookup(s.KVDtype)
+func checkKVType(s abi.Shape, viaLoaders bool) error {
+	t, err := kvtype.Lookup(string(s.KVDtype))
 	switch {
 	case err != nil:
 		return err
@@ -64,7 +64,7 @@ func checkKVType(s results.Shape, viaLoaders bool) error {
 // checkLaneDims is the seeds' dispatch gate for the lane-owns-dims mapping:
 // 32 lanes x 4 dims cover at most 128 dims, and every lane moves whole float4s.
 // Their K/V go through kv_ld4.
-func checkLaneDims(s results.Shape, _ map[string]string) error {
+func checkLaneDims(s abi.Shape, _ map[string]string) error {
 	if err := checkGQA(s); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func checkLaneDims(s results.Shape, _ map[string]string) error {
 
 // checkRows gates the lane-owns-rows specimen: each lane holds the whole
 // HEAD_DIM accumulator in float4s, and the combine block has HEAD_DIM threads.
-func checkRows(s results.Shape, _ map[string]string) error {
+func checkRows(s abi.Shape, _ map[string]string) error {
 	if err := checkGQA(s); err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func defineInt(defines map[string]string, name string, def int) (int, error) {
 
 // cpasyncSharedBytes is the static ring of cpasync.cu: RING stages of NR
 // rows of K and V, HEAD_DIM elements each.
-func cpasyncSharedBytes(s results.Shape, defines map[string]string) (int, error) {
+func cpasyncSharedBytes(s abi.Shape, defines map[string]string) (int, error) {
 	ring, err := defineInt(defines, "RING", 2) // ringDefine.Default
 	if err != nil {
 		return 0, err
@@ -116,13 +116,13 @@ func cpasyncSharedBytes(s results.Shape, defines map[string]string) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	return ring * nr * 2 * s.HeadDim * kvtype.Of(s.KVDtype).Bytes, nil
+	return ring * nr * 2 * s.HeadDim * s.KVType().Bytes, nil
 }
 
 // checkCpasync: cpasync stages raw K/V bytes with cp.async and reads them
 // back with its own shared-memory loader (kt_sm_ld4), not kv_ld4, so it
 // keeps to f16 and f32.
-func checkCpasync(s results.Shape, defines map[string]string) error {
+func checkCpasync(s abi.Shape, defines map[string]string) error {
 	if err := checkKVType(s, false); err != nil {
 		return err
 	}

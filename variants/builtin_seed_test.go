@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
-	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/kernels"
 )
 
@@ -74,12 +74,12 @@ func TestSeedTwins(t *testing.T) {
 }
 
 func TestSeedChecks(t *testing.T) {
-	shape := func(hd int, kv string) results.Shape {
-		return results.Shape{Heads: 28, KVHeads: 4, HeadDim: hd, KVDtype: kv, Batch: 1, Capacity: 4096}
+	shape := func(hd int, kv string) abi.Shape {
+		return abi.Shape{Heads: 28, KVHeads: 4, HeadDim: hd, KVDtype: abi.Dtype(kv), Batch: 1, Capacity: 4096}
 	}
 	cases := []struct {
 		kernel  string
-		shape   results.Shape
+		shape   abi.Shape
 		defines map[string]string
 		ok      bool
 	}{
@@ -90,7 +90,7 @@ func TestSeedChecks(t *testing.T) {
 		{"warp4", shape(160, "f16"), nil, false},
 		{"rows", shape(256, "f16"), nil, true}, // lanes own rows: no lane limit
 		{"rows", shape(126, "f16"), nil, false},
-		{"r4", results.Shape{Heads: 28, KVHeads: 5, HeadDim: 128, KVDtype: "f16"}, nil, false},
+		{"r4", abi.Shape{Heads: 28, KVHeads: 5, HeadDim: 128, KVDtype: "f16"}, nil, false},
 		// 4 x 8 x 2 x 128 x 2 B = 16 KiB of ring.
 		{"cpasync", shape(128, "f16"), map[string]string{"RING": "4", "NR": "8"}, true},
 		// 4 x 16 x 2 x 128 x 4 B = 64 KiB: over the 48 KiB static limit.
@@ -124,7 +124,7 @@ func TestCpasyncSharedBytes(t *testing.T) {
 		{"f16", nil, 4096}, // defaults RING 2, NR 4
 	}
 	for _, c := range cases {
-		got, err := cpasyncSharedBytes(results.Shape{HeadDim: 128, KVDtype: c.kv}, c.defines)
+		got, err := cpasyncSharedBytes(abi.Shape{HeadDim: 128, KVDtype: abi.Dtype(c.kv)}, c.defines)
 		if err != nil || got != c.want {
 			t.Errorf("%s %v: %d, %v; want %d", c.kv, c.defines, got, err, c.want)
 		}
@@ -134,7 +134,7 @@ func TestCpasyncSharedBytes(t *testing.T) {
 // TestCpasyncDefaults checks that an unset RING or NR sizes the ring with
 // the defaults the registry declares (and NVRTC therefore compiles).
 func TestCpasyncDefaults(t *testing.T) {
-	s := results.Shape{HeadDim: 128, KVDtype: "f16"}
+	s := abi.Shape{HeadDim: 128, KVDtype: "f16"}
 	unset, err1 := cpasyncSharedBytes(s, nil)
 	explicit, err2 := cpasyncSharedBytes(s, map[string]string{"RING": ringDefine.Default, "NR": nrDefine.Default})
 	if err1 != nil || err2 != nil || unset != explicit {
@@ -149,7 +149,7 @@ func TestSeedKVTypes(t *testing.T) {
 	for _, name := range []string{"r4", "d2", "d2full", "pair", "warp4", "rows", "cpasync"} {
 		k, _ := Lookup(name)
 		for _, kv := range []string{"f32", "f16", "bf16", "fp8e4m3"} {
-			s := results.Shape{Name: "s", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: kv, Batch: 1, Capacity: 4096}
+			s := abi.Shape{Name: "s", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: abi.Dtype(kv), Batch: 1, Capacity: 4096}
 			err := k.Accepts(s, nil)
 			want := kv != "fp8e4m3" && (kv != "bf16" || name != "cpasync")
 			if (err == nil) != want {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/dispatch"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/report"
@@ -152,7 +153,7 @@ func tuneChoices(paths []string, nkvs map[string][]int) []string {
 			for _, rg := range st.Ranges {
 				if n >= rg.MinNKV && (rg.MaxNKV == 0 || n < rg.MaxNKV) {
 					c := results.Config{Variant: rg.Variant, Defines: rg.Defines}
-					if v, ok := c.Define(results.DefineSplits); ok {
+					if v, ok := c.Define(abi.DefineSplits); ok {
 						c.Splits, _ = strconv.Atoi(v)
 					}
 					out = append(out, choiceKey(st.Shape, n, report.ConfigLabel(&c)))

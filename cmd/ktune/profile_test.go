@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -102,7 +103,7 @@ func TestProfile(t *testing.T) {
 			rec := results.Record{Schema: results.SchemaVersion, Hash: "h32768", Status: results.StatusOK,
 				Config: results.Config{Variant: "d2", Kernel: "d2", NKV: 32768, Splits: 32,
 					Shape:   results.Shape{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: 1, Capacity: 32768},
-					Defines: results.SortDefines(map[string]string{"HEAD_DIM": "128", "KV_F16": "1", "NR": "4", "SPLITS": "32"})},
+					Defines: abi.SortDefines(map[string]string{"HEAD_DIM": "128", "KV_F16": "1", "NR": "4", "SPLITS": "32"})},
 				Probes: []results.Measurement{{Probe: results.ProbeCold, Summary: results.Summary{N: 10, Median: 554000}}}}
 			return w.Append(&rec)
 		}

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // Class is a kernel's numerics class.
@@ -54,7 +54,7 @@ type Kernel struct {
 	Twin  string
 	// Check returns a non-nil error (the skip reason) when the kernel cannot
 	// run a shape with the given defines. Nil Check accepts everything.
-	Check func(s results.Shape, defines map[string]string) error
+	Check func(s abi.Shape, defines map[string]string) error
 	// Fused kernels follow the fused ABI (kernels/ABI.md, "Fused kernels"):
 	// attn_partial takes two more arguments, out and a zeroed scratch of
 	// batch × kv_heads counters, merges the splits itself and writes out;
@@ -128,7 +128,7 @@ func (d DefineSpec) CheckValue(value string) error {
 // Accepts returns nil when the kernel can run the shape with the given
 // defines, else the reason it cannot: a declared define out of its bounds,
 // or the kernel's own Check. The planner records the reason as a skip.
-func (k *Kernel) Accepts(s results.Shape, defines map[string]string) error {
+func (k *Kernel) Accepts(s abi.Shape, defines map[string]string) error {
 	if !s.Attention.IsZero() {
 		// The built-ins compute plain decode attention; a shape with an
 		// option is a user kernel's (experiments/options).

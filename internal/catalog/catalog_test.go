@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/abi"
 )
 
 func TestCheckValue(t *testing.T) {
@@ -31,24 +31,24 @@ func TestAccepts(t *testing.T) {
 	refused := errors.New("head_dim 64 unsupported")
 	calls := 0
 	k := &Kernel{Name: "k", Defines: []DefineSpec{{Name: "NR", Min: 1, Max: 4}},
-		Check: func(s results.Shape, _ map[string]string) error {
+		Check: func(s abi.Shape, _ map[string]string) error {
 			calls++
 			if s.HeadDim != 128 {
 				return refused
 			}
 			return nil
 		}}
-	if err := k.Accepts(results.Shape{HeadDim: 128}, map[string]string{"NR": "4"}); err != nil {
+	if err := k.Accepts(abi.Shape{HeadDim: 128}, map[string]string{"NR": "4"}); err != nil {
 		t.Errorf("refused a valid combination: %v", err)
 	}
-	err := k.Accepts(results.Shape{HeadDim: 128}, map[string]string{"NR": "8"})
+	err := k.Accepts(abi.Shape{HeadDim: 128}, map[string]string{"NR": "8"})
 	if err == nil || err.Error() != "k: NR=8 is above the maximum 4" {
 		t.Errorf("bound: %v", err)
 	}
 	if calls != 1 {
 		t.Errorf("Check ran %d times; a value out of bounds must not reach it", calls)
 	}
-	if err := k.Accepts(results.Shape{HeadDim: 64}, map[string]string{"NR": "4"}); !errors.Is(err, refused) {
+	if err := k.Accepts(abi.Shape{HeadDim: 64}, map[string]string{"NR": "4"}); !errors.Is(err, refused) {
 		t.Errorf("Check's reason lost: %v", err)
 	}
 }

@@ -204,7 +204,7 @@ func shapeLabel(s results.Shape) string {
 	if name == "" {
 		name = "shape"
 	}
-	dtype := s.KVDtype
+	dtype := string(s.KVDtype)
 	if s.KVScale != "" {
 		dtype += " scale/" + s.KVScale
 	}

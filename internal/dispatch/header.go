@@ -127,7 +127,7 @@ func (t *Table) WriteHeader(w io.Writer) error {
 	for i, st := range t.Shapes {
 		s := st.Shape
 		fmt.Fprintf(&b, "\t{%s, %d, %d, %d, %s, %d, %d, ktune_dispatch_ranges_%d},\n",
-			cString(s.Name), s.Heads, s.KVHeads, s.HeadDim, kvEnum(kvtype.Of(s.KVDtype)), s.Batch, len(st.Ranges), i)
+			cString(s.Name), s.Heads, s.KVHeads, s.HeadDim, kvEnum(s.KVType()), s.Batch, len(st.Ranges), i)
 	}
 	b.WriteString("};\n")
 	b.WriteString(headerLookup)

@@ -91,7 +91,7 @@ func (t *Table) WriteYAML(w io.Writer) error {
 	doc := yamlDoc{Probe: string(t.Probe), Alpha: t.Alpha, Device: t.Device}
 	for _, st := range t.Shapes {
 		s := st.Shape
-		ys := yamlShape{Name: s.Name, Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, KVDtype: s.KVDtype, KVScale: s.KVScale, Batch: s.Batch}
+		ys := yamlShape{Name: s.Name, Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, KVDtype: string(s.KVDtype), KVScale: s.KVScale, Batch: s.Batch}
 		for _, r := range st.Ranges {
 			yr := yamlRange{
 				MinNKV: r.MinNKV, MaxNKV: r.MaxNKV, Variant: r.Variant, Kernel: r.Kernel, Splits: r.Splits,

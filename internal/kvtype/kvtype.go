@@ -70,17 +70,6 @@ func Lookup(name string) (*Type, error) {
 	return nil, fmt.Errorf("kv_dtype %q is not one of %s", name, Names())
 }
 
-// Of returns the type of a name, or F32 for a name that is not a type: a
-// record written by hand or by another tool with an empty or unknown
-// kv_dtype is read as f32, as ktune always has. Specs and the oracle
-// refuse unknown names (Lookup) before anything is built from them.
-func Of(name string) *Type {
-	if t, err := Lookup(name); err == nil {
-		return t
-	}
-	return F32
-}
-
 // Names returns the type names, comma-separated, for messages.
 func Names() string {
 	n := make([]string, len(All))

@@ -5,13 +5,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // Sets derived from one drawn base equal the sets drawn from scratch, and
 // leave the base as it was: the gates draw the base once per kernel.
 func TestFromBaseEqualsGenerateSet(t *testing.T) {
-	s := results.Shape{Name: "t", Heads: 8, KVHeads: 2, HeadDim: 32, KVDtype: "f16", Batch: 2, Capacity: 512}
+	s := abi.Shape{Name: "t", Heads: 8, KVHeads: 2, HeadDim: 32, KVDtype: "f16", Batch: 2, Capacity: 512}
 	lengths := []int{200, 150}
 	base, err := Generate(s, 200, 7)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/golden"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // The inputs are part of what a gate verdict means: the same shape, rows
@@ -18,7 +18,7 @@ import (
 // generator must say so by updating the golden file (-update).
 func TestInputDigests(t *testing.T) {
 	var b strings.Builder
-	for _, s := range []results.Shape{
+	for _, s := range []abi.Shape{
 		{Name: "f16", Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "f16", Batch: 3, Capacity: 4096},
 		{Name: "f32", Heads: 4, KVHeads: 4, HeadDim: 32, KVDtype: "f32", Batch: 2, Capacity: 4096},
 	} {

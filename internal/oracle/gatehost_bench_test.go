@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // gateLengthsFor are the gate lengths the planner gives the default gates
@@ -28,7 +28,7 @@ func benchLengths(nkv, batch int) []int {
 // oracle call per length.
 func BenchmarkGateHostBefore(b *testing.B) {
 	for _, batch := range []int{1, 16} {
-		s := results.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: batch, Capacity: 131072}
+		s := abi.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: batch, Capacity: 131072}
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			rows := benchGateNKV[len(benchGateNKV)-1]
 			defer reportCPU(b, cpuSeconds())
@@ -69,7 +69,7 @@ func BenchmarkGateHostBefore(b *testing.B) {
 func BenchmarkGateHost(b *testing.B) {
 	for _, batch := range []int{1, 16} {
 		for _, capacity := range []bool{false, true} {
-			s := results.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: batch, Capacity: 131072}
+			s := abi.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: batch, Capacity: 131072}
 			b.Run(fmt.Sprintf("batch=%d/capacity=%v", batch, capacity), func(b *testing.B) {
 				defer reportCPU(b, cpuSeconds())
 				for b.Loop() {
@@ -80,7 +80,7 @@ func BenchmarkGateHost(b *testing.B) {
 	}
 }
 
-func gateHost(b *testing.B, s results.Shape, capacity bool) {
+func gateHost(b *testing.B, s abi.Shape, capacity bool) {
 	rows := benchGateNKV[len(benchGateNKV)-1]
 	base, err := Generate(s, rows, 1)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // Inputs are one seeded set of gate inputs: the query in float32 and K, V
@@ -17,7 +17,7 @@ import (
 // float64 values those bytes hold (already rounded to the KV dtype), so
 // that the oracle and the kernel see identical numbers.
 type Inputs struct {
-	Shape results.Shape
+	Shape abi.Shape
 	Seed  uint64
 	// Rows is the number of rows generated per sequence (≤ Shape.Capacity);
 	// K and V hold [batch][Rows][kv_heads][head_dim]. The device buffers
@@ -53,7 +53,7 @@ type Inputs struct {
 // The same (shape, rows, seed) always gives the same bytes, on any machine
 // and with any number of cores, and a sequence's first rows do not depend
 // on how many rows are drawn.
-func Generate(s results.Shape, rows int, seed uint64) (*Inputs, error) {
+func Generate(s abi.Shape, rows int, seed uint64) (*Inputs, error) {
 	if err := checkShape(s); err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func Generate(s results.Shape, rows int, seed uint64) (*Inputs, error) {
 		in.Q[i] = uniform(rng)
 	}
 	in.drawOptions(rng)
-	t := kvtype.Of(s.KVDtype)
+	t := s.KVType()
 	in.K, in.KBytes = drawRows(s, rows, s.HeadDim, t, seed, 'K')
 	if !a.Latent() {
 		in.V, in.VBytes = drawRows(s, rows, a.VDim(s.HeadDim), t, seed, 'V')
@@ -88,7 +88,7 @@ const drawBlock = 64
 // drawRows draws K or V (tensor 'K' or 'V'), width elements per KV head,
 // uniform in [−1, 1], and stores them in type t (a scaled type only
 // records the values; quantize stores them).
-func drawRows(s results.Shape, rows, width int, t *kvtype.Type, seed uint64, tensor byte) ([]float64, []byte) {
+func drawRows(s abi.Shape, rows, width int, t *kvtype.Type, seed uint64, tensor byte) ([]float64, []byte) {
 	row := s.KVHeads * width
 	vals := make([]float64, s.Batch*rows*row)
 	raw := make([]byte, len(vals)*t.Bytes)
@@ -138,7 +138,7 @@ func (in *Inputs) QBytes() []byte {
 
 // RowBytes returns the bytes of one row (all KV heads) of K or V.
 func (in *Inputs) RowBytes() int {
-	return in.Shape.KVHeads * in.Shape.HeadDim * kvtype.Of(in.Shape.KVDtype).Bytes
+	return in.Shape.KVHeads * in.Shape.HeadDim * in.Shape.KVType().Bytes
 }
 
 func (in *Inputs) row(x []float64, width, b, r, kh int) []float64 {
@@ -177,7 +177,7 @@ func (in *Inputs) Prefix(rows int) *Inputs {
 	out := &Inputs{Shape: s, Seed: in.Seed, Rows: rows, Q: append([]float32(nil), in.Q...),
 		KScale: slices.Clone(in.KScale), VScale: slices.Clone(in.VScale),
 		Slopes: slices.Clone(in.Slopes), Sinks: slices.Clone(in.Sinks)}
-	elt := kvtype.Of(s.KVDtype).Bytes
+	elt := s.KVType().Bytes
 	prefix := func(x []float64, raw []byte, width int) ([]float64, []byte) {
 		if x == nil {
 			return nil, nil
@@ -240,7 +240,7 @@ const vScaleFactor = 1.29
 // chooseScales returns the scales of x (K or V, intended values, rows of
 // width elements per KV head) for the shape's kv_scale mode, factor being
 // 1 for K and vScaleFactor for V.
-func chooseScales(s results.Shape, x []float64, width int, factor float64) []float64 {
+func chooseScales(s abi.Shape, x []float64, width int, factor float64) []float64 {
 	amax := make([]float64, s.KVHeads)
 	for i, v := range x {
 		kh := (i / width) % s.KVHeads
@@ -271,7 +271,7 @@ func chooseScales(s results.Shape, x []float64, width int, factor float64) []flo
 // with the given scales (nil: chosen from the values by chooseScales) and
 // replaces them by the values the bytes and scales hold.
 func (in *Inputs) quantize(ks, vs []float64) {
-	s, t := in.Shape, kvtype.Of(in.Shape.KVDtype)
+	s, t := in.Shape, in.Shape.KVType()
 	if ks == nil {
 		ks = chooseScales(s, in.K, s.HeadDim, 1)
 	}

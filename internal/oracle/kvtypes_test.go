@@ -6,13 +6,13 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
 )
 
-func kvShape(dtype, scale string) results.Shape {
+func kvShape(dtype, scale string) abi.Shape {
 	s := setShape
-	s.KVDtype, s.KVScale = dtype, scale
+	s.KVDtype, s.KVScale = abi.Dtype(dtype), scale
 	s.KVHeads = 4 // more than one head per scale mode, fewer than the factors
 	return s
 }
@@ -21,8 +21,8 @@ func kvShape(dtype, scale string) results.Shape {
 // values are what the bytes (and scales) hold, VScale bounds |V|, the
 // scales are exact f32 and ScaleBytes lays them out K first.
 func TestScaledSetsHoldTheirBytes(t *testing.T) {
-	for _, s := range []results.Shape{kvShape("bf16", ""), kvShape("fp8e4m3", "tensor"), kvShape("fp8e4m3", "head")} {
-		ty := kvtype.Of(s.KVDtype)
+	for _, s := range []abi.Shape{kvShape("bf16", ""), kvShape("fp8e4m3", "tensor"), kvShape("fp8e4m3", "head")} {
+		ty := s.KVType()
 		lengths := lengthsAt(200, s.Batch)
 		for _, set := range Sets {
 			in, err := GenerateSet(set, s, 200, lengths, 8, 3)
@@ -76,7 +76,7 @@ func TestScaledSetsHoldTheirBytes(t *testing.T) {
 
 // checkScaleModes: tensor mode has one scale per tensor, head mode one
 // per head, all distinct, and K's never equal V's.
-func checkScaleModes(t *testing.T, s results.Shape, set InputSet, in *Inputs) {
+func checkScaleModes(t *testing.T, s abi.Shape, set InputSet, in *Inputs) {
 	t.Helper()
 	for kh := range s.KVHeads {
 		if in.KScale[kh] == in.VScale[kh] {
@@ -236,7 +236,7 @@ func TestFP8WrongScaleFails(t *testing.T) {
 // TestCorrectKernelPassesNewTypes: the float32 emulation passes every set
 // of bf16 and fp8e4m3 inputs with the default bounds.
 func TestCorrectKernelPassesNewTypes(t *testing.T) {
-	for _, s := range []results.Shape{kvShape("bf16", ""), kvShape("fp8e4m3", "tensor"), kvShape("fp8e4m3", "head")} {
+	for _, s := range []abi.Shape{kvShape("bf16", ""), kvShape("fp8e4m3", "tensor"), kvShape("fp8e4m3", "head")} {
 		for _, set := range Sets {
 			lengths := lengthsAt(700, s.Batch)
 			in, err := GenerateSet(set, s, 700, lengths, 32, 1)

@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // StandardSlopes are the ALiBi slopes of the ALiBi paper for heads query
@@ -43,9 +43,9 @@ func (in *Inputs) drawOptions(rng *rand.Rand) {
 		}
 	}
 	switch a.ALiBi {
-	case results.ALiBiStandard:
+	case abi.ALiBiStandard:
 		in.Slopes = StandardSlopes(s.Heads)
-	case results.ALiBiBuffer:
+	case abi.ALiBiBuffer:
 		in.Slopes = StandardSlopes(s.Heads)
 		for h := range in.Slopes {
 			in.Slopes[h] = float64(float32(in.Slopes[h] * math.Exp2(2*rng.Float64()-1)))

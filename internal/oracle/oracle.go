@@ -12,8 +12,8 @@ package oracle
 import (
 	"fmt"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // Reference returns the reference output of one launch at context
@@ -28,14 +28,14 @@ func Reference(in *Inputs, nkv []int) ([]float64, error) {
 }
 
 // checkShape rejects shapes the ABI cannot express.
-func checkShape(s results.Shape) error {
+func checkShape(s abi.Shape) error {
 	switch {
 	case s.Batch <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0:
 		return fmt.Errorf("oracle: shape %+v: batch, heads, kv_heads and head_dim must be positive", s)
 	case s.Heads%s.KVHeads != 0:
 		return fmt.Errorf("oracle: shape %+v: heads %d is not a multiple of kv_heads %d", s, s.Heads, s.KVHeads)
 	}
-	t, err := kvtype.Lookup(s.KVDtype)
+	t, err := kvtype.Lookup(string(s.KVDtype))
 	if err == nil {
 		err = t.CheckScale(s.KVScale)
 	}

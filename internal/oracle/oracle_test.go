@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // splitKV computes decode attention the way the kernels do, in float64:
@@ -80,14 +80,14 @@ func splitKV(in *Inputs, nkv []int, splits int) []float64 {
 func TestReferenceMatchesSplitKV(t *testing.T) {
 	cases := []struct {
 		name   string
-		shape  results.Shape
+		shape  abi.Shape
 		nkv    []int
 		splits int
 	}{
-		{"gqa f16", results.Shape{Heads: 8, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 1, Capacity: 64}, []int{53}, 8},
-		{"fewer rows than splits", results.Shape{Heads: 4, KVHeads: 4, HeadDim: 8, KVDtype: "f32", Batch: 1, Capacity: 8}, []int{3}, 8},
-		{"one row", results.Shape{Heads: 4, KVHeads: 1, HeadDim: 8, KVDtype: "f16", Batch: 1, Capacity: 8}, []int{1}, 32},
-		{"ragged batch", results.Shape{Heads: 6, KVHeads: 3, HeadDim: 12, KVDtype: "f32", Batch: 3, Capacity: 40}, []int{40, 7, 0}, 5},
+		{"gqa f16", abi.Shape{Heads: 8, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 1, Capacity: 64}, []int{53}, 8},
+		{"fewer rows than splits", abi.Shape{Heads: 4, KVHeads: 4, HeadDim: 8, KVDtype: "f32", Batch: 1, Capacity: 8}, []int{3}, 8},
+		{"one row", abi.Shape{Heads: 4, KVHeads: 1, HeadDim: 8, KVDtype: "f16", Batch: 1, Capacity: 8}, []int{1}, 32},
+		{"ragged batch", abi.Shape{Heads: 6, KVHeads: 3, HeadDim: 12, KVDtype: "f32", Batch: 3, Capacity: 40}, []int{40, 7, 0}, 5},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -111,7 +111,7 @@ func TestReferenceMatchesSplitKV(t *testing.T) {
 
 func TestReferenceOneRowIsV(t *testing.T) {
 	// With a single row the softmax weight is exactly 1: out = V row.
-	s := results.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: "f16", Batch: 1, Capacity: 4}
+	s := abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: "f16", Batch: 1, Capacity: 4}
 	in, err := Generate(s, 4, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestReferenceOneRowIsV(t *testing.T) {
 }
 
 func TestReferenceRejectsRowsNotGenerated(t *testing.T) {
-	s := results.Shape{Heads: 1, KVHeads: 1, HeadDim: 4, KVDtype: "f32", Batch: 1, Capacity: 8}
+	s := abi.Shape{Heads: 1, KVHeads: 1, HeadDim: 4, KVDtype: "f32", Batch: 1, Capacity: 8}
 	in, _ := Generate(s, 4, 1)
 	if _, err := Reference(in, []int{5}); err == nil {
 		t.Fatal("nkv 5 with 4 generated rows: want an error")
@@ -139,7 +139,7 @@ func TestReferenceRejectsRowsNotGenerated(t *testing.T) {
 }
 
 func TestGenerate(t *testing.T) {
-	s := results.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: "f16", Batch: 2, Capacity: 16}
+	s := abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: "f16", Batch: 2, Capacity: 16}
 	a, err := Generate(s, 16, 42)
 	if err != nil {
 		t.Fatal(err)
@@ -166,10 +166,10 @@ func TestGenerate(t *testing.T) {
 			t.Fatalf("q %v outside [-1, 1]", q)
 		}
 	}
-	if _, err := Generate(results.Shape{Heads: 3, KVHeads: 2, HeadDim: 4, KVDtype: "f16", Batch: 1}, 1, 1); err == nil {
+	if _, err := Generate(abi.Shape{Heads: 3, KVHeads: 2, HeadDim: 4, KVDtype: "f16", Batch: 1}, 1, 1); err == nil {
 		t.Error("heads 3, kv_heads 2: want an error")
 	}
-	if _, err := Generate(results.Shape{Heads: 2, KVHeads: 2, HeadDim: 4, KVDtype: "fp16", Batch: 1}, 1, 1); err == nil {
+	if _, err := Generate(abi.Shape{Heads: 2, KVHeads: 2, HeadDim: 4, KVDtype: "fp16", Batch: 1}, 1, 1); err == nil {
 		t.Error("kv_dtype fp16: want an error")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // An Output is the reference of one launch.
@@ -256,7 +256,7 @@ func (in *Inputs) storeLSE(launches [][]int, outs []Output, b, t, h, n int, m, s
 	if sum == 0 {
 		lse = math.Inf(-1)
 	}
-	if s.Attention.LSE == results.LSELog2 {
+	if s.Attention.LSE == abi.LSELog2 {
 		lse /= math.Ln2
 	}
 	off := (b*s.Attention.Queries()+t)*s.Heads + h

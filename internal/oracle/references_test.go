@@ -6,14 +6,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // References gives, at every length of a multi-length call, the bits the
 // two-pass oracle it replaced gives at that length alone, on every input
 // set, whatever the number of cores.
 func TestReferencesEqualTwoPassBitForBit(t *testing.T) {
-	s := results.Shape{Heads: 8, KVHeads: 2, HeadDim: 32, KVDtype: "f16", Batch: 3, Capacity: 512}
+	s := abi.Shape{Heads: 8, KVHeads: 2, HeadDim: 32, KVDtype: "f16", Batch: 3, Capacity: 512}
 	nkvs := []int{1, 7, 8, 9, 63, 64, 65, 200, 301}
 	launches := make([][]int, len(nkvs))
 	for i, n := range nkvs {
@@ -74,7 +74,7 @@ func untile(in *Inputs, rows int) *Inputs {
 // On tiled inputs a length past the drawn rows is the oracle of the rows
 // spelled out: the same math, summed folded onto the drawn rows.
 func TestReferencesTiled(t *testing.T) {
-	s := results.Shape{Heads: 4, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 2, Capacity: 1000}
+	s := abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 2, Capacity: 1000}
 	in, err := Generate(s, 37, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestReferencesTiled(t *testing.T) {
 // A sequence's rows do not depend on how many are drawn: a gate can draw
 // a longer base without changing the rows every shorter length saw.
 func TestGenerateRowsIndependentOfCount(t *testing.T) {
-	s := results.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: "bf16", Batch: 3, Capacity: 512}
+	s := abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 8, KVDtype: "bf16", Batch: 3, Capacity: 512}
 	a, err := Generate(s, 300, 9)
 	if err != nil {
 		t.Fatal(err)

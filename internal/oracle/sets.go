@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // An InputSet names one family of gate inputs. Uniform data alone is too
@@ -85,8 +85,8 @@ func (s InputSet) PerLength() bool { return s == SetPeaked }
 // type's unit roundoff, which the bound then allows for. The fp8e4m3
 // subnormal set's V is the largest subnormal code, 7·2^-9, times the
 // largest of its V scales.
-func (s InputSet) VScale(sh results.Shape) float64 {
-	t := kvtype.Of(sh.KVDtype)
+func (s InputSet) VScale(sh abi.Shape) float64 {
+	t := sh.KVType()
 	v := 1.0
 	switch {
 	case s == SetLarge:
@@ -107,7 +107,7 @@ func (s InputSet) VScale(sh results.Shape) float64 {
 // attention (the weights' and the accumulation's) is a relative error of
 // V, so the absolute bound scales with the set's V. max_rel and the NMSE
 // are already relative and stay as they are.
-func (s InputSet) Bounds(b Bounds, sh results.Shape) Bounds {
+func (s InputSet) Bounds(b Bounds, sh abi.Shape) Bounds {
 	b.MaxAbs *= s.VScale(sh)
 	return b
 }
@@ -115,7 +115,7 @@ func (s InputSet) Bounds(b Bounds, sh results.Shape) Bounds {
 // GenerateSet makes the inputs of set for shape s, rows rows per sequence.
 // lengths (one per sequence) and splits place the peaked set's needles;
 // the other sets ignore them. The uniform set is exactly Generate's.
-func GenerateSet(set InputSet, s results.Shape, rows int, lengths []int, splits int, seed uint64) (*Inputs, error) {
+func GenerateSet(set InputSet, s abi.Shape, rows int, lengths []int, splits int, seed uint64) (*Inputs, error) {
 	base, err := Generate(s, rows, seed)
 	if err != nil {
 		return nil, err
@@ -141,7 +141,7 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 	if set == SetPeaked && (len(lengths) != s.Batch || splits < 1) {
 		return nil, fmt.Errorf("oracle: the peaked set needs one length per sequence (%d for batch %d) and SPLITS ≥ 1 (%d)", len(lengths), s.Batch, splits)
 	}
-	t := kvtype.Of(s.KVDtype)
+	t := s.KVType()
 	g := &setGen{in: in, t: t, rng: rand.New(rand.NewPCG(seed, setStream(set)))}
 	// A scaled type's set is quantized once, at the end, with scales
 	// chosen from its values (nil) unless the set chooses them itself.
@@ -338,7 +338,7 @@ func (g *setGen) subnormalE4M3() (kScales, vScales []float64) {
 
 // fp8SubnormalScales are the V scales of the fp8e4m3 subnormal set: those
 // chooseScales gives V values of largest magnitude 1.
-func fp8SubnormalScales(s results.Shape) []float64 {
+func fp8SubnormalScales(s abi.Shape) []float64 {
 	dv := s.Attention.VDim(s.HeadDim)
 	return chooseScales(s, slices.Repeat([]float64{1}, s.KVHeads*dv), dv, vScaleFactor)
 }

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // defaultBounds are the spec's default tolerance bounds (internal/spec).
@@ -135,7 +135,7 @@ func (e emu) run(in *Inputs, lengths []int, splits int) []float32 {
 	return out
 }
 
-var setShape = results.Shape{Name: "t", Heads: 8, KVHeads: 2, HeadDim: 128, KVDtype: "f16", Batch: 2, Capacity: 4096}
+var setShape = abi.Shape{Name: "t", Heads: 8, KVHeads: 2, HeadDim: 128, KVDtype: "f16", Batch: 2, Capacity: 4096}
 
 // lengthsAt mirrors the gates' per-sequence lengths (probe.gateLengths):
 // sequence b gets nkv − b·nkv/(2·batch).
@@ -253,7 +253,7 @@ func TestGenerateSet(t *testing.T) {
 		}
 		// The values must be what the bytes hold.
 		for i := range in.K {
-			if got := encode(make([]byte, len(in.KBytes)), kvtype.Of(s.KVDtype), 0, in.K[i]); got != in.K[i] {
+			if got := encode(make([]byte, len(in.KBytes)), s.KVType(), 0, in.K[i]); got != in.K[i] {
 				t.Fatalf("%s: K[%d] = %v is not an f16 value", set, i, in.K[i])
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/golden"
 )
 
@@ -24,7 +25,7 @@ func fullRecord(hash string) Record {
 			Spec: "slice", Variant: "d2", Kernel: "d2",
 			Defines: []Define{{Name: "NR", Value: "4"}, {Name: "SPLITS", Value: "32"}},
 			Shape: Shape{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "fp8e4m3", KVScale: "head", Batch: 2, Capacity: 32768,
-				Attention: Attention{Softcap: 30, ALiBi: ALiBiBuffer, Sinks: true, Window: 4096, QLen: 4, MLA: MLA{DV: 64, Layout: MLASplit}, LSE: LSELog2}},
+				Attention: abi.Attention{Softcap: 30, ALiBi: abi.ALiBiBuffer, Sinks: true, Window: 4096, QLen: 4, MLA: abi.MLA{DV: 64, Layout: abi.MLASplit}, LSE: abi.LSELog2}},
 			NKV: 32768, Lengths: []int{32768, 1000}, Splits: 32,
 			Grid: [3]int{32, 28, 2}, Block: [3]int{32, 1, 1}, SharedBytes: 4096,
 			CombineGrid: [3]int{28, 2, 1}, CombineBlock: [3]int{128, 1, 1},

@@ -34,7 +34,11 @@
 //     holding one (the sweep then records the point as an error instead).
 package results
 
-import "time"
+import (
+	"time"
+
+	"github.com/ktune/ktune/internal/abi"
+)
 
 // SchemaVersion is the version of the record layout written by this build.
 // Readers refuse records with a larger version.
@@ -67,40 +71,16 @@ const (
 	ProbeGraph Probe = "graph"
 )
 
-// A Define is one compile-time -D definition.
-type Define struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
+// A Define is one compile-time -D definition, as the ABI names it
+// (abi.Define); a record carries the point's defines sorted by name.
+type Define = abi.Define
 
-// A Shape is the attention problem shape, independent of the context length.
-type Shape struct {
-	Name    string `json:"name,omitempty"` // the spec's label, e.g. "7b"
-	Heads   int    `json:"heads"`          // query heads
-	KVHeads int    `json:"kv_heads"`       // key/value heads (GQA groups)
-	HeadDim int    `json:"head_dim"`
-	KVDtype string `json:"kv_dtype"` // a kvtype name: f32, f16, bf16, fp8e4m3
-	// KVScale is how the gate inputs of a scaled kv_dtype choose their
-	// scales (kvtype.ScaleTensor or ScaleHead); empty for the other types,
-	// so that their records read as before.
-	KVScale  string `json:"kv_scale,omitempty"`
-	Batch    int    `json:"batch"`
-	Capacity int    `json:"capacity"` // rows allocated per sequence in K and V
-	// Attention are the options that change the math (soft-cap, ALiBi,
-	// sinks, window, q_len, MLA, lse); zero for plain decode attention.
-	Attention Attention `json:"attention,omitzero"`
-}
+// Defines is a list of defines sorted by name (abi.Defines).
+type Defines = abi.Defines
 
-// KV is the shape's K/V type with its kv_scale mode when it has one
-// ("fp8e4m3/head"), the type alone otherwise: how hashes and labels tell
-// two fp8 shapes apart that differ only in their scales, while every other
-// shape reads as it did before the mode existed.
-func (s Shape) KV() string {
-	if s.KVScale == "" {
-		return s.KVDtype
-	}
-	return s.KVDtype + "/" + s.KVScale
-}
+// A Shape is the attention problem shape (abi.Shape), recorded as the
+// config's "shape": the results format records it and the ABI defines it.
+type Shape = abi.Shape
 
 // Config is everything that determines a point's result. Its hash (with the
 // kernel sources, compile flags and architecture) is Record.Hash.

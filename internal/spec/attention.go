@@ -3,18 +3,18 @@ package spec
 import (
 	"slices"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
 	"gopkg.in/yaml.v3"
 )
 
 // attentionKeys are the shape keys of the attention options
-// (results.Attention); lse is the variant's (a kernel declares what it
+// (abi.Attention); lse is the variant's (a kernel declares what it
 // writes).
 var attentionKeys = []string{"softcap", "alibi", "sinks", "window", "q_len", "mla"}
 
 // attention decodes one attention option of a shape into a.
-func (d *decoder) attention(a *results.Attention, key, k string, v *yaml.Node) {
+func (d *decoder) attention(a *abi.Attention, key, k string, v *yaml.Node) {
 	switch key {
 	case "softcap":
 		if x, ok := d.number(v, k); ok {
@@ -26,9 +26,9 @@ func (d *decoder) attention(a *results.Attention, key, k string, v *yaml.Node) {
 			a.Softcap = x
 		}
 	case "alibi":
-		a.ALiBi = results.ALiBi(d.str(v, k))
-		if a.ALiBi != results.ALiBiStandard && a.ALiBi != results.ALiBiBuffer {
-			d.errorf(v, "%s: want %s (the formula's slopes) or %s (an alibi_slopes buffer), got %q", k, results.ALiBiStandard, results.ALiBiBuffer, v.Value)
+		a.ALiBi = abi.ALiBi(d.str(v, k))
+		if a.ALiBi != abi.ALiBiStandard && a.ALiBi != abi.ALiBiBuffer {
+			d.errorf(v, "%s: want %s (the formula's slopes) or %s (an alibi_slopes buffer), got %q", k, abi.ALiBiStandard, abi.ALiBiBuffer, v.Value)
 		}
 	case "sinks":
 		switch p, ok := d.scalar(v, k); {
@@ -40,17 +40,17 @@ func (d *decoder) attention(a *results.Attention, key, k string, v *yaml.Node) {
 	case "window":
 		a.Window = d.bounded(v, k, 1, 1<<30)
 	case "q_len":
-		a.QLen = d.bounded(v, k, 1, results.MaxQLen)
+		a.QLen = d.bounded(v, k, 1, abi.MaxQLen)
 	case "mla":
 		seen := d.fields(v, k, []string{"dv", "layout"}, func(f string, _, fv *yaml.Node) {
 			switch f {
 			case "dv":
 				a.MLA.DV = d.bounded(fv, k+".dv", 4, 1024)
 			case "layout":
-				a.MLA.Layout = results.MLALayout(d.str(fv, k+".layout"))
-				if a.MLA.Layout != results.MLALatent && a.MLA.Layout != results.MLASplit {
+				a.MLA.Layout = abi.MLALayout(d.str(fv, k+".layout"))
+				if a.MLA.Layout != abi.MLALatent && a.MLA.Layout != abi.MLASplit {
 					d.errorf(fv, "%s.layout: want %s (V is the first dv channels of K's rows) or %s (a V buffer of its own), got %q",
-						k, results.MLALatent, results.MLASplit, fv.Value)
+						k, abi.MLALatent, abi.MLASplit, fv.Value)
 				}
 			}
 		})
@@ -65,16 +65,16 @@ func (d *decoder) checkAttention(n *yaml.Node, where string, sh *Shape) {
 	if a.MLA.DV > sh.HeadDim && sh.HeadDim > 0 {
 		d.errorf(n, "%s.mla.dv: %d is wider than head_dim %d (K's width: MLA's latent + rope part)", where, a.MLA.DV, sh.HeadDim)
 	}
-	if a.Latent() && kvtype.Of(sh.KVDtype).Scaled && sh.KVScale != kvtype.ScaleShared {
+	if a.Latent() && sh.KVType().Scaled && sh.KVScale != kvtype.ScaleShared {
 		d.errorf(n, "%s.mla: a latent cache reads V from K's bytes, so K and V have one scale: say kv_scale: %s", where, kvtype.ScaleShared)
 	}
 }
 
 // lse decodes a variant's lse: the base of the log-sum-exp it writes.
-func (d *decoder) lse(v *yaml.Node, k string) results.LSEBase {
-	b := results.LSEBase(d.str(v, k))
-	if !slices.Contains([]results.LSEBase{results.LSENatural, results.LSELog2}, b) {
-		d.errorf(v, "%s: want %s or %s (the base of the log-sum-exp the kernel writes), got %q", k, results.LSENatural, results.LSELog2, v.Value)
+func (d *decoder) lse(v *yaml.Node, k string) abi.LSEBase {
+	b := abi.LSEBase(d.str(v, k))
+	if !slices.Contains([]abi.LSEBase{abi.LSENatural, abi.LSELog2}, b) {
+		d.errorf(v, "%s: want %s or %s (the base of the log-sum-exp the kernel writes), got %q", k, abi.LSENatural, abi.LSELog2, v.Value)
 	}
 	return b
 }

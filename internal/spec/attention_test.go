@@ -3,7 +3,7 @@ package spec
 import (
 	"testing"
 
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // The attention options parse into the shape (and lse into the variant),
@@ -21,17 +21,17 @@ variants: [{name: u, kernel: testdata/kernels/mine.cu, lse: log2}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := s.Shapes[0].Results().Attention; !a.IsZero() {
+	if a := s.Shapes[0].Shape.Attention; !a.IsZero() {
 		t.Errorf("plain shape: %+v", a)
 	}
-	want := results.Attention{Softcap: 30, ALiBi: results.ALiBiBuffer, Sinks: true, Window: 256, QLen: 4}
-	if a := s.Shapes[1].Results().Attention; a != want {
+	want := abi.Attention{Softcap: 30, ALiBi: abi.ALiBiBuffer, Sinks: true, Window: 256, QLen: 4}
+	if a := s.Shapes[1].Shape.Attention; a != want {
 		t.Errorf("options %+v, want %+v", a, want)
 	}
-	if a := s.Shapes[2].Results(); a.Attention.MLA != (results.MLA{DV: 512, Layout: results.MLALatent}) || a.KVScale != "shared" {
+	if a := s.Shapes[2].Shape; a.Attention.MLA != (abi.MLA{DV: 512, Layout: abi.MLALatent}) || a.KVScale != "shared" {
 		t.Errorf("mla shape %+v", a)
 	}
-	if s.Variants[0].LSE != results.LSELog2 {
+	if s.Variants[0].LSE != abi.LSELog2 {
 		t.Errorf("variant lse %q", s.Variants[0].LSE)
 	}
 }

@@ -4,14 +4,13 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // Splits is the define every kernel takes: the number of KV splits per
 // head (part of the ABI, so it applies to built-ins whether or not they
 // declare it).
-const Splits = results.DefineSplits
+const Splits = abi.DefineSplits
 
 // takes reports whether variant v receives the define: a user kernel takes
 // every define, a built-in the ones it declares and SPLITS.
@@ -97,22 +96,16 @@ func Combinations(axes []Axis, fn func(vals []string) bool) {
 // Defines returns the define map of one combination of axes, with the
 // shape's HEAD_DIM and KV_F16 added.
 func (sh *Shape) Defines(axes []Axis, vals []string) map[string]string {
-	m := results.ShapeDefines(sh.Results())
+	m := abi.ShapeDefines(sh.Shape)
 	for i, ax := range axes {
 		m[ax.Name] = vals[i]
 	}
 	return m
 }
 
-// Results returns the shape in the results schema.
-func (sh *Shape) Results() results.Shape {
-	return results.Shape{Name: sh.Name, Heads: sh.Heads, KVHeads: sh.KVHeads, HeadDim: sh.HeadDim,
-		KVDtype: sh.KVDtype, KVScale: sh.KVScale, Batch: sh.Batch, Capacity: sh.Capacity, Attention: sh.Attention}
-}
-
 // KVBytes is the size of the shape's K and V buffers together.
 func (sh *Shape) KVBytes() float64 {
-	elem := float64(kvtype.Of(sh.KVDtype).Bytes)
+	elem := float64(sh.KVType().Bytes)
 	return 2 * float64(sh.Batch) * float64(sh.Capacity) * float64(sh.KVHeads) * float64(sh.HeadDim) * elem
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
@@ -217,7 +218,7 @@ func (d *decoder) landed(k, v *yaml.Node, s *Spec, w *where) {
 var shapeKeys = append([]string{"name", "heads", "kv_heads", "head_dim", "kv_dtype", "kv_scale", "batch", "capacity"}, attentionKeys...)
 
 func (d *decoder) shape(n *yaml.Node, i int) Shape {
-	sh := Shape{Batch: 1, Pos: pos(n)}
+	sh := Shape{Shape: abi.Shape{Batch: 1}, Pos: pos(n)}
 	where := fmt.Sprintf("shapes[%d]", i)
 	var kvNode, scaleNode *yaml.Node
 	seen := d.fields(n, where, shapeKeys, func(key string, _, v *yaml.Node) {
@@ -241,8 +242,8 @@ func (d *decoder) shape(n *yaml.Node, i int) Shape {
 				d.errorf(v, "%s: %d is not a multiple of 4 (partial rows are float4-aligned)", k, sh.HeadDim)
 			}
 		case "kv_dtype":
-			sh.KVDtype = d.str(v, k)
-			if _, err := kvtype.Lookup(sh.KVDtype); err != nil && sh.KVDtype != "" {
+			sh.KVDtype = abi.Dtype(d.str(v, k))
+			if _, err := kvtype.Lookup(string(sh.KVDtype)); err != nil && sh.KVDtype != "" {
 				d.errorf(v, "%s: want one of %s, got %q", k, kvtype.Names(), sh.KVDtype)
 			}
 		case "kv_scale":
@@ -261,7 +262,7 @@ func (d *decoder) shape(n *yaml.Node, i int) Shape {
 	// kv_scale says how a scaled type's gate inputs choose their scales;
 	// a scaled type without it gets one scale per tensor, as the engines'
 	// fp8 caches have.
-	if t, err := kvtype.Lookup(sh.KVDtype); err == nil {
+	if t, err := kvtype.Lookup(string(sh.KVDtype)); err == nil {
 		if err := t.CheckScale(sh.KVScale); err != nil {
 			d.errorf(scaleNode, "%s.kv_scale: %v", where, err)
 		} else if t.Scaled && sh.KVScale == "" {
@@ -339,9 +340,9 @@ func (d *decoder) defineName(k *yaml.Node, where string) bool {
 	switch {
 	case !defineRE.MatchString(name):
 		d.errorf(k, "%s: %q is not a C identifier (it is passed as -D%s=…)", where, name, name)
-	case results.Derived(name):
+	case abi.Derived(name):
 		d.errorf(k, "%s: %s is set from each shape (head_dim, kv_dtype); sweep shapes instead", where, name)
-	case name == "PSTR":
+	case name == abi.DefinePSTR:
 		d.errorf(k, "%s: PSTR is fixed by the ABI (HEAD_DIM + 4)", where)
 	case contains(Symbols, name):
 		d.errorf(k, "%s: %q is a shape symbol of the geometry expressions; name the define differently", where, name)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/golden"
 )
 
@@ -89,8 +90,8 @@ func TestFullExample(t *testing.T) {
 		Description: "R4 against D2 on the 7B decode shape",
 		Landed:      Landed{Variant: "d2", Defines: map[string]string{"SPLITS": "32"}},
 		Shapes: []Shape{
-			{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: 1, Capacity: 32768},
-			{Name: "7b-long", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f32", Batch: 2, Capacity: 65536},
+			{Shape: abi.Shape{Name: "7b", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: 1, Capacity: 32768}},
+			{Shape: abi.Shape{Name: "7b-long", Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f32", Batch: 2, Capacity: 65536}},
 		},
 		Axes: []Axis{
 			{Name: "nkv", Values: []string{"1", "512", "2048", "32768"}},
@@ -110,16 +111,16 @@ func TestFullExample(t *testing.T) {
 			}},
 			{Name: "engine", KernelRef: KernelRef{Kernel: "engine/eng.cu"}, Defines: map[string][]string{},
 				Include: []string{"testdata/engine/include"}, Flags: []string{"-DATTN_SPLITS=SPLITS"},
-				IO: &IO{Q: "f32", Out: "f16", KVLayout: "bshd", Partial: "abi"},
+				IO: &abi.IO{Q: "f32", Out: "f16", KVLayout: "bshd", Partial: "abi"},
 				Launches: []Launch{
 					{Entry: "split_partial<__half, 4>", Grid: []string{"SPLITS", "heads", "batch"}, Block: []string{"32"},
-						Args: []Arg{{Name: "q", Type: ArgPtr}, {Name: "k", Type: ArgPtr}, {Name: "v", Type: ArgPtr},
-							{Name: "positions", Type: ArgPtr}, {Name: "partial", Type: ArgPtr}, {Name: "heads", Type: ArgI32},
-							{Name: "kv_heads", Type: ArgI32}, {Name: "head_dim", Type: ArgI32}, {Name: "kv_row_stride", Type: ArgI32},
-							{Name: "pstr", Type: ArgI32}, {Name: "scale", Type: ArgF32}}},
+						Args: []abi.Arg{{Name: "q", Type: abi.ArgPtr}, {Name: "k", Type: abi.ArgPtr}, {Name: "v", Type: abi.ArgPtr},
+							{Name: "positions", Type: abi.ArgPtr}, {Name: "partial", Type: abi.ArgPtr}, {Name: "heads", Type: abi.ArgI32},
+							{Name: "kv_heads", Type: abi.ArgI32}, {Name: "head_dim", Type: abi.ArgI32}, {Name: "kv_row_stride", Type: abi.ArgI32},
+							{Name: "pstr", Type: abi.ArgI32}, {Name: "scale", Type: abi.ArgF32}}},
 					{Entry: "split_combine", Grid: []string{"heads", "batch"}, Block: []string{"head_dim"},
-						Args: []Arg{{Name: "partial", Type: ArgPtr}, {Name: "out", Type: ArgPtr}, {Name: "heads", Type: ArgI32},
-							{Name: "head_dim", Type: ArgI32}, {Name: "pstr", Type: ArgI32}}},
+						Args: []abi.Arg{{Name: "partial", Type: abi.ArgPtr}, {Name: "out", Type: abi.ArgPtr}, {Name: "heads", Type: abi.ArgI32},
+							{Name: "head_dim", Type: abi.ArgI32}, {Name: "pstr", Type: abi.ArgI32}}},
 				}},
 			{Name: "shipped", KernelRef: KernelRef{Kernel: "engine/eng.ptx"}, Defines: map[string][]string{}, Artifact: "ptx"},
 		},

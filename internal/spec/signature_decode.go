@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"gopkg.in/yaml.v3"
 )
 
@@ -78,35 +79,26 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 
 var ioKeys = []string{"q", "out", "kv_layout", "partial", "workspace"}
 
-func (d *decoder) io(n *yaml.Node, where string, e *engineNodes) *IO {
-	io := ABIIO
+func (d *decoder) io(n *yaml.Node, where string, e *engineNodes) *abi.IO {
+	io := abi.ABIIO
 	d.fields(n, where, ioKeys, func(key string, _, v *yaml.Node) {
 		k := where + "." + key
 		s := d.str(v, k)
+		var err error
 		switch key {
-		case "q", "out":
-			if !contains(Dtypes, s) {
-				d.errorf(v, "%s: want one of %s, got %q", k, strings.Join(Dtypes, ", "), s)
-			}
-			if key == "q" {
-				io.Q = s
-			} else {
-				io.Out = s
-			}
+		case "q":
+			io.Q, err = abi.ParseIODtype(s)
+		case "out":
+			io.Out, err = abi.ParseIODtype(s)
 		case "kv_layout":
-			if s != KVBSHD && s != KVBHSD {
-				d.errorf(v, "%s: want %s ([batch][capacity][kv_heads][head_dim]) or %s ([batch][kv_heads][capacity][head_dim]), got %q",
-					k, KVBSHD, KVBHSD, s)
-			}
-			io.KVLayout = s
+			io.KVLayout, err = abi.ParseKVLayout(s)
 		case "partial":
-			if s != PartialABI && s != PartialOpaque {
-				d.errorf(v, "%s: want %s (the ABI's slots, inspected by the gates) or %s (scratch the gates ignore), got %q",
-					k, PartialABI, PartialOpaque, s)
-			}
-			io.Partial = s
+			io.Partial, err = abi.ParsePartialLayout(s)
 		case "workspace":
 			io.Workspace, e.wsize = s, v
+		}
+		if err != nil {
+			d.errorf(v, "%s: %v", k, err)
 		}
 	})
 	return &io
@@ -149,7 +141,7 @@ func (d *decoder) launch(n *yaml.Node, where string) (Launch, launchNodes) {
 				return
 			}
 			for _, e := range es {
-				a, err := ParseArg(d.str(e, k))
+				a, err := abi.ParseArg(d.str(e, k))
 				if err != nil {
 					d.errorf(e, "%s: %v", k, err)
 					continue
@@ -238,7 +230,7 @@ func (d *decoder) engineKernels(s *Spec, w *where) {
 // launchArgs checks what the arguments can only be checked against
 // together: the buffers the io declares.
 func (d *decoder) launchArgs(v *Variant, e *engineNodes, where string) {
-	io := ABIIO
+	io := abi.ABIIO
 	if v.IO != nil {
 		io = *v.IO
 	}
@@ -284,11 +276,11 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 // twinIO checks that bitwise twins declare the same io: they run in one
 // workspace and their outputs are compared byte for byte.
 func (d *decoder) twinIO(s *Spec, w *where) {
-	io := func(v *Variant) IO {
+	io := func(v *Variant) abi.IO {
 		if v.IO != nil {
 			return *v.IO
 		}
-		return ABIIO
+		return abi.ABIIO
 	}
 	for i := range s.Variants {
 		v := &s.Variants[i]

@@ -4,8 +4,8 @@
 package spec
 
 import (
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // A Spec is a decoded, validated experiment spec.
@@ -34,23 +34,13 @@ type Landed struct {
 	Pos     Pos
 }
 
-// A Shape is one attention problem shape.
+// A Shape is one attention problem shape as the spec declares it: the
+// ABI's shape (its Capacity 0 until the plan sets the largest nkv of the
+// axes) and where it was written.
 type Shape struct {
-	Name    string
-	Heads   int
-	KVHeads int
-	HeadDim int
-	KVDtype string // a kvtype name: f32, f16, bf16, fp8e4m3
-	// KVScale is the kv_scale mode of a scaled kv_dtype (kvtype.ScaleTensor,
-	// the default for one, or ScaleHead); empty for the other types.
-	KVScale  string
-	Batch    int
-	Capacity int // 0: the largest nkv of the axes
-	// Attention are the shape's attention options (softcap, alibi, sinks,
-	// window, q_len, mla); its LSE is always empty (the variant's lse).
-	Attention results.Attention
-	Lengths   []int // optional ragged per-sequence lengths as fractions… (reserved)
-	Pos       Pos
+	abi.Shape
+	Lengths []int // optional ragged per-sequence lengths as fractions… (reserved)
+	Pos     Pos
 }
 
 // An Axis is a named list of values swept as a cartesian product. The axis
@@ -77,7 +67,7 @@ type Variant struct {
 	// LSE is the base of the log-sum-exp the kernel writes (lse: ln or
 	// log2), gated against the oracle like out; empty: the kernel writes
 	// none, or none that is gated.
-	LSE results.LSEBase
+	LSE abi.LSEBase
 	// NeverCaptured is `graph: never`: the engine never captures this
 	// kernel in a CUDA graph, so its grid may read nkv and no replay gate
 	// or graph probe runs.
@@ -111,7 +101,7 @@ type Variant struct {
 	// fatbin, loaded without NVRTC.
 	Include  []string
 	Flags    []string
-	IO       *IO
+	IO       *abi.IO
 	Launches []Launch
 	Artifact string
 }
@@ -162,9 +152,9 @@ type Bounds struct {
 
 // For returns the bounds of the shapes of a KV type: the spec-wide ones,
 // with the type's overrides.
-func (g *Gates) For(kvDtype string) Bounds {
+func (g *Gates) For(kvDtype abi.Dtype) Bounds {
 	b := Bounds{MaxAbs: g.MaxAbs, MaxRel: g.MaxRel, NMSE: g.NMSE}
-	o := g.KV[kvDtype]
+	o := g.KV[string(kvDtype)]
 	for _, f := range []struct{ dst, src *float64 }{{&b.MaxAbs, &o.MaxAbs}, {&b.MaxRel, &o.MaxRel}, {&b.NMSE, &o.NMSE}} {
 		if *f.src != 0 {
 			*f.dst = *f.src

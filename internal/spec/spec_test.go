@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/golden"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // testKernels stands in for the built-ins: two kernels shaped like the
@@ -17,7 +17,7 @@ import (
 // built-ins do.
 func testKernels(t testing.TB) catalog.Set {
 	t.Helper()
-	only128 := func(s results.Shape, _ map[string]string) error {
+	only128 := func(s abi.Shape, _ map[string]string) error {
 		if s.HeadDim != 128 {
 			return fmt.Errorf("head_dim %d: each of the 32 lanes owns 4 dimensions, so head_dim must be 128", s.HeadDim)
 		}

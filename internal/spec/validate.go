@@ -14,10 +14,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/expr"
-	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
 )
 
 const (
@@ -87,11 +86,11 @@ func (d *decoder) scaleArgs(s *Spec) {
 		v := &s.Variants[i]
 		for li, l := range v.Launches {
 			for _, a := range l.Args {
-				if !a.IsBuffer() || !contains(ScaleBuffers, a.Name) {
+				if b := abi.BufferNamed(a.Name); !a.IsBuffer() || b == nil || !b.Scaled {
 					continue
 				}
 				for _, sh := range s.Shapes {
-					if !kvtype.Of(sh.KVDtype).Scaled {
+					if !sh.KVType().Scaled {
 						d.errorAt(l.Pos, "variants[%d] (%s).launches[%d]: argument %s: shape %s has kv_dtype %s, which has no scales",
 							i, v.Name, li, a.Name, sh.Name, sh.KVDtype)
 						break
@@ -278,7 +277,7 @@ func (d *decoder) checkExpr(s *Spec, i int, src string, n *yaml.Node, key string
 		return
 	}
 	for _, sym := range e.Symbols() {
-		if contains(Symbols, sym) || results.Derived(sym) {
+		if contains(Symbols, sym) || abi.Derived(sym) {
 			continue
 		}
 		ax := slices.IndexFunc(axes, func(a Axis) bool { return a.Name == sym })
@@ -383,7 +382,7 @@ func runnable(k *catalog.Kernel, shapes []Shape, axes []Axis, defines func(*Shap
 		sh := &shapes[j]
 		ok := false
 		Combinations(axes, func(vals []string) bool {
-			err := k.Accepts(sh.Results(), defines(sh, vals))
+			err := k.Accepts(sh.Shape, defines(sh, vals))
 			if err == nil {
 				ok = true
 			} else if first == nil {

@@ -1,4 +1,4 @@
-package results
+package abi
 
 // Attention are the options of a shape that change what attention
 // computes, as the engines' kernels take them. The zero value is plain

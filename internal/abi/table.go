@@ -1,0 +1,283 @@
+package abi
+
+import (
+	"fmt"
+	"math"
+)
+
+// Dims is what the table's size and value functions read: the shape of a
+// point, its SPLITS and the io its signature declares.
+type Dims struct {
+	Shape  Shape
+	Splits int
+	IO     IO
+	// WorkspaceBytes is io.workspace evaluated at the point.
+	WorkspaceBytes int64
+}
+
+// An AllocID names one device allocation of a point's workspace. A buffer
+// of the table points into one of them, at an offset (seqlens follow the
+// positions, v_scale follows k_scale), so that one copy sets both.
+type AllocID int
+
+// The allocations, in the order the probe allocates them.
+const (
+	AllocQ AllocID = iota
+	AllocK
+	AllocV
+	AllocPositions
+	AllocPartial
+	AllocOut
+	AllocScratch
+	AllocLse
+	AllocWorkspace
+	AllocKVScale
+	NumAllocs
+)
+
+// An Alloc is one device allocation with its size.
+type Alloc struct {
+	ID   AllocID
+	Name string
+	// Size is the allocation's bytes at d, 16-byte aligned (cuMemsetD32
+	// works in 4-byte words and the float4 loaders want aligned rows);
+	// used says whether an argument of the point's launches names a
+	// buffer in it. Zero: not allocated.
+	Size func(d Dims, used bool) int64
+}
+
+// Align16 rounds n up to 16 bytes.
+func Align16(n int64) int64 { return (n + 15) &^ 15 }
+
+// bhd is batch × heads × head_dim, the elements of q and out.
+func bhd(s Shape) int64 { return int64(s.Batch) * int64(s.Heads) * int64(s.HeadDim) }
+
+// kvBytes is the bytes of K (or V) over the whole capacity.
+func kvBytes(d Dims, _ bool) int64 {
+	s := d.Shape
+	return Align16(int64(s.Batch) * int64(s.Capacity) * int64(s.KVHeads) * int64(s.HeadDim) * int64(s.KVType().Bytes))
+}
+
+// Allocs is the table of allocations, indexed by AllocID.
+var Allocs = [NumAllocs]Alloc{
+	{AllocQ, "q", func(d Dims, _ bool) int64 { return Align16(bhd(d.Shape) * int64(d.IO.OrABI().Q.Bytes())) }},
+	{AllocK, "k", kvBytes},
+	{AllocV, "v", kvBytes},
+	// Positions (nkv − 1, int32 per sequence), then seqlens (nkv).
+	{AllocPositions, "positions", func(d Dims, _ bool) int64 { return Align16(8 * int64(d.Shape.Batch)) }},
+	{AllocPartial, "partial", func(d Dims, _ bool) int64 {
+		s := d.Shape
+		return Align16(int64(s.Batch) * int64(d.Splits) * int64(s.Heads) * int64(PartialStride(s.HeadDim)) * 4)
+	}},
+	{AllocOut, "out", func(d Dims, _ bool) int64 { return Align16(bhd(d.Shape) * int64(d.IO.OrABI().Out.Bytes())) }},
+	// The fused kernels' batch × kv_heads arrival counters (kernels/ABI.md).
+	// Every workspace has them, fused or not: they are a few bytes, and a
+	// layout that depended on the kernel would free and refill gigabytes
+	// of K/V whenever a sweep moves between a fused and a plain variant of
+	// one shape. A signature that passes counters gets one per query head,
+	// enough for a kernel that counts per KV head or per query head.
+	{AllocScratch, "counters", func(d Dims, used bool) int64 {
+		s := d.Shape
+		n := Align16(int64(s.Batch) * int64(s.KVHeads) * 4)
+		if used {
+			n = max(n, Align16(int64(s.Batch)*int64(s.Heads)*4))
+		}
+		return n
+	}},
+	// Room for a per-split or a per-head log-sum-exp.
+	{AllocLse, "lse", func(d Dims, used bool) int64 {
+		if !used {
+			return 0
+		}
+		s := d.Shape
+		return Align16(int64(s.Batch) * int64(d.Splits) * int64(s.Heads) * 4)
+	}},
+	{AllocWorkspace, "workspace", func(d Dims, used bool) int64 {
+		if !used {
+			return 0
+		}
+		return Align16(d.WorkspaceBytes)
+	}},
+	// A scaled KV type's f32 [2][kv_heads] scales, K's first.
+	{AllocKVScale, "kv_scale", func(d Dims, _ bool) int64 {
+		if !d.Shape.KVType().Scaled {
+			return 0
+		}
+		return Align16(2 * int64(d.Shape.KVHeads) * 4)
+	}},
+}
+
+// A Buffer is a device buffer a kernel argument may name. Its name is its
+// hash text (Arg.String): renaming one changes the hash of every point
+// that passes it.
+type Buffer struct {
+	Name  string
+	Alloc AllocID
+	// Offset is where the buffer starts in its allocation, in bytes;
+	// nil: at the start.
+	Offset func(Shape) int64
+	// Scaled buffers exist only for a shape of a scaled KV type.
+	Scaled bool
+	Doc    string
+}
+
+// Buffers is the table of buffers, in the order messages name them.
+var Buffers = []Buffer{
+	{Name: "q", Alloc: AllocQ, Doc: "the queries, [batch][heads][head_dim] in io.q"},
+	{Name: "k", Alloc: AllocK, Doc: "the keys over the whole capacity, in io.kv_layout and kv_dtype"},
+	{Name: "v", Alloc: AllocV, Doc: "the values, as k"},
+	{Name: "out", Alloc: AllocOut, Doc: "the output, [batch][heads][head_dim] in io.out"},
+	{Name: "partial", Alloc: AllocPartial, Doc: "the split slots, f32 [batch][SPLITS][heads][PSTR] (io.partial)"},
+	{Name: "workspace", Alloc: AllocWorkspace, Doc: "io.workspace bytes, zeroed once"},
+	{Name: "positions", Alloc: AllocPositions, Doc: "int32 [batch], nkv − 1 of each sequence"},
+	// The lengths follow the positions in one buffer, so that one copy
+	// sets both before every run.
+	{Name: "seqlens", Alloc: AllocPositions, Offset: func(s Shape) int64 { return 4 * int64(s.Batch) },
+		Doc: "int32 [batch], nkv of each sequence"},
+	{Name: "lse", Alloc: AllocLse, Doc: "f32 [batch][SPLITS][heads], room for a log-sum-exp"},
+	{Name: "counters", Alloc: AllocScratch, Doc: "int32 arrival counters, zero between launches"},
+	{Name: "kv_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [2][kv_heads], K's scales then V's"},
+	{Name: "k_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [kv_heads], K's half of kv_scale"},
+	{Name: "v_scale", Alloc: AllocKVScale, Scaled: true, Offset: func(s Shape) int64 { return 4 * int64(s.KVHeads) },
+		Doc: "f32 [kv_heads], V's half of kv_scale"},
+}
+
+// BufferNamed returns the buffer of a name, or nil.
+func BufferNamed(name string) *Buffer { return named(Buffers, name) }
+
+// BufferNames returns the buffer names in table order.
+func BufferNames() []string { return names(Buffers) }
+
+// An entry is a row of one of the tables, found by its name.
+type entry interface{ Buffer | Scalar }
+
+func nameOf[T entry](e *T) string {
+	switch e := any(e).(type) {
+	case *Buffer:
+		return e.Name
+	case *Scalar:
+		return e.Name
+	}
+	panic("unreachable")
+}
+
+func named[T entry](table []T, name string) *T {
+	for i := range table {
+		if nameOf(&table[i]) == name {
+			return &table[i]
+		}
+	}
+	return nil
+}
+
+func names[T entry](table []T) []string {
+	out := make([]string, len(table))
+	for i := range table {
+		out[i] = nameOf(&table[i])
+	}
+	return out
+}
+
+// At returns the byte offset of the buffer in its allocation.
+func (b *Buffer) At(s Shape) int64 {
+	if b.Offset == nil {
+		return 0
+	}
+	return b.Offset(s)
+}
+
+// Sizes returns the bytes of every allocation at d; uses says whether an
+// argument of the point's launches names a buffer (nil: none is named
+// beyond the ABI's own, whose allocations exist regardless).
+func Sizes(d Dims, uses func(buffer string) bool) [NumAllocs]int64 {
+	var used [NumAllocs]bool
+	if uses != nil {
+		for _, b := range Buffers {
+			if uses(b.Name) {
+				used[b.Alloc] = true
+			}
+		}
+	}
+	var out [NumAllocs]int64
+	for i, a := range Allocs {
+		out[i] = a.Size(d, used[i])
+	}
+	return out
+}
+
+// A Scalar is a shape-derived value a kernel argument may name. Its name,
+// with its type where the argument overrides it, is its hash text.
+type Scalar struct {
+	Name string
+	// Type is the type it is passed as unless the argument says otherwise
+	// (name:i64).
+	Type ArgType
+	// Value is its value at d; strides are in elements.
+	Value func(d Dims) float64
+	Doc   string
+}
+
+func f(n int) float64 { return float64(n) }
+
+// Scalars is the table of scalars, in the order messages name them.
+var Scalars = []Scalar{
+	{"heads", ArgI32, func(d Dims) float64 { return f(d.Shape.Heads) }, "query heads"},
+	{"kv_heads", ArgI32, func(d Dims) float64 { return f(d.Shape.KVHeads) }, "key/value heads"},
+	{"head_dim", ArgI32, func(d Dims) float64 { return f(d.Shape.HeadDim) }, "elements per head"},
+	{"capacity", ArgI32, func(d Dims) float64 { return f(d.Shape.Capacity) }, "K/V rows allocated per sequence"},
+	{"batch", ArgI32, func(d Dims) float64 { return f(d.Shape.Batch) }, "sequences"},
+	{"group", ArgI32, func(d Dims) float64 { return f(d.Shape.Group()) }, "query heads per KV head"},
+	{"splits", ArgI32, func(d Dims) float64 { return f(d.Splits) }, "the SPLITS define"},
+	{"kv_row_stride", ArgI32, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Row) },
+		"elements between consecutive rows of one KV head"},
+	{"kv_head_stride", ArgI32, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Head) },
+		"elements between KV heads"},
+	{"kv_batch_stride", ArgI32, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Batch) },
+		"elements between sequences"},
+	{"pstr", ArgI32, func(d Dims) float64 { return f(PartialStride(d.Shape.HeadDim)) }, "PSTR, floats per partial slot"},
+	{"scale", ArgF32, func(d Dims) float64 { return 1 / math.Sqrt(f(d.Shape.HeadDim)) }, "the softmax scale, 1/√head_dim"},
+}
+
+// ScalarNamed returns the scalar of a name, or nil.
+func ScalarNamed(name string) *Scalar { return named(Scalars, name) }
+
+// ScalarNames returns the scalar names in table order.
+func ScalarNames() []string { return names(Scalars) }
+
+// ScalarValue is the value of a scalar or constant argument at d, as the
+// Go value cuda.ArgBytes marshals as its declared C type; a value that
+// does not fit the type is refused.
+func ScalarValue(a Arg, d Dims) (any, error) {
+	if a.Name == "" {
+		return ParseConst(a.Type, a.Value)
+	}
+	s := ScalarNamed(a.Name)
+	if s == nil {
+		return nil, fmt.Errorf("unknown scalar %q", a.Name)
+	}
+	return Typed(a.Type, s.Value(d))
+}
+
+// Typed converts a value to the Go type cuda.Launch marshals as the
+// declared C type, refusing one that does not fit.
+func Typed(t ArgType, x float64) (any, error) {
+	fits := func(lo, hi float64) error {
+		if x < lo || x > hi || x != math.Trunc(x) {
+			return fmt.Errorf("%v does not fit %s", x, t)
+		}
+		return nil
+	}
+	switch t {
+	case ArgF32:
+		return float32(x), nil
+	case ArgI32:
+		return int32(x), fits(math.MinInt32, math.MaxInt32)
+	case ArgU32:
+		return uint32(x), fits(0, math.MaxUint32)
+	case ArgI64:
+		return int64(x), fits(-(1 << 53), 1<<53)
+	case ArgU64:
+		return uint64(x), fits(0, 1<<53)
+	}
+	return nil, fmt.Errorf("type %s is not a scalar type", t)
+}
