@@ -1,5 +1,6 @@
 """CPU tests of sdpa_ref.py's pure parts: run `python3 -m unittest` here."""
 
+import glob
 import json
 import math
 import os
@@ -15,10 +16,13 @@ RECORD_GO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inte
 
 
 def go_json_fields():
-    """struct name -> set of JSON field names, read from record.go, so that
-    the records written here are checked against the Go schema itself."""
-    with open(RECORD_GO, encoding="utf-8") as f:
-        text = f.read()
+    """struct name -> set of JSON field names, read from record.go and the
+    ABI's types it records (the shape, the defines), so that the records
+    written here are checked against the Go schema itself."""
+    text = ""
+    for path in [RECORD_GO] + sorted(glob.glob(os.path.join(os.path.dirname(RECORD_GO), "..", "abi", "*.go"))):
+        with open(path, encoding="utf-8") as f:
+            text += f.read() + "\n"
     out = {}
     for m in re.finditer(r"^type (\w+) struct \{(.*?)^\}", text, re.S | re.M):
         out[m.group(1)] = set(re.findall(r'json:"([a-z0-9_]+)', m.group(2)))
