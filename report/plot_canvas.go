@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -139,7 +140,7 @@ func (f *figure) finish() {
 	case kept > 0:
 		f.notes = append(f.notes, fmt.Sprintf("error bars: interquartile range, drawn where wider than the marker (%d of %d points)", kept, total))
 	default:
-		f.notes = append(f.notes, fmt.Sprintf("no error bars: every interquartile range lies inside its marker (at most ±%.1f%%)", widest*100))
+		f.notes = append(f.notes, fmt.Sprintf("no error bars: every interquartile range lies inside its marker (at most ±%s%%)", fmtPctSpread(widest*100)))
 	}
 }
 
@@ -261,9 +262,9 @@ func (f *figure) drawOn(c vg.CanvasSizer) {
 	// strip left of the axes, centred on the plot's height.
 	ylab := f.Y.Label
 	f.Y.Label.Text = ""
-	strip := vg.Length(0)
+	strip := vg.Points(4) // gonum/plot sets tick labels flush with its canvas's edge
 	if ylab.Text != "" {
-		strip = ylab.TextStyle.Height(ylab.Text) + vg.Points(6)
+		strip += ylab.TextStyle.Height(ylab.Text) + vg.Points(2)
 		sty := ylab.TextStyle
 		sty.Rotation = math.Pi / 2
 		sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
@@ -335,4 +336,13 @@ func (c kernedCanvas) FillString(f font.Face, pt vg.Point, s string) {
 		x := f.Width(s[:i+len(ch)]) - f.Width(ch)
 		c.CanvasWriterTo.FillString(f, vg.Point{X: pt.X + x, Y: pt.Y}, ch)
 	}
+}
+
+// fmtPctSpread keeps two significant figures of a small percentage, so
+// that a spread of 0.04% does not print as ±0.0%.
+func fmtPctSpread(p float64) string {
+	if p >= 1 {
+		return fmt.Sprintf("%.1f", p)
+	}
+	return strconv.FormatFloat(p, 'g', 2, 64)
 }

@@ -132,8 +132,8 @@ func checkLayout(t *testing.T, name string, f *figure) {
 		t.Errorf("%s: no text drawn", name)
 	}
 	for i, a := range rec.boxes {
-		if a.r.Min.X < -0.5 || a.r.Min.Y < -0.5 || a.r.Max.X > w+0.5 || a.r.Max.Y > h+0.5 {
-			t.Errorf("%s: %q at %v runs off the %v × %v image", name, a.text, a.r, w, h)
+		if a.r.Min.X < 1 || a.r.Min.Y < 1 || a.r.Max.X > w-1 || a.r.Max.Y > h-1 {
+			t.Errorf("%s: %q at %v runs to the edge of the %v × %v image", name, a.text, a.r, w, h)
 		}
 		for _, b := range rec.boxes[i+1:] {
 			if x, y := overlap(a.r, b.r); x > layoutTolerance && y > layoutTolerance {

@@ -36,11 +36,19 @@ func (t logTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	// The densest set whose labels fit, up to maxLabels: more labels
 	// read values more closely, past a dozen they only crowd.
+	// Inside a decade the m × 10^k marks leave the part above the last
+	// power of ten bare (800, 900, 1000 on an axis up to 1400): there a
+	// linear step covers the whole range.
 	var labels []float64
+	if hi/lo < 10 {
+		labels = t.linear(lo, hi)
+	}
 	for _, ms := range [][]float64{{1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 2, 5}, {1}} {
+		if labels != nil {
+			break
+		}
 		if vs := decadeValues(lo, hi, ms); len(vs) >= 3 && len(vs) <= maxLabels && t.fits(lo, hi, vs) {
 			labels = vs
-			break
 		}
 	}
 	if labels == nil {
@@ -77,9 +85,11 @@ func decadeValues(lo, hi float64, ms []float64) []float64 {
 	return out
 }
 
-// linear is the largest step of 1, 2 or 5 × 10^k that puts at least
-// three labels in [lo, hi], and those labels.
+// linear is the finest step of 1, 2 or 5 × 10^k whose labels in [lo, hi]
+// fit, at most maxLabels of them and at least three (the first step with
+// three when none fits), and those labels.
 func (t logTicks) linear(lo, hi float64) []float64 {
+	var first []float64
 	for e := math.Floor(math.Log10(hi - lo)); e > math.Floor(math.Log10(hi))-15; e-- {
 		for _, m := range []float64{5, 2, 1} {
 			d := m * math.Pow(10, e)
@@ -88,14 +98,19 @@ func (t logTicks) linear(lo, hi float64) []float64 {
 				v, _ := strconv.ParseFloat(strconv.FormatFloat(k*d, 'g', 12, 64), 64)
 				vs = append(vs, v)
 			}
-			// The first step with three labels: a finer one would only
-			// crowd them.
-			if len(vs) >= 3 {
-				return vs
+			if len(vs) < 3 {
+				continue
 			}
+			if first == nil {
+				first = vs
+			}
+			if len(vs) > maxLabels || !t.fits(lo, hi, vs) {
+				return first
+			}
+			first = vs
 		}
 	}
-	return nil
+	return first
 }
 
 // fits reports whether labels at vs (ascending) keep a gap between
