@@ -117,11 +117,87 @@
 // value times the f32 scale of its (K or V, KV head), from the kv_scale
 // buffer ([2][kv_heads], K's scales first). kv_scale: tensor (the
 // default) gives the gate inputs one scale per tensor, as the engines'
-// per-tensor scales; kv_scale: head a different one for every KV head.
-// kv_scale is an error for the other types. A capacity
+// per-tensor scales; kv_scale: head a different one for every KV head;
+// kv_scale: shared one scale for K and V together (every entry of the
+// buffer holds it, so a kernel that reads a single scale for both passes,
+// and one that applies K's scale to V is judged on data where that is
+// right). kv_scale is an error for the other types. A capacity
 // below the largest nkv is an error, and so is a shape whose K and V
 // together exceed 1 TiB. Gate lengths above a shape's capacity are dropped
 // for that shape.
+//
+// # Attention options
+//
+// A shape may take options that change what attention computes, as the
+// engines' kernels take them; the float64 oracle computes each exactly and
+// the built-in kernels refuse them (they compute plain attention). A query
+// at position p scores row r as
+//
+//	s = q·k_r / √head_dim                  the scale, then
+//	s = softcap·tanh(s / softcap)          softcap: c (1 to 10000)
+//	s = s + slope_h·(r − p)                alibi: standard | buffer
+//	r attended iff p − window ≤ r ≤ p      window: left size (≥ 1)
+//	w_r = exp(s_r) / (Σ exp(s) + exp(sink_h))   sinks: true
+//	out = Σ w_r·v_r;  lse = ln(Σ exp(s) + exp(sink_h))
+//
+// and the keys are:
+//
+//	softcap  c > 0: every scaled score is capped, before any bias
+//	         (Gemma 2: 50, Grok: 30)
+//	alibi    standard: the slopes 2^(−8(h+1)/H) for H heads a power of two
+//	         (the interleaved extension otherwise), which the kernel
+//	         computes; buffer: an f32 alibi_slopes buffer [heads] that the
+//	         gate inputs draw within ×[0.5, 2] of the standard slopes, so
+//	         that a kernel computing the formula instead is off
+//	sinks    true: an f32 sinks buffer [heads] of logits that join the
+//	         denominator with no value row (gpt-oss); drawn in [−2, 2]
+//	window   W: the query sees W + 1 rows, itself and the W before
+//	         (FlashAttention's window_size_left)
+//	q_len    T (1 to 16): T new query tokens per sequence, counted in nkv;
+//	         query t sits at p = nkv − T + t and sees rows ≤ p (causal
+//	         within the new tokens); q is [batch][T][heads][head_dim], out
+//	         [batch][T][heads][dv] and nkv ≥ T
+//	mla      {dv, layout}: V rows dv wide (≤ head_dim, K's width: 576 and
+//	         512 for DeepSeek's latent cache); layout latent: V is the first
+//	         dv channels of every K row and there is no V buffer (a scaled
+//	         type then needs kv_scale: shared); split: a V buffer of its own
+//
+// A variant's lse: ln | log2 declares that the kernel writes the
+// log-sum-exp of every query row (f32 [batch][T][heads]) in that base; it
+// is gated like out. An idle query row (nkv 0) has lse −Inf.
+//
+// Error bounds. The oracle is exact to float64 rounding for every option;
+// what a correct kernel's output may differ by, beyond plain attention's
+// (u = 2^−24, f32's unit roundoff):
+//
+//   - softcap: d/ds c·tanh(s/c) = 1 − tanh² ≤ 1, so the cap never grows a
+//     score's error; its own is c·ε_tanh, largest near saturation, where
+//     the capped score is ±c. With tanhf (ε ≤ 2u) that is 2c·u (6e-6 at
+//     c = 50), nothing; with the hardware's tanh.approx.f32 (relative
+//     error up to 2^−10.99) it is c·2^−10.99, 0.024 at c = 50, which moves
+//     a weight by 2.4% and fails the default max_rel of 2e-2. A kernel
+//     that uses the approximation must say so with wider gates; the
+//     oracle does not excuse it.
+//   - alibi: the slopes of a power-of-two head count are powers of two,
+//     and slope·(r − p) from the integer difference is exact; otherwise
+//     its rounding is u·slope·|r − p|, large only on rows the bias has
+//     already weighted to nothing. A kernel that forms slope·r and slope·p
+//     apart cancels two terms of up to slope·nkv each: a score error up
+//     to 2u·slope·nkv (about 1e-2 at slope 0.7 and 131072 rows) on the
+//     rows that matter — the long-context ALiBi inputs catch it.
+//   - sinks: exp(sink − m) adds one rounding to the denominator; out
+//     shrinks by the sink's weight and max_abs keeps its meaning. A
+//     kernel that drops the sink is off by that weight, relative.
+//   - window and q_len are masks: no rounding of their own.
+//   - mla: a dot product over dk elements accumulates up to dk·u
+//     relative error (576·u = 3.4e-5 in f32), the 1/√dk scale included;
+//     in f16 (a tensor-core P) the bound is plain attention's.
+//   - lse: |lse| ≤ |m| + ln nkv, and an f32 kernel rounds it to
+//     u·(|m| + ln nkv) plus its exp/log errors; a base-2 kernel also
+//     rounds the log2(e) multiply. lse is judged with the gates' bounds
+//     unscaled by the set's V (it is a log, not a weighted V).
+//   - kv_scale shared: the scale multiply is one f32 rounding, as for
+//     per-tensor scales.
 //
 // # Defines
 //
