@@ -76,7 +76,7 @@ const (
 // PerLength reports whether the set's data depends on the context
 // lengths, so that it must be generated again at every gate length: the
 // peaked set's needles sit at the chunk edges of each length.
-func (s InputSet) PerLength() bool { return s == SetPeaked }
+func (s InputSet) PerLength() bool { return s == SetPeaked || s == SetWindow || s == SetCausal }
 
 // VScale is the largest |V| of the set for shape sh, relative to the
 // uniform set's 1. The f16 and f32 bounds (1, largeV, the largest f16
@@ -138,8 +138,8 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 	s, seed := base.Shape, base.Seed
 	in := base.Prefix(rows)
 	rows = in.Rows
-	if set == SetPeaked && (len(lengths) != s.Batch || splits < 1) {
-		return nil, fmt.Errorf("oracle: the peaked set needs one length per sequence (%d for batch %d) and SPLITS ≥ 1 (%d)", len(lengths), s.Batch, splits)
+	if set.PerLength() && len(lengths) != s.Batch || set == SetPeaked && splits < 1 {
+		return nil, fmt.Errorf("oracle: the %s set needs one length per sequence (%d for batch %d) and SPLITS ≥ 1 (%d)", set, len(lengths), s.Batch, splits)
 	}
 	t := s.KVType()
 	g := &setGen{in: in, t: t, rng: rand.New(rand.NewPCG(seed, setStream(set)))}
@@ -202,7 +202,9 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 			}
 		}
 	default:
-		return nil, fmt.Errorf("oracle: unknown input set %q", set)
+		if err := g.optionSet(set, lengths); err != nil {
+			return nil, err
+		}
 	}
 	if t.Scaled {
 		in.quantize(kScales, vScales)
@@ -268,11 +270,13 @@ func (g *setGen) groupQueries() {
 		g.dir[i] = u
 	}
 	for b := range s.Batch {
-		for h := range s.Heads {
-			u := g.dir[b*s.KVHeads+h/group]
-			q := g.in.Q[(b*s.Heads+h)*d : (b*s.Heads+h+1)*d]
-			for j := range q {
-				q[j] = float32(0.8*u[j] + 0.2*(g.rng.Float64()*2-1))
+		for t := range s.Attention.Queries() {
+			for h := range s.Heads {
+				u := g.dir[b*s.KVHeads+h/group]
+				q := g.in.QRow(b, t, h)
+				for j := range q {
+					q[j] = float32(0.8*u[j] + 0.2*(g.rng.Float64()*2-1))
+				}
 			}
 		}
 	}
