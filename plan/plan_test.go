@@ -454,6 +454,7 @@ func TestHashSensitivity(t *testing.T) {
 		{"measure", func(p *Point, _ *builder) { p.Measure.MaxNoise = 0.05 }, false},
 		{"budget", func(p *Point, _ *builder) { p.Measure.BudgetSec = 3 }, false},
 		{"probes", func(p *Point, _ *builder) { p.Probes = p.Probes[:1] }, false},
+		{"lengths", func(p *Point, _ *builder) { p.Config.Lengths = []int{p.Config.NKV, 7} }, false},
 	} {
 		p, bb := clone(), *b
 		c.change(p, &bb)

@@ -112,14 +112,23 @@ func Run(ctx context.Context, b plan.Backend, pl *plan.Plan, opts RunOptions) (s
 
 	var todo []*plan.Point
 	queued := map[string]bool{}
+	regate := 0
 	for _, p := range points {
-		_, done := recorded[p.Hash]
+		r, done := recorded[p.Hash]
+		if done && r.GateSuite != plan.GateSuite {
+			// Gated by an older suite: the gates added since never saw it.
+			done = false
+			regate++
+		}
 		if (done && !opts.Force) || queued[p.Hash] {
 			sum.Skipped++
 			continue
 		}
 		queued[p.Hash] = true
 		todo = append(todo, p)
+	}
+	if regate > 0 {
+		fmt.Fprintf(logw, "%d recorded point(s) were gated by another gate suite than this build's: they run again\n", regate)
 	}
 	if sum.Skipped > 0 {
 		fmt.Fprintf(logw, "%d of %d points already recorded in %s: skipped", sum.Skipped, sum.Planned, path)
@@ -291,6 +300,7 @@ func backendStopped(i, n, recorded int, label, path string, err error) error {
 // device, the time and the wall time.
 func fill(rec *results.Record, p *plan.Point, env results.Env, clock func() time.Time, t0 time.Time) {
 	rec.Hash = p.Hash
+	rec.GateSuite = plan.GateSuite
 	rec.Landed = p.Landed
 	if rec.Config.Variant == "" {
 		rec.Config = p.Config

@@ -283,6 +283,10 @@ type Record struct {
 	// there are none. report, gate, compare and tune refuse such records
 	// unless asked (see Measured).
 	Replayed *Replay `json:"replayed,omitempty"`
+	// GateSuite names the gate suite the record's gates ran under
+	// (plan.GateSuite); empty in records written before it was recorded.
+	// A resumed sweep runs a point again whose record names another.
+	GateSuite string `json:"gate_suite,omitempty"`
 }
 
 // A Replay says where a replayed record's content came from.

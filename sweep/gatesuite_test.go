@@ -1,0 +1,50 @@
+package sweep
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/replay"
+)
+
+// A record gated by another gate suite (an older build's, or one written
+// before records named their suite) is not skipped on resume: the gates
+// added since never saw it.
+func TestRunResumeRegatesOlderSuite(t *testing.T) {
+	pl := testPlan(4)
+	e := newRunEnv(t)
+	w, err := results.OpenWriter(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recordsFor(pl) {
+		if i < 2 {
+			r.GateSuite = plan.GateSuite
+		} else if i == 2 {
+			r.GateSuite = "r0: tolerance; inputs uniform"
+		}
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	rp := replay.New(recordsFor(pl))
+	sum, err := Run(context.Background(), rp, pl, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Skipped != 2 || sum.Ran != 2 || len(rp.Calls()) != 2 {
+		t.Errorf("resume: skipped %d, ran %d (calls %v); want the two of this suite skipped, the other two run", sum.Skipped, sum.Ran, rp.Calls())
+	}
+	if !strings.Contains(e.log.String(), "2 recorded point(s) were gated by another gate suite") {
+		t.Errorf("the log does not say why: %q", e.log.String())
+	}
+	for _, r := range sum.Records {
+		if r.GateSuite != plan.GateSuite {
+			t.Errorf("record %s names suite %q, want this build's", r.Hash, r.GateSuite)
+		}
+	}
+}
