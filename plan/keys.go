@@ -123,6 +123,10 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	if pt.NeverCaptured {
 		field("graph", "never")
 	}
+	// A budget decides the point's status; none keeps the older hashes.
+	if !pt.Budget.IsZero() {
+		field("budget", pt.Budget.String())
+	}
 	field("seed", strconv.FormatUint(pt.Seed, 10))
 	num("max-abs", pt.Tol.MaxAbs)
 	num("max-rel", pt.Tol.MaxRel)

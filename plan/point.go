@@ -101,12 +101,15 @@ type Point struct {
 	// gate and the graph probe are then skipped, and a grid that reads nkv
 	// is allowed.
 	NeverCaptured bool `json:",omitempty"`
-	Seed          uint64
-	Tol           Tolerance
-	Twin          *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
-	Probes        []results.Probe
-	Measure       Measure
-	Landed        bool // this point is the landed kernel's configuration
+	// Budget is the variant's resource limits (spec.Budget): a point
+	// whose compiled kernels break it is recorded over_budget, not run.
+	Budget  spec.Budget `json:",omitempty"`
+	Seed    uint64
+	Tol     Tolerance
+	Twin    *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
+	Probes  []results.Probe
+	Measure Measure
+	Landed  bool // this point is the landed kernel's configuration
 	// Geometry is set only when the partial grid reads nkv. The gates then
 	// launch fresh at each length with the grid that length gives — what an
 	// engine that recomputes its launch every step would do — so that a

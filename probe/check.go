@@ -249,6 +249,9 @@ func (k *KernelCheck) use(set string, p *plan.Point) {
 	if !slices.Contains(k.Uses, label) {
 		k.Uses = append(k.Uses, label)
 	}
+	if vb := (variantBudget{p.Config.Variant, p.Budget}); !p.Budget.IsZero() && !slices.Contains(k.budgetsOf, vb) {
+		k.budgetsOf = append(k.budgetsOf, vb)
+	}
 	for _, l := range p.Launches {
 		k.launch(l.Entry, threads(l.Block), l.Shared)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -153,5 +154,41 @@ func TestCheckKeyIsTheSweeps(t *testing.T) {
 	}
 	if ks[0].Arch != "sm_90a" {
 		t.Errorf("arch %q: the variant's -arch flag builds for sm_90a", ks[0].Arch)
+	}
+}
+
+// A variant's budget fails the kernel it runs where the CUBIN breaks it;
+// a kernel shared by two variants answers to both budgets.
+func TestCheckBudgets(t *testing.T) {
+	mk := func(v string, b spec.Budget) *plan.Point {
+		p := withLaunches(point(v, "same kernel", 32, 1024), 64, 4096, "bounded")
+		p.Source.Name = "k.cu"
+		p.Budget = b
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		points []*plan.Point
+		want   string // "" within budget
+	}{
+		{"within", []*plan.Point{mk("a", spec.Budget{MaxRegisters: 32, MaxShared: 256 + 4096})}, ""},
+		{"registers", []*plan.Point{mk("a", spec.Budget{MaxRegisters: 31})}, "over the budget of a: bounded: 32 registers, over max_registers 31"},
+		{"spills", []*plan.Point{mk("a", spec.Budget{NoSpills: true})}, "1024 bytes of local memory per thread"},
+		{"shared", []*plan.Point{mk("a", spec.Budget{MaxShared: 4351})}, "4352 bytes of shared memory (256 static + 4096 dynamic), over max_shared 4351"},
+		{"the stricter of two variants", []*plan.Point{mk("a", spec.Budget{MaxRegisters: 64}), mk("b", spec.Budget{MaxRegisters: 16})},
+			"over the budget of b: bounded: 32 registers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			rep := check([]CheckSet{{Points: tc.points}}, "sm_90", fakeCheckEnv(smallCUBIN(t), nil, &calls))
+			if len(rep.Kernels) != 1 {
+				t.Fatalf("%d kernels, want 1", len(rep.Kernels))
+			}
+			k := rep.Kernels[0]
+			problems := strings.Join(k.Problems, "; ")
+			if tc.want == "" && (k.Status != CheckBuilt || problems != "") || tc.want != "" && (k.Status != CheckFailed || !strings.Contains(problems, tc.want)) {
+				t.Errorf("status %q, problems %q; want %q", k.Status, problems, tc.want)
+			}
+		})
 	}
 }

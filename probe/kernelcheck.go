@@ -9,7 +9,9 @@ import (
 
 	"github.com/ktune/ktune/internal/cubin"
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/sass"
+	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -72,7 +74,14 @@ type KernelCheck struct {
 	// -1 when no disassembler read it.
 	LoadsBeforeChain int
 
-	src plan.Source
+	src       plan.Source
+	budgetsOf []variantBudget
+}
+
+// A variantBudget is the budget of one variant that runs a kernel.
+type variantBudget struct {
+	variant string
+	budget  spec.Budget
 }
 
 // An EntryCheck is one entry point of a kernel, as its image and its
@@ -139,6 +148,9 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 			}
 		}
 		k.Notes = append(k.Notes, "resources not known: a PTX image is compiled by the driver when it loads")
+		if len(k.budgetsOf) > 0 {
+			k.Notes = append(k.Notes, "budget not checked here: a sweep checks it once the driver has compiled the PTX")
+		}
 		return
 	case cuda.ImageFatbin:
 		// A fatbin's CUBINs may be compressed: only an uncompressed one,
@@ -180,6 +192,7 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 		}
 		k.limits(e, sm)
 	}
+	k.budgets()
 	k.readSASS(image, env)
 }
 
@@ -231,6 +244,39 @@ func (k *KernelCheck) readSASS(image []byte, env checkEnv) {
 		e.LocalLoads, e.LocalStores = sass.LocalTraffic(f)
 		if i == 0 {
 			k.LoadsBeforeChain = sass.LoadsBeforeChain(f)
+		}
+	}
+}
+
+// overBudget says what of a variant's budget the resources of a point's
+// launches break, entry by entry; "" when none. The sweep and ktune check
+// both judge by it, so the two agree on what a budget means.
+func overBudget(b spec.Budget, res []results.Resource) string {
+	if b.IsZero() {
+		return ""
+	}
+	var out []string
+	for _, r := range res {
+		for _, v := range b.Breaks(r.Registers, r.LocalBytes, r.StaticShared, r.DynamicShared) {
+			out = append(out, r.Kernel+": "+v)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// budgets checks the entries against the budget of every variant that
+// runs the kernel.
+func (k *KernelCheck) budgets() {
+	var res []results.Resource
+	for _, e := range k.Entries {
+		if e.Known {
+			res = append(res, results.Resource{Kernel: e.Entry, Registers: e.Registers, LocalBytes: e.FrameBytes,
+				StaticShared: e.StaticShared, DynamicShared: e.DynamicShared})
+		}
+	}
+	for _, vb := range k.budgetsOf {
+		if breaks := overBudget(vb.budget, res); breaks != "" {
+			k.fail("over the budget of %s: %s", vb.variant, breaks)
 		}
 	}
 }

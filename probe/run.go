@@ -204,6 +204,9 @@ func (r *pointRun) run(ctx context.Context) error {
 	if r.rec.Resources, err = b.gpu.resources(k, r.g); err != nil {
 		return err
 	}
+	if breaks := overBudget(p.Budget, r.rec.Resources); breaks != "" {
+		return failPoint(results.StatusOverBudget, "%s breaks its budget: %s", c.Variant, breaks)
+	}
 	if p.Twin != nil {
 		tc := &p.Twin.Config
 		tk, tb, err := b.gpu.load(p.Twin.Source, tc, p.Twin.Flags)

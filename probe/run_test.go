@@ -10,6 +10,7 @@ import (
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -45,6 +46,13 @@ func TestFakeClassification(t *testing.T) {
 			f.models["badtwin"] = fakeModel{compileFails: true}
 		}, results.StatusError, false, "twin badtwin does not compile"},
 		{"unknown probe", fakeModel{}, func(_ *fakeDevice, p *plan.Point) { p.Probes = []results.Probe{"warm"} }, results.StatusError, false, "unknown probe"},
+		// The fake's partial has 40 registers.
+		{"over its budget", fakeModel{}, func(_ *fakeDevice, p *plan.Point) { p.Budget = spec.Budget{MaxRegisters: 32, NoSpills: true} },
+			results.StatusOverBudget, false, "k breaks its budget: attn_partial: 40 registers, over max_registers 32"},
+		{"within its budget", fakeModel{}, func(_ *fakeDevice, p *plan.Point) {
+			p.Budget = spec.Budget{MaxRegisters: 40, NoSpills: true, MaxShared: 1}
+		},
+			results.StatusOK, false, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeDevice()

@@ -44,7 +44,9 @@ A kernel fails when NVRTC rejects it (the log says why; a CUDA header it
 cannot find is named), when an entry point its launches name is not in
 the image, or when a launch breaks a limit a GPU would refuse it for: a
 block over __launch_bounds__, more shared memory than a block may have on
-the architecture, more registers than a block's register file. A kernel
+the architecture, more registers than a block's register file; and when
+it breaks the resource budget of a variant that runs it (max_registers,
+no_spills, max_shared: internal/spec/doc.go). A kernel
 for an architecture or a PTX feature newer than the NVRTC found is
 reported as needing a newer NVRTC (which release, where known), and one
 including a CUDA toolkit header (cuda_fp16.h) that this machine lacks as

@@ -105,3 +105,21 @@ func TestCheckUncheckedOK(t *testing.T) {
 		t.Errorf("--unchecked-ok: exit %d, want 0", code)
 	}
 }
+
+// A kernel that spills fails a no_spills budget; the same source with
+// fewer accumulators keeps within it.
+func TestCheckSpillBudget(t *testing.T) {
+	needNVRTC(t)
+	spec := buildCheckSpec(t,
+		"{name: spill, kernel: TESTDATA/spill.cu, no_spills: true}",
+		"{name: nospill, kernel: TESTDATA/spill.cu, defines: {ACC: 4}, no_spills: true, max_registers: 64}")
+	stdout, stderr, code := runCmd("check", spec, "--cache", t.TempDir())
+	if code != exitBuild {
+		t.Errorf("exit %d, want %d\n%s%s", code, exitBuild, stdout, stderr)
+	}
+	for _, w := range []string{"FAILED spill.cu", "over the budget of spill: attn_partial: ", "bytes of local memory per thread (spills or a local array), against no_spills", "ok     spill.cu"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("output lacks %q:\n%s", w, stdout)
+		}
+	}
+}

@@ -159,7 +159,7 @@ func problem(r *results.Record, opt Options) (Problem, string) {
 			return ProblemContradiction, "gate_failed, but every recorded gate passed"
 		}
 		return "", ""
-	case results.StatusCompileFailed, results.StatusFault, results.StatusTimeout, results.StatusOOM, results.StatusError:
+	case results.StatusCompileFailed, results.StatusFault, results.StatusTimeout, results.StatusOOM, results.StatusError, results.StatusOverBudget:
 		return "", ""
 	default:
 		return ProblemUnknownStatus, fmt.Sprintf("status %q", r.Status)

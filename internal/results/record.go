@@ -55,6 +55,10 @@ const (
 	StatusTimeout       Status = "timeout"        // the point exceeded its time limit
 	StatusOOM           Status = "oom"            // device memory could not be allocated
 	StatusError         Status = "error"          // any other failure; text in Error
+	// StatusOverBudget: a compiled kernel breaks the variant's resource
+	// budget (max_registers, no_spills, max_shared); Error says how, the
+	// numbers are in Resources, nothing ran.
+	StatusOverBudget Status = "over_budget"
 )
 
 // Probe names a measurement method.

@@ -274,6 +274,26 @@
 // is a race the gates catch (determinism, tolerance). A captured graph
 // keeps the programmatic edges.
 //
+// max_registers, no_spills and max_shared are the variant's resource
+// budget, as in
+//
+//	variants:
+//	  - {name: mine, kernel: kernels/mine.cu, max_registers: 128, no_spills: true, max_shared: 49152}
+//
+// each optional, checked for every entry point of every compiled
+// kernel of the variant (every arm of a dispatch): max_registers bounds
+// the registers per thread (1 to 255), no_spills: true forbids local
+// memory (the CUBIN tells a stack frame, not what is in it, so a
+// runtime-indexed local array breaks it as a register spill does),
+// max_shared bounds static plus dynamic shared memory per block, in bytes.
+// ktune check reads them from the CUBIN without a GPU and fails the
+// kernel (exit 3); a sweep reads them from the loaded kernel and records
+// a point that breaks its budget as over_budget, with what it broke, and
+// runs nothing of it. A budget is part of the point's hash. It is a limit
+// of the engine's choosing, checked as well as the hardware's own (a
+// block over __launch_bounds__, more shared memory or registers than a
+// block may have), which ktune check applies to every kernel.
+//
 // cluster: [x, y, z] launches the step's first kernel (the ABI's partial)
 // in thread-block clusters of x×y×z blocks (cuLaunchKernelEx, cluster
 // dimension attribute; 1 to 3 entries, missing ones are 1); a variant

@@ -387,8 +387,8 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 	return out
 }
 
-var variantKeys = []string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
-	"include", "flags", "io", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse"}
+var variantKeys = append([]string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
+	"include", "flags", "io", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse"}, budgetKeys...)
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -456,6 +456,8 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			}
 		case "cluster":
 			v.Cluster, vn.cluster = d.cluster(val, k)
+		case "max_registers", "no_spills", "max_shared":
+			d.budgetKey(key, k, val, &v.Budget)
 		case "cluster_nonportable":
 			vn.nonPortable = val
 			switch p, ok := d.scalar(val, k); {

@@ -86,7 +86,9 @@ type Variant struct {
 	// hold up to MaxClusterNonPortable blocks instead of the portable
 	// MaxClusterPortable, on the GPUs that allow it (sm_90 does).
 	ClusterNonPortable bool
-	Pos                Pos
+	// Budget is max_registers, no_spills and max_shared (budget.go).
+	Budget Budget
+	Pos    Pos
 
 	// Dispatch, when set, replaces Kernel: the arms in ascending order of
 	// their thresholds, the last one (Below 0) serving every longer
