@@ -15,6 +15,7 @@ import (
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
 )
 
 // A Source is the CUDA C++ text of one kernel variant, with the headers it
@@ -103,7 +104,7 @@ type Point struct {
 	NeverCaptured bool `json:",omitempty"`
 	// Budget is the variant's resource limits (spec.Budget): a point
 	// whose compiled kernels break it is recorded over_budget, not run.
-	Budget  spec.Budget `json:",omitempty"`
+	Budget  spec.Budget `json:",omitzero"`
 	Seed    uint64
 	Tol     Tolerance
 	Twin    *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
