@@ -157,7 +157,7 @@ func (b *Backend) open() error {
 	if b.hostFlags, b.flagsDev, err = b.ctx.HostAllocMapped(16); err != nil {
 		return fmt.Errorf("allocating the stream blocker's flag: %w", err)
 	}
-	if b.scratch, err = b.ctx.Alloc(16); err != nil {
+	if b.scratch, err = b.allocZeroed(16); err != nil {
 		return fmt.Errorf("allocating scratch memory: %w", err)
 	}
 	if b.util, err = b.loadUtil(); err != nil {
