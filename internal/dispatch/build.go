@@ -157,6 +157,7 @@ func compareShapes(a, b results.Shape) int {
 		cmp.Compare(a.KVDtype, b.KVDtype),
 		cmp.Compare(a.KVScale, b.KVScale),
 		cmp.Compare(a.Batch, b.Batch),
+		compareAttention(a.Attention, b.Attention),
 	)
 }
 
@@ -208,5 +209,5 @@ func shapeLabel(s results.Shape) string {
 	if s.KVScale != "" {
 		dtype += " scale/" + s.KVScale
 	}
-	return fmt.Sprintf("%s (h%d/kv%d/d%d %s, batch %d)", name, s.Heads, s.KVHeads, s.HeadDim, dtype, s.Batch)
+	return fmt.Sprintf("%s (h%d/kv%d/d%d %s, batch %d%s)", name, s.Heads, s.KVHeads, s.HeadDim, dtype, s.Batch, attentionSuffix(s.Attention))
 }

@@ -27,6 +27,8 @@ type yamlShape struct {
 	KVDtype string      `yaml:"kv_dtype"`
 	KVScale string      `yaml:"kv_scale,omitempty"`
 	Batch   int         `yaml:"batch"`
+	QLen    int         `yaml:"q_len,omitempty"`   // query tokens per sequence; omitted at 1
+	Options string      `yaml:"options,omitempty"` // the other attention options (optionsLabel)
 	Ranges  []yamlRange `yaml:"ranges"`
 }
 
@@ -91,7 +93,11 @@ func (t *Table) WriteYAML(w io.Writer) error {
 	doc := yamlDoc{Probe: string(t.Probe), Alpha: t.Alpha, Device: t.Device}
 	for _, st := range t.Shapes {
 		s := st.Shape
-		ys := yamlShape{Name: s.Name, Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, KVDtype: string(s.KVDtype), KVScale: s.KVScale, Batch: s.Batch}
+		ys := yamlShape{Name: s.Name, Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, KVDtype: string(s.KVDtype), KVScale: s.KVScale, Batch: s.Batch,
+			Options: optionsLabel(s.Attention)}
+		if q := s.Attention.Queries(); q > 1 {
+			ys.QLen = q
+		}
 		for _, r := range st.Ranges {
 			yr := yamlRange{
 				MinNKV: r.MinNKV, MaxNKV: r.MaxNKV, Variant: r.Variant, Kernel: r.Kernel, Splits: r.Splits,
