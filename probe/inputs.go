@@ -34,13 +34,23 @@ type inputCopy struct {
 	p    cuda.DevPtr
 	n    int64
 	elt  int // element size, to name the first changed element
-	// fill writes the allocation's fill of bytes [off, off+len(b)).
+	// fill writes the allocation's fill of bytes [off, off+len(b)); off
+	// is a multiple of elt.
 	fill func(off int64, b []byte)
-	// segs holds every segment written since the fill, as written.
-	segs map[int64][]byte
+	// writes are the writes since the fill, oldest first, each holding
+	// the bytes written (not a copy: every caller hands over bytes it
+	// never changes again); one wholly covered by a later write is
+	// dropped, so that uploads of one set after another do not pile up.
+	writes []inputWrite
 	// ref is the digest of each segment when the buffer was last sealed;
 	// nil after a write, until the next seal.
 	ref []uint64
+}
+
+// An inputWrite is b written at byte offset off.
+type inputWrite struct {
+	off int64
+	b   []byte
 }
 
 // initInputs makes the record of every read-only buffer as allocWorkspace
@@ -55,7 +65,7 @@ func (w *workspace) initInputs() {
 		if e.role != roleInput || e.n == 0 {
 			continue
 		}
-		c := &inputCopy{name: e.name, p: *e.p, n: e.n, elt: 4, segs: map[int64][]byte{}}
+		c := &inputCopy{name: e.name, p: *e.p, n: e.n, elt: 4}
 		if f, ok := fills[e.name]; ok {
 			c.elt = f.t.Bytes
 			c.fill = func(off int64, b []byte) { fillValues(b, f.t, f.seed, off/int64(f.t.Bytes)) }
@@ -78,35 +88,47 @@ func (w *workspace) input(p cuda.DevPtr) *inputCopy {
 	return nil
 }
 
+// bytesAt returns what bytes [off, off+n) of the buffer must hold: the
+// fill, then every write over them in order.
+func (c *inputCopy) bytesAt(off, n int64) []byte {
+	out := make([]byte, n)
+	// From the last write that covers the whole range, if one does: the
+	// fill under it is never drawn.
+	first, covered := 0, false
+	for i := len(c.writes) - 1; i >= 0 && !covered; i-- {
+		if w := c.writes[i]; w.off <= off && w.off+int64(len(w.b)) >= off+n {
+			first, covered = i, true
+		}
+	}
+	if !covered {
+		c.fill(off, out)
+	}
+	for _, w := range c.writes[first:] {
+		lo, hi := max(off, w.off), min(off+n, w.off+int64(len(w.b)))
+		if lo < hi {
+			copy(out[lo-off:hi-off], w.b[lo-w.off:hi-w.off])
+		}
+	}
+	return out
+}
+
 // expected returns what segment i of the buffer must hold.
 func (c *inputCopy) expected(i int64) []byte {
-	if b, ok := c.segs[i]; ok {
-		return b
-	}
 	lo := i * digestSeg
-	b := make([]byte, min(digestSeg, c.n-lo))
-	c.fill(lo, b)
-	return b
+	return c.bytesAt(lo, min(digestSeg, c.n-lo))
 }
 
 // wrote records that b was written at byte offset off.
 func (c *inputCopy) wrote(off int64, b []byte) {
-	for len(b) > 0 {
-		i := off / digestSeg
-		s, ok := c.segs[i]
-		if !ok {
-			lo := i * digestSeg
-			if size := min(digestSeg, c.n-lo); off == lo && int64(len(b)) >= size {
-				s = make([]byte, size) // overwritten whole: no fill to draw
-			} else {
-				s = c.expected(i)
-			}
-			c.segs[i] = s
+	end := off + int64(len(b))
+	keep := c.writes[:0]
+	for _, w := range c.writes {
+		if w.off < off || w.off+int64(len(w.b)) > end {
+			keep = append(keep, w)
 		}
-		n := copy(s[off-i*digestSeg:], b)
-		off += int64(n)
-		b = b[n:]
 	}
+	clear(c.writes[len(keep):])
+	c.writes = append(keep, inputWrite{off, b})
 	c.ref = nil
 }
 

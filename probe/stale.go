@@ -82,7 +82,15 @@ func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *g
 		return nil // every sequence at the capacity: nothing lies past it
 	}
 	t := c.Shape.KVType()
-	pat := staleBits(t)
+	// One row of each pattern, copied row after row.
+	var rows [][]byte
+	for _, bits := range staleBits(t) {
+		row := make([]byte, rowBytes)
+		for e := range int(rowBytes) / t.Bytes {
+			t.PutBits(row, e, bits)
+		}
+		rows = append(rows, row)
+	}
 	type saved struct {
 		buf *inputCopy
 		sp  span
@@ -101,9 +109,8 @@ func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *g
 		for _, sp := range spans {
 			restore = append(restore, saved{buf, sp, buf.bytesAt(sp.dst, sp.n)})
 			b := make([]byte, sp.n)
-			per := int(rowBytes) / t.Bytes
-			for e := range int(sp.n) / t.Bytes {
-				t.PutBits(b, e, pat[(e/per)%len(pat)])
+			for r := int64(0); r*rowBytes < sp.n; r++ {
+				copy(b[r*rowBytes:(r+1)*rowBytes], rows[r%int64(len(rows))])
 			}
 			if err := r.writeInput(p, sp.dst, b); err != nil {
 				return fmt.Errorf("writing stale rows past the lengths: %w", err)
@@ -119,18 +126,4 @@ func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *g
 	g.Inputs = string(oracle.SetUniform)
 	log.add(g)
 	return nil
-}
-
-// bytesAt returns what bytes [off, off+n) of the buffer must hold.
-func (c *inputCopy) bytesAt(off, n int64) []byte {
-	out := make([]byte, 0, n)
-	for n > 0 {
-		i := off / digestSeg
-		s := c.expected(i)[off-i*digestSeg:]
-		s = s[:min(int64(len(s)), n)]
-		out = append(out, s...)
-		off += int64(len(s))
-		n -= int64(len(s))
-	}
-	return out
 }

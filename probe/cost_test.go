@@ -1,0 +1,117 @@
+package probe
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/variants"
+)
+
+// nullDevice is the fake device with the device's share taken out: no
+// memory behind the workspace, launches that compute nothing, reads of
+// zeros, digests that never change. What the gates then cost is the
+// host's: drawing the inputs, the oracle, the comparisons, the record of
+// the uploads, the guard and stale bookkeeping. The verdicts are
+// meaningless (out reads back as zeros).
+type nullDevice struct{ *fakeDevice }
+
+func (n nullDevice) allocWorkspace(l layout) (*workspace, error) {
+	w := &workspace{l: l}
+	for _, e := range w.table() {
+		if e.n > 0 {
+			*e.p = n.next + guardBytes
+			n.fakeDevice.next += cuda.DevPtr(e.n+2*guardBytes+0xffff) &^ 0xffff
+		}
+	}
+	w.initInputs()
+	return w, nil
+}
+func (n nullDevice) write(cuda.DevPtr, []byte) error { return nil }
+func (n nullDevice) read(b []byte, _ cuda.DevPtr) error {
+	clear(b)
+	return nil
+}
+func (n nullDevice) fill32(cuda.DevPtr, uint32, int64) error { return nil }
+func (n nullDevice) digest(_ cuda.DevPtr, size, seg int64) ([]uint64, error) {
+	return make([]uint64, (size+seg-1)/seg), nil
+}
+func (n nullDevice) holeCopy(p cuda.DevPtr, _ int64) (cuda.DevPtr, func(), error) {
+	return p, func() {}, nil
+}
+func (n nullDevice) launch(*kernelPair, *results.Config, geometry, *workspace) error {
+	n.pairs++
+	return nil
+}
+func (n nullDevice) endCapture() (graph, error) {
+	n.capturing = nil
+	return nullGraph{}, nil
+}
+
+type nullGraph struct{}
+
+func (nullGraph) launch() error { return nil }
+func (nullGraph) destroy()      {}
+
+// BenchmarkGateHost is the host's share of the gates per compiled kernel
+// for the frontier's shape, 28/4/128 f16 at capacity 131072, at batch 1
+// and 16: d2's first point of experiments/h200-fused.yaml, gate lengths and
+// replay lengths as the plan gives them. Targets on the H200 host's 16
+// cores: 1 s at batch 1, 2 s at batch 16.
+//
+//	go test ./probe -run '^$' -bench GateHost -benchtime 1x
+func BenchmarkGateHost(b *testing.B) {
+	s, err := spec.Load("../experiments/h200-fused.yaml", variants.Builtins())
+	if err != nil {
+		b.Fatal(err)
+	}
+	pl, err := plan.Build(s, "sm_90")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, batch := range []int{1, 16} {
+		var p *plan.Point
+		for _, q := range pl.Points {
+			if q.Config.Variant == "d2" && q.Config.Shape.Batch == batch {
+				p = q
+				break
+			}
+		}
+		if p == nil {
+			b.Fatalf("no d2 point at batch %d", batch)
+		}
+		b.Run(p.Config.Shape.Name, func(b *testing.B) {
+			var inputs, oracleT float64
+			for range b.N {
+				f := newFakeDevice()
+				bk := &Backend{gpu: nullDevice{f}, log: io.Discard, loaded: map[string]*kernelPair{}, gates: map[string]*gateVerdict{},
+					env: results.Env{Device: "null", SMs: 132, L2Bytes: 50 << 20, ClockMHz: 1980, Arch: "sm_90"}}
+				bk.haveBW = true
+				q := *p
+				q.Probes = nil
+				r := &pointRun{b: bk, p: &q, rec: &results.Record{}}
+				if r.l, err = pointLayout(&q); err != nil {
+					b.Fatal(err)
+				}
+				r.k = &kernelPair{build: &build{}, fns: map[string]*cuda.Function{}}
+				f.kernels[r.k] = &fakeKernel{}
+				r.g = pointGeometry(&q)
+				if r.ws, err = bk.gpu.allocWorkspace(r.l); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.gate(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				inputs += r.tInputs.Seconds()
+				oracleT += r.tOracle.Seconds()
+				b.ReportMetric(float64(r.pairs), "pairs")
+			}
+			b.ReportMetric(inputs/float64(b.N), "s-inputs")
+			b.ReportMetric(oracleT/float64(b.N), "s-oracle")
+		})
+	}
+}
