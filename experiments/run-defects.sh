@@ -60,6 +60,7 @@ expected = {
     "stalenan": "stale",
     "memo": "timed",
     "readpastend": "bounds (fault at the capacity)",
+    "longchunk": "tolerance/uniform at the capacity (tiled)",
 }
 by = collections.OrderedDict()
 for r in (records("defects") if "defects" in specs else []):

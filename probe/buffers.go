@@ -169,6 +169,9 @@ type workspace struct {
 	// uniform says which uniform gate inputs q and the first rows of K
 	// and V hold, when the last upload was them (timed.go).
 	uniform uploaded
+	// tiled says which uniform inputs the rows past them repeat up to the
+	// capacity (long.go).
+	tiled uploaded
 	// inputs are the host's record of what the read-only buffers hold
 	// (inputs.go), made when the workspace is filled.
 	inputs []*inputCopy

@@ -37,10 +37,11 @@ func TestFakeDeviceErrors(t *testing.T) {
 		{"beginCapture", 1, "beginning graph capture"},
 		{"endCapture", 1, "capturing 1 launch pairs"},
 		{"launch", 3, "stale-rows gate at nkv 1"},
-		{"launch", 57, "fresh-module gate at nkv 1"}, // after 8 lengths × (5 sets + 1 repeat + 1 stale)
-		{"launch", 58, "fresh-module gate at nkv 1, fresh module"},
-		{"launch", 59, "capturing 1 launch pairs"},
-		{"launch", 60, "fresh launch at nkv 7"},
+		{"launch", 57, "gate run at nkv 256 (uniform inputs tiled to the capacity)"}, // after 8 lengths × (5 sets + 1 repeat + 1 stale)
+		{"launch", 59, "fresh-module gate at nkv 1"},
+		{"launch", 60, "fresh-module gate at nkv 1, fresh module"},
+		{"launch", 61, "capturing 1 launch pairs"},
+		{"launch", 62, "fresh launch at nkv 7"},
 		{"digest", 1, "digesting q"},
 		{"clockSpin", 1, "fake clockSpin"},
 		{"waitStop", 1, "running the timed launches"},

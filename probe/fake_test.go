@@ -31,6 +31,7 @@ type fakeModel struct {
 	ftz          bool          // f16 subnormals read as zero
 	kScaleForV   bool          // V dequantized with K's scales
 	readPast     bool          // each split also reads the first row of the next chunk
+	driftPast    int           // > 0: out is off by 0.01 where the length exceeds it (an error growing with the chunk)
 	prefetchPast bool          // each split also loads (and ignores) the row after its chunk, which may lie past K's end
 	zeroTail     int           // > 0: rows up to the next multiple of it past a chunk are added with weight 0 (0·NaN = NaN)
 	memoAfter    int           // > 0: from this many launches in a row at the same positions on, copies its last outputs

@@ -160,6 +160,9 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 				if S > 0 {
 					v = acc[i] / S
 				}
+				if m.driftPast > 0 && n > m.driftPast {
+					v += 0.01
+				}
 				put(ob, (b*s.Heads+h)*d+i, v+float64(m.offset))
 			}
 		}

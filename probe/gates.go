@@ -68,11 +68,23 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	b, p := r.b, r.p
 	if v, ok := b.gates[p.GateKey]; ok && p.GateKey != "" {
 		r.rec.Gates = slices.Clone(v.gates)
-		return v.pass, nil
+		if !v.pass {
+			return false, nil
+		}
+		return r.timedLengthGate(ctx)
 	}
 	start, pairs := time.Now(), r.pairs
 	log := &gateLog{}
 	if err := r.numericGates(ctx, log); err != nil {
+		return false, err
+	}
+	// The capacity and this point's own timed lengths, past the gate
+	// lengths.
+	capacity := make([]int, p.Config.Shape.Batch)
+	for i := range capacity {
+		capacity[i] = p.Config.Shape.Capacity
+	}
+	if err := r.longGates(ctx, [][]int{gateLengths(p.Config.Shape.Capacity, p.Config.Shape.Batch), capacity, lengthsOf(&p.Config)}, log); err != nil {
 		return false, err
 	}
 	if err := r.freshGate(ctx, log); err != nil {
@@ -143,6 +155,7 @@ func (r *pointRun) numericGates(ctx context.Context, log *gateLog) error {
 	rows := slices.Max(nkvs)
 	for i, set := range oracle.Sets {
 		var in *oracle.Inputs
+		var refs map[int][]float64
 		for _, nkv := range gateOrder(nkvs, i, p.Seed) {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -153,8 +166,17 @@ func (r *pointRun) numericGates(ctx context.Context, log *gateLog) error {
 				if in, err = r.uploadSet(set, rows, lengths); err != nil {
 					return err
 				}
+				// Every length of the set in one pass of the oracle
+				// (a per-length set: its one length).
+				want := nkvs
+				if set.PerLength() {
+					want = []int{nkv}
+				}
+				if refs, err = r.references(in, want); err != nil {
+					return err
+				}
 			}
-			if err := r.checkAt(set, in, nkv, lengths, log, set == oracle.SetUniform); err != nil {
+			if err := r.checkAt(set, nkv, lengths, refs[nkv], log, set == oracle.SetUniform); err != nil {
 				return err
 			}
 		}
@@ -162,10 +184,32 @@ func (r *pointRun) numericGates(ctx context.Context, log *gateLog) error {
 	return nil
 }
 
-// checkAt runs the point's kernel (and its twin) once at nkv on inputs in
-// and judges the outputs; on the uniform set (repeat) it also runs the
+// references is the oracle's output at each gate length of nkvs (the
+// lengths gateLengths gives), from one call.
+func (r *pointRun) references(in *oracle.Inputs, nkvs []int) (map[int][]float64, error) {
+	b := r.p.Config.Shape.Batch
+	launches := make([][]int, len(nkvs))
+	for i, n := range nkvs {
+		launches[i] = gateLengths(n, b)
+	}
+	t0 := time.Now()
+	outs, err := oracle.References(in, launches)
+	r.tOracle += time.Since(t0)
+	if err != nil {
+		return nil, err
+	}
+	refs := make(map[int][]float64, len(nkvs))
+	for i, n := range nkvs {
+		refs[n] = outs[i].Out
+	}
+	return refs, nil
+}
+
+// checkAt runs the point's kernel (and its twin) once at nkv on the set's
+// uploaded inputs and judges the outputs against ref, the oracle's; on
+// the uniform set (repeat) it also runs the
 // determinism repeat and the stale-rows gate.
-func (r *pointRun) checkAt(set oracle.InputSet, in *oracle.Inputs, nkv int, lengths []int, log *gateLog, repeat bool) error {
+func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref []float64, log *gateLog, repeat bool) error {
 	p, c := r.p, &r.p.Config
 	s := c.Shape
 	tag := func(g results.Gate) results.Gate { g.Inputs = string(set); return g }
@@ -174,12 +218,6 @@ func (r *pointRun) checkAt(set oracle.InputSet, in *oracle.Inputs, nkv int, leng
 		return fmt.Errorf("gate run at nkv %d (%s inputs): %w", nkv, set, err)
 	}
 	log.add(tag(writtenGate(nkv, p.Seed, partial, out, r.l.gatedSlots(s), s.HeadDim)))
-	t0 := time.Now()
-	ref, err := oracle.Reference(in, lengths)
-	r.tOracle += time.Since(t0)
-	if err != nil {
-		return err
-	}
 	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: string(r.l.outDtype)}, s)
 	m, err := oracle.Compare(floats(out), ref, bounds)
 	if err != nil {
@@ -297,6 +335,9 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 	}
 	r.tInputs += time.Since(start)
 	r.ws.uniform = uploaded{}
+	if in.Rows > r.ws.tiled.rows {
+		r.ws.tiled = uploaded{} // the rows it tiled from are overwritten
+	}
 	if err := r.upload(in); err != nil {
 		return nil, err
 	}

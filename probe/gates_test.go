@@ -233,7 +233,8 @@ func TestFakeBitwiseTwin(t *testing.T) {
 // pairs, for the point's lengths: every set at every gate length, the
 // repeat and the stale-rows launch on the uniform set, two fresh-module
 // runs, the capture and two pairs (replay, fresh launch) per replay length,
-// and the bounds gate's launch at the capacity.
+// two launches at the capacity on tiled inputs (the first sequence alone,
+// then all of them) and the bounds gate's launch.
 func TestGateLaunchCount(t *testing.T) {
 	f := newFakeDevice()
 	b := fakeBackend(t, f)
@@ -241,7 +242,7 @@ func TestGateLaunchCount(t *testing.T) {
 	p.Probes = nil
 	run(t, b, p)
 	L, R := len(p.GateNKV), len(p.ReplayNKV)
-	want := len(oracle.Sets)*L + 2*L + 2 + 2*R + 1
+	want := len(oracle.Sets)*L + 2*L + 2 + 2*R + 2 + 1
 	if f.pairs != want {
 		t.Errorf("%d pairs launched, want %d", f.pairs, want)
 	}
@@ -406,5 +407,37 @@ func TestFakeBoundsGate(t *testing.T) {
 		if g.Kind == results.GateBounds {
 			t.Errorf("a bounds gate recorded without its launch: %+v", g)
 		}
+	}
+}
+
+// TestFakeLongLengths: a kernel right at every gate length and wrong past
+// 128 rows fails the tolerance gate at the capacity, on the uniform rows
+// tiled there; a later point of a correct kernel's group is judged at its
+// own timed length before its probes, which the gates did not reach.
+func TestFakeLongLengths(t *testing.T) {
+	f := newFakeDevice()
+	f.models["drift"] = fakeModel{driftPast: 128}
+	rec := run(t, fakeBackend(t, f), fakePoint("drift", 100))
+	if rec.Status != results.StatusGateFailed || !slices.Equal(failedKinds(rec.Gates), []string{"tolerance/uniform"}) {
+		t.Fatalf("status %s, failed %v", rec.Status, failedKinds(rec.Gates))
+	}
+	for _, g := range rec.Gates {
+		if !g.Pass && (g.NKV != 256 || !strings.Contains(g.Detail, "tiled to the capacity")) {
+			t.Errorf("failed at nkv %d: %s", g.NKV, g.Detail)
+		}
+	}
+
+	f = newFakeDevice()
+	b := fakeBackend(t, f)
+	run(t, b, fakePoint("good", 100))
+	rec = run(t, b, fakePoint("good", 200))
+	n := 0
+	for _, g := range rec.Gates {
+		if g.Kind == results.GateTolerance && g.NKV == 200 && g.Pass && strings.Contains(g.Detail, "tiled") {
+			n++
+		}
+	}
+	if rec.Status != results.StatusOK || n != 1 {
+		t.Errorf("the point timed at 200: %s, %d tolerance gates at 200", rec.Status, n)
 	}
 }

@@ -1,0 +1,138 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/results"
+)
+
+// Every length the kernel is timed at.
+//
+// The gate lengths are the spec's and the split boundaries; a kernel whose
+// error grows with the chunk length passes them and is then timed, and
+// shipped, at 131072. Drawing that many rows per sequence is out of reach
+// (17 GB at batch 16), so the uniform set's rows are tiled on the device
+// up to the capacity, row r holding row r mod Rows (oracle.Inputs.Tiled),
+// and the kernel is judged against the oracle at the capacity, in its
+// group's gates, and at the longest length each point is timed at, before
+// its probes: every length that reaches the device is one the oracle has
+// passed. All of a call's lengths come from one pass of the oracle.
+
+// longGates judges the point's kernel at each of launches (per-sequence
+// lengths) longer than the gate lengths, on the uniform set tiled to the
+// capacity.
+func (r *pointRun) longGates(ctx context.Context, launches [][]int, log *gateLog) error {
+	p, c, s := r.p, &r.p.Config, r.p.Config.Shape
+	rows := slices.Max(gateNKVs(p.GateNKV, s.Capacity))
+	var want [][]int
+	for _, l := range launches {
+		if slices.Max(l) > rows && !slices.ContainsFunc(want, func(w []int) bool { return slices.Equal(w, l) }) {
+			want = append(want, l)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	in, err := r.uploadSet(oracle.SetUniform, rows, gateLengths(rows, s.Batch))
+	if err != nil {
+		return err
+	}
+	if err := r.uploadTiled(in); err != nil {
+		return err
+	}
+	tiled := *in
+	tiled.Tiled = true
+	refs, err := r.timedReferences(&tiled, want)
+	if err != nil {
+		return err
+	}
+	bounds := oracle.SetUniform.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: string(r.l.outDtype)}, s)
+	for i, lengths := range want {
+		nkv := slices.Max(lengths)
+		_, out, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
+		if err != nil {
+			return fmt.Errorf("gate run at nkv %d (uniform inputs tiled to the capacity): %w", nkv, err)
+		}
+		m, err := oracle.Compare(floats(out), refs[i], bounds)
+		if err != nil {
+			return err
+		}
+		g := toleranceGate(nkv, p.Seed, m, bounds)
+		g.Inputs = string(oracle.SetUniform)
+		tag := fmt.Sprintf("rows past %d tiled to the capacity", in.Rows)
+		if g.Detail == "" {
+			g.Detail = tag
+		} else {
+			g.Detail += " (" + tag + ")"
+		}
+		log.add(g)
+		r.b.logf("%s: gate at nkv %d (uniform, tiled): max_abs %.2g nmse %.2g", c.Variant, nkv, m.MaxAbs, m.NMSE)
+	}
+	return nil
+}
+
+// timedReferences is the oracle's output at each of launches, one call.
+func (r *pointRun) timedReferences(in *oracle.Inputs, launches [][]int) ([][]float64, error) {
+	outs, err := oracle.References(in, launches)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([][]float64, len(outs))
+	for i, o := range outs {
+		refs[i] = o.Out
+	}
+	return refs, nil
+}
+
+// uploadTiled writes the rows of in (uploaded at the start of every
+// sequence) again and again up to the capacity, unless the workspace
+// holds them already.
+func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
+	w, s := r.ws, r.p.Config.Shape
+	if w.tiled == (uploaded{seed: r.p.Seed, rows: in.Rows}) {
+		return nil
+	}
+	w.tiled = uploaded{}
+	for _, cp := range kvCopies(r.l, s, in.Rows, in.KBytes, in.VBytes) {
+		unit := int64(len(cp.k) / in.Rows) // one row's bytes in this copy
+		for k := int64(1); k*int64(in.Rows) < int64(s.Capacity); k++ {
+			n := min(int64(in.Rows), int64(s.Capacity)-k*int64(in.Rows)) * unit
+			off := cp.dst + k*int64(in.Rows)*unit
+			if err := r.writeInput(w.k, off, cp.k[:n]); err != nil {
+				return fmt.Errorf("tiling K to the capacity: %w", err)
+			}
+			if err := r.writeInput(w.v, off, cp.v[:n]); err != nil {
+				return fmt.Errorf("tiling V to the capacity: %w", err)
+			}
+		}
+	}
+	w.tiled = uploaded{seed: r.p.Seed, rows: in.Rows}
+	return nil
+}
+
+// timedLengthGate judges a point whose group's gates ran on an earlier
+// point at its own timed lengths, when they pass the gate lengths; a
+// failure fails the point and the group.
+func (r *pointRun) timedLengthGate(ctx context.Context) (bool, error) {
+	log := &gateLog{}
+	if err := r.longGates(ctx, [][]int{lengthsOf(&r.p.Config)}, log); err != nil {
+		return false, err
+	}
+	r.rec.Gates = append(r.rec.Gates, log.gates...)
+	pass := !slices.ContainsFunc(log.gates, func(g results.Gate) bool { return !g.Pass })
+	if v := r.b.gates[r.p.GateKey]; !pass && v != nil {
+		v.pass = false
+		for _, g := range log.gates {
+			if !g.Pass {
+				v.gates = append(v.gates, g)
+			}
+		}
+	}
+	return pass, nil
+}
