@@ -31,6 +31,8 @@ type fakeModel struct {
 	ftz          bool          // f16 subnormals read as zero
 	kScaleForV   bool          // V dequantized with K's scales
 	readPast     bool          // each split also reads the first row of the next chunk
+	counters     bool          // a fused kernel: an arrival count per (sequence, KV head) in the scratch, which the last split re-arms to zero
+	noRearm      bool          // with counters: the count is left as it ended
 	driftPast    int           // > 0: out is off by 0.01 where the length exceeds it (an error growing with the chunk)
 	prefetchPast bool          // each split also loads (and ignores) the row after its chunk, which may lie past K's end
 	zeroTail     int           // > 0: rows up to the next multiple of it past a chunk are added with weight 0 (0·NaN = NaN)
@@ -98,9 +100,10 @@ type fakeDevice struct {
 	stopped   bool
 	passBytes int64
 
-	holes                                                        int   // hole copies not released
-	holeErr                                                      error // holeCopy fails with it
-	graphs                                                       int   // captured and not destroyed
+	filled                                                       []cuda.DevPtr // every fill32 target, in order
+	holes                                                        int           // hole copies not released
+	holeErr                                                      error         // holeCopy fails with it
+	graphs                                                       int           // captured and not destroyed
 	digests                                                      int
 	pairs, workspaces, frees, buffers, passes, reloads, captures int
 	// clusters counts the steps run by the cluster of each launch (zero
@@ -290,6 +293,7 @@ func (f *fakeDevice) fill32(p cuda.DevPtr, v uint32, n int64) error {
 	if err := f.hit("fill32"); err != nil {
 		return err
 	}
+	f.filled = append(f.filled, p)
 	buf := f.at(p)
 	for i := int64(0); i < n/4 && buf != nil; i++ {
 		binary.LittleEndian.PutUint32(buf[4*i:], v)

@@ -140,6 +140,22 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 					put(pb, slot+4+i, acc[i])
 				}
 			}
+			if m.counters {
+				// The fused merge: the split that brings the count to
+				// SPLITS merges, which it can only see from zero.
+				cb := f.at(w.scratch)[4*(b*s.KVHeads+kh):]
+				start := binary.LittleEndian.Uint32(cb)
+				if h%group == group-1 {
+					end := start + uint32(splits)
+					if !m.noRearm {
+						end = 0
+					}
+					binary.LittleEndian.PutUint32(cb, end)
+				}
+				if start != 0 {
+					continue // no split saw the count reach SPLITS: out stays as it was
+				}
+			}
 			// The combine, from the slots as written (kernels/ABI.md).
 			gmx := math.Inf(-1)
 			for sp := range splits {

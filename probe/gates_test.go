@@ -441,3 +441,27 @@ func TestFakeLongLengths(t *testing.T) {
 		t.Errorf("the point timed at 200: %s, %d tolerance gates at 200", rec.Status, n)
 	}
 }
+
+// TestFakeCounters: a fused kernel that re-arms its arrival counters
+// passes every gate, the new ones included, and the gates never clear the
+// counters between launches (the engine zeroes them once, at
+// allocation); one that does not re-arm them fails.
+func TestFakeCounters(t *testing.T) {
+	f := newFakeDevice()
+	f.models["fused"] = fakeModel{counters: true}
+	b := fakeBackend(t, f)
+	if rec := run(t, b, fakePoint("fused", 100)); rec.Status != results.StatusOK {
+		t.Fatalf("re-armed counters: %s (%s)", rec.Status, rec.Error)
+	}
+	for _, p := range f.filled {
+		if p >= b.ws.scratch && p < b.ws.scratch+devOff(b.ws.l.Scratch) {
+			t.Errorf("the gates cleared the counters at %#x between launches", p)
+		}
+	}
+	f = newFakeDevice()
+	f.models["fused"] = fakeModel{counters: true, noRearm: true}
+	rec := run(t, fakeBackend(t, f), fakePoint("fused", 100))
+	if got := failedKinds(rec.Gates); rec.Status != results.StatusGateFailed || !slices.Contains(got, "written/uniform") {
+		t.Errorf("counters left armed: %s, failed %v", rec.Status, got)
+	}
+}
