@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 )
@@ -42,7 +43,7 @@ func (r *pointRun) boundsGate(ctx context.Context, log *gateLog) error {
 	view := *r.ws
 	var names []string
 	for _, e := range view.table() {
-		if e.role != roleInput || e.n == 0 {
+		if e.role != abi.RoleInput || e.n == 0 {
 			continue
 		}
 		p, release, err := r.b.gpu.holeCopy(*e.p, e.n)

@@ -184,51 +184,37 @@ type uploaded struct {
 	rows int
 }
 
-// A bufferRole is what a launch may do to a buffer: the gates check each
-// role's rule after every launch (inputs.go, guards.go).
-type bufferRole int
-
-const (
-	// roleInput: the kernel only reads it; it must hold its uploaded bytes
-	// after every launch.
-	roleInput bufferRole = iota
-	// roleOutput: every launch writes it; the gates poison it before a
-	// launch and read it back.
-	roleOutput
-	// roleScratch: the kernel keeps it between launches (counters zeroed
-	// once at allocation, an engine's workspace); neither compared nor
-	// cleared.
-	roleScratch
-)
-
-// A bufferEntry is one row of a workspace's buffer table: the argument
-// name it is passed as (marshal.go), where it lives, its size in bytes
-// (0: not allocated for this layout) and its role.
+// A bufferEntry is one row of a workspace's buffer table: the name it is
+// known by (an allocation's, abi.Allocs), where it lives, its size in
+// bytes (0: not allocated for this layout) and what a kernel may do to it
+// (abi.Role: the gates check each role's rule after every launch,
+// inputs.go and guards.go).
 type bufferEntry struct {
 	name string
 	p    *cuda.DevPtr
 	n    int64
-	role bufferRole
+	role abi.Role
 }
 
-// table lists the workspace's buffers, in allocation order.
+// table lists the workspace's buffers: the ABI's allocations in their
+// order, then the timed launches' second set (timed.go) with the roles of
+// the buffers they stand in for.
 func (w *workspace) table() []bufferEntry {
-	l := w.l
-	return []bufferEntry{
-		{"q", &w.q, l.Q, roleInput},
-		{"k", &w.k, l.K, roleInput},
-		{"v", &w.v, l.V, roleInput},
-		{"positions", &w.positions, l.Positions, roleInput},
-		{"partial", &w.partial, l.Partial, roleOutput},
-		{"out", &w.out, l.Out, roleOutput},
-		{"counters", &w.scratch, l.Scratch, roleScratch},
-		{"lse", &w.lse, l.Lse, roleOutput},
-		{"workspace", &w.workspace, l.Workspace, roleScratch},
-		{"kv_scale", &w.kvScale, l.KVScale, roleInput},
-		{"q_alt", &w.qAlt, l.Q, roleInput},
-		{"partial_alt", &w.partialAlt, l.Partial, roleOutput},
-		{"out_alt", &w.outAlt, l.Out, roleOutput},
+	ptr := [abi.NumAllocs]*cuda.DevPtr{abi.AllocQ: &w.q, abi.AllocK: &w.k, abi.AllocV: &w.v, abi.AllocPositions: &w.positions,
+		abi.AllocPartial: &w.partial, abi.AllocOut: &w.out, abi.AllocScratch: &w.scratch, abi.AllocLse: &w.lse,
+		abi.AllocWorkspace: &w.workspace, abi.AllocKVScale: &w.kvScale}
+	out := make([]bufferEntry, 0, abi.NumAllocs+3)
+	for _, a := range abi.Allocs {
+		out = append(out, bufferEntry{a.Name, ptr[a.ID], *w.l.size(a.ID), a.Role})
 	}
+	for _, alt := range []struct {
+		name string
+		p    *cuda.DevPtr
+		of   abi.AllocID
+	}{{"q_alt", &w.qAlt, abi.AllocQ}, {"partial_alt", &w.partialAlt, abi.AllocPartial}, {"out_alt", &w.outAlt, abi.AllocOut}} {
+		out = append(out, bufferEntry{alt.name, alt.p, *w.l.size(alt.of), abi.Allocs[alt.of].Role})
+	}
+	return out
 }
 
 // guardBytes is the guard region allocated before and after every buffer

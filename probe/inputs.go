@@ -12,7 +12,7 @@ import (
 
 // Read-only inputs.
 //
-// A kernel may only read q, K, V, the lengths and the scales (roleInput in
+// A kernel may only read q, K, V, the lengths and the scales (abi.RoleInput in
 // the buffer table). One that writes them (an in-place dequantisation, a
 // length it decrements, the new token's row appended past the context)
 // computes its own gate launch right and corrupts what an engine holds.
@@ -62,7 +62,7 @@ func (w *workspace) initInputs() {
 		fills[f.name] = f
 	}
 	for _, e := range w.table() {
-		if e.role != roleInput || e.n == 0 {
+		if e.role != abi.RoleInput || e.n == 0 {
 			continue
 		}
 		c := &inputCopy{name: e.name, p: *e.p, n: e.n, elt: 4}
@@ -288,7 +288,7 @@ func (r *pointRun) memoryGates(nkv int) []results.Gate {
 		if e.n == 0 {
 			continue
 		}
-		if e.role == roleInput && !r.flagged[results.GateReadOnly+"/"+e.name] {
+		if e.role == abi.RoleInput && !r.flagged[results.GateReadOnly+"/"+e.name] {
 			inputs = append(inputs, e.name)
 		}
 		if !r.flagged[results.GateGuard+"/"+e.name] {

@@ -44,7 +44,29 @@ type Alloc struct {
 	// used says whether an argument of the point's launches names a
 	// buffer in it. Zero: not allocated.
 	Size func(d Dims, used bool) int64
+	// Role is what a kernel may do to it.
+	Role Role
 }
+
+// A Role is what a kernel may do to an allocation; the gates check each
+// role's rule after every launch (probe/inputs.go, probe/guards.go). The
+// zero Role is RoleInput: an allocation added without one is checked as
+// read-only, so a forgotten role shows as a false alarm, never as a write
+// nothing looks at.
+type Role int
+
+const (
+	// RoleInput: the kernel only reads it (q, K, V, the lengths, the
+	// scales, an engine's page tables): it must hold its uploaded bytes
+	// after every launch.
+	RoleInput Role = iota
+	// RoleOutput: every launch writes it.
+	RoleOutput
+	// RoleScratch: the kernel keeps it from launch to launch (counters
+	// zeroed once at allocation, an engine's workspace); the host never
+	// clears it between launches.
+	RoleScratch
+)
 
 // Align16 rounds n up to 16 bytes.
 func Align16(n int64) int64 { return (n + 15) &^ 15 }
@@ -60,16 +82,16 @@ func kvBytes(d Dims, _ bool) int64 {
 
 // Allocs is the table of allocations, indexed by AllocID.
 var Allocs = [NumAllocs]Alloc{
-	{AllocQ, "q", func(d Dims, _ bool) int64 { return Align16(bhd(d.Shape) * int64(d.IO.OrABI().Q.Bytes())) }},
-	{AllocK, "k", kvBytes},
-	{AllocV, "v", kvBytes},
+	{AllocQ, "q", func(d Dims, _ bool) int64 { return Align16(bhd(d.Shape) * int64(d.IO.OrABI().Q.Bytes())) }, RoleInput},
+	{AllocK, "k", kvBytes, RoleInput},
+	{AllocV, "v", kvBytes, RoleInput},
 	// Positions (nkv − 1, int32 per sequence), then seqlens (nkv).
-	{AllocPositions, "positions", func(d Dims, _ bool) int64 { return Align16(8 * int64(d.Shape.Batch)) }},
+	{AllocPositions, "positions", func(d Dims, _ bool) int64 { return Align16(8 * int64(d.Shape.Batch)) }, RoleInput},
 	{AllocPartial, "partial", func(d Dims, _ bool) int64 {
 		s := d.Shape
 		return Align16(int64(s.Batch) * int64(d.Splits) * int64(s.Heads) * int64(PartialStride(s.HeadDim)) * 4)
-	}},
-	{AllocOut, "out", func(d Dims, _ bool) int64 { return Align16(bhd(d.Shape) * int64(d.IO.OrABI().Out.Bytes())) }},
+	}, RoleOutput},
+	{AllocOut, "out", func(d Dims, _ bool) int64 { return Align16(bhd(d.Shape) * int64(d.IO.OrABI().Out.Bytes())) }, RoleOutput},
 	// The fused kernels' batch × kv_heads arrival counters (kernels/ABI.md).
 	// Every workspace has them, fused or not: they are a few bytes, and a
 	// layout that depended on the kernel would free and refill gigabytes
@@ -83,7 +105,7 @@ var Allocs = [NumAllocs]Alloc{
 			n = max(n, Align16(int64(s.Batch)*int64(s.Heads)*4))
 		}
 		return n
-	}},
+	}, RoleScratch},
 	// Room for a per-split or a per-head log-sum-exp.
 	{AllocLse, "lse", func(d Dims, used bool) int64 {
 		if !used {
@@ -91,20 +113,20 @@ var Allocs = [NumAllocs]Alloc{
 		}
 		s := d.Shape
 		return Align16(int64(s.Batch) * int64(d.Splits) * int64(s.Heads) * 4)
-	}},
+	}, RoleOutput},
 	{AllocWorkspace, "workspace", func(d Dims, used bool) int64 {
 		if !used {
 			return 0
 		}
 		return Align16(d.WorkspaceBytes)
-	}},
+	}, RoleScratch},
 	// A scaled KV type's f32 [2][kv_heads] scales, K's first.
 	{AllocKVScale, "kv_scale", func(d Dims, _ bool) int64 {
 		if !d.Shape.KVType().Scaled {
 			return 0
 		}
 		return Align16(2 * int64(d.Shape.KVHeads) * 4)
-	}},
+	}, RoleInput},
 }
 
 // A Buffer is a device buffer a kernel argument may name. Its name is its
