@@ -118,8 +118,50 @@ func TestPlotLayout(t *testing.T) {
 	if len(figs) < 100 {
 		t.Fatalf("%d plots, want the committed results' hundred or more", len(figs))
 	}
+	heatmaps := 0
 	for _, fg := range figs {
 		checkLayout(t, fg.file.Base, fg.fig)
+		checkErrorBars(t, fg.file.Base, fg.fig)
+		if fg.file.Kind == "speedup" {
+			heatmaps++
+			if sc := fg.fig.scale; sc == nil || len(sc.labels) != len(sc.colours) || len(sc.colours) < 3 || sc.noneLabel == "" {
+				t.Errorf("%s: heatmap without a colour scale and a no-data key: %+v", fg.file.Base, sc)
+			}
+		}
+	}
+	if heatmaps == 0 {
+		t.Error("no heatmap among the committed results' plots")
+	}
+}
+
+// checkErrorBars: a plot with error bars says in its legend what they
+// are or that none is drawn, and every bar it keeps reaches past its
+// marker on the smallest data area.
+func checkErrorBars(t *testing.T, name string, f *figure) {
+	t.Helper()
+	if f.bars == 0 {
+		return
+	}
+	noted := false
+	for _, n := range f.notes {
+		noted = noted || strings.Contains(n, "error bars")
+	}
+	if !noted {
+		t.Errorf("%s: error bars and no note on them: %q", name, f.notes)
+	}
+	_, logY := f.Y.Scale.(plot.LogScale)
+	for _, eb := range f.errBars {
+		for i, xy := range eb.XYs {
+			e := eb.YErrors[i]
+			lo, hi := math.Max(xy.Y-e.Low, f.Y.Min), xy.Y+e.High
+			frac := (hi - lo) / (f.Y.Max - f.Y.Min)
+			if logY {
+				frac = math.Log(hi/lo) / math.Log(f.Y.Max/f.Y.Min)
+			}
+			if vg.Length(frac)*dataHeight <= markerRadius*1.2 {
+				t.Errorf("%s: an error bar of %.2g pt at y=%g, hidden by its marker", name, frac*float64(dataHeight), xy.Y)
+			}
+		}
 	}
 }
 

@@ -55,7 +55,7 @@ limit a GPU would refuse it for.
 	$ ktune export --format gobench out/slice | benchstat -
 
 report writes tables (terminal, Markdown, CSV), plots and report.md with the
-landed kernel and the memory floor drawn in. compare matches points and
+landed kernel and the run's streaming-read rate drawn in. compare matches points and
 says, with a Mann-Whitney test, which changes are real and which are noise;
 it counts lines it could not read and warns when the two sides come from
 different GPUs or drivers. export writes only device, arch, driver and

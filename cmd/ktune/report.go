@@ -42,7 +42,8 @@ results.jsonl) and writes into DIR:
                    --step-ms a wall-clock projection, and the warnings
   DIR/tables.csv   every row and probe with full precision (long form)
   DIR/*.png, *.svg the plots per shape: time vs nkv (log-log, with the
-                   landed kernel, the references and the memory floor),
+                   landed kernel, the references and K+V at the run's
+                   streaming-read rate),
                    cold vs hot vs graph, speedup vs landed (heatmap), and
                    time vs SPLITS at each nkv where SPLITS was swept
   DIR/report.json  with --json: the report as JSON (schema: go doc
@@ -58,8 +59,9 @@ into a dispatch table.
 
 Each plot draws a few kernel variants, those what to ship names first
 (report.md states the rule); the landed kernel, the references and the
-memory floor are always drawn, with error bars over the interquartile
-range. Fixtures and records that failed a gate are never drawn, and a
+time to stream K+V once at the read rate measured in the run are always
+drawn, with error bars over the interquartile range where they show past
+the marker (the legend says how many do). Fixtures and records that failed a gate are never drawn, and a
 plot with nothing to draw is not written.
 
 Shapes are told apart by every dimension, the batch and the capacity;
