@@ -142,6 +142,16 @@ func (b *Backend) open() error {
 	if err := b.describe(); err != nil {
 		return fmt.Errorf("reading the attributes of device %d: %w", b.opts.Device, err)
 	}
+	// An NVRTC older than the device (11.8 on a GPU newer than sm_90)
+	// would reject every kernel with "invalid value for
+	// --gpu-architecture"; say which release is needed instead.
+	if ma, mi, err := b.nvrtc.Version(); err == nil {
+		if sms, err := b.nvrtc.SupportedArchs(); err == nil {
+			if why := cuda.ArchSupport(b.arch, ma, mi, sms); why != "" {
+				return fmt.Errorf("device %d: %s (%s): install a newer CUDA toolkit's NVRTC or set KTUNE_NVRTC", b.opts.Device, why, b.nvrtc.Path())
+			}
+		}
+	}
 	if b.ctx, err = b.dev.NewContext(); err != nil {
 		return fmt.Errorf("making a context on device %d: %w", b.opts.Device, err)
 	}

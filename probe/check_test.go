@@ -192,3 +192,24 @@ func TestCheckBudgets(t *testing.T) {
 		})
 	}
 }
+
+// The logs of an NVRTC too old for a kernel are told apart from a plain
+// mistake in the source, which must not read as "needs a newer NVRTC".
+func TestNeedsNewer(t *testing.T) {
+	for log, want := range map[string]string{
+		"ptxas application ptx input, line 1671; error   : Illegal modifier '.release' for instruction 'barrier.cluster.arrive'": "instruction form",
+		"ptxas fatal   : Unsupported .version 8.3; current version is '7.8'":                                                     "PTX version",
+		"ptxas error   : Instruction 'wgmma.mma_async' not supported on .target 'sm_90'":                                         "does not support on the target",
+		"nvrtc: error: invalid value for --gpu-architecture (-arch)":                                                             "architecture this NVRTC does not know",
+		"badcompile.cu(9): error: expected an expression":                                                                        "",
+		`k.cu(3): catastrophic error: cannot open source file "mine.cuh"`:                                                        "",
+	} {
+		got := needsNewer(log, "11.8")
+		if want == "" && got != "" || want != "" && (!strings.Contains(got, want) || !strings.Contains(got, "needs a newer NVRTC than 11.8")) {
+			t.Errorf("%q: %q, want %q", log, got, want)
+		}
+	}
+	if h := headerHint(`k.cu(3): catastrophic error: cannot open source file "mine.cuh"`); h != "" {
+		t.Errorf("the kernel's own header: %q, want no CUDA header hint", h)
+	}
+}

@@ -197,7 +197,14 @@ func (r *pointRun) run(ctx context.Context) error {
 		return err
 	}
 	if k == nil {
-		return failPoint(results.StatusCompileFailed, "NVRTC rejected %s (%s); the log is in compile.log", p.Source.Name, c.Variant)
+		// A feature of a newer NVRTC than this machine's is named as that.
+		why := ""
+		if bld != nil {
+			if w := needsNewer(bld.record.Log, b.nvrtcVersion); w != "" {
+				why = ": " + w
+			}
+		}
+		return failPoint(results.StatusCompileFailed, "NVRTC rejected %s (%s)%s; the log is in compile.log", p.Source.Name, c.Variant, why)
 	}
 	b.logf("%s %s: compiled in %.2fs (cached %v)", c.Variant, c.Defines.String(), bld.record.Seconds, bld.record.Cached)
 	r.k, r.g = k, pointGeometry(p)
