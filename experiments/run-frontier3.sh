@@ -16,7 +16,7 @@ spec=experiments/h200-frontier3.yaml
 mkdir -p "$out"
 k=./bin/ktune
 [ -x "$k" ] || make build >/dev/null
-end=$((SECONDS + ${SWEEP_S:-390}))  # one limit for all the sweeps together
+end=$((SECONDS + ${SWEEP_S:-300}))  # one limit for all the sweeps together
 sweep() {
   local left=$((end - SECONDS))
   if [ "$left" -le 0 ]; then echo "skipped (time limit): --only $1"; return; fi
@@ -37,6 +37,6 @@ sweep() {
 } 2>&1 | grep -v '^\[' > "$out/frontier3.txt"
 tail -n 4 "$out/frontier3.txt"
 cp "$out/f3/results.jsonl" "$out/h200-frontier3.jsonl"
-timeout "${SDPA_S:-100}" python3 experiments/sdpa_ref.py --shapes-from "$spec" --backends cudnn --probes cold,graph \
+timeout "${SDPA_S:-180}" python3 experiments/sdpa_ref.py --shapes-from "$spec" --backends cudnn --probes cold,graph \
   -o "$out/sdpa-frontier3.jsonl" > "$out/sdpa.txt" 2>&1
 tail -n 12 "$out/sdpa.txt"
