@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"io"
+	"syscall"
 	"testing"
 
 	"github.com/ktune/ktune/internal/cuda"
@@ -86,6 +87,7 @@ func BenchmarkGateHost(b *testing.B) {
 		}
 		b.Run(p.Config.Shape.Name, func(b *testing.B) {
 			var inputs, oracleT float64
+			cpu0 := cpuSeconds()
 			for range b.N {
 				f := newFakeDevice()
 				bk := &Backend{gpu: nullDevice{f}, log: io.Discard, loaded: map[string]*kernelPair{}, gates: map[string]*gateVerdict{},
@@ -110,8 +112,18 @@ func BenchmarkGateHost(b *testing.B) {
 				oracleT += r.tOracle.Seconds()
 				b.ReportMetric(float64(r.pairs), "pairs")
 			}
+			// Core-seconds: on a shared machine the wall time says little
+			// of what the host's 16 cores would take.
+			b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 			b.ReportMetric(inputs/float64(b.N), "s-inputs")
 			b.ReportMetric(oracleT/float64(b.N), "s-oracle")
 		})
 	}
+}
+
+// cpuSeconds is the process's user and system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
