@@ -36,21 +36,23 @@ var notHashed = map[string]string{
 // from what is hashed, so the hashes of the ABI kernels' records stay as
 // they were before signatures were declared.
 var notHashedABI = map[string]string{
-	"Launches[0].Entry":        "the ABI's partial entry, hashed as Source.Partial",
-	"Launches[0].Grid":         "hashed as Config.Grid",
-	"Launches[0].Block":        "hashed as Config.Block",
-	"Launches[0].Shared":       "hashed as Config.SharedBytes",
-	"Launches":                 "the ABI's launches, a function of Source.Fused (one launch, or a combine after the partial)",
-	"Launches[0].Args":         "the ABI's arguments, a function of Source.Fused and the shape's KV type",
-	"Launches[0].Args[0].Name": "the ABI's arguments, a function of Source.Fused and the shape's KV type",
-	"Launches[0].Args[0].Type": "the ABI's arguments, a function of Source.Fused and the shape's KV type",
-	"Source.Named":             "never set for the ABI's launches",
-	"WorkspaceBytes":           "the ABI has no workspace",
-	"IO.Q":                     "the ABI's io",
-	"IO.Out":                   "the ABI's io",
-	"IO.KVLayout":              "the ABI's io",
-	"IO.Partial":               "the ABI's io",
-	"IO.Workspace":             "the ABI's io",
+	"Launches[0].Entry":          "the ABI's partial entry, hashed as Source.Partial",
+	"Launches[0].Grid":           "hashed as Config.Grid",
+	"Launches[0].Block":          "hashed as Config.Block",
+	"Launches[0].Shared":         "hashed as Config.SharedBytes",
+	"Launches":                   "the ABI's launches, a function of Source.Fused (one launch, or a combine after the partial)",
+	"Launches[0].Args":           "the ABI's arguments, a function of Source.Fused and the shape's KV type",
+	"Launches[0].Args[0].Name":   "the ABI's arguments, a function of Source.Fused and the shape's KV type",
+	"Launches[0].Args[0].Struct": "the ABI's arguments are no structs",
+	"Launches[0].Args[0].Elems":  "the ABI's arguments are no vectors",
+	"Launches[0].Args[0].Type":   "the ABI's arguments, a function of Source.Fused and the shape's KV type",
+	"Source.Named":               "never set for the ABI's launches",
+	"WorkspaceBytes":             "the ABI has no workspace",
+	"IO.Q":                       "the ABI's io",
+	"IO.Out":                     "the ABI's io",
+	"IO.KVLayout":                "the ABI's io",
+	"IO.Partial":                 "the ABI's io",
+	"IO.Workspace":               "the ABI's io",
 }
 
 // TestEveryFieldHashed changes every field of a point, one at a time, and

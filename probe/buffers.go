@@ -103,9 +103,11 @@ func pointLayout(p *plan.Point) (layout, error) {
 	}
 	uses := func(name string) bool {
 		for _, ln := range p.Launches {
-			for _, a := range ln.Args {
-				if a.IsBuffer() && a.Name == name {
-					return true
+			for _, arg := range ln.Args {
+				for _, a := range arg.Leaves() {
+					if a.IsBuffer() && a.Name == name {
+						return true
+					}
 				}
 			}
 		}

@@ -21,6 +21,9 @@ import (
 // float64, with switches for the defects the gates must catch.
 type fakeModel struct {
 	compileFails bool
+	// params are the parameters the driver reports for each entry
+	// (cuFuncGetParamInfo); nil: none reported, as on an older driver.
+	params       map[string][]abi.ParamSlot
 	offset       float32       // added to every output
 	skipIdle     bool          // idle splits leave their slots unwritten
 	keepMax      bool          // uses the longest nkv it has seen (state in the module)
@@ -146,7 +149,7 @@ func (f *fakeDevice) load(src plan.Source, c *results.Config, _ []string) (*kern
 		bld.record.Log = src.Name + "(9): error: expected a ';'"
 		return nil, bld, nil
 	}
-	k := &kernelPair{build: bld, fns: map[string]*cuda.Function{}, loadsBeforeChain: -1}
+	k := &kernelPair{build: bld, fns: map[string]*cuda.Function{}, loadsBeforeChain: -1, params: m.params}
 	f.kernels[k] = &fakeKernel{m: m}
 	return k, bld, nil
 }

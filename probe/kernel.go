@@ -1,11 +1,13 @@
 package probe
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
@@ -26,6 +28,11 @@ type kernelPair struct {
 	// loadsBeforeChain is the SASS count for Resource.LoadsBeforeChain of
 	// the first entry point, -1 when no disassembler was available.
 	loadsBeforeChain int
+	// params are the parameters of each entry as the driver reports them
+	// (cuFuncGetParamInfo), absent for an entry the driver cannot report:
+	// what the launches' declared arguments are checked against
+	// (checkParams) before any launch.
+	params map[string][]abi.ParamSlot
 }
 
 // A geometry is how a point's launches run: the plan's launches, with the
@@ -92,7 +99,7 @@ func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*ker
 	if err != nil {
 		return nil, bld, fmt.Errorf("loading the module of %s: %w", src.Name, err)
 	}
-	k := &kernelPair{mod: mod, build: bld, fns: map[string]*cuda.Function{}}
+	k := &kernelPair{mod: mod, build: bld, fns: map[string]*cuda.Function{}, params: map[string][]abi.ParamSlot{}}
 	names := entryPoints(src)
 	for _, entry := range names {
 		sym := entry
@@ -105,6 +112,15 @@ func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*ker
 		if k.fns[entry], err = mod.Function(sym); err != nil {
 			mod.Unload()
 			return nil, bld, fmt.Errorf("finding %s in %s: %w", entry, src.Name, err)
+		}
+		switch ps, err := k.fns[entry].Params(); {
+		case err == nil:
+			for _, p := range ps {
+				k.params[entry] = append(k.params[entry], abi.ParamSlot{Offset: p.Offset, Size: p.Size})
+			}
+		case !errors.Is(err, cuda.ErrNoParamInfo):
+			mod.Unload()
+			return nil, bld, fmt.Errorf("reading the parameters of %s in %s: %w", entry, src.Name, err)
 		}
 	}
 	b.loaded[lkey] = k
@@ -229,7 +245,7 @@ type launch struct {
 func launches(k *kernelPair, c *results.Config, g geometry, w *workspace) ([]launch, error) {
 	out := make([]launch, len(g.steps))
 	for i, l := range g.steps {
-		args, err := marshal(l.Args, c.Shape, w)
+		args, err := marshal(l.Args, c.Shape, c.Defines, w)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", l.Entry, err)
 		}

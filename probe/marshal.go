@@ -9,18 +9,38 @@ import (
 
 // marshal turns a launch's declared arguments into the values of its
 // kernel-params array (cuda.ArgBytes gives each one's bytes): buffers as
-// device pointers into the workspace, the shape's scalars and constants
-// at their declared C types. What each name means is the ABI's table
-// (package abi); this is where it meets the allocations of the workspace.
-func marshal(args []abi.Arg, s abi.Shape, w *workspace) ([]any, error) {
+// device pointers into the workspace, the shape's scalars, constants and
+// integer expressions at their declared C types, and a struct or a vector
+// as the bytes of its C layout (abi.Encode). What each name means is the
+// ABI's table (package abi); this is where it meets the allocations of the
+// workspace.
+func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace) ([]any, error) {
 	d := w.l.dims(s)
+	env := d.Env(defines)
+	leaf := func(a abi.Arg) (any, error) {
+		switch {
+		case a.IsBuffer() && a.Name == "":
+			return cuda.DevPtr(0), nil // null
+		case a.IsBuffer():
+			return bufferArg(a.Name, s, w)
+		case a.Name == "":
+			return abi.ExprValue(a, env)
+		}
+		return abi.ScalarValue(a, d)
+	}
 	out := make([]any, len(args))
 	for i, a := range args {
 		var err error
-		if a.IsBuffer() {
-			out[i], err = bufferArg(a.Name, s, w)
+		if a.Struct != nil || a.Elems != nil {
+			out[i], err = abi.Encode(a, func(a abi.Arg) (any, error) {
+				v, err := leaf(a)
+				if p, ok := v.(cuda.DevPtr); ok {
+					return uint64(p), err
+				}
+				return v, err
+			})
 		} else {
-			out[i], err = abi.ScalarValue(a, d)
+			out[i], err = leaf(a)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("argument %d (%s): %w", i, a, err)

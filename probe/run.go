@@ -207,6 +207,9 @@ func (r *pointRun) run(ctx context.Context) error {
 		return failPoint(results.StatusCompileFailed, "NVRTC rejected %s (%s)%s; the log is in compile.log", p.Source.Name, c.Variant, why)
 	}
 	b.logf("%s %s: compiled in %.2fs (cached %v)", c.Variant, c.Defines.String(), bld.record.Seconds, bld.record.Cached)
+	if err := checkParams(k, p.Launches); err != nil {
+		return failPoint(results.StatusError, "%s: the declared arguments do not match the kernel: %w", c.Variant, err)
+	}
 	r.k, r.g = k, pointGeometry(p)
 	if r.rec.Resources, err = b.gpu.resources(k, r.g); err != nil {
 		return err

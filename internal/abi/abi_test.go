@@ -62,8 +62,9 @@ func TestBuffers(t *testing.T) {
 func TestScalars(t *testing.T) {
 	want := map[KVLayout]map[string]float64{
 		BSHD: {"heads": 8, "kv_heads": 2, "head_dim": 64, "capacity": 100, "batch": 3, "group": 4, "splits": 4,
-			"kv_row_stride": 128, "kv_head_stride": 64, "kv_batch_stride": 12800, "pstr": 68, "scale": 0.125},
-		BHSD: {"kv_row_stride": 64, "kv_head_stride": 6400, "kv_batch_stride": 12800},
+			"kv_row_stride": 128, "kv_head_stride": 64, "kv_batch_stride": 12800, "pstr": 68, "scale": 0.125,
+			"kv_row_bytes": 256, "kv_head_bytes": 128, "kv_batch_bytes": 25600},
+		BHSD: {"kv_row_stride": 64, "kv_head_stride": 6400, "kv_batch_stride": 12800, "kv_row_bytes": 128},
 	}
 	for l, vals := range want {
 		d := Dims{Shape: shape, Splits: 4, IO: IO{Q: F32, Out: F32, KVLayout: l, Partial: PartialABI}}
@@ -96,7 +97,7 @@ func TestArgText(t *testing.T) {
 			t.Errorf("%s: %v, %v", tok, a, err)
 		}
 	}
-	for tok, msg := range map[string]string{"q:i32": "takes no type", "scale:i32": "is a float", "i32:x": "not a valid",
+	for tok, msg := range map[string]string{"q:i32": "takes no type", "scale:i32": "is a float", "i32:1.5": "not a valid",
 		"nope": "not in the vocabulary", "heads:f64": "unknown type"} {
 		if _, err := ParseArg(tok); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want %q", tok, err, msg)

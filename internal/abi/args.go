@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ktune/ktune/internal/expr"
 )
 
 // An ArgType is the C type a kernel parameter is marshalled as.
@@ -22,18 +24,38 @@ const (
 // scalarTypes are the types a scalar or a constant may take.
 var scalarTypes = []ArgType{ArgI32, ArgU32, ArgI64, ArgU64, ArgF32}
 
-// An Arg is one kernel parameter of a launch: a buffer of the table, a
-// scalar of the table or a constant.
+// An Arg is one kernel parameter of a launch, or one field of a by-value
+// struct: a buffer of the table, a scalar of the table, a constant or an
+// integer expression, a null pointer, a small vector or a struct.
 type Arg struct {
-	Name  string  // a buffer or scalar name; empty for a constant
-	Type  ArgType // ArgPtr for a buffer
-	Value string  // a constant's literal
+	Name  string  // a buffer or scalar name; empty otherwise
+	Type  ArgType // ArgPtr for a buffer or null; a vector type; ArgStruct
+	Value string  // a constant's literal or an integer expression; "null" for a null pointer
+	// Elems are a vector's components, each a scalar, a constant or an
+	// expression of the vector's element type.
+	Elems []Arg
+	// Struct is a by-value struct's declaration.
+	Struct *Struct
 }
 
+// NullArg is the null pointer argument.
+var NullArg = Arg{Type: ArgPtr, Value: "null"}
+
 // String is the argument as written in a spec, canonically: its hash
-// text (the plan hashes it).
+// text (the plan hashes it). A struct's text is its whole layout, so that
+// changing a field or an offset changes the hash.
 func (a Arg) String() string {
 	switch {
+	case a.Struct != nil:
+		return a.Struct.String()
+	case a.Elems != nil:
+		parts := make([]string, len(a.Elems))
+		for i, e := range a.Elems {
+			parts[i] = e.String()
+		}
+		return string(a.Type) + "(" + strings.Join(parts, ", ") + ")"
+	case a.Type == ArgPtr && a.Name == "":
+		return "null"
 	case a.Name == "":
 		return string(a.Type) + ":" + a.Value
 	case a.Type == ArgPtr:
@@ -51,13 +73,25 @@ func (a Arg) IsBuffer() bool { return a.Type == ArgPtr }
 // ParseArg parses one argument of the vocabulary: a buffer (q), a scalar
 // (heads, or capacity:i64 with an explicit type) or a constant (i32:4,
 // f32:0.5).
+//
+// An integer type may also take an expression over the geometry symbols,
+// the defines and the integer scalars (i64:heads * head_dim); the plan
+// evaluates it at each point (Resolve). null is a null pointer.
 func ParseArg(tok string) (Arg, error) {
 	tok = strings.TrimSpace(tok)
+	if tok == "null" {
+		return NullArg, nil
+	}
 	name, typ, typed := strings.Cut(tok, ":")
 	if typed && isScalarType(ArgType(name)) {
-		t, lit := ArgType(name), typ
+		t, lit := ArgType(name), strings.TrimSpace(typ)
 		if _, err := ParseConst(t, lit); err != nil {
-			return Arg{}, fmt.Errorf("constant %q: %q is not a valid %s literal", tok, lit, t)
+			if t == ArgF32 || !isExpr(lit) {
+				return Arg{}, fmt.Errorf("constant %q: %q is not a valid %s literal", tok, lit, t)
+			}
+			if _, err := expr.Parse(lit); err != nil {
+				return Arg{}, fmt.Errorf("argument %q: %q is neither a %s literal nor an expression: %w", tok, lit, t, err)
+			}
 		}
 		return Arg{Type: t, Value: lit}, nil
 	}
@@ -104,6 +138,23 @@ func ParseConst(t ArgType, lit string) (any, error) {
 		return strconv.ParseUint(lit, 0, 64)
 	}
 	return nil, fmt.Errorf("constant of type %s", t)
+}
+
+// isExpr reports whether a literal that does not parse as a number reads
+// as an expression: it names a symbol or uses an operator. "1.5" for an
+// integer does not: a mistyped number stays a literal's error.
+func isExpr(lit string) bool {
+	return strings.ContainsAny(lit, "+-*/%() ") || (lit != "" && (lit[0] == '_' || lit[0] >= 'a' && lit[0] <= 'z' || lit[0] >= 'A' && lit[0] <= 'Z'))
+}
+
+// IsExpr reports whether a constant argument holds an integer expression
+// rather than a literal.
+func (a Arg) IsExpr() bool {
+	if a.Name != "" || a.Value == "" || a.Type == ArgPtr || a.Elems != nil || a.Struct != nil {
+		return false
+	}
+	_, err := ParseConst(a.Type, a.Value)
+	return err != nil
 }
 
 func kindOf(t ArgType) string {

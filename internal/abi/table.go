@@ -241,6 +241,9 @@ type Scalar struct {
 
 func f(n int) float64 { return float64(n) }
 
+// kvElt is the size of one K/V element.
+func kvElt(d Dims) int64 { return int64(d.Shape.KVType().Bytes) }
+
 // Scalars is the table of scalars, in the order messages name them.
 var Scalars = []Scalar{
 	{"heads", ArgI32, func(d Dims) float64 { return f(d.Shape.Heads) }, "query heads"},
@@ -256,6 +259,15 @@ var Scalars = []Scalar{
 		"elements between KV heads"},
 	{"kv_batch_stride", ArgI32, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Batch) },
 		"elements between sequences"},
+	// The same strides in bytes, as engines that address K/V through char
+	// pointers pass them (llama.cpp's nb1, nb2, nb3); 64-bit by default,
+	// since a cache's batch stride outgrows an int.
+	{"kv_row_bytes", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Row * kvElt(d)) },
+		"bytes between consecutive rows of one KV head"},
+	{"kv_head_bytes", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Head * kvElt(d)) },
+		"bytes between KV heads"},
+	{"kv_batch_bytes", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Batch * kvElt(d)) },
+		"bytes between sequences"},
 	{"pstr", ArgI32, func(d Dims) float64 { return f(PartialStride(d.Shape.HeadDim)) }, "PSTR, floats per partial slot"},
 	{"scale", ArgF32, func(d Dims) float64 { return 1 / math.Sqrt(f(d.Shape.HeadDim)) }, "the softmax scale, 1/√head_dim"},
 }

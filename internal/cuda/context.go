@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -255,6 +256,34 @@ type Function struct {
 
 // Name returns the kernel's name.
 func (f *Function) Name() string { return f.name }
+
+// A ParamInfo is one kernel parameter's place in the parameter buffer.
+type ParamInfo struct{ Offset, Size int }
+
+// ErrNoParamInfo is returned by Params on a driver older than CUDA 12.4,
+// which does not report a kernel's parameters.
+var ErrNoParamInfo = errors.New("the driver does not report kernel parameters (cuFuncGetParamInfo needs CUDA 12.4 or later)")
+
+// Params returns the kernel's parameters in order, as the compiler laid
+// them out: what a declared argument list must match.
+func (f *Function) Params() ([]ParamInfo, error) {
+	if f.c.d.cuFuncGetParamInfo == nil {
+		return nil, ErrNoParamInfo
+	}
+	var out []ParamInfo
+	for i := uintptr(0); ; i++ {
+		var off, size uintptr
+		err := f.c.call("cuFuncGetParamInfo", func() int32 { return f.c.d.cuFuncGetParamInfo(f.h, i, &off, &size) })
+		var ce *Error
+		if errors.As(err, &ce) && ce.Code == ErrInvalidValue {
+			return out, nil // past the last parameter
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading parameter %d of %s: %w", i, f.name, err)
+		}
+		out = append(out, ParamInfo{int(off), int(size)})
+	}
+}
 
 // A FuncAttr is a CUfunction_attribute: one property of a compiled kernel.
 type FuncAttr int32

@@ -67,6 +67,10 @@ type Driver struct {
 	cuMemUnmap                                  func(p uint64, size uintptr) int32
 	cuMemAddressFree                            func(p uint64, size uintptr) int32
 	cuMemRelease                                func(h uint64) int32
+	// cuFuncGetParamInfo is the driver's record of a kernel's parameters
+	// (CUDA 12.4 and later); nil on an older driver, which then cannot
+	// check a declared argument list (Function.Params).
+	cuFuncGetParamInfo func(f uintptr, index uintptr, offset, size *uintptr) int32
 }
 
 // bindings lists every driver entry point ktune uses. The names follow the
@@ -171,6 +175,8 @@ func openDriver(o opener) (*Driver, error) {
 	if err := bind(lib, libcudaName, d.bindings()); err != nil {
 		return nil, fmt.Errorf("loading the CUDA driver: %w", err)
 	}
+	// Optional: bound when the driver has it, without failing the load.
+	_ = bind(lib, libcudaName, []binding{{&d.cuFuncGetParamInfo, names("cuFuncGetParamInfo")}})
 	if err := d.check("cuInit", d.cuInit(0)); err != nil {
 		return nil, fmt.Errorf("initialising the CUDA driver (%s): %w", libcudaName, err)
 	}

@@ -7,21 +7,28 @@ import (
 )
 
 // maxKernelArgs bounds the arguments of one launch; ktune's kernels take
-// nine. Each argument gets an 8-byte pointer and an 8-byte value slot.
+// nine, an engine's up to a few dozen. Each argument gets an 8-byte
+// pointer; the values follow in order, in
+// argValueBytes: enough for by-value structs of a few hundred bytes
+// (FlashAttention-2's 472) and 128-byte tensor maps, and small enough that
+// the arguments and a launch configuration share one page.
 const (
 	maxKernelArgs = 64
 	argSlot       = 8
-	argBufSize    = 2 * maxKernelArgs * argSlot
+	argValueBytes = 3 << 10
+	argBufSize    = maxKernelArgs*argSlot + argValueBytes
 )
 
 // packArgs lays args out in buf, which must lie outside the Go heap and hold
 // argBufSize bytes: buf[0 : 8n] is the void* kernelParams array cuLaunchKernel
-// reads, and entry i points at the value slot buf[8·maxKernelArgs + 8i]. Each
-// value is stored little-endian with the size of the kernel parameter it
-// feeds: DevPtr, uint64 and int64 as 8 bytes; int32, uint32, float32 and int
-// as 4 bytes. An int becomes a 32-bit C int because that is what every
-// ktune kernel's int parameters are; a value out of that range is an error,
-// not a silent wrap.
+// reads, and entry i points at argument i's value, stored after the array
+// in 8-byte slots (a struct or vector in as many as it needs, from a
+// 16-byte boundary). Each value is stored little-endian with the size
+// of the kernel parameter it feeds: DevPtr, uint64 and int64 as 8 bytes;
+// int32, uint32, float32 and int as 4 bytes; a []byte (a by-value struct
+// or vector in its C layout) as it is. An int becomes a 32-bit C int
+// because that is what every ktune kernel's int parameters are; a value
+// out of that range is an error, not a silent wrap.
 func packArgs(buf []byte, args []any) error {
 	if len(args) > maxKernelArgs {
 		return fmt.Errorf("%d kernel arguments, at most %d are supported", len(args), maxKernelArgs)
@@ -30,16 +37,23 @@ func packArgs(buf []byte, args []any) error {
 		return fmt.Errorf("argument buffer of %d bytes, need %d", len(buf), argBufSize)
 	}
 	base := offHeapAddr(buf)
+	off := maxKernelArgs * argSlot
 	for i, a := range args {
-		off := maxKernelArgs*argSlot + i*argSlot
-		slot := buf[off : off+argSlot]
-		clear(slot)
 		b, err := ArgBytes(a)
 		if err != nil {
 			return fmt.Errorf("kernel argument %d: %w", i, err)
 		}
-		copy(slot, b)
+		if len(b) > argSlot {
+			off = (off + 15) &^ 15 // a struct or vector starts 16-aligned
+		}
+		n := max(argSlot, (len(b)+argSlot-1)&^(argSlot-1))
+		if off+n > argBufSize {
+			return fmt.Errorf("kernel arguments past %d: more than %d bytes of values", i, argValueBytes)
+		}
+		clear(buf[off : off+n])
+		copy(buf[off:], b)
 		putU64(buf[i*argSlot:], uint64(base)+uint64(off))
+		off += n
 	}
 	return nil
 }
@@ -73,8 +87,13 @@ func ArgBytes(a any) ([]byte, error) {
 		b = b[:4]
 	case float64:
 		putU64(b, math.Float64bits(v))
+	case []byte:
+		if len(v) == 0 {
+			return nil, fmt.Errorf("an empty by-value argument")
+		}
+		return v, nil
 	default:
-		return nil, fmt.Errorf("unsupported type %T (use DevPtr, int, int32, uint32, int64, uint64, float32 or float64)", a)
+		return nil, fmt.Errorf("unsupported type %T (use DevPtr, int, int32, uint32, int64, uint64, float32, float64 or []byte)", a)
 	}
 	return b, nil
 }

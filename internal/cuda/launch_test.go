@@ -234,3 +234,31 @@ func TestCheckCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestPackArgsBytes: a by-value struct's bytes go in whole, 16-aligned,
+// and the argument after it follows them.
+func TestPackArgsBytes(t *testing.T) {
+	a, err := newOffHeap(argBufSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.free()
+	st := make([]byte, 20)
+	for i := range st {
+		st[i] = byte(i + 1)
+	}
+	if err := packArgs(a.mem, []any{int32(7), st, int32(9)}); err != nil {
+		t.Fatal(err)
+	}
+	le, base := binary.LittleEndian, uint64(a.base())
+	p := func(i int) int { return int(le.Uint64(a.mem[8*i:]) - base) }
+	if p(0) != 64*8 || p(1) != 64*8+16 || p(2) != 64*8+16+24 {
+		t.Fatalf("value offsets %d %d %d", p(0), p(1), p(2))
+	}
+	if string(a.mem[p(1):p(1)+20]) != string(st) || le.Uint32(a.mem[p(2):]) != 9 {
+		t.Error("struct or the argument after it not where its pointer says")
+	}
+	if err := packArgs(a.mem, []any{make([]byte, argValueBytes+1)}); err == nil {
+		t.Error("more bytes than the value area accepted")
+	}
+}

@@ -405,9 +405,43 @@
 //	kv_row_stride    elements between rows of one KV head
 //	kv_head_stride   elements between KV heads of one row
 //	kv_batch_stride  elements between sequences
+//	kv_row_bytes, kv_head_bytes, kv_batch_bytes
+//	                 the same strides in bytes, int64 (llama.cpp's nb1..nb3)
 //	pstr             head_dim + 4, the partial slot stride in floats
 //	scale            float 1/sqrt(head_dim)
 //	TYPE:VALUE       a constant: i32:4, u32:1, i64:0, u64:0, f32:0.5
+//	TYPE:EXPR        an integer expression over the geometry symbols, the
+//	                 defines and the integer scalars: "i64:heads * head_dim"
+//	                 (never nkv: the step's arguments are fixed)
+//	null             a null pointer
+//	{uint3: [x, y, z]}  a vector by value: int2, uint2, float2, int3,
+//	                 uint3, float3, int4, uint4, float4, each component a
+//	                 scalar, a literal or an expression
+//	{struct: NAME}   a by-value struct declared under the variant's structs
+//
+// structs declares the by-value parameter structs a launch passes, with
+// their C layout: each field has a name and either arg (any argument of
+// the vocabulary above, a vector or a struct included) or struct (a nested
+// struct), count (a fixed-size array, every element the same value) and
+// offset (explicit; default: the next offset of the field's natural
+// alignment). size is the struct's sizeof (default: the fields' end
+// rounded up to the alignment; a larger size pads with zeros) and align
+// its alignment. One struct may be passed to several launches:
+//
+//	structs:
+//	  params:
+//	    size: 96
+//	    fields:
+//	      - {name: q, arg: q}
+//	      - {name: row_stride, arg: "kv_row_stride:i64"}
+//	      - {name: grid, arg: {uint3: [SPLITS, heads, batch]}}
+//	launches:
+//	  - {entry: partial, grid: [SPLITS, heads, batch], block: [32], args: [{struct: params}]}
+//
+// Before the first launch the probe compares every launch's arguments,
+// laid out as the compiler lays out parameters, with the kernel's own
+// (cuFuncGetParamInfo, CUDA 12.4 and later): a parameter of another size
+// or offset, or another count, fails the point with the parameter named.
 //
 // A scalar is an int (i32) unless written name:TYPE with TYPE one of i32,
 // u32, i64, u64 (capacity:i64 for a size_t parameter); scale is a float.

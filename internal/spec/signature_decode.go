@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/expr"
 	"gopkg.in/yaml.v3"
 )
 
@@ -20,6 +21,23 @@ type engineNodes struct {
 	launches *yaml.Node
 	launch   []launchNodes
 	wsize    *yaml.Node // io.workspace
+	structs  *yaml.Node
+	// exprs are the integer expressions of the arguments (in launches and
+	// struct fields), with their nodes, checked once the axes are known.
+	exprs []argExpr
+	// refs are the struct arguments by name, resolved against structs
+	// once the whole variant is read.
+	refs []structRef
+}
+
+type argExpr struct {
+	src, where string
+	node       *yaml.Node
+}
+
+type structRef struct {
+	arg  *abi.Arg
+	node *yaml.Node
 }
 
 type launchNodes struct {
@@ -61,6 +79,9 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 	case "io":
 		e.io = val
 		v.IO = d.io(val, where, e)
+	case "structs":
+		e.structs = val
+		v.Structs = d.structs(val, where, e)
 	case "launches":
 		e.launches = val
 		l, ok := d.list(val, where, false)
@@ -71,7 +92,7 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 			d.errorf(val, "%s: empty list: a step has at least one launch", where)
 		}
 		for j, n := range l {
-			ln, lnodes := d.launch(n, fmt.Sprintf("%s[%d]", where, j))
+			ln, lnodes := d.launch(n, fmt.Sprintf("%s[%d]", where, j), e)
 			v.Launches, e.launch = append(v.Launches, ln), append(e.launch, lnodes)
 		}
 	}
@@ -106,7 +127,7 @@ func (d *decoder) io(n *yaml.Node, where string, e *engineNodes) *abi.IO {
 
 var launchKeys = []string{"entry", "grid", "block", "shared", "args", "cluster"}
 
-func (d *decoder) launch(n *yaml.Node, where string) (Launch, launchNodes) {
+func (d *decoder) launch(n *yaml.Node, where string, eng *engineNodes) (Launch, launchNodes) {
 	l := Launch{Pos: pos(n)}
 	ln := launchNodes{node: n}
 	seen := d.fields(n, where, launchKeys, func(key string, _, v *yaml.Node) {
@@ -140,13 +161,9 @@ func (d *decoder) launch(n *yaml.Node, where string) (Launch, launchNodes) {
 			if !ok {
 				return
 			}
-			for _, e := range es {
-				a, err := abi.ParseArg(d.str(e, k))
-				if err != nil {
-					d.errorf(e, "%s: %v", k, err)
-					continue
-				}
-				l.Args = append(l.Args, a)
+			l.Args = make([]abi.Arg, len(es))
+			for j, e := range es {
+				l.Args[j] = d.arg(e, fmt.Sprintf("%s[%d]", k, j), eng)
 			}
 		}
 	})
@@ -223,6 +240,7 @@ func (d *decoder) engineKernels(s *Spec, w *where) {
 				d.errorf(n, "%s: with launches, grid and block are given per launch", where)
 			}
 		}
+		d.resolveStructs(v, e, where)
 		d.launchArgs(v, e, where)
 	}
 }
@@ -236,7 +254,11 @@ func (d *decoder) launchArgs(v *Variant, e *engineNodes, where string) {
 	}
 	outs := 0
 	for j, l := range v.Launches {
+		var leaves []abi.Arg
 		for _, a := range l.Args {
+			leaves = append(leaves, a.Leaves()...)
+		}
+		for _, a := range leaves {
 			switch a.Name {
 			case "workspace":
 				if io.Workspace == "" {
@@ -270,6 +292,13 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 	}
 	if v.IO != nil && v.IO.Workspace != "" {
 		d.checkExpr(s, i, v.IO.Workspace, e.wsize, "io.workspace")
+	}
+	for _, x := range e.exprs {
+		if ex, err := expr.Parse(x.src); err == nil && contains(ex.Symbols(), NKV) {
+			d.errorf(x.node, "%s: %q reads nkv: an argument is fixed for the whole step and a captured graph replays it unchanged; the kernel reads the length from positions or seqlens", x.where, x.src)
+			continue
+		}
+		d.checkExprWith(s, i, x.src, x.node, strings.TrimPrefix(x.where, fmt.Sprintf("variants[%d].", i)), abi.ScalarNames())
 	}
 }
 

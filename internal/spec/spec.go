@@ -101,9 +101,11 @@ type Variant struct {
 	// (nil: the ABI's) and its launches (nil: the ABI's attn_partial and
 	// attn_combine). Artifact is set when Path is a prebuilt PTX, CUBIN or
 	// fatbin, loaded without NVRTC.
-	Include  []string
-	Flags    []string
-	IO       *abi.IO
+	Include []string
+	Flags   []string
+	IO      *abi.IO
+	// Structs are the by-value structs the launches pass, by name.
+	Structs  map[string]*abi.Struct
 	Launches []Launch
 	Artifact string
 }

@@ -266,6 +266,12 @@ func (d *decoder) geometry(s *Spec, w *where) {
 // checkExpr checks one expression of variant i: its syntax, and that each
 // symbol is a shape symbol or an integer define of the variant.
 func (d *decoder) checkExpr(s *Spec, i int, src string, n *yaml.Node, key string) {
+	d.checkExprWith(s, i, src, n, key, nil)
+}
+
+// checkExprWith is checkExpr that also takes the symbols in extra (an
+// argument's expression reads the integer scalars of the ABI's table).
+func (d *decoder) checkExprWith(s *Spec, i int, src string, n *yaml.Node, key string, extra []string) {
 	v := &s.Variants[i]
 	axes := s.DefineAxes(v)
 	e, err := expr.Parse(src)
@@ -277,7 +283,7 @@ func (d *decoder) checkExpr(s *Spec, i int, src string, n *yaml.Node, key string
 		return
 	}
 	for _, sym := range e.Symbols() {
-		if contains(Symbols, sym) || abi.Derived(sym) {
+		if contains(Symbols, sym) || abi.Derived(sym) || contains(extra, sym) {
 			continue
 		}
 		ax := slices.IndexFunc(axes, func(a Axis) bool { return a.Name == sym })

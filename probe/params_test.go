@@ -1,0 +1,227 @@
+package probe
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
+)
+
+// abiArgs are the ABI's partial and combine arguments, parsed.
+func abiArgs(t *testing.T, names string) []abi.Arg {
+	var out []abi.Arg
+	for _, n := range strings.Split(names, ",") {
+		a, err := abi.ParseArg(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// TestParamsRefusedBeforeLaunch: a kernel whose recorded parameters
+// differ from the declared arguments is refused by name before any
+// launch; one whose parameters match runs.
+func TestParamsRefusedBeforeLaunch(t *testing.T) {
+	partial := "q,k,v,positions,partial,heads,kv_heads,capacity,scale"
+	good := []abi.ParamSlot{sl(0, 8), sl(8, 8), sl(16, 8), sl(24, 8), sl(32, 8), sl(40, 4), sl(44, 4), sl(48, 4), sl(52, 4)}
+	combine := []abi.ParamSlot{sl(0, 8), sl(8, 8), sl(16, 4)}
+	// The kernel takes a 32-byte struct where the declaration says heads.
+	bad := append(append([]abi.ParamSlot(nil), good[:5]...), sl(40, 32), sl(72, 4), sl(76, 4), sl(80, 4))
+	for _, c := range []struct {
+		name   string
+		params []abi.ParamSlot
+		status results.Status
+		text   string
+	}{
+		{"match", good, results.StatusOK, ""},
+		{"struct declared as int", bad, results.StatusError, "parameter 5 is 32 bytes at offset 40 in the kernel, but the launch declares heads, 4 bytes at offset 40"},
+		{"one missing", good[:8], results.StatusError, "the kernel takes 8 parameters, the launch declares 9"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models["k"] = fakeModel{params: map[string][]abi.ParamSlot{"attn_partial": c.params, "attn_combine": combine}}
+			b := fakeBackend(t, f)
+			p := fakePoint("k", 100)
+			p.Launches[0].Args, p.Launches[1].Args = abiArgs(t, partial), abiArgs(t, "partial,out,heads")
+			if _, err := b.Env(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := b.Run(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != c.status || !strings.Contains(rec.Error, c.text) {
+				t.Fatalf("status %s, error %q; want %s with %q", rec.Status, rec.Error, c.status, c.text)
+			}
+			if c.status != results.StatusOK && f.calls["launch"] != 0 {
+				t.Errorf("%d launches before the refusal", f.calls["launch"])
+			}
+		})
+	}
+}
+
+// structSpec declares a params struct with a nested struct, a fixed
+// array, an explicit offset, a vector, integer expressions, byte strides
+// and a null pointer.
+const structSpec = `name: s
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 64, kv_dtype: f16, batch: 3, capacity: 100}]
+axes: {nkv: [50], SPLITS: [4]}
+variants:
+  - name: eng
+    kernel: k.cu
+    structs:
+      dims:
+        fields:
+          - {name: heads, arg: heads}
+          - {name: row_bytes, arg: kv_row_bytes}
+          - {name: group, arg: "u32:heads / kv_heads"}
+      params:
+        size: 128
+        fields:
+          - {name: q, arg: q}
+          - {name: out, arg: out}
+          - {name: flag, arg: "i32:1"}
+          - {name: d, struct: dims}
+          - {name: strides, arg: "i64:kv_head_stride * 2", count: 3}
+          - {name: scale, arg: scale}
+          - {name: none, arg: null}
+          - {name: grid, arg: {uint3: [SPLITS, heads, batch]}}
+          - {name: tail, arg: "i32:capacity - 1", offset: 120}
+    launches:
+      - {entry: k, grid: [SPLITS], block: [32], args: [{struct: params}, positions, "i64:heads * head_dim"]}
+      - {entry: c, grid: [1], block: [32], args: [out]}
+`
+
+// TestStructBytes marshals the struct and checks its bytes field by field
+// at offsets derived by hand from the C rules (and by gcc's offsetof when
+// gcc is on the machine), and that the driver's parameter list matches.
+func TestStructBytes(t *testing.T) {
+	pl := planned(t, structSpec, map[string]string{"k.cu": "// test\n"})
+	pt := pl.Points[0]
+	w := testWorkspace()
+	l, err := pointLayout(pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.l = l
+	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := args[0].([]byte)
+	if !ok || len(b) != 128 {
+		t.Fatalf("struct argument %T of %d bytes, want 128", args[0], len(b))
+	}
+	u64 := func(off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
+	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
+	// q@0 out@8 flag@16 d@24{heads@0 row_bytes@8 group@16; size 24}
+	// strides@48[3] scale@72 none@80 grid@88 tail@120: the offsets of
+	// struct params in kernels/testdata/params_struct.h.
+	want := map[string][2]uint64{
+		"q": {0, uint64(w.q)}, "out": {8, uint64(w.out)}, "flag": {16, 1}, "d.heads": {24, 8}, "d.row_bytes": {32, 2 * 64 * 2},
+		"d.group": {40, 4}, "strides[0]": {48, 128}, "strides[2]": {64, 128}, "none": {80, 0},
+		"grid.x": {88, 4}, "grid.y": {92, 8}, "grid.z": {96, 3}, "tail": {120, 99},
+	}
+	for name, w := range want {
+		var got uint64
+		switch name {
+		case "q", "out", "d.row_bytes", "strides[0]", "strides[2]", "none":
+			got = u64(int(w[0]))
+		default:
+			got = uint64(u32(int(w[0])))
+		}
+		if got != w[1] {
+			t.Errorf("%s at %d: %d, want %d", name, w[0], got, w[1])
+		}
+	}
+	if s := math.Float32frombits(u32(72)); s != 0.125 {
+		t.Errorf("scale %v", s)
+	}
+	if args[2] != int64(512) {
+		t.Errorf("heads * head_dim as i64: %#v", args[2])
+	}
+	if off := gccOffsets(t); off != nil {
+		for name, w := range want {
+			if o, ok := off[strings.Split(name, "[")[0]]; ok && !strings.Contains(name, "[") && o != int(w[0]) {
+				t.Errorf("gcc puts %s at %d, the layout at %d", name, o, w[0])
+			}
+		}
+		if off["sizeof"] != 128 {
+			t.Errorf("gcc sizeof %d", off["sizeof"])
+		}
+	}
+	slots, err := abi.ParamSlots(pt.Launches[0].Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []abi.ParamSlot{sl(0, 128), sl(128, 8), sl(136, 8)}; len(slots) != 3 || slots[0] != want[0] || slots[1] != want[1] || slots[2] != want[2] {
+		t.Errorf("parameter slots %v, want %v", slots, want)
+	}
+	if _, err := cuda.ArgBytes(args[0]); err != nil {
+		t.Error(err)
+	}
+}
+
+// gccOffsets compiles kernels/testdata/params_struct.cuh's host mirror
+// with gcc and returns offsetof of each field of struct params (dotted
+// for the nested one) and its sizeof; nil without gcc.
+func gccOffsets(t *testing.T) map[string]int {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Log("no gcc: the offsets are checked against the hand-derived ones only")
+		return nil
+	}
+	dir := t.TempDir()
+	src := `#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
+typedef struct { unsigned x, y, z; } uint3;
+#include "` + filepath.Join(wd(t), "..", "kernels", "testdata", "params_struct.h") + `"
+int main(void) {
+  printf("q %zu\nout %zu\nflag %zu\nd.heads %zu\nd.row_bytes %zu\nd.group %zu\nstrides %zu\nscale %zu\nnone %zu\ngrid.x %zu\ntail %zu\nsizeof %zu\n",
+    offsetof(struct params, q), offsetof(struct params, out), offsetof(struct params, flag),
+    offsetof(struct params, d) + offsetof(struct dims, heads), offsetof(struct params, d) + offsetof(struct dims, row_bytes),
+    offsetof(struct params, d) + offsetof(struct dims, group), offsetof(struct params, strides), offsetof(struct params, scale),
+    offsetof(struct params, none), offsetof(struct params, grid), offsetof(struct params, tail), sizeof(struct params));
+  return 0;
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "off.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(gcc, "-o", filepath.Join(dir, "off"), filepath.Join(dir, "off.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(dir, "off")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		n, _ := strconv.Atoi(f[1])
+		m[f[0]] = n
+	}
+	return m
+}
+
+func wd(t *testing.T) string {
+	d, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func sl(offset, size int) abi.ParamSlot { return abi.ParamSlot{Offset: offset, Size: size} }
