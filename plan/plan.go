@@ -235,6 +235,9 @@ func (b *builder) loadHeaders() error {
 }
 
 func (b *builder) warn(p *Plan) {
+	for _, w := range b.s.Warnings {
+		p.Warnings = append(p.Warnings, w.Error())
+	}
 	for _, v := range b.s.Variants {
 		var reads []string
 		exprs := append(append(append([]string{}, v.Grid...), v.Block...), v.Shared)

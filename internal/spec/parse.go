@@ -50,6 +50,7 @@ func Parse(name string, data []byte, kernels catalog.Set) (*Spec, error) {
 	if len(d.errs) > 0 {
 		return nil, d.errs.sorted()
 	}
+	s.Warnings = d.warns.sorted()
 	return s, nil
 }
 

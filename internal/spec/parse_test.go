@@ -128,6 +128,8 @@ func TestFullExample(t *testing.T) {
 		Gates:   Gates{NKV: []int{1, 29, 52, 512, 1641}, MaxAbs: 2e-3, MaxRel: 2e-2, NMSE: 1e-6, Seed: 1},
 		Measure: Measure{Warmup: 3, MinSamples: 10, MaxSamples: 200, MaxNoise: 0.03, BudgetSec: 2, HotBatch: 20, TimeoutSec: 120},
 		Engine:  &Engine{Layers: 28, StepMS: 21},
+		Warnings: []*Error{{File: "testdata/full.yaml", Line: 43, Col: 15,
+			Msg: "warning: variants[2] (mine): its own SPLITS [64] replaces the axis SPLITS [16 32]"}},
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("decoded\n%+v\nwant\n%+v", s, want)

@@ -23,6 +23,10 @@ type Spec struct {
 	Gates       Gates
 	Measure     Measure
 	Engine      *Engine // optional, for wall-clock projections
+	// Warnings are things the spec says that a user may mean but probably
+	// does not (a variant's own values replacing a global axis), as
+	// file:line:col messages; the plan repeats them.
+	Warnings []*Error
 }
 
 // Landed names the kernel the engine ships today: the baseline of every

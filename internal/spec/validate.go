@@ -31,6 +31,10 @@ const (
 // validate checks what spans sections: references between variants, the
 // landed configuration, kernels, expressions and the size of the sweep.
 func (d *decoder) validate(s *Spec, w *where, kernels catalog.Set) {
+	d.emptyNames(s, w)
+	if len(d.errs) > 0 {
+		return
+	}
 	d.shapes(s, w)
 	d.kernels(s, w, kernels)
 	d.engineKernels(s, w)
@@ -47,6 +51,7 @@ func (d *decoder) validate(s *Spec, w *where, kernels catalog.Set) {
 		return
 	}
 	d.coverage(s, w)
+	d.strictness(s, w)
 }
 
 func (d *decoder) shapes(s *Spec, w *where) {
@@ -113,6 +118,10 @@ func (d *decoder) kernel(s *Spec, name string, at *yaml.Node, where string, kern
 		p := name
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(s.Dir, p)
+		}
+		if msg := kernelFileKind(p); msg != "" {
+			d.errorf(at, "%s: kernel %s", where, msg)
+			return nil, p, true
 		}
 		switch fi, err := os.Stat(p); {
 		case err != nil && artifactKind(p) != "" && errors.Is(err, fs.ErrNotExist):

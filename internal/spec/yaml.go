@@ -13,8 +13,9 @@ import (
 // names the key and its file:line:col. It collects errors rather than
 // stopping at the first.
 type decoder struct {
-	file string
-	errs ErrorList
+	file  string
+	errs  ErrorList
+	warns ErrorList // see warnAt
 }
 
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
