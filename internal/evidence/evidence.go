@@ -28,6 +28,10 @@ type Problem string
 const (
 	// ProblemUnknownStatus: the status is none this build writes.
 	ProblemUnknownStatus Problem = "unknown status"
+	// ProblemInvalidConfig: a configuration no sweep can have measured
+	// (no variant, nkv below 1 or above the capacity, a shape dimension
+	// below 1).
+	ProblemInvalidConfig Problem = "impossible configuration"
 	// ProblemNoProbe: an ok record without a measured probe.
 	ProblemNoProbe Problem = "ok without a measured probe"
 	// ProblemNoSamples: a probe without samples.
@@ -152,6 +156,9 @@ func (s *Set) noteFailure(r *results.Record) {
 
 // problem returns why r is not evidence, or "".
 func problem(r *results.Record, opt Options) (Problem, string) {
+	if msg := configProblem(&r.Config); msg != "" {
+		return ProblemInvalidConfig, msg
+	}
 	switch r.Status {
 	case results.StatusOK:
 	case results.StatusGateFailed:
@@ -203,6 +210,22 @@ func problem(r *results.Record, opt Options) (Problem, string) {
 		}
 	}
 	return "", ""
+}
+
+// configProblem says what makes c a configuration no sweep measures, or "".
+func configProblem(c *results.Config) string {
+	sh := &c.Shape
+	switch {
+	case c.Variant == "":
+		return "no variant"
+	case c.NKV < 1:
+		return fmt.Sprintf("nkv %d", c.NKV)
+	case sh.Heads < 1 || sh.KVHeads < 1 || sh.HeadDim < 1 || sh.Batch < 1:
+		return fmt.Sprintf("shape %d heads, %d kv_heads, head_dim %d, batch %d", sh.Heads, sh.KVHeads, sh.HeadDim, sh.Batch)
+	case sh.Capacity < c.NKV:
+		return fmt.Sprintf("nkv %d above the capacity %d", c.NKV, sh.Capacity)
+	}
+	return ""
 }
 
 func cloneProbes(ps []results.Measurement) []results.Measurement {

@@ -9,7 +9,8 @@ import (
 
 func okRecord(hash string, samples ...float64) results.Record {
 	return results.Record{Hash: hash, Status: results.StatusOK,
-		Config: results.Config{Variant: "d2", NKV: 512},
+		Config: results.Config{Variant: "d2", NKV: 512,
+			Shape: results.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, Batch: 1, Capacity: 512}},
 		Gates:  []results.Gate{{Kind: results.GateTolerance, Pass: true}},
 		Probes: []results.Measurement{{Probe: results.ProbeCold, SamplesNS: samples, Bytes: 1000,
 			Summary: results.Summary{N: 99, Median: 1}}}}
@@ -18,8 +19,16 @@ func okRecord(hash string, samples ...float64) results.Record {
 func TestCheck(t *testing.T) {
 	failing := okRecord("f")
 	failing.Gates[0].Pass = false
-	gateFailed := results.Record{Hash: "g", Status: results.StatusGateFailed, Gates: []results.Gate{{Kind: results.GateTolerance}}}
-	unfailed := results.Record{Hash: "u", Status: results.StatusGateFailed, Gates: []results.Gate{{Kind: results.GateTolerance, Pass: true}}}
+	gateFailed := okRecord("g")
+	gateFailed.Status, gateFailed.Probes, gateFailed.Gates[0].Pass = results.StatusGateFailed, nil, false
+	unfailed := okRecord("u")
+	unfailed.Status, unfailed.Probes = results.StatusGateFailed, nil
+	badStatus := okRecord("s", 1, 2, 3)
+	badStatus.Status = "OK"
+	atZero := okRecord("z", 1, 2, 3)
+	atZero.Config.NKV = 0
+	beyond := okRecord("y", 1, 2, 3)
+	beyond.Config.Shape.Capacity = 100
 	noProbe := okRecord("p")
 	noProbe.Probes = nil
 	twice := okRecord("t", 1, 2, 3)
@@ -40,7 +49,9 @@ func TestCheck(t *testing.T) {
 		{unfailed, ProblemContradiction},
 		{noProbe, ProblemNoProbe},
 		{twice, ProblemContradiction},
-		{results.Record{Hash: "s", Status: "OK"}, ProblemUnknownStatus},
+		{badStatus, ProblemUnknownStatus},
+		{atZero, ProblemInvalidConfig},
+		{beyond, ProblemInvalidConfig},
 	}
 	for _, c := range cases {
 		s := Check([]results.Record{c.rec}, nil, Options{MinSamples: 3})
