@@ -11,7 +11,7 @@ func okRecord(hash string, samples ...float64) results.Record {
 	return results.Record{Hash: hash, Status: results.StatusOK,
 		Config: results.Config{Variant: "d2", NKV: 512,
 			Shape: results.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, Batch: 1, Capacity: 512}},
-		Gates:  []results.Gate{{Kind: results.GateTolerance, Pass: true}},
+		Gates: []results.Gate{{Kind: results.GateTolerance, Pass: true}},
 		Probes: []results.Measurement{{Probe: results.ProbeCold, SamplesNS: samples, Bytes: 1000,
 			Summary: results.Summary{N: 99, Median: 1}}}}
 }
