@@ -56,6 +56,11 @@
 #if KV_F16 + KV_BF16 + KV_FP8 > 1
 #error "at most one of KV_F16, KV_BF16, KV_FP8 may be 1"
 #endif
+// QLEN is the number of query tokens per sequence (kernels/ABI.md, "Paged
+// KV, several query tokens, ..."): 1 unless the shape has more.
+#ifndef QLEN
+#define QLEN 1
+#endif
 #if HEAD_DIM % 4 != 0
 #error "HEAD_DIM must be a multiple of 4: every loader moves 4 dims"
 #endif

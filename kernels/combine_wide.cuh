@@ -77,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
     __shared__ float sw[SPLITS];
     __shared__ float red[3][CW_NW];
     __shared__ __align__(16) float sacc[CW_NS][HEAD_DIM];
-    const int h = blockIdx.x, b = blockIdx.y;
+    const int b = blockIdx.y;
     const int i = threadIdx.x, set = i / (HEAD_DIM / 4), col = i % (HEAD_DIM / 4);
 #if PDL
     // Launched as a programmatic dependent of the partial kernel, this
@@ -87,13 +87,21 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 
+    // QLEN query tokens: the block merges head blockIdx.x of each token in
+    // turn, slot (and out) row j*heads + h of QLEN*heads (mma_core.cuh's
+    // order), so the launch stays the ABI's (heads, batch).
+    const int rows = QLEN * heads;
+    for (int j = 0; j < QLEN; j++) {
+    if (j > 0) __syncthreads();  // sw, red and sacc are the previous token's until every thread is done
+    const int h = j * heads + blockIdx.x;
+
     // 1. Headers: every load of the block in flight at once.
     float2 ml[CW_PER];
 #pragma unroll
     for (int c = 0; c < CW_PER; c++) {
         const int sp = i + c * HEAD_DIM;
         ml[c] = make_float2(kt_neg_inf(), 0.0f);
-        if (sp < SPLITS) ml[c] = *reinterpret_cast<const float2*>(kt_partial_slot(partial, b, sp, h, heads));
+        if (sp < SPLITS) ml[c] = *reinterpret_cast<const float2*>(kt_partial_slot(partial, b, sp, h, rows));
     }
 #if CW_EARLY
     // The first CW_UNROLL accumulators of this set go out with the
@@ -104,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
 #pragma unroll
     for (int u = 0; u < CW_UNROLL; u++) {
         const int sp = set + u * CW_NS;
-        x0[u] = sp < SPLITS ? *reinterpret_cast<const float4*>(kt_partial_slot(partial, b, sp, h, heads) + 4 + 4 * col)
+        x0[u] = sp < SPLITS ? *reinterpret_cast<const float4*>(kt_partial_slot(partial, b, sp, h, rows) + 4 + 4 * col)
                             : kt_zero4();
     }
 #endif
@@ -152,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
         for (int u = 0; u < CW_UNROLL; u++) {
             const int sp = s0 + u * CW_NS;
             const bool ok = sp < nlive;
-            x[u] = ok ? *reinterpret_cast<const float4*>(kt_partial_slot(partial, b, sp, h, heads) + 4 + 4 * col)
+            x[u] = ok ? *reinterpret_cast<const float4*>(kt_partial_slot(partial, b, sp, h, rows) + 4 + 4 * col)
                       : kt_zero4();
             w[u] = ok ? sw[sp] : 0.0f;
         }
@@ -171,5 +179,6 @@ extern "C" __global__ void __launch_bounds__(HEAD_DIM)
     float o = sacc[0][i];
 #pragma unroll
     for (int w = 1; w < CW_NS; w++) o += sacc[w][i];
-    out[((size_t)b * heads + h) * HEAD_DIM + i] = S > 0.0f ? o / S : 0.0f;
+    out[((size_t)b * rows + h) * HEAD_DIM + i] = S > 0.0f ? o / S : 0.0f;
+    }
 }

@@ -63,6 +63,9 @@
 #ifndef CW
 #define CW 2
 #endif
+#if !CW && QLEN != 1
+#error "mma: CW 0's combine (combine.cuh) merges one query token; QLEN > 1 needs CW 1 or 2"
+#endif
 #if CW
 #define CW_EARLY (CW == 2)
 #include "combine_wide.cuh"

@@ -42,15 +42,13 @@
 //   PAGE_SIZE  0: K/V contiguous, [batch][capacity][kv_heads][HEAD_DIM];
 //              16, 32, 64...: paged, [pages][PAGE_SIZE][kv_heads][HEAD_DIM]
 //              through block_table [batch][max_pages] (int32 page numbers).
-//   QLEN       query tokens per sequence, 1 to 8: the last QLEN rows of
-//              the context are theirs, token j sees rows < nkv - QLEN + 1 + j.
+//   QLEN       query tokens per sequence, 1 to 8 (its default is abi.cuh's):
+//              the last QLEN rows of the context are theirs, token j sees
+//              rows < nkv - QLEN + 1 + j.
 //   SOFTCAP    1: scores pass through softcap * tanh(score / softcap).
 //   SINKS      1: a per-head logit sinks[h] joins each softmax's sum.
 #ifndef PAGE_SIZE
 #define PAGE_SIZE 0
-#endif
-#ifndef QLEN
-#define QLEN 1
 #endif
 #ifndef SOFTCAP
 #define SOFTCAP 0
