@@ -48,6 +48,7 @@ var notHashedABI = map[string]string{
 	"Launches[0].Args[0].Type":   "the ABI's arguments, a function of Source.Fused and the shape's KV type",
 	"Source.Named":               "never set for the ABI's launches",
 	"WorkspaceBytes":             "the ABI has no workspace",
+	"Scratch":                    "the ABI has no scratch buffers",
 	"IO.Q":                       "the ABI's io",
 	"IO.Out":                     "the ABI's io",
 	"IO.KVLayout":                "the ABI's io",
@@ -248,7 +249,8 @@ func change(v reflect.Value) bool {
 	case reflect.Slice:
 		if v.Type().Elem().Kind() == reflect.Struct {
 			if v.Len() == 0 {
-				return false
+				v.Set(reflect.Append(v, reflect.New(v.Type().Elem()).Elem())) // one element more
+				return true
 			}
 			v.Set(v.Slice(0, v.Len()-1)) // one element fewer
 			return true

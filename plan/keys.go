@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // gateNKV returns the context lengths a point's gates run at: the spec's
@@ -142,6 +144,10 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	if !isABI(pt) {
 		field("signature", signatureText(pt))
 		field("workspace-bytes", strconv.FormatInt(pt.WorkspaceBytes, 10))
+		if len(pt.Scratch) > 0 {
+			// Only when declared, so that every other signature keeps its hash.
+			field("scratch", abi.ScratchText(pt.Scratch))
+		}
 		for _, l := range pt.Launches {
 			field("launch", fmt.Sprint(l.Entry, l.Grid, l.Block, l.Shared))
 		}

@@ -345,6 +345,10 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	if err != nil {
 		return nil, err
 	}
+	scratch, err := b.scratch(v, sh, defs, nkv)
+	if err != nil {
+		return nil, err
+	}
 	g, m := b.s.Gates, b.s.Measure
 	pt := &Point{
 		Index: -1, Config: cfg, Source: src, Flags: compileFlags(v), IO: ioOf(v),
@@ -355,7 +359,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 			BudgetSec: m.BudgetSec, HotBatch: m.HotBatch, TimeoutSec: m.TimeoutSec},
 		Landed:   b.landed(v, defs),
 		Geometry: geo,
-		Launches: launches, WorkspaceBytes: wsBytes,
+		Launches: launches, WorkspaceBytes: wsBytes, Scratch: scratch,
 	}
 	if v.PDL {
 		for i := 1; i < len(pt.Launches); i++ {

@@ -84,6 +84,9 @@ type Point struct {
 	Launches       []Launch
 	IO             abi.IO
 	WorkspaceBytes int64 `json:",omitempty"`
+	// Scratch are the variant's named scratch buffers, their sizes
+	// evaluated at the point; they live after the workspace's bytes.
+	Scratch []abi.ScratchBuf `json:",omitempty"`
 
 	// GateKey groups points that share one compiled kernel and shape, so
 	// that the gates (which do not depend on the timed nkv) run once per

@@ -208,3 +208,21 @@ func Complete(p *Point) error {
 	}
 	return nil
 }
+
+// scratch evaluates the sizes of a variant's named scratch buffers at a
+// point.
+func (b *builder) scratch(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int) ([]abi.ScratchBuf, error) {
+	if len(v.Scratch) == 0 {
+		return nil, nil
+	}
+	_, eval := b.evaluator(v, sh, defs, nkv)
+	out := make([]abi.ScratchBuf, len(v.Scratch))
+	for i, sc := range v.Scratch {
+		n, err := eval("scratch."+sc.Name+".bytes", sc.Bytes, 1, 1<<40)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = abi.ScratchBuf{Name: sc.Name, Bytes: n, Fill: sc.Fill}
+	}
+	return out, nil
+}

@@ -46,6 +46,13 @@ type layout struct {
 	kvLayout         abi.KVLayout
 	partialABI       bool
 	Lse, Workspace   int64
+	// scratch is the point's named scratch buffers (abi.ScratchText:
+	// text, so that layouts still compare with ==), in the workspace
+	// allocation after io.workspace's bytes.
+	scratch string
+	// workspaceBytes is io.workspace at the point, where the scratch
+	// buffers start.
+	workspaceBytes int64
 }
 
 // size is the field of l that holds an allocation's bytes: the probe's one
@@ -86,6 +93,7 @@ func sized(d abi.Dims, uses func(string) bool) (layout, error) {
 	l := layout{
 		splits: d.Splits, pstr: abi.PartialStride(s.HeadDim), elt: t.Bytes, kv: t,
 		qDtype: d.IO.Q, outDtype: d.IO.Out, kvLayout: d.IO.KVLayout, partialABI: d.IO.Partial == abi.PartialABI,
+		scratch: abi.ScratchText(d.Scratch), workspaceBytes: d.WorkspaceBytes,
 	}
 	sizes := abi.Sizes(d, uses)
 	for a := range abi.NumAllocs {
@@ -113,7 +121,7 @@ func pointLayout(p *plan.Point) (layout, error) {
 		}
 		return false
 	}
-	return sized(abi.Dims{Shape: p.Config.Shape, Splits: p.Config.Splits, IO: p.IO.OrABI(), WorkspaceBytes: p.WorkspaceBytes}, uses)
+	return sized(abi.Dims{Shape: p.Config.Shape, Splits: p.Config.Splits, IO: p.IO.OrABI(), WorkspaceBytes: p.WorkspaceBytes, Scratch: p.Scratch}, uses)
 }
 
 // gatedSlots is the number of partial slots the gates read: every slot
@@ -292,11 +300,12 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, erro
 		return nil, fmt.Errorf("clearing the fused kernels' scratch: %w", err)
 	}
 	// An engine's workspace starts zeroed once, like the counters: a
-	// kernel that needs it cleared per step clears it itself.
-	if l.Workspace > 0 {
-		if err := c.MemsetD32Async(w.workspace, 0, l.Workspace/4, s); err != nil {
+	// kernel that needs it cleared per step clears it itself. Its scratch
+	// buffers then get their declared fills (workspaceFills).
+	for _, f := range w.workspaceFills() {
+		if err := c.MemsetD32Async(f.p, f.word, f.n/4, s); err != nil {
 			w.free(c)
-			return nil, fmt.Errorf("clearing the workspace: %w", err)
+			return nil, fmt.Errorf("filling the workspace (%s): %w", f.name, err)
 		}
 	}
 	w.initInputs()
@@ -379,6 +388,30 @@ func positionBytes(lengths []int) []byte {
 	for i, nkv := range lengths {
 		binary.LittleEndian.PutUint32(out[4*i:], uint32(int32(nkv-1)))
 		binary.LittleEndian.PutUint32(out[4*(n+i):], uint32(int32(nkv)))
+	}
+	return out
+}
+
+// A wordFill is a fill of n bytes at p with one 32-bit word.
+type wordFill struct {
+	name string
+	p    cuda.DevPtr
+	n    int64
+	word uint32
+}
+
+// workspaceFills are the fills of the workspace allocation when it is
+// made: all of it zeroed, then each scratch buffer declared fill: poison
+// poisoned; zero and never keep the zeros.
+func (w *workspace) workspaceFills() []wordFill {
+	if w.l.Workspace == 0 {
+		return nil
+	}
+	out := []wordFill{{"workspace", w.workspace, w.l.Workspace, 0}}
+	for _, sp := range w.l.dims(abi.Shape{}).ScratchSpans() {
+		if sp.Fill == abi.FillPoison {
+			out = append(out, wordFill{sp.Name, w.workspace + devOff(sp.Offset), abi.Align16(sp.Bytes), poison})
+		}
 	}
 	return out
 }

@@ -222,6 +222,12 @@ func (f *fakeDevice) allocWorkspace(l layout) (*workspace, error) {
 	if l.KVScale > 0 {
 		copy(f.at(w.kvScale), scaleFill(l.KVScale))
 	}
+	for _, fl := range w.workspaceFills() {
+		b := f.at(fl.p)[:fl.n]
+		for i := int64(0); i+4 <= fl.n; i += 4 {
+			binary.LittleEndian.PutUint32(b[i:], fl.word)
+		}
+	}
 	w.initInputs()
 	return w, nil
 }

@@ -21,6 +21,8 @@ func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace) ([]
 		switch {
 		case a.IsBuffer() && a.Name == "":
 			return cuda.DevPtr(0), nil // null
+		case a.IsScratch():
+			return scratchArg(a.Name, d, w)
 		case a.IsBuffer():
 			return bufferArg(a.Name, s, w)
 		case a.Name == "":
@@ -52,7 +54,8 @@ func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace) ([]
 // dims is what the ABI's scalars read at shape s: the layout's SPLITS and
 // io.
 func (l layout) dims(s abi.Shape) abi.Dims {
-	return abi.Dims{Shape: s, Splits: l.splits, IO: abi.IO{Q: l.qDtype, Out: l.outDtype, KVLayout: l.kvLayout}.OrABI()}
+	return abi.Dims{Shape: s, Splits: l.splits, IO: abi.IO{Q: l.qDtype, Out: l.outDtype, KVLayout: l.kvLayout}.OrABI(),
+		WorkspaceBytes: l.workspaceBytes, Scratch: abi.ParseScratchText(l.scratch)}
 }
 
 // bufferArg is the device pointer a buffer argument passes: its
@@ -79,4 +82,18 @@ func (w *workspace) allocPtr(a abi.AllocID) cuda.DevPtr {
 		}
 	}
 	return 0
+}
+
+// scratchArg is the device pointer of a named scratch buffer: in the
+// workspace allocation, after io.workspace's bytes.
+func scratchArg(name string, d abi.Dims, w *workspace) (cuda.DevPtr, error) {
+	for _, sp := range d.ScratchSpans() {
+		if sp.Name == name {
+			if w.workspace == 0 {
+				return 0, fmt.Errorf("scratch %s: the workspace is not allocated for this point", name)
+			}
+			return w.workspace + devOff(sp.Offset), nil
+		}
+	}
+	return 0, fmt.Errorf("scratch %s is not declared for this point", name)
 }

@@ -225,3 +225,54 @@ func wd(t *testing.T) string {
 }
 
 func sl(offset, size int) abi.ParamSlot { return abi.ParamSlot{Offset: offset, Size: size} }
+
+const scratchSpec = `name: s
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 64, kv_dtype: f16, batch: 3, capacity: 100}]
+axes: {nkv: [50], SPLITS: [4]}
+variants:
+  - name: eng
+    kernel: k.cu
+    io: {workspace: "100"}
+    scratch:
+      exp_sums: {bytes: "batch * heads * SPLITS * 4", fill: poison}
+      tmp_out: {bytes: "batch * heads * SPLITS * head_dim * 4", fill: zero}
+    launches:
+      - {entry: k, grid: [SPLITS], block: [32], args: [q, k, v, seqlens, "scratch:exp_sums", "scratch:tmp_out", workspace, out]}
+`
+
+// TestScratchBuffers: named scratch buffers lie after io.workspace's
+// bytes, 256-aligned, are passed by name, and hold their declared fill
+// when the workspace is made (the fake device applies the same fills).
+func TestScratchBuffers(t *testing.T) {
+	pt := planned(t, scratchSpec, map[string]string{"k.cu": "// test\n"}).Points[0]
+	l, err := pointLayout(pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100 bytes of workspace, exp_sums at 256 (384 bytes), tmp_out at 768.
+	if want := abi.Align16(768 + 3*8*4*64*4); l.Workspace != want {
+		t.Fatalf("workspace allocation %d bytes, want %d", l.Workspace, want)
+	}
+	f := newFakeDevice()
+	w, err := f.allocWorkspace(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args[4] != w.workspace+256 || args[5] != w.workspace+768 || args[6] != w.workspace {
+		t.Errorf("scratch pointers %v %v %v, workspace %#x", args[4], args[5], args[6], w.workspace)
+	}
+	mem := f.at(w.workspace)
+	if binary.LittleEndian.Uint32(mem[256:]) != poison || binary.LittleEndian.Uint32(mem[256+380:]) != poison {
+		t.Error("exp_sums is not poisoned")
+	}
+	if binary.LittleEndian.Uint32(mem[768:]) != 0 || binary.LittleEndian.Uint32(mem[252:]) != 0 {
+		t.Error("tmp_out, or the gap before exp_sums, is not zero")
+	}
+	if !strings.Contains(pt.Launches[0].Args[4].String(), "scratch:exp_sums") {
+		t.Errorf("hash text %s", pt.Launches[0].Args[4])
+	}
+}

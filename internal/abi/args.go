@@ -56,6 +56,8 @@ func (a Arg) String() string {
 		return string(a.Type) + "(" + strings.Join(parts, ", ") + ")"
 	case a.Type == ArgPtr && a.Name == "":
 		return "null"
+	case a.IsScratch():
+		return "scratch:" + a.Name
 	case a.Name == "":
 		return string(a.Type) + ":" + a.Value
 	case a.Type == ArgPtr:
@@ -83,6 +85,12 @@ func ParseArg(tok string) (Arg, error) {
 		return NullArg, nil
 	}
 	name, typ, typed := strings.Cut(tok, ":")
+	if typed && name == "scratch" {
+		if typ = strings.TrimSpace(typ); typ == "" {
+			return Arg{}, fmt.Errorf("argument %q: scratch:NAME names a buffer declared under scratch", tok)
+		}
+		return ScratchArg(typ), nil
+	}
 	if typed && isScalarType(ArgType(name)) {
 		t, lit := ArgType(name), strings.TrimSpace(typ)
 		if _, err := ParseConst(t, lit); err != nil {

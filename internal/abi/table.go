@@ -13,6 +13,9 @@ type Dims struct {
 	IO     IO
 	// WorkspaceBytes is io.workspace evaluated at the point.
 	WorkspaceBytes int64
+	// Scratch are the named scratch buffers, which live in the workspace
+	// allocation after io.workspace's bytes (ScratchSpans).
+	Scratch []ScratchBuf
 }
 
 // An AllocID names one device allocation of a point's workspace. A buffer
@@ -114,11 +117,12 @@ var Allocs = [NumAllocs]Alloc{
 		s := d.Shape
 		return Align16(int64(s.Batch) * int64(d.Splits) * int64(s.Heads) * 4)
 	}, RoleOutput},
+	// io.workspace, then the named scratch buffers (ScratchSpans).
 	{AllocWorkspace, "workspace", func(d Dims, used bool) int64 {
-		if !used {
+		if !used && len(d.Scratch) == 0 {
 			return 0
 		}
-		return Align16(d.WorkspaceBytes)
+		return Align16(d.scratchEnd())
 	}, RoleScratch},
 	// A scaled KV type's f32 [2][kv_heads] scales, K's first.
 	{AllocKVScale, "kv_scale", func(d Dims, _ bool) int64 {

@@ -418,6 +418,19 @@
 //	                 uint3, float3, int4, uint4, float4, each component a
 //	                 scalar, a literal or an expression
 //	{struct: NAME}   a by-value struct declared under the variant's structs
+//	scratch:NAME     a named scratch buffer declared under scratch
+//
+// scratch declares the engine's own scratch arrays (vLLM's exp_sums,
+// max_logits and tmp_out): a mapping of name to bytes (an expression) and
+// fill, what the buffer holds when the workspace is made: zero (the
+// default), poison (the gates' NaN, so that reading an element not
+// written this step shows in out) or never (not filled by ktune). They
+// live in the workspace allocation after io.workspace's bytes, each
+// 256-byte aligned:
+//
+//	scratch:
+//	  exp_sums: {bytes: "batch * heads * SPLITS * 4", fill: poison}
+//	  tmp_out:  {bytes: "batch * heads * SPLITS * head_dim * 4"}
 //
 // structs declares the by-value parameter structs a launch passes, with
 // their C layout: each field has a name and either arg (any argument of

@@ -183,3 +183,39 @@ func sortedKeys[T any](m map[string]T) []string {
 	slices.Sort(out)
 	return out
 }
+
+var scratchKeys = []string{"bytes", "fill"}
+
+// scratch decodes a variant's named scratch buffers: a mapping of name to
+// {bytes: EXPR, fill: zero | poison | never}.
+func (d *decoder) scratch(n *yaml.Node, where string, e *engineNodes) []abi.Scratch {
+	var out []abi.Scratch
+	d.fields(n, where, nil, func(name string, kn, sv *yaml.Node) {
+		k := where + "." + name
+		if abi.BufferNamed(name) != nil || abi.ScalarNamed(name) != nil {
+			d.errorf(kn, "%s: %s is a name of the vocabulary; a scratch buffer needs one of its own", k, name)
+		}
+		sc := abi.Scratch{Name: name, Fill: abi.FillZero}
+		var bytesNode *yaml.Node
+		seen := d.fields(sv, k, scratchKeys, func(key string, _, v *yaml.Node) {
+			switch key {
+			case "bytes":
+				sc.Bytes, bytesNode = d.str(v, k+".bytes"), v
+			case "fill":
+				f, err := abi.ParseScratchFill(d.str(v, k+".fill"))
+				if err != nil {
+					d.errorf(v, "%s.fill: %v", k, err)
+				}
+				sc.Fill = f
+			}
+		})
+		if deref(sv).Kind == yaml.MappingNode {
+			d.require(sv, k, seen, "bytes")
+		}
+		if bytesNode == nil {
+			bytesNode = sv
+		}
+		out, e.scratchBytes = append(out, sc), append(e.scratchBytes, bytesNode)
+	})
+	return out
+}

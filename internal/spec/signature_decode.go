@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ktune/ktune/internal/abi"
@@ -22,6 +23,9 @@ type engineNodes struct {
 	launch   []launchNodes
 	wsize    *yaml.Node // io.workspace
 	structs  *yaml.Node
+	scratch  *yaml.Node
+	// scratchBytes are the nodes of each scratch buffer's bytes.
+	scratchBytes []*yaml.Node
 	// exprs are the integer expressions of the arguments (in launches and
 	// struct fields), with their nodes, checked once the axes are known.
 	exprs []argExpr
@@ -82,6 +86,9 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 	case "structs":
 		e.structs = val
 		v.Structs = d.structs(val, where, e)
+	case "scratch":
+		e.scratch = val
+		v.Scratch = d.scratch(val, where, e)
 	case "launches":
 		e.launches = val
 		l, ok := d.list(val, where, false)
@@ -259,6 +266,12 @@ func (d *decoder) launchArgs(v *Variant, e *engineNodes, where string) {
 			leaves = append(leaves, a.Leaves()...)
 		}
 		for _, a := range leaves {
+			if a.IsScratch() {
+				if !slices.ContainsFunc(v.Scratch, func(s abi.Scratch) bool { return s.Name == a.Name }) {
+					d.errorf(e.launch[j].args, "%s.launches[%d]: scratch:%s is not declared under scratch", where, j, a.Name)
+				}
+				continue
+			}
 			switch a.Name {
 			case "workspace":
 				if io.Workspace == "" {
@@ -292,6 +305,11 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 	}
 	if v.IO != nil && v.IO.Workspace != "" {
 		d.checkExpr(s, i, v.IO.Workspace, e.wsize, "io.workspace")
+	}
+	for j, sc := range v.Scratch {
+		if sc.Bytes != "" {
+			d.checkExpr(s, i, sc.Bytes, e.scratchBytes[j], "scratch."+sc.Name+".bytes")
+		}
 	}
 	for _, x := range e.exprs {
 		if ex, err := expr.Parse(x.src); err == nil && contains(ex.Symbols(), NKV) {

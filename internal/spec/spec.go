@@ -108,6 +108,9 @@ type Variant struct {
 	Include []string
 	Flags   []string
 	IO      *abi.IO
+	// Scratch are the named scratch buffers the launches pass
+	// (scratch:NAME), in file order.
+	Scratch []abi.Scratch
 	// Structs are the by-value structs the launches pass, by name.
 	Structs  map[string]*abi.Struct
 	Launches []Launch
