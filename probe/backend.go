@@ -80,6 +80,9 @@ type Backend struct {
 	haveFlush bool // the L2 flush buffer is allocated (and zeroed)
 	ws        *workspace
 
+	// base is the last uniform gate base drawn (gates.go uploadSet).
+	base *cachedBase
+
 	loaded map[string]*kernelPair  // by CUBIN key
 	gates  map[string]*gateVerdict // by Point.GateKey
 

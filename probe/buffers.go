@@ -187,10 +187,10 @@ type workspace struct {
 	inputs []*inputCopy
 }
 
-// An uploaded names the uniform gate inputs of one seed, rows rows per
-// sequence.
+// An uploaded names the uniform gate inputs of one shape and seed, rows
+// rows per sequence.
 type uploaded struct {
-	seed uint64
+	key  inputsKey
 	rows int
 }
 

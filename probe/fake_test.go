@@ -104,6 +104,7 @@ type fakeDevice struct {
 	passBytes int64
 
 	filled                                                       []cuda.DevPtr // every fill32 target, in order
+	written                                                      []cuda.DevPtr // every write target, in order
 	holes                                                        int           // hole copies not released
 	holeErr                                                      error         // holeCopy fails with it
 	graphs                                                       int           // captured and not destroyed
@@ -286,6 +287,7 @@ func (f *fakeDevice) write(dst cuda.DevPtr, b []byte) error {
 	if err := f.hit("write"); err != nil {
 		return err
 	}
+	f.written = append(f.written, dst)
 	copy(f.at(dst), b)
 	return nil
 }

@@ -430,7 +430,15 @@ func TestFakeLongLengths(t *testing.T) {
 	f = newFakeDevice()
 	b := fakeBackend(t, f)
 	run(t, b, fakePoint("good", 100))
+	before := len(f.written)
 	rec = run(t, b, fakePoint("good", 200))
+	// The inputs the gates left on the device, tiled, are judged as they
+	// are: nothing is drawn or uploaded again.
+	for _, p := range f.written[before:] {
+		if p >= b.ws.k && p < b.ws.v+devOff(b.ws.l.V) {
+			t.Errorf("K or V written again at %#x for the later point", p)
+		}
+	}
 	n := 0
 	for _, g := range rec.Gates {
 		if g.Kind == results.GateTolerance && g.NKV == 200 && g.Pass && strings.Contains(g.Detail, "tiled") {

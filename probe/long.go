@@ -95,7 +95,7 @@ func (r *pointRun) timedReferences(in *oracle.Inputs, launches [][]int) ([][]flo
 // holds them already.
 func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 	w, s := r.ws, r.p.Config.Shape
-	if w.tiled == (uploaded{seed: r.p.Seed, rows: in.Rows}) {
+	if w.tiled == (uploaded{keyOf(r.p), in.Rows}) {
 		return nil
 	}
 	w.tiled = uploaded{}
@@ -112,7 +112,7 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 			}
 		}
 	}
-	w.tiled = uploaded{seed: r.p.Seed, rows: in.Rows}
+	w.tiled = uploaded{keyOf(r.p), in.Rows}
 	return nil
 }
 

@@ -144,7 +144,7 @@ func (r *pointRun) freshTimed() ([]results.Gate, error) {
 func (r *pointRun) againGate(ref *launchBytes) (results.Gate, error) {
 	c, s := &r.p.Config, r.p.Config.Shape
 	lengths := gateLengths(ref.nkv, s.Batch)
-	if !r.ws.holdsUniform(r.p.Seed, ref.nkv) {
+	if !r.ws.holdsUniform(keyOf(r.p), ref.nkv) {
 		rows := slices.Max(gateNKVs(r.p.GateNKV, s.Capacity))
 		if _, err := r.uploadSet(oracle.SetUniform, rows, gateLengths(rows, s.Batch)); err != nil {
 			return results.Gate{}, err
@@ -164,10 +164,10 @@ func (r *pointRun) againGate(ref *launchBytes) (results.Gate, error) {
 }
 
 // holdsUniform reports whether the workspace's q and first rows hold the
-// uniform gate inputs of seed, covering length nkv: the last upload was
+// uniform gate inputs of key, covering length nkv: the last upload was
 // them (uploadSet).
-func (w *workspace) holdsUniform(seed uint64, nkv int) bool {
-	return w.uniform.seed == seed && w.uniform.rows >= nkv && w.uniform.rows > 0
+func (w *workspace) holdsUniform(key inputsKey, nkv int) bool {
+	return w.uniform.key == key && w.uniform.rows >= nkv && w.uniform.rows > 0
 }
 
 // timedGates runs after the probes of a point: the fresh module's
