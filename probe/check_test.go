@@ -213,3 +213,50 @@ func TestNeedsNewer(t *testing.T) {
 		t.Errorf("the kernel's own header: %q, want no CUDA header hint", h)
 	}
 }
+
+// A prebuilt image is read, not compiled: its declared entries must be in
+// it (a CUBIN's resources read as for a compiled one, a PTX text's entry
+// directives only).
+func TestCheckPrebuilt(t *testing.T) {
+	img := smallCUBIN(t)
+	prebuilt := func(v, kind string, image []byte, entries ...string) *plan.Point {
+		p := withLaunches(point(v, "", 32, 1024), 32, 0, entries...)
+		p.Source.ArtifactKind, p.Source.Artifact, p.Source.ArtifactSHA256 = kind, image, v
+		return p
+	}
+	ptx := []byte(".version 7.8\n.target sm_90\n.visible .entry gqa_partial(\n.param .u64 p\n)\n{\nret;\n}\n")
+	calls := 0
+	rep := check([]CheckSet{{Points: []*plan.Point{
+		prebuilt("cubin-ok", "cubin", img, "bounded"),
+		prebuilt("cubin-missing", "cubin", img, "bounded", "attn_combine"),
+		prebuilt("ptx-ok", "ptx", ptx, "gqa_partial"),
+		prebuilt("ptx-missing", "ptx", ptx, "attn_partial"),
+	}}}, "sm_90", fakeCheckEnv(img, nil, &calls))
+	if calls != 0 {
+		t.Errorf("%d compiles of prebuilt images", calls)
+	}
+	want := []struct {
+		status  CheckStatus
+		problem string
+	}{
+		{CheckBuilt, ""},
+		{CheckFailed, "the image has no entry attn_combine (it has bounded, plain)"},
+		{CheckBuilt, ""},
+		{CheckFailed, "the PTX has no entry attn_partial (it has gqa_partial)"},
+	}
+	if len(rep.Kernels) != len(want) {
+		t.Fatalf("%d kernels", len(rep.Kernels))
+	}
+	for i, k := range rep.Kernels {
+		p := strings.Join(k.Problems, "; ")
+		if k.Status != want[i].status || !strings.Contains(p, want[i].problem) {
+			t.Errorf("%s: %q %q; want %q %q", k.Uses, k.Status, p, want[i].status, want[i].problem)
+		}
+	}
+	if e := rep.Kernels[0].Entries[0]; !e.Known || e.Registers != 32 {
+		t.Errorf("a prebuilt CUBIN's resources: %+v", e)
+	}
+	if e := rep.Kernels[2].Entries[0]; e.Known || !strings.Contains(strings.Join(rep.Kernels[2].Notes, ";"), "compiled by the driver") {
+		t.Errorf("a PTX image's resources: %+v, notes %q", e, rep.Kernels[2].Notes)
+	}
+}

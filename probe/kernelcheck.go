@@ -187,7 +187,9 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 		}
 		e.Symbol, e.Known = sym, true
 		e.Registers, e.FrameBytes, e.StaticShared, e.MaxThreads = fn.Registers, fn.FrameBytes, fn.StaticShared, fn.MaxThreads
-		if strings.HasPrefix(env.version, "11.") && sm >= 80 && e.StaticShared >= reservedShared {
+		// Only for a CUBIN this NVRTC built: a prebuilt one's compiler is
+		// not known, and its section is reported as it is.
+		if k.Artifact == "" && strings.HasPrefix(env.version, "11.") && sm >= 80 && e.StaticShared >= reservedShared {
 			e.StaticShared -= reservedShared
 		}
 		k.limits(e, sm)
