@@ -185,8 +185,14 @@ func checkMMA(s abi.Shape, defines map[string]string, dims ...int) error {
 	if err != nil {
 		return err
 	}
-	if g := s.Heads / s.KVHeads; g > 8*gn {
-		return fmt.Errorf("group %d (heads/kv_heads) exceeds 8*GN = %d: set GN=%d", g, 8*gn, (g+7)/8)
+	if g, q := s.Heads/s.KVHeads, s.Attention.Queries(); g*q > 8*gn {
+		if q == 1 {
+			return fmt.Errorf("group %d (heads/kv_heads) exceeds 8*GN = %d: set GN=%d", g, 8*gn, (g+7)/8)
+		}
+		return fmt.Errorf("group %d x q_len %d = %d columns exceed 8*GN = %d: set GN=%d (and WN to keep GN/WN n-tiles a warp)", g, q, g*q, 8*gn, (g*q+7)/8)
+	}
+	if cw, err := defineInt(defines, "CW", 2); err == nil && cw == 0 && s.Attention.Queries() > 1 {
+		return fmt.Errorf("CW=0: the serial combine merges one query token; q_len %d needs CW 1 or 2", s.Attention.Queries())
 	}
 	if gn%wn != 0 || warps%wn != 0 {
 		return fmt.Errorf("WN=%d must divide GN=%d and WARPS=%d (each warp of a tile takes GN/WN n-tiles)", wn, gn, warps)
@@ -248,6 +254,33 @@ func checkMMAFusedKernel(s abi.Shape, defines map[string]string) error {
 	return nil
 }
 
+// mmaOptions are the attention options mma_core.cuh computes (kernels/
+// ABI.md): soft-cap, sinks and up to mmaMaxQLen query tokens per sequence.
+func mmaOptions(a abi.Attention) error { return mmaOptionsUpTo(a, mmaMaxQLen) }
+
+// mmaMaxQLen is QLEN's bound in mma_core.cuh.
+const mmaMaxQLen = 8
+
+// mmacOptions: mmac's cluster merge slices one token's heads, so it takes
+// soft-cap and sinks but one query token.
+func mmacOptions(a abi.Attention) error { return mmaOptionsUpTo(a, 1) }
+
+func mmaOptionsUpTo(a abi.Attention, maxQ int) error {
+	switch {
+	case a.ALiBi != "":
+		return fmt.Errorf("no ALiBi (the kernel adds no bias to its scores)")
+	case a.Window > 0:
+		return fmt.Errorf("no sliding window (every split reads all its rows)")
+	case a.MLA.DV > 0:
+		return fmt.Errorf("no MLA (K and V are one width)")
+	case a.LSE != "":
+		return fmt.Errorf("no lse output")
+	case a.Queries() > maxQ:
+		return fmt.Errorf("q_len %d: at most %d query tokens per sequence", a.Queries(), maxQ)
+	}
+	return nil
+}
+
 func init() {
 	register(&catalog.Kernel{
 		Name:    "gqa",
@@ -285,8 +318,9 @@ func init() {
 			fixChunkDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
-		Class: catalog.Tolerance,
-		Check: checkMMAKernel,
+		Class:     catalog.Tolerance,
+		Check:     checkMMAKernel,
+		Attention: mmaOptions,
 	})
 	// mmaf is mma in one launch: the last block of each (KV head, sequence)
 	// merges the splits (kernels/mma_fused.cu). Its partial slots and out
@@ -310,9 +344,10 @@ func init() {
 			ldhDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
-		Class: catalog.Tolerance,
-		Check: checkMMAFusedKernel,
-		Fused: true,
+		Class:     catalog.Tolerance,
+		Check:     checkMMAFusedKernel,
+		Fused:     true,
+		Attention: mmaOptions,
 	})
 	// mmac is mma in one launch with the merge spread over a thread-block
 	// cluster (kernels/mma_cluster.cu): the SPLITS blocks of a group form
@@ -339,8 +374,9 @@ func init() {
 			ldhDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
-		Class: catalog.Tolerance,
-		Check: checkMMAKernel,
-		Fused: true,
+		Class:     catalog.Tolerance,
+		Check:     checkMMAKernel,
+		Fused:     true,
+		Attention: mmacOptions,
 	})
 }

@@ -339,3 +339,62 @@ func withDim(s abi.Shape, d int) abi.Shape {
 	s.HeadDim = d
 	return s
 }
+
+// TestFrontierOptions: the tensor-core kernels compute soft-cap, sinks and
+// up to 8 query tokens, whose columns (group × q_len) must fit 8·GN; any
+// other option, and any option for the kernels that compute none, is
+// refused with the reason.
+func TestFrontierOptions(t *testing.T) {
+	opt := func(a abi.Attention) abi.Shape {
+		s := h200Shape
+		s.Attention = a
+		return s
+	}
+	q4 := abi.Attention{QLen: 4}
+	all := abi.Attention{QLen: 4, Softcap: 50, Sinks: true}
+	cases := []struct {
+		kernel  string
+		shape   abi.Shape
+		defines map[string]string
+		reject  string
+	}{
+		{"mma", opt(abi.Attention{Softcap: 30}), nil, ""},
+		{"mma", opt(abi.Attention{Sinks: true}), nil, ""},
+		{"mma", opt(all), map[string]string{"GN": "4", "WN": "4", "WARPS": "8"}, ""},
+		{"mmaf", opt(all), map[string]string{"SPLITS": "1", "GN": "4", "WN": "4", "WARPS": "8"}, ""},
+		{"mma", opt(q4), nil, "group 7 x q_len 4 = 28 columns exceed 8*GN = 8: set GN=4"},
+		{"mma", opt(q4), map[string]string{"GN": "4", "WN": "4", "WARPS": "8", "CW": "0"}, "CW=0"},
+		{"mma", opt(abi.Attention{QLen: 9}), map[string]string{"GN": "8", "WN": "8", "WARPS": "8"}, "q_len 9: at most 8"},
+		{"mma", opt(abi.Attention{ALiBi: abi.ALiBiStandard}), nil, "no ALiBi"},
+		{"mma", opt(abi.Attention{Window: 256}), nil, "no sliding window"},
+		{"mma", opt(abi.Attention{LSE: abi.LSENatural}), nil, "no lse"},
+		{"mmac", opt(abi.Attention{Softcap: 30}), map[string]string{"SPLITS": "8"}, ""},
+		{"mmac", opt(abi.Attention{QLen: 2}), map[string]string{"SPLITS": "8", "GN": "2"}, "q_len 2: at most 1"},
+		{"gqa", opt(abi.Attention{Softcap: 30}), nil, "computes plain attention"},
+	}
+	for _, c := range cases {
+		k, _ := Lookup(c.kernel)
+		err := k.Accepts(c.shape, c.defines)
+		switch {
+		case c.reject == "" && err != nil:
+			t.Errorf("%s %+v %v: rejected: %v", c.kernel, c.shape.Attention, c.defines, err)
+		case c.reject != "" && err == nil:
+			t.Errorf("%s %+v %v: accepted, want a rejection mentioning %q", c.kernel, c.shape.Attention, c.defines, c.reject)
+		case c.reject != "" && !strings.Contains(err.Error(), c.reject):
+			t.Errorf("%s %+v %v: reason %q does not mention %q", c.kernel, c.shape.Attention, c.defines, err, c.reject)
+		}
+	}
+	// The kernels read the options through the shape's defines, which
+	// mma_core.cuh must know by those names.
+	core, err := kernels.Read("mma_core.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range abi.ShapeDefines(opt(all)) {
+		if name == abi.DefineQLen || name == abi.DefineSoftcap || name == abi.DefineSinks {
+			if !strings.Contains(core, "#if "+name) && !strings.Contains(core, "#if "+name+" ") {
+				t.Errorf("mma_core.cuh does not test %s", name)
+			}
+		}
+	}
+}

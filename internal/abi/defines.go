@@ -27,13 +27,36 @@ const (
 	DefinePSTR = "PSTR"
 )
 
+// The defines of a shape's attention options (kernels/ABI.md, "Paged KV,
+// several query tokens, soft-cap and sinks"), passed only for a shape with
+// the option, so a plain shape's kernels build as they always did: QLEN
+// the query tokens per sequence (above 1), SOFTCAP=1 with a soft-cap (its
+// value is the softcap argument), SINKS=1 with sinks (the sinks buffer).
+const (
+	DefineQLen    = "QLEN"
+	DefineSoftcap = "SOFTCAP"
+	DefineSinks   = "SINKS"
+)
+
 // Derived reports whether a define is derived from the shape.
-func Derived(name string) bool { return name == DefineHeadDim || slices.Contains(kvtype.Defines, name) }
+func Derived(name string) bool {
+	return name == DefineHeadDim || slices.Contains(kvtype.Defines, name) ||
+		name == DefineQLen || name == DefineSoftcap || name == DefineSinks
+}
 
 // ShapeDefines returns the defines derived from a shape.
 func ShapeDefines(s Shape) map[string]string {
 	m := s.KVType().ShapeDefines()
 	m[DefineHeadDim] = strconv.Itoa(s.HeadDim)
+	if q := s.Attention.Queries(); q > 1 {
+		m[DefineQLen] = strconv.Itoa(q)
+	}
+	if s.Attention.Softcap > 0 {
+		m[DefineSoftcap] = "1"
+	}
+	if s.Attention.Sinks {
+		m[DefineSinks] = "1"
+	}
 	return m
 }
 

@@ -60,6 +60,12 @@ type Kernel struct {
 	// batch × kv_heads counters, merges the splits itself and writes out;
 	// no combine is launched and Combine is empty.
 	Fused bool
+	// Attention says which of a shape's attention options the kernel
+	// computes: nil refuses every option (plain decode attention only);
+	// otherwise it returns nil for options it computes and the reason for
+	// the first it does not. The options reach the kernel as the shape's
+	// defines (abi.ShapeDefines) and arguments (kernels/ABI.md).
+	Attention func(abi.Attention) error
 }
 
 // A Set is a collection of kernels looked up by name. The spec and the
@@ -130,9 +136,15 @@ func (d DefineSpec) CheckValue(value string) error {
 // or the kernel's own Check. The planner records the reason as a skip.
 func (k *Kernel) Accepts(s abi.Shape, defines map[string]string) error {
 	if !s.Attention.IsZero() {
-		// The built-ins compute plain decode attention; a shape with an
-		// option is a user kernel's (experiments/options).
-		return fmt.Errorf("%s: computes plain attention, not the shape's options %+v", k.Name, s.Attention)
+		// A built-in computes plain decode attention unless it says which
+		// options it computes; the others are a user kernel's
+		// (experiments/options).
+		if k.Attention == nil {
+			return fmt.Errorf("%s: computes plain attention, not the shape's options %+v", k.Name, s.Attention)
+		}
+		if err := k.Attention(s.Attention); err != nil {
+			return fmt.Errorf("%s: %w", k.Name, err)
+		}
 	}
 	for _, d := range k.Defines {
 		if v, ok := defines[d.Name]; ok {
