@@ -29,7 +29,10 @@ type layout struct {
 	// [2][kv_heads] (K's scales, then V's); 0 for the other types.
 	KVScale int64
 	// Scratch holds the arrival counters (abi.AllocScratch).
-	Scratch      int64
+	Scratch int64
+	// HeadParams holds the ALiBi slopes and the sink logits
+	// (abi.AllocHeadParams); 0 for a shape with neither option.
+	HeadParams   int64
 	splits, pstr int
 	// elt is the size of one K/V element and kv the KV type. Two layouts
 	// of equal byte sizes but different types (f32 at capacity C, f16 at
@@ -61,7 +64,7 @@ type layout struct {
 func (l *layout) size(a abi.AllocID) *int64 {
 	return [abi.NumAllocs]*int64{abi.AllocQ: &l.Q, abi.AllocK: &l.K, abi.AllocV: &l.V, abi.AllocPositions: &l.Positions,
 		abi.AllocPartial: &l.Partial, abi.AllocOut: &l.Out, abi.AllocScratch: &l.Scratch, abi.AllocLse: &l.Lse,
-		abi.AllocWorkspace: &l.Workspace, abi.AllocKVScale: &l.KVScale}[a]
+		abi.AllocWorkspace: &l.Workspace, abi.AllocKVScale: &l.KVScale, abi.AllocHeadParams: &l.HeadParams}[a]
 }
 
 // splitsOf returns the SPLITS of a configuration. The plan sets
@@ -172,6 +175,7 @@ type workspace struct {
 	scratch                          cuda.DevPtr // zero between launches (kernels/ABI.md)
 	lse, workspace                   cuda.DevPtr // 0 unless the signature uses them
 	kvScale                          cuda.DevPtr // 0 unless the KV type is scaled
+	headParams                       cuda.DevPtr // 0 unless the shape has alibi or sinks
 	// qAlt, partialAlt and outAlt are a second set of q and outputs at
 	// their own addresses, q with its own fill: the timed launches
 	// alternate between the two sets (timed.go).
@@ -212,7 +216,7 @@ type bufferEntry struct {
 func (w *workspace) table() []bufferEntry {
 	ptr := [abi.NumAllocs]*cuda.DevPtr{abi.AllocQ: &w.q, abi.AllocK: &w.k, abi.AllocV: &w.v, abi.AllocPositions: &w.positions,
 		abi.AllocPartial: &w.partial, abi.AllocOut: &w.out, abi.AllocScratch: &w.scratch, abi.AllocLse: &w.lse,
-		abi.AllocWorkspace: &w.workspace, abi.AllocKVScale: &w.kvScale}
+		abi.AllocWorkspace: &w.workspace, abi.AllocKVScale: &w.kvScale, abi.AllocHeadParams: &w.headParams}
 	out := make([]bufferEntry, 0, abi.NumAllocs+3)
 	for _, a := range abi.Allocs {
 		out = append(out, bufferEntry{a.Name, ptr[a.ID], *w.l.size(a.ID), a.Role})
@@ -289,11 +293,17 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, erro
 			return nil, fmt.Errorf("filling kv_scale: %w", err)
 		}
 	}
-	// Zeros, so that the read-only record of the lengths (inputs.go)
-	// knows the bytes before the first upload.
+	// Zeros, so that the read-only record of the lengths and the option
+	// values (inputs.go) knows the bytes before the first upload.
 	if err := c.MemsetD32Async(w.positions, 0, l.Positions/4, s); err != nil {
 		w.free(c)
 		return nil, fmt.Errorf("clearing positions: %w", err)
+	}
+	if l.HeadParams > 0 {
+		if err := c.MemsetD32Async(w.headParams, 0, l.HeadParams/4, s); err != nil {
+			w.free(c)
+			return nil, fmt.Errorf("clearing head_params: %w", err)
+		}
 	}
 	if err := c.MemsetD32Async(w.scratch, 0, l.Scratch/4, s); err != nil {
 		w.free(c)

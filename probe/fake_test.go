@@ -48,6 +48,7 @@ type fakeModel struct {
 	delay        time.Duration // per launch
 	fault        error         // every launch fails with it
 	launchErr    error         // the launch is refused (not sticky)
+	options      *fakeOptions  // computes the shape's attention options (options_test.go)
 }
 
 type fakeKernel struct {

@@ -42,6 +42,10 @@ func (f *fakeDevice) execute(fk *fakeKernel, l fakeLaunch) {
 // compute computes the partial slots and out of one launch in float64.
 func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 	m, c, w := fk.m, l.c, l.w
+	if m.options != nil {
+		f.computeOptions(*m.options, l)
+		return
+	}
 	s := c.Shape
 	d, splits, pstr := s.HeadDim, c.Splits, abi.PartialStride(s.HeadDim)
 	group := s.Heads / s.KVHeads

@@ -85,7 +85,7 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	for i := range capacity {
 		capacity[i] = p.Config.Shape.Capacity
 	}
-	if err := r.longGates(ctx, [][]int{gateLengths(p.Config.Shape.Capacity, p.Config.Shape.Batch), capacity, lengthsOf(&p.Config)}, log); err != nil {
+	if err := r.longGates(ctx, [][]int{shapeLengths(p.Config.Shape.Capacity, p.Config.Shape), capacity, lengthsOf(&p.Config)}, log); err != nil {
 		return false, err
 	}
 	if err := r.freshGate(ctx, log); err != nil {
@@ -154,14 +154,14 @@ func (r *pointRun) numericGates(ctx context.Context, log *gateLog) error {
 	p, s := r.p, r.p.Config.Shape
 	nkvs := gateNKVs(p.GateNKV, s.Capacity)
 	rows := slices.Max(nkvs)
-	for i, set := range oracle.Sets {
+	for i, set := range oracle.SetsFor(s) {
 		var in *oracle.Inputs
-		var refs map[int][]float64
+		var refs map[int]oracle.Output
 		for _, nkv := range gateOrder(nkvs, i, p.Seed) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			lengths := gateLengths(nkv, s.Batch)
+			lengths := shapeLengths(nkv, s)
 			if in == nil || set.PerLength() {
 				var err error
 				if in, err = r.uploadSet(set, rows, lengths); err != nil {
@@ -187,11 +187,10 @@ func (r *pointRun) numericGates(ctx context.Context, log *gateLog) error {
 
 // references is the oracle's output at each gate length of nkvs (the
 // lengths gateLengths gives), from one call.
-func (r *pointRun) references(in *oracle.Inputs, nkvs []int) (map[int][]float64, error) {
-	b := r.p.Config.Shape.Batch
+func (r *pointRun) references(in *oracle.Inputs, nkvs []int) (map[int]oracle.Output, error) {
 	launches := make([][]int, len(nkvs))
 	for i, n := range nkvs {
-		launches[i] = gateLengths(n, b)
+		launches[i] = shapeLengths(n, r.p.Config.Shape)
 	}
 	t0 := time.Now()
 	outs, err := oracle.References(in, launches)
@@ -199,9 +198,9 @@ func (r *pointRun) references(in *oracle.Inputs, nkvs []int) (map[int][]float64,
 	if err != nil {
 		return nil, err
 	}
-	refs := make(map[int][]float64, len(nkvs))
+	refs := make(map[int]oracle.Output, len(nkvs))
 	for i, n := range nkvs {
-		refs[n] = outs[i].Out
+		refs[n] = outs[i]
 	}
 	return refs, nil
 }
@@ -210,7 +209,7 @@ func (r *pointRun) references(in *oracle.Inputs, nkvs []int) (map[int][]float64,
 // uploaded inputs and judges the outputs against ref, the oracle's; on
 // the uniform set (repeat) it also runs the
 // determinism repeat and the stale-rows gate.
-func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref []float64, log *gateLog, repeat bool) error {
+func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref oracle.Output, log *gateLog, repeat bool) error {
 	p, c := r.p, &r.p.Config
 	s := c.Shape
 	tag := func(g results.Gate) results.Gate { g.Inputs = string(set); return g }
@@ -220,11 +219,14 @@ func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref []fl
 	}
 	log.add(tag(writtenGate(nkv, p.Seed, partial, out, r.l.gatedSlots(s), s.HeadDim)))
 	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: string(r.l.outDtype)}, s)
-	m, err := oracle.Compare(floats(out), ref, bounds)
+	m, err := oracle.Compare(floats(out), ref.Out, bounds)
 	if err != nil {
 		return err
 	}
 	log.add(tag(toleranceGate(nkv, p.Seed, m, bounds)))
+	if err := r.lseGate(nkv, ref.LSE, log, tag); err != nil {
+		return err
+	}
 	if repeat {
 		p2, o2, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
 		if err != nil {
@@ -270,7 +272,7 @@ func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
 	s := c.Shape
 	nkvs := gateNKVs(p.GateNKV, s.Capacity)
 	nkv := slices.Min(nkvs)
-	lengths := gateLengths(nkv, s.Batch)
+	lengths := shapeLengths(nkv, s)
 	if _, err := r.uploadSet(oracle.SetUniform, slices.Max(nkvs), lengths); err != nil {
 		return err
 	}
@@ -384,6 +386,9 @@ type cachedBase struct {
 // the workspace's random fill (or an earlier gate's inputs, random too).
 func (r *pointRun) upload(in *oracle.Inputs) error {
 	w, s := r.ws, r.p.Config.Shape
+	if err := checkOptions(s); err != nil {
+		return err
+	}
 	// In the signature's q dtype and K/V layout (io.go).
 	if err := r.writeInput(w.q, 0, qUpload(r.l, in)); err != nil {
 		return fmt.Errorf("uploading q: %w", err)
@@ -392,6 +397,13 @@ func (r *pointRun) upload(in *oracle.Inputs) error {
 	if sb := in.ScaleBytes(); sb != nil {
 		if err := r.writeInput(w.kvScale, 0, sb); err != nil {
 			return fmt.Errorf("uploading kv_scale: %w", err)
+		}
+	}
+	// The ALiBi slopes and sink logits are the set's too (the sinks set
+	// rewrites them).
+	if hb := in.HeadParamBytes(); hb != nil {
+		if err := r.writeInput(w.headParams, 0, hb); err != nil {
+			return fmt.Errorf("uploading head_params: %w", err)
 		}
 	}
 	for _, cp := range kvCopies(r.l, s, in.Rows, in.KBytes, in.VBytes) {
@@ -440,6 +452,11 @@ func (r *pointRun) poison() error {
 	}
 	if err := d.fill32(w.out, outPoison(r.l), r.l.Out); err != nil {
 		return fmt.Errorf("poisoning out: %w", err)
+	}
+	if r.p.Config.Shape.Attention.LSE != "" && !r.alt {
+		if err := d.fill32(w.lse, poison, r.l.Lse); err != nil {
+			return fmt.Errorf("poisoning lse: %w", err)
+		}
 	}
 	return nil
 }

@@ -101,7 +101,7 @@ func outPoison(l layout) uint32 {
 
 // outBytes is the size of out as the kernel writes it, unaligned.
 func outBytes(l layout, s abi.Shape) int {
-	return s.Batch * s.Heads * s.HeadDim * l.outDtype.Bytes()
+	return int(abi.OutElems(s)) * l.outDtype.Bytes()
 }
 
 // outToF32 converts out as read back to f32 bytes; an element that still

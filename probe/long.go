@@ -39,7 +39,7 @@ func (r *pointRun) longGates(ctx context.Context, launches [][]int, log *gateLog
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	in, err := r.uploadSet(oracle.SetUniform, rows, gateLengths(rows, s.Batch))
+	in, err := r.uploadSet(oracle.SetUniform, rows, shapeLengths(rows, s))
 	if err != nil {
 		return err
 	}

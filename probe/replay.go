@@ -77,11 +77,11 @@ func (r *pointRun) replayGates(ctx context.Context, log *gateLog) error {
 		return nil
 	}
 	rows := slices.Max(gateNKVs(p.GateNKV, s.Capacity))
-	in, err := r.uploadSet(oracle.SetUniform, rows, gateLengths(rows, s.Batch))
+	in, err := r.uploadSet(oracle.SetUniform, rows, shapeLengths(rows, s))
 	if err != nil {
 		return err
 	}
-	if err := r.setPositions(gateLengths(capN, s.Batch)); err != nil {
+	if err := r.setPositions(shapeLengths(capN, s)); err != nil {
 		return err
 	}
 	g, err := r.capture(1, r.geometryAt(r.g, capN), false)
@@ -94,7 +94,7 @@ func (r *pointRun) replayGates(ctx context.Context, log *gateLog) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		lengths := gateLengths(n, s.Batch)
+		lengths := shapeLengths(n, s)
 		if err := r.setPositions(lengths); err != nil {
 			return err
 		}

@@ -143,10 +143,10 @@ func (r *pointRun) freshTimed() ([]results.Gate, error) {
 // the module that ran them.
 func (r *pointRun) againGate(ref *launchBytes) (results.Gate, error) {
 	c, s := &r.p.Config, r.p.Config.Shape
-	lengths := gateLengths(ref.nkv, s.Batch)
+	lengths := shapeLengths(ref.nkv, s)
 	if !r.ws.holdsUniform(keyOf(r.p), ref.nkv) {
 		rows := slices.Max(gateNKVs(r.p.GateNKV, s.Capacity))
-		if _, err := r.uploadSet(oracle.SetUniform, rows, gateLengths(rows, s.Batch)); err != nil {
+		if _, err := r.uploadSet(oracle.SetUniform, rows, shapeLengths(rows, s)); err != nil {
 			return results.Gate{}, err
 		}
 	}

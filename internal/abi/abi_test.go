@@ -63,7 +63,8 @@ func TestScalars(t *testing.T) {
 	want := map[KVLayout]map[string]float64{
 		BSHD: {"heads": 8, "kv_heads": 2, "head_dim": 64, "capacity": 100, "batch": 3, "group": 4, "splits": 4,
 			"kv_row_stride": 128, "kv_head_stride": 64, "kv_batch_stride": 12800, "pstr": 68, "scale": 0.125,
-			"kv_row_bytes": 256, "kv_head_bytes": 128, "kv_batch_bytes": 25600},
+			"kv_row_bytes": 256, "kv_head_bytes": 128, "kv_batch_bytes": 25600,
+			"softcap": 0, "window_left": -1, "q_len": 1, "dv": 64},
 		BHSD: {"kv_row_stride": 64, "kv_head_stride": 6400, "kv_batch_stride": 12800, "kv_row_bytes": 128},
 	}
 	for l, vals := range want {
@@ -76,6 +77,25 @@ func TestScalars(t *testing.T) {
 	}
 	if len(want[BSHD]) != len(Scalars) {
 		t.Errorf("%d scalars checked of %d", len(want[BSHD]), len(Scalars))
+	}
+	// A shape with options: their values, and what sizes them.
+	opt := shape
+	opt.Attention = Attention{Softcap: 30, ALiBi: ALiBiBuffer, Sinks: true, Window: 7, QLen: 4, MLA: MLA{DV: 32, Layout: MLASplit}}
+	d := Dims{Shape: opt, Splits: 4, IO: ABIIO}
+	for name, w := range map[string]float64{"softcap": 30, "window_left": 7, "q_len": 4, "dv": 32} {
+		if got := ScalarNamed(name).Value(d); got != w {
+			t.Errorf("options: %s = %v, want %v", name, got, w)
+		}
+	}
+	sz := Sizes(d, func(b string) bool { return b == "lse" })
+	for id, want := range map[AllocID]int64{AllocQ: 3 * 4 * 8 * 64 * 4, AllocOut: 3 * 4 * 8 * 32 * 4, AllocV: 3 * 100 * 2 * 32 * 2,
+		AllocHeadParams: 2 * 8 * 4, AllocLse: 3 * 4 * 8 * 4} {
+		if sz[id] != want {
+			t.Errorf("options: %s is %d bytes, want %d", Allocs[id].Name, sz[id], want)
+		}
+	}
+	if got := BufferNamed("sinks").At(opt); got != 4*8 {
+		t.Errorf("sinks at %d, want after the 8 slopes", got)
 	}
 	if got := BHSD.Offset(shape, 1, 5, 1); got != 12800+6400+5*64 {
 		t.Errorf("bhsd offset %d", got)

@@ -35,6 +35,7 @@ const (
 	AllocLse
 	AllocWorkspace
 	AllocKVScale
+	AllocHeadParams
 	NumAllocs
 )
 
@@ -74,27 +75,39 @@ const (
 // Align16 rounds n up to 16 bytes.
 func Align16(n int64) int64 { return (n + 15) &^ 15 }
 
-// bhd is batch × heads × head_dim, the elements of q and out.
-func bhd(s Shape) int64 { return int64(s.Batch) * int64(s.Heads) * int64(s.HeadDim) }
+// QElems is batch × q_len × heads × head_dim, the elements of q.
+func QElems(s Shape) int64 { return QRows(s) * int64(s.HeadDim) }
 
-// kvBytes is the bytes of K (or V) over the whole capacity.
-func kvBytes(d Dims, _ bool) int64 {
-	s := d.Shape
-	return Align16(int64(s.Batch) * int64(s.Capacity) * int64(s.KVHeads) * int64(s.HeadDim) * int64(s.KVType().Bytes))
+// OutElems is batch × q_len × heads × dv, the elements of out.
+func OutElems(s Shape) int64 { return QRows(s) * int64(s.Attention.VDim(s.HeadDim)) }
+
+// QRows is batch × q_len × heads, the query rows (and lse's elements).
+func QRows(s Shape) int64 {
+	return int64(s.Batch) * int64(s.Attention.Queries()) * int64(s.Heads)
+}
+
+// kvBytes is the bytes of K over the whole capacity.
+func kvBytes(d Dims, _ bool) int64 { return rowsBytes(d.Shape, d.Shape.HeadDim) }
+
+// vBytes is the bytes of V: dv wide (MLA), head_dim otherwise.
+func vBytes(d Dims, _ bool) int64 { return rowsBytes(d.Shape, d.Shape.Attention.VDim(d.Shape.HeadDim)) }
+
+func rowsBytes(s Shape, width int) int64 {
+	return Align16(int64(s.Batch) * int64(s.Capacity) * int64(s.KVHeads) * int64(width) * int64(s.KVType().Bytes))
 }
 
 // Allocs is the table of allocations, indexed by AllocID.
 var Allocs = [NumAllocs]Alloc{
-	{AllocQ, "q", func(d Dims, _ bool) int64 { return Align16(bhd(d.Shape) * int64(d.IO.OrABI().Q.Bytes())) }, RoleInput},
+	{AllocQ, "q", func(d Dims, _ bool) int64 { return Align16(QElems(d.Shape) * int64(d.IO.OrABI().Q.Bytes())) }, RoleInput},
 	{AllocK, "k", kvBytes, RoleInput},
-	{AllocV, "v", kvBytes, RoleInput},
+	{AllocV, "v", vBytes, RoleInput},
 	// Positions (nkv − 1, int32 per sequence), then seqlens (nkv).
 	{AllocPositions, "positions", func(d Dims, _ bool) int64 { return Align16(8 * int64(d.Shape.Batch)) }, RoleInput},
 	{AllocPartial, "partial", func(d Dims, _ bool) int64 {
 		s := d.Shape
 		return Align16(int64(s.Batch) * int64(d.Splits) * int64(s.Heads) * int64(PartialStride(s.HeadDim)) * 4)
 	}, RoleOutput},
-	{AllocOut, "out", func(d Dims, _ bool) int64 { return Align16(bhd(d.Shape) * int64(d.IO.OrABI().Out.Bytes())) }, RoleOutput},
+	{AllocOut, "out", func(d Dims, _ bool) int64 { return Align16(OutElems(d.Shape) * int64(d.IO.OrABI().Out.Bytes())) }, RoleOutput},
 	// The fused kernels' batch × kv_heads arrival counters (kernels/ABI.md).
 	// Every workspace has them, fused or not: they are a few bytes, and a
 	// layout that depended on the kernel would free and refill gigabytes
@@ -109,13 +122,14 @@ var Allocs = [NumAllocs]Alloc{
 		}
 		return n
 	}, RoleScratch},
-	// Room for a per-split or a per-head log-sum-exp.
+	// Room for a per-split or a per-head log-sum-exp, and for the final
+	// one of every query row that a kernel declaring lse writes.
 	{AllocLse, "lse", func(d Dims, used bool) int64 {
 		if !used {
 			return 0
 		}
 		s := d.Shape
-		return Align16(int64(s.Batch) * int64(d.Splits) * int64(s.Heads) * 4)
+		return Align16(max(int64(s.Batch)*int64(d.Splits)*int64(s.Heads), QRows(s)) * 4)
 	}, RoleOutput},
 	// io.workspace, then the named scratch buffers (ScratchSpans).
 	{AllocWorkspace, "workspace", func(d Dims, used bool) int64 {
@@ -130,6 +144,14 @@ var Allocs = [NumAllocs]Alloc{
 			return 0
 		}
 		return Align16(2 * int64(d.Shape.KVHeads) * 4)
+	}, RoleInput},
+	// The per-head option values, f32 [2][heads]: the ALiBi slopes, then
+	// the sink logits; only for a shape with either option.
+	{AllocHeadParams, "head_params", func(d Dims, _ bool) int64 {
+		if a := d.Shape.Attention; a.ALiBi == "" && !a.Sinks {
+			return 0
+		}
+		return Align16(2 * int64(d.Shape.Heads) * 4)
 	}, RoleInput},
 }
 
@@ -149,10 +171,10 @@ type Buffer struct {
 
 // Buffers is the table of buffers, in the order messages name them.
 var Buffers = []Buffer{
-	{Name: "q", Alloc: AllocQ, Doc: "the queries, [batch][heads][head_dim] in io.q"},
+	{Name: "q", Alloc: AllocQ, Doc: "the queries, [batch][q_len][heads][head_dim] in io.q"},
 	{Name: "k", Alloc: AllocK, Doc: "the keys over the whole capacity, in io.kv_layout and kv_dtype"},
-	{Name: "v", Alloc: AllocV, Doc: "the values, as k"},
-	{Name: "out", Alloc: AllocOut, Doc: "the output, [batch][heads][head_dim] in io.out"},
+	{Name: "v", Alloc: AllocV, Doc: "the values, as k, dv wide for an mla shape"},
+	{Name: "out", Alloc: AllocOut, Doc: "the output, [batch][q_len][heads][dv] in io.out"},
 	{Name: "partial", Alloc: AllocPartial, Doc: "the split slots, f32 [batch][SPLITS][heads][PSTR] (io.partial)"},
 	{Name: "workspace", Alloc: AllocWorkspace, Doc: "io.workspace bytes, zeroed once"},
 	{Name: "positions", Alloc: AllocPositions, Doc: "int32 [batch], nkv − 1 of each sequence"},
@@ -160,12 +182,15 @@ var Buffers = []Buffer{
 	// sets both before every run.
 	{Name: "seqlens", Alloc: AllocPositions, Offset: func(s Shape) int64 { return 4 * int64(s.Batch) },
 		Doc: "int32 [batch], nkv of each sequence"},
-	{Name: "lse", Alloc: AllocLse, Doc: "f32 [batch][SPLITS][heads], room for a log-sum-exp"},
+	{Name: "lse", Alloc: AllocLse, Doc: "f32 [batch][SPLITS][heads], room for a log-sum-exp; a variant declaring lse writes f32 [batch][q_len][heads] there, gated"},
 	{Name: "counters", Alloc: AllocScratch, Doc: "int32 arrival counters, zero between launches"},
 	{Name: "kv_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [2][kv_heads], K's scales then V's"},
 	{Name: "k_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [kv_heads], K's half of kv_scale"},
 	{Name: "v_scale", Alloc: AllocKVScale, Scaled: true, Offset: func(s Shape) int64 { return 4 * int64(s.KVHeads) },
 		Doc: "f32 [kv_heads], V's half of kv_scale"},
+	{Name: "alibi_slopes", Alloc: AllocHeadParams, Doc: "f32 [heads], the ALiBi slopes (alibi: buffer or standard)"},
+	{Name: "sinks", Alloc: AllocHeadParams, Offset: func(s Shape) int64 { return 4 * int64(s.Heads) },
+		Doc: "f32 [heads], the sink logits (sinks: true)"},
 }
 
 // BufferNamed returns the buffer of a name, or nil.
@@ -274,6 +299,15 @@ var Scalars = []Scalar{
 		"bytes between sequences"},
 	{"pstr", ArgI32, func(d Dims) float64 { return f(PartialStride(d.Shape.HeadDim)) }, "PSTR, floats per partial slot"},
 	{"scale", ArgF32, func(d Dims) float64 { return 1 / math.Sqrt(f(d.Shape.HeadDim)) }, "the softmax scale, 1/√head_dim"},
+	{"softcap", ArgF32, func(d Dims) float64 { return d.Shape.Attention.Softcap }, "the soft-cap, 0 without one"},
+	{"window_left", ArgI32, func(d Dims) float64 {
+		if w := d.Shape.Attention.Window; w > 0 {
+			return f(w)
+		}
+		return -1 // FlashAttention's "no window"
+	}, "the left window, −1 without one"},
+	{"q_len", ArgI32, func(d Dims) float64 { return f(d.Shape.Attention.Queries()) }, "query tokens per sequence"},
+	{"dv", ArgI32, func(d Dims) float64 { return f(d.Shape.Attention.VDim(d.Shape.HeadDim)) }, "elements per value row (head_dim but for mla)"},
 }
 
 // ScalarNamed returns the scalar of a name, or nil.

@@ -127,6 +127,24 @@ func (in *Inputs) ScaleBytes() []byte {
 	return out
 }
 
+// HeadParamBytes returns the head_params buffer of a shape with ALiBi or
+// sinks: f32 [2][heads], the slopes then the sink logits, little-endian
+// (zeros for the option the shape does not have); nil for the others.
+func (in *Inputs) HeadParamBytes() []byte {
+	if in.Slopes == nil && in.Sinks == nil {
+		return nil
+	}
+	h := in.Shape.Heads
+	out := make([]byte, 8*h)
+	for i, x := range in.Slopes {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(x)))
+	}
+	for i, x := range in.Sinks {
+		binary.LittleEndian.PutUint32(out[4*(h+i):], math.Float32bits(float32(x)))
+	}
+	return out
+}
+
 // QBytes returns Q as the little-endian float32 bytes the device gets.
 func (in *Inputs) QBytes() []byte {
 	out := make([]byte, 4*len(in.Q))

@@ -1,0 +1,181 @@
+package probe
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/plan"
+)
+
+// fakeOptions is a fake kernel of a shape with attention options: out
+// and lse of every query row in float64 from the buffers as uploaded (q,
+// K, V, head_params) and the shape's options, and a planted misuse of
+// each. Its partial buffer is opaque (io.partial), as an engine kernel's.
+type fakeOptions struct {
+	capScaledTwice bool // soft-cap of s·scale
+	alibiFlipped   bool // slope·(p − r)
+	windowShort    bool // window rows seen, one fewer than window + 1
+	sinkIgnored    bool
+	causalAhead    bool // query t also sees row p + 1
+	lseNatural     bool // ln where log2 is declared
+	lseUnwritten   bool // never writes lse
+}
+
+func (f *fakeDevice) computeOptions(o fakeOptions, l fakeLaunch) {
+	s, w := l.c.Shape, l.w
+	a := s.Attention
+	d, T := s.HeadDim, a.Queries()
+	get := func(buf []byte, i int) float64 {
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:])))
+	}
+	put := func(buf []byte, i int, v float64) {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(v)))
+	}
+	q, kb, vb, ob := f.at(w.q), f.at(w.k), f.at(w.v), f.at(w.out)
+	t := s.KVType()
+	load := func(buf []byte, b, r, kh, i int) float64 {
+		return t.Decode(t.Bits(buf, ((b*s.Capacity+r)*s.KVHeads+kh)*d+i))
+	}
+	var hp []byte
+	if w.headParams != 0 {
+		hp = f.at(w.headParams)
+	}
+	scale := 1 / math.Sqrt(float64(d))
+	for b := range s.Batch {
+		n := int(l.pos[b]) + 1
+		for tq := range T {
+			p := n - T + tq
+			lo, hi := 0, p
+			if o.causalAhead {
+				hi = min(n-1, p+1)
+			}
+			if a.Window > 0 {
+				wl := a.Window
+				if o.windowShort {
+					wl--
+				}
+				lo = max(0, p-wl)
+			}
+			for h := range s.Heads {
+				kh := h / s.Group()
+				row := (b*T+tq)*s.Heads + h
+				var sc []float64
+				mx := math.Inf(-1)
+				for r := lo; r <= hi; r++ {
+					dot := 0.0
+					for i := range d {
+						dot += get(q, row*d+i) * load(kb, b, r, kh, i)
+					}
+					x := dot * scale
+					if c := a.Softcap; c > 0 {
+						if o.capScaledTwice {
+							x *= scale
+						}
+						x = c * math.Tanh(x/c)
+					}
+					if a.ALiBi != "" {
+						dist := float64(r - p)
+						if o.alibiFlipped {
+							dist = -dist
+						}
+						x += get(hp, h) * dist
+					}
+					sc = append(sc, x)
+					mx = math.Max(mx, x)
+				}
+				sink := math.Inf(-1)
+				if a.Sinks && !o.sinkIgnored {
+					sink = get(hp, s.Heads+h)
+					mx = math.Max(mx, sink)
+				}
+				sum, acc := math.Exp(sink-mx), make([]float64, d)
+				for j, x := range sc {
+					e := math.Exp(x - mx)
+					sum += e
+					for i := range d {
+						acc[i] += e * load(vb, b, lo+j, kh, i)
+					}
+				}
+				for i := range d {
+					put(ob, row*d+i, acc[i]/sum)
+				}
+				if a.LSE != "" && !o.lseUnwritten {
+					lse := mx + math.Log(sum)
+					if a.LSE == abi.LSELog2 && !o.lseNatural {
+						lse /= math.Ln2
+					}
+					put(f.at(w.lse), row, lse)
+				}
+			}
+		}
+	}
+}
+
+// optionPoint is fakePoint with every attention option the device gates
+// take, an opaque partial and lse in log2.
+func optionPoint(variant string) *plan.Point {
+	p := fakePoint(variant, 100)
+	p.Config.Shape.Attention = abi.Attention{Softcap: 5, ALiBi: abi.ALiBiBuffer, Sinks: true, Window: 20, QLen: 3, LSE: abi.LSELog2}
+	p.IO = abi.IO{Q: abi.F32, Out: abi.F32, KVLayout: abi.BSHD, Partial: abi.PartialOpaque}
+	// lse is allocated when an argument names it.
+	a, err := abi.ParseArg("lse")
+	if err != nil {
+		panic(err)
+	}
+	p.Launches[1].Args = append(p.Launches[1].Args, a)
+	p.GateNKV = append(p.GateNKV, 3, 5, 22, 23, 41)
+	p.Hash += "-opt"
+	p.GateKey += "-opt"
+	return p
+}
+
+// TestFakeOptions: a kernel computing every option right passes every
+// gate on every set of its shape, the options' own included, with lse
+// gated; each planted misuse fails a tolerance gate on out or lse.
+func TestFakeOptions(t *testing.T) {
+	f := newFakeDevice()
+	cases := map[string]fakeOptions{
+		"good":          {},
+		"cap-twice":     {capScaledTwice: true},
+		"alibi-flipped": {alibiFlipped: true},
+		"window-short":  {windowShort: true},
+		"sink-ignored":  {sinkIgnored: true},
+		"causal-ahead":  {causalAhead: true},
+		"lse-natural":   {lseNatural: true},
+		"lse-unwritten": {lseUnwritten: true},
+	}
+	for name, o := range cases {
+		f.models[name] = fakeModel{options: &o}
+	}
+	b := fakeBackend(t, f)
+	rec := run(t, b, optionPoint("good"))
+	if rec.Status != "ok" {
+		t.Fatalf("good option kernel: %s %s, failed %v", rec.Status, rec.Error, failedKinds(rec.Gates))
+	}
+	sets, lse := map[string]bool{}, false
+	for _, g := range rec.Gates {
+		sets[g.Inputs] = true
+		lse = lse || g.Buffer == "lse"
+	}
+	for _, want := range []string{"sinks", "alibi", "window", "causal"} {
+		if !sets[want] {
+			t.Errorf("no gate on the %s set", want)
+		}
+	}
+	if !lse {
+		t.Error("no gate on lse")
+	}
+	for name := range cases {
+		if name == "good" {
+			continue
+		}
+		rec := run(t, b, optionPoint(name))
+		got := strings.Join(failedKinds(rec.Gates), " ")
+		if !strings.Contains(got, "tolerance/") {
+			t.Errorf("%s: failed %q, want a tolerance gate", name, got)
+		}
+	}
+}
