@@ -395,7 +395,11 @@
 //	workspace        io.workspace bytes, zeroed once when allocated
 //	positions        int32 per sequence: nkv − 1
 //	seqlens          int32 per sequence: nkv
-//	lse              batch × SPLITS × heads floats (not gated)
+//	lse              batch × SPLITS × heads floats (not gated); a variant
+//	                 with lse: ln | log2 writes batch × q_len × heads there,
+//	                 gated against the oracle
+//	alibi_slopes     f32 [heads], the ALiBi slopes (a shape with alibi)
+//	sinks            f32 [heads], the sink logits (a shape with sinks)
 //	counters         batch × heads unsigned ints, zeroed once; a kernel
 //	                 that counts in them leaves them zero when it ends
 //	kv_scale         a scaled kv_dtype's f32 [2][kv_heads] scales, K's first
@@ -409,6 +413,10 @@
 //	                 the same strides in bytes, int64 (llama.cpp's nb1..nb3)
 //	pstr             head_dim + 4, the partial slot stride in floats
 //	scale            float 1/sqrt(head_dim)
+//	softcap          float, the shape's soft-cap (0 without)
+//	window_left      int32, the shape's window (−1 without)
+//	q_len, dv        int32, query tokens per sequence (1 without) and the
+//	                 value width (head_dim but for mla)
 //	TYPE:VALUE       a constant: i32:4, u32:1, i64:0, u64:0, f32:0.5
 //	TYPE:EXPR        an integer expression over the geometry symbols, the
 //	                 defines and the integer scalars: "i64:heads * head_dim"
