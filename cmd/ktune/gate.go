@@ -11,7 +11,7 @@ import (
 	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
-	"github.com/ktune/ktune/report"
+	"github.com/ktune/ktune/verdict"
 )
 
 func init() {
@@ -103,14 +103,14 @@ func (g gateFilter) Set(s string) error {
 
 // gateJSON is the --json document: the result with its exit code.
 type gateJSON struct {
-	*report.GateResult
+	*verdict.GateResult
 	ExitCode int `json:"exit_code"`
 }
 
 func runGate(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var opts report.GateOptions
+	var opts verdict.GateOptions
 	fs.StringVar(&opts.Candidate, "candidate", "", "candidate variant `NAME` (required)")
 	fs.StringVar(&opts.Against, "against", "", "baseline `VARIANT` instead of the landed records")
 	fs.Float64Var(&opts.Threshold, "threshold", 0.02, "tolerated significant slowdown (`fraction`, 0.02 = 2%)")
@@ -189,7 +189,7 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	if err := refuseReplayed(stderr, set.Records, allowReplayed); err != nil {
 		return err
 	}
-	res, err := report.Gate(set.Records, opts)
+	res, err := verdict.Gate(set.Records, opts)
 	if err != nil {
 		return err
 	}
@@ -209,15 +209,15 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	return withCode(code, fmt.Errorf("gate: candidate %s: %s", res.Candidate, res.Verdict))
 }
 
-func gateExitCode(v report.Verdict) int {
+func gateExitCode(v verdict.Verdict) int {
 	switch v {
-	case report.VerdictPass:
+	case verdict.VerdictPass:
 		return exitOK
-	case report.VerdictNumerics:
+	case verdict.VerdictNumerics:
 		return exitNumerics
-	case report.VerdictRegression:
+	case verdict.VerdictRegression:
 		return exitRegression
-	case report.VerdictUndecided:
+	case verdict.VerdictUndecided:
 		return exitUndecided
 	}
 	return exitError

@@ -1,4 +1,8 @@
-package report
+// Package verdict decides whether a candidate kernel may land: from the
+// evidence of results files (internal/evidence), it judges the candidate's
+// numerics class and compares it with the baseline point by point, and
+// says what the verdict rests on. It decides; report renders.
+package verdict
 
 import (
 	"errors"
@@ -10,6 +14,7 @@ import (
 	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/stats"
+	"github.com/ktune/ktune/report"
 )
 
 // A Verdict is the outcome of a landing gate.
@@ -165,7 +170,7 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 	if opts.Candidate == "" {
 		return nil, errors.New("gating: no candidate variant named")
 	}
-	res := &GateResult{Candidate: opts.Candidate, Baseline: "landed", Threshold: opts.Threshold, Alpha: Alpha,
+	res := &GateResult{Candidate: opts.Candidate, Baseline: "landed", Threshold: opts.Threshold, Alpha: report.Alpha,
 		SkippedRecords: len(opts.Skipped), ExcludedRecords: len(opts.Excluded),
 		AllowDamaged: opts.AllowDamaged && len(opts.Skipped)+len(opts.Excluded) > 0, SameDevice: opts.SameDevice}
 	for _, e := range opts.Skipped {
@@ -183,8 +188,8 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 	if opts.AgainstOnly != nil {
 		res.Baseline += " " + strings.ReplaceAll(opts.AgainstOnly.String(), ",", " ")
 	}
-	var cand, base []Row
-	rep, err := Build(recs, Options{})
+	var cand, base []report.Row
+	rep, err := report.Build(recs, report.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("gating: %w", err)
 	}
@@ -253,9 +258,9 @@ func anyPoint(ps []GatePoint) bool {
 // compiled configuration, so the evidence may sit on any of its records;
 // what the class requires must appear on at least one and no gate may
 // fail on any.
-func (res *GateResult) checkNumerics(cand []Row, failures []evidence.Failure) map[configKey]bool {
+func (res *GateResult) checkNumerics(cand []report.Row, failures []evidence.Failure) map[configKey]bool {
 	type acc struct {
-		row      *Row
+		row      *report.Row
 		kinds    map[string]bool
 		fail     string
 		errText  string
@@ -265,17 +270,17 @@ func (res *GateResult) checkNumerics(cand []Row, failures []evidence.Failure) ma
 	accs := map[configKey]*acc{}
 	for i := range cand {
 		r := &cand[i]
-		a := accs[r.key.configKey]
+		a := accs[keyOf(r).configKey]
 		if a == nil {
 			a = &acc{row: r, kinds: map[string]bool{}}
-			accs[r.key.configKey] = a
-			order = append(order, r.key.configKey)
+			accs[keyOf(r).configKey] = a
+			order = append(order, keyOf(r).configKey)
 		}
-		for j := range r.rec.Gates {
-			g := &r.rec.Gates[j]
+		for j := range r.Record().Gates {
+			g := &r.Record().Gates[j]
 			a.kinds[g.Kind] = true
 			if !g.Pass && a.fail == "" {
-				a.fail = fmt.Sprintf("%s gate failed at nkv=%d: %s", g.Kind, g.NKV, GateEvidence(g))
+				a.fail = fmt.Sprintf("%s gate failed at nkv=%d: %s", g.Kind, g.NKV, report.GateEvidence(g))
 			}
 		}
 		switch r.Status {
@@ -283,11 +288,11 @@ func (res *GateResult) checkNumerics(cand []Row, failures []evidence.Failure) ma
 		case results.StatusFault:
 			// A kernel that faults is wrong, whatever its gates said before.
 			if a.fail == "" {
-				a.fail = fmt.Sprintf("fault at nkv=%d: %s", r.NKV, oneLine(r.rec.Error))
+				a.fail = fmt.Sprintf("fault at nkv=%d: %s", r.NKV, report.OneLine(r.Record().Error))
 			}
 		default:
 			if a.errText == "" {
-				a.errText = fmt.Sprintf("%s at nkv=%d: %s", r.Status, r.NKV, dash(oneLine(r.rec.Error)))
+				a.errText = fmt.Sprintf("%s at nkv=%d: %s", r.Status, r.NKV, report.Dash(report.OneLine(r.Record().Error)))
 			}
 		}
 	}
@@ -295,13 +300,13 @@ func (res *GateResult) checkNumerics(cand []Row, failures []evidence.Failure) ma
 	// configuration, outweighs whatever record the report kept.
 	byHash := map[string]configKey{}
 	for i := range cand {
-		byHash[cand[i].rec.Hash] = cand[i].key.configKey
+		byHash[cand[i].Record().Hash] = keyOf(&cand[i]).configKey
 	}
 	for i := range failures {
 		f := &failures[i]
 		k, ok := byHash[f.Hash]
 		if !ok {
-			k = configKey{f.Device, shapeKey(f.Config.Shape), f.Config.Variant, allDefines(&f.Config)}
+			k = configKey{f.Device, report.ShapeKey(f.Config.Shape), f.Config.Variant, report.AllDefines(&f.Config)}
 		}
 		if a := accs[k]; a != nil && a.fail == "" {
 			a.fail = f.Reason + " (record " + f.Hash + ")"
@@ -310,8 +315,8 @@ func (res *GateResult) checkNumerics(cand []Row, failures []evidence.Failure) ma
 	passed := map[configKey]bool{}
 	for _, k := range order {
 		a := accs[k]
-		n := NumRow{Device: a.row.Device, Shape: a.row.Label, Config: ConfigLabel(a.row.Config())}
-		twin := a.row.rec.Config.BitwiseWith
+		n := NumRow{Device: a.row.Device, Shape: a.row.Label, Config: report.ConfigLabel(a.row.Config())}
+		twin := a.row.Record().Config.BitwiseWith
 		switch {
 		case a.fail != "":
 			n.Reason = a.fail
@@ -343,6 +348,27 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
+// configKey identifies one compiled configuration of a variant on one
+// device and shape, across context lengths; pointKey adds the length. They
+// are the report's own row identity (report.ShapeKey, report.AllDefines),
+// so that a verdict and a report's tables match records alike.
+type configKey struct {
+	Device  string
+	Shape   string
+	Variant string
+	Defines string
+}
+
+type pointKey struct {
+	configKey
+	NKV int
+}
+
+func keyOf(r *report.Row) pointKey {
+	c := r.Config()
+	return pointKey{configKey{r.Device, report.ShapeKey(c.Shape), c.Variant, report.AllDefines(c)}, c.NKV}
+}
+
 type gatePointKey struct {
 	Device, Shape string
 	NKV           int
@@ -350,13 +376,13 @@ type gatePointKey struct {
 
 // checkPerformance compares, at every point, the candidate's fastest
 // passing configuration with the baseline's fastest.
-func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]bool, opts GateOptions) {
+func (res *GateResult) checkPerformance(cand, base []report.Row, passed map[configKey]bool, opts GateOptions) {
 	probes := opts.Probes
 	if len(probes) == 0 {
-		probes = probeOrder[:]
+		probes = report.ProbeOrder()
 	}
-	pick := func(rows []Row, ok func(*Row) bool) (map[gatePointKey]*Row, []gatePointKey) {
-		best := map[gatePointKey]*Row{}
+	pick := func(rows []report.Row, ok func(*report.Row) bool) (map[gatePointKey]*report.Row, []gatePointKey) {
+		best := map[gatePointKey]*report.Row{}
 		var keys []gatePointKey
 		for i := range rows {
 			r := &rows[i]
@@ -367,7 +393,7 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 			if st == nil {
 				continue
 			}
-			k := gatePointKey{r.Device, r.key.Shape, r.NKV}
+			k := gatePointKey{r.Device, keyOf(r).Shape, r.NKV}
 			cur, seen := best[k]
 			if !seen {
 				keys = append(keys, k)
@@ -378,15 +404,15 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 		}
 		return best, keys
 	}
-	cb, ckeys := pick(cand, func(r *Row) bool { return passed[r.key.configKey] })
-	bb, bkeys := pick(base, func(*Row) bool { return true })
+	cb, ckeys := pick(cand, func(r *report.Row) bool { return passed[keyOf(r).configKey] })
+	bb, bkeys := pick(base, func(*report.Row) bool { return true })
 	// Points where the candidate failed numerics are already judged; they
 	// are not "missing".
 	failedAt := map[gatePointKey]bool{}
 	for i := range cand {
 		r := &cand[i]
-		if !passed[r.key.configKey] {
-			failedAt[gatePointKey{r.Device, r.key.Shape, r.NKV}] = true
+		if !passed[keyOf(r).configKey] {
+			failedAt[gatePointKey{r.Device, keyOf(r).Shape, r.NKV}] = true
 		}
 	}
 	for _, k := range bkeys {
@@ -415,7 +441,7 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 		if b == nil {
 			continue
 		}
-		if d := evidence.EnvDiff(&c.rec.Env, &b.rec.Env); d != "" {
+		if d := evidence.EnvDiff(&c.Record().Env, &b.Record().Env); d != "" {
 			res.EnvWarnings = append(res.EnvWarnings, fmt.Sprintf("%s nkv=%d: %s", c.Label, k.NKV, d))
 		}
 		for _, p := range probes {
@@ -428,9 +454,9 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 				continue
 			}
 			if !hasC || !hasB {
-				side, cfg := "candidate", ConfigLabel(c.Config())
+				side, cfg := "candidate", report.ConfigLabel(c.Config())
 				if hasC {
-					side, cfg = "baseline", ConfigLabel(b.Config())
+					side, cfg = "baseline", report.ConfigLabel(b.Config())
 				}
 				res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: %s %s not measured on probe %s", c.Label, k.NKV, side, cfg, p))
 				continue
@@ -438,10 +464,10 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 			if cs == nil || bs == nil || len(cs.Samples) == 0 || len(bs.Samples) == 0 {
 				continue
 			}
-			row := compareSamples(c.rec, p, bs.Samples, cs.Samples)
+			row := report.CompareSamples(c.Record(), p, bs.Samples, cs.Samples)
 			gp := GatePoint{
 				Device: k.Device, Shape: c.Label, NKV: k.NKV, Probe: p,
-				Candidate: ConfigLabel(c.Config()), Baseline: ConfigLabel(b.Config()),
+				Candidate: report.ConfigLabel(c.Config()), Baseline: report.ConfigLabel(b.Config()),
 				CandNS: row.New.Center, BaseNS: row.Old.Center, DeltaPct: row.DeltaPct,
 				P: row.P, N1: row.N2, N2: row.N1,
 			}
@@ -459,13 +485,13 @@ func (res *GateResult) checkPerformance(cand, base []Row, passed map[configKey]b
 			case row.Powerless:
 				// Not significant only because it cannot be: with these
 				// counts even a total separation gives p above α.
-				gp.Undecided, gp.NeedSamples = true, samplesToDecide(&row, opts.Threshold)
+				gp.Undecided, gp.NeedSamples = true, report.SamplesToDecide(&row, opts.Threshold)
 				gp.Reason = fmt.Sprintf("UNDECIDED: %+.1f%%, but %d+%d samples cannot reach α=%.2f (smallest p %.3f); need ≥ %d per side",
-					row.DeltaPct, row.N2, row.N1, Alpha, stats.MinP(row.N1, row.N2), gp.NeedSamples)
+					row.DeltaPct, row.N2, row.N1, report.Alpha, stats.MinP(row.N1, row.N2), gp.NeedSamples)
 			case row.RatioHi*100 > thr:
 				// The test did not reject "same", but the interval still
 				// holds slowdowns beyond the threshold: absence of evidence.
-				gp.Undecided, gp.NeedSamples = true, samplesToDecide(&row, opts.Threshold)
+				gp.Undecided, gp.NeedSamples = true, report.SamplesToDecide(&row, opts.Threshold)
 				gp.Reason = fmt.Sprintf("UNDECIDED: %+.1f%% (p=%.3f), 95%% interval up to %s > %.1f%%; need about %d per side",
 					row.DeltaPct, row.P, fmtWorst(row.RatioHi), thr, gp.NeedSamples)
 			case row.Significant:
@@ -493,7 +519,7 @@ func fmtWorst(f float64) string {
 
 // variantsHint lists the variants present, for the message of a candidate
 // that is not among them.
-func variantsHint(rows []Row) string {
+func variantsHint(rows []report.Row) string {
 	seen := map[string]bool{}
 	var names []string
 	for _, r := range rows {
@@ -509,14 +535,14 @@ func variantsHint(rows []Row) string {
 	return " (the records hold: " + strings.Join(names, ", ") + ")"
 }
 
-func shapeName(r *Row) string {
+func shapeName(r *report.Row) string {
 	if r == nil {
 		return "?"
 	}
 	return r.Label
 }
 
-func firstProbe(r *Row, probes []results.Probe) *ProbeStat {
+func firstProbe(r *report.Row, probes []results.Probe) *report.ProbeStat {
 	for _, p := range probes {
 		if st := r.Probe(p); st != nil && st.MedianNS > 0 {
 			return st
@@ -528,10 +554,10 @@ func firstProbe(r *Row, probes []results.Probe) *ProbeStat {
 // checkExpected adds to Missing every point of the plan (opts.Expected)
 // without a record of its configuration: a deleted record must not pass
 // for a point nobody asked about.
-func (res *GateResult) checkExpected(rows []Row, opts GateOptions) {
+func (res *GateResult) checkExpected(rows []report.Row, opts GateOptions) {
 	have := map[string]bool{}
 	id := func(c *results.Config) string {
-		return fmt.Sprint(c.Variant, "|", allDefines(c), "|", shapeKey(c.Shape), "|", c.NKV)
+		return fmt.Sprint(c.Variant, "|", report.AllDefines(c), "|", report.ShapeKey(c.Shape), "|", c.NKV)
 	}
 	for i := range rows {
 		have[id(rows[i].Config())] = true
@@ -539,7 +565,7 @@ func (res *GateResult) checkExpected(rows []Row, opts GateOptions) {
 	for i := range opts.Expected {
 		c := &opts.Expected[i]
 		if !have[id(c)] {
-			res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: planned point %s has no record", ShapeLabel(c.Shape), c.NKV, ConfigLabel(c)))
+			res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: planned point %s has no record", report.ShapeLabel(c.Shape), c.NKV, report.ConfigLabel(c)))
 		}
 	}
 }
@@ -548,7 +574,7 @@ func (res *GateResult) checkExpected(rows []Row, opts GateOptions) {
 // measured and a candidate configuration recorded at that device and shape
 // has no record: the fastest configuration at a point is only the fastest
 // of those present, so a deleted record could hide the one that regresses.
-func (res *GateResult) checkCoverage(cand []Row, bkeys []gatePointKey, bb, cb map[gatePointKey]*Row) {
+func (res *GateResult) checkCoverage(cand []report.Row, bkeys []gatePointKey, bb, cb map[gatePointKey]*report.Row) {
 	type at struct {
 		configKey
 		nkv int
@@ -556,7 +582,7 @@ func (res *GateResult) checkCoverage(cand []Row, bkeys []gatePointKey, bb, cb ma
 	has := map[at]bool{}
 	var configs []configKey
 	for i := range cand {
-		k := cand[i].key
+		k := keyOf(&cand[i])
 		if !has[at{k.configKey, 0}] {
 			has[at{k.configKey, 0}] = true
 			configs = append(configs, k.configKey)

@@ -1,16 +1,31 @@
-package report
+package verdict
 
 import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/ktune/ktune/internal/table"
+	"github.com/ktune/ktune/report"
 )
+
+// errWriter keeps the first write error so that a renderer can check once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
 
 // WriteText writes the verdict, the numerics table and the point table.
 func (res *GateResult) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	ew.printf("gate: candidate %s against %s (threshold %.1f%%, α=%.2f)\n\n", res.Candidate, res.Baseline, res.Threshold*100, res.Alpha)
-	ng := &grid{}
+	ng := &table.Table{}
 	for _, h := range []string{"shape", "candidate config", "numerics", "reason"} {
 		ng.Col(h, false)
 	}
@@ -30,13 +45,13 @@ func (res *GateResult) WriteText(w io.Writer) error {
 		return err
 	}
 	if len(res.Points) > 0 {
-		pg := &grid{}
+		pg := &table.Table{}
 		for _, h := range []string{"shape", "nkv", "probe", "candidate", "baseline", "cand µs", "base µs", "delta", "verdict"} {
 			pg.Col(h, h == "nkv" || strings.Contains(h, "µs") || h == "delta")
 		}
 		for _, p := range res.Points {
 			pg.Rows = append(pg.Rows, []string{p.Shape, fmt.Sprint(p.NKV), string(p.Probe), p.Candidate, p.Baseline,
-				fmtUS(p.CandNS), fmtUS(p.BaseNS), fmt.Sprintf("%+.1f%%", p.DeltaPct), p.Reason})
+				report.FmtUS(p.CandNS), report.FmtUS(p.BaseNS), fmt.Sprintf("%+.1f%%", p.DeltaPct), p.Reason})
 		}
 		ew.printf("\n")
 		if ew.err != nil {
