@@ -140,4 +140,3 @@ func TestGateMissingAndErrors(t *testing.T) {
 		t.Errorf("verdict %s without gate evidence, want numerics", res.Verdict)
 	}
 }
-
