@@ -44,7 +44,20 @@ The candidate passes when
   3. the samples can tell: at every point the test can reach α with the
      samples it has, and the 95% confidence interval of the change
      (Hodges-Lehmann, of candidate/baseline) stays within the threshold;
-  4. every input line was read as a record.
+  4. the input is evidence (internal/evidence): every line was read as a
+     record, strictly (a key twice or in another case, or null where the
+     writer omits a field, is damage); every record is consistent (its
+     status agrees with its gates, its probes hold samples, all finite and
+     positive, at least the spec's min_samples in the SPEC form); no
+     record of a candidate configuration anywhere in the input, superseded
+     or in another file, failed a gate or faulted (else numerics);
+  5. both sides were measured on every probe either measured (or every
+     probe of --probes), each candidate configuration at every length the
+     baseline was measured at, and in the SPEC form every planned point has
+     a record (else incomplete);
+  6. the sides ran on the same GPU, driver, NVRTC and clocks, or the
+     difference is printed as a warning; --same-device makes it undecided.
+Summaries are recomputed from the samples, never read.
 A point where 3 does not hold is undecided, not a pass: "within noise"
 with 3 samples a side says nothing (even a 2x slowdown gives p=0.1). The
 verdict then says how many samples per side would decide. A line that
@@ -59,13 +72,15 @@ configuration of a swept candidate, pin it with --define SPLITS=64.
 
 Exit codes:
   0  pass
-  1  error: unreadable files, no candidate or baseline records, points
-     missing on one side, points that ended in compile/OOM/timeout errors
+  1  error: unreadable files, no candidate or baseline records, points or
+     probes missing on one side or from the plan, points that ended in
+     compile/OOM/timeout errors
   2  usage: bad command line, or a SPEC mistake (file:line:col)
   3  numerics: the candidate fails its numerics class somewhere
   4  regression: significantly slower than the baseline beyond the threshold
-  5  undecided: nothing failed, but too few samples (or damaged input)
-     to say pass; measure more samples and gate again
+  5  undecided: nothing failed, but too few samples, damaged input,
+     records that are not evidence, or (--same-device) two machines, to
+     say pass; measure more samples and gate again
 A numerics failure outranks a regression, which outranks missing points,
 which outrank undecided.
 
