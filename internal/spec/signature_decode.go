@@ -190,9 +190,9 @@ func (d *decoder) engineKernels(s *Spec, w *where) {
 		e := &vn.engine
 		where := fmt.Sprintf("variants[%d] (%s)", i, v.Name)
 		if len(v.Dispatch) > 0 {
-			for _, n := range []*yaml.Node{e.include, e.flags, e.io, e.launches} {
+			for _, n := range []*yaml.Node{e.include, e.flags, e.io, e.scratch, e.structs, e.launches} {
 				if n != nil {
-					d.errorf(n, "%s: a dispatch variant takes include, flags, io and launches from its arms' kernels; give the kernel a variant of its own", where)
+					d.errorf(n, "%s: a dispatch variant takes include, flags, io, scratch, structs and launches from its arms' kernels; give the kernel a variant of its own", where)
 					break
 				}
 			}
@@ -200,9 +200,9 @@ func (d *decoder) engineKernels(s *Spec, w *where) {
 		}
 		v.Artifact = artifactKind(v.Path)
 		if v.Builtin != nil {
-			for _, n := range []*yaml.Node{e.include, e.io, e.launches} {
+			for _, n := range []*yaml.Node{e.include, e.io, e.scratch, e.structs, e.launches} {
 				if n != nil {
-					d.errorf(n, "%s: kernel %s is a built-in, whose headers and signature are the ABI's; include, io and launches are for a kernel of your own (a path)", where, v.Builtin.Name)
+					d.errorf(n, "%s: kernel %s is a built-in, whose headers and signature are the ABI's; include, io, scratch, structs and launches are for a kernel of your own (a path)", where, v.Builtin.Name)
 					break
 				}
 			}
@@ -280,6 +280,11 @@ func (d *decoder) launchArgs(v *Variant, e *engineNodes, where string) {
 			case "out":
 				outs++
 			}
+		}
+	}
+	for _, n := range []*yaml.Node{e.scratch, e.structs} {
+		if n != nil && len(v.Launches) == 0 {
+			d.errorf(n, "%s: scratch and structs are passed by a variant's own launches, and this one declares none (it runs the ABI's signature)", where)
 		}
 	}
 	if len(v.Launches) > 0 && outs == 0 {
