@@ -352,7 +352,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	g, m := b.s.Gates, b.s.Measure
 	pt := &Point{
 		Index: -1, Config: cfg, Source: src, Flags: compileFlags(v), IO: ioOf(v),
-		GateNKV: gateNKV(g.NKV, splits, sh.Capacity), Seed: g.Seed,
+		GateNKV: optionGateNKV(gateNKV(g.NKV, splits, sh.Capacity), shape, splits), Seed: g.Seed,
 		NeverCaptured: v.NeverCaptured, Budget: v.Budget,
 		Tol: Tolerance(g.For(sh.KVDtype)),
 		Measure: Measure{Warmup: m.Warmup, MinSamples: m.MinSamples, MaxSamples: m.MaxSamples, MaxNoise: m.MaxNoise,
