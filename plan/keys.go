@@ -171,6 +171,17 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	case s.ArtifactSHA256 != "":
 		field("artifact", s.ArtifactKind+" sha256:"+s.ArtifactSHA256)
 	}
+	// A step whose launches come from several files hashes each file's
+	// bytes, and each launch its Triton metadata; only when set, so that
+	// every other hash stays as it was.
+	for _, m := range s.Modules {
+		field("module", m.HashText())
+	}
+	for i, l := range pt.Launches {
+		if l.Metadata != "" {
+			field("launch-metadata", fmt.Sprint(i, " sha256:", l.Metadata))
+		}
+	}
 	gateKey = digest(h)
 	field("nkv", strconv.Itoa(c.NKV))
 	if len(c.Lengths) > 0 {

@@ -265,6 +265,9 @@ func (b *builder) warn(p *Plan) {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: prebuilt %s %s does not exist yet: its points fail until it is built", v.Name, v.Artifact, v.Path))
 			}
 		}
+		for _, f := range missingFiles(&v) {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: launch file %s does not exist yet: its points fail until it is built", v.Name, f))
+		}
 		if k := v.Builtin; k != nil && k.Twin != "" && v.BitwiseWith == "" {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: kernel %s is byte-identical to %s by design, but the spec gates it in the tolerance class (add bitwise_with)",
 				v.Name, k.Name, k.Twin))

@@ -48,6 +48,10 @@ type Source struct {
 	// the plan was built (a build output not made yet); Artifact is then
 	// empty and the point fails until it is built.
 	Missing string `json:",omitempty"`
+	// Modules are the other prebuilt files the launches come from
+	// (launchmeta.go), in launch order; Entries then lists only the
+	// entries of the variant's own kernel.
+	Modules []Module `json:",omitempty"`
 }
 
 // Tolerance bounds for the oracle gate. A NaN anywhere never passes.

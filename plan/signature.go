@@ -27,6 +27,10 @@ type Launch struct {
 	// Cluster is the launch's thread-block cluster (the variant's or
 	// the launch entry's cluster: evaluated at the point); zero: none.
 	Cluster [3]int
+	// Metadata is the digest of the Triton metadata the launch's block,
+	// shared memory and trailing arguments came from (launchmeta.go);
+	// empty: none.
+	Metadata string `json:",omitempty"`
 }
 
 // DefinePDL is the define a pdl: true variant's kernels are built with,

@@ -34,13 +34,22 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 	}
 	src.Name = name
 	for _, l := range launchesOf(v, false) { // the entries do not depend on the shape
-		if !slices.Contains(src.Entries, l.Entry) {
+		if l.Kernel == "" && !slices.Contains(src.Entries, l.Entry) {
 			src.Entries = append(src.Entries, l.Entry)
 		}
 	}
-	if v.Artifact != "" {
-		return b.artifact(v, src)
+	var err error
+	if src.Modules, err = b.modules(v); err != nil {
+		return Source{}, err
 	}
+	if v.Artifact != "" {
+		src, err := b.artifact(v, src)
+		if err == nil && src.Missing == "" {
+			src.Missing = b.missingMeta(v)
+		}
+		return src, err
+	}
+	src.Missing = b.missingMeta(v)
 	text, ok := b.text[key]
 	if !ok {
 		data, err := read()
@@ -138,6 +147,11 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 			return nil, nil, 0, err
 		}
 		l.Shared = int(n)
+		if ls.Triton != "" {
+			if err := b.applyTriton(&l, ls); err != nil {
+				return nil, nil, 0, b.pointErrorf(v, sh, defs, nkv, "%slaunch: %w", prefix, err)
+			}
+		}
 		launches[li] = l
 	}
 	cfg.Grid, cfg.Block, cfg.SharedBytes = launches[0].Grid, launches[0].Block, launches[0].Shared

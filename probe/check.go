@@ -210,9 +210,19 @@ func checkJobs(sets []CheckSet, arch, nvrtcVersion string) []*KernelCheck {
 		}
 		k.use(set, p)
 	}
+	// Each other file a step's launches come from is checked as a
+	// prebuilt kernel of its own, for the launches taken from it.
+	addModules := func(set string, p *plan.Point) {
+		for _, m := range p.Source.Modules {
+			q := *p
+			q.Source = moduleSource(m)
+			add(set, &q)
+		}
+	}
 	for _, s := range sets {
 		for _, p := range s.Points {
 			add(s.Name, p)
+			addModules(s.Name, p)
 			if p.Twin != nil {
 				add(s.Name, p.Twin)
 			}
@@ -252,8 +262,11 @@ func (k *KernelCheck) use(set string, p *plan.Point) {
 	if vb := (variantBudget{p.Config.Variant, p.Budget}); !p.Budget.IsZero() && !slices.Contains(k.budgetsOf, vb) {
 		k.budgetsOf = append(k.budgetsOf, vb)
 	}
+	names := entryPoints(k.src)
 	for _, l := range p.Launches {
-		k.launch(l.Entry, threads(l.Block), l.Shared)
+		if slices.Contains(names, l.Entry) { // not one of another file's
+			k.launch(l.Entry, threads(l.Block), l.Shared)
+		}
 	}
 	if len(p.Launches) == 0 {
 		for _, e := range entryPoints(p.Source) {

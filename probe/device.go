@@ -108,27 +108,10 @@ func (d cudaDevice) load(src plan.Source, c *results.Config, flags []string) (*k
 }
 
 func (d cudaDevice) reload(src plan.Source, k *kernelPair) (*kernelPair, error) {
-	mod, err := d.b.ctx.LoadImage(k.build.cubin)
-	if err != nil {
-		return nil, fmt.Errorf("loading a fresh module of %s: %w", src.Name, err)
-	}
-	f := &kernelPair{mod: mod, build: k.build, fns: map[string]*cuda.Function{}, loadsBeforeChain: k.loadsBeforeChain}
-	// The entries as load looked them up (a name expression by its
-	// lowered symbol).
-	for _, entry := range entryPoints(src) {
-		sym := entry
-		if src.Named {
-			sym = k.build.lowered[entry]
-		}
-		if f.fns[entry], err = mod.Function(sym); err != nil {
-			mod.Unload()
-			return nil, fmt.Errorf("finding %s in a fresh module of %s: %w", entry, src.Name, err)
-		}
-	}
-	return f, nil
+	return loadFresh(d.b.ctx, src, k)
 }
 
-func (d cudaDevice) unload(k *kernelPair) { k.mod.Unload() }
+func (d cudaDevice) unload(k *kernelPair) { unloadPair(k) }
 
 func (d cudaDevice) resources(k *kernelPair, g geometry) ([]results.Resource, error) {
 	return d.b.resources(k, g)

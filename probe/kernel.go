@@ -20,6 +20,9 @@ import (
 // number of entry points (kernels/ABI.md, "Engine kernels").
 type kernelPair struct {
 	mod *cuda.Module
+	// others are the modules of the step's other files (modules.go), in
+	// the order of the Source's Modules.
+	others []*cuda.Module
 	// fns holds the functions by entry as the point's launches name them
 	// (a name expression maps to the function of its lowered symbol).
 	fns       map[string]*cuda.Function
@@ -66,12 +69,28 @@ func threads(b [3]int) int { return b[0] * b[1] * b[2] }
 // it is. A nil pair with a nil error means NVRTC rejected the source; the
 // build then carries the log.
 func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
+	k, bld, err := b.loadOne(src, c, flags)
+	if k == nil || err != nil {
+		return k, bld, err
+	}
+	k, err = b.loadModules(src, c, k)
+	return k, bld, err
+}
+
+// loadOne loads the variant's own kernel of src (load adds its other
+// files).
+func (b *Backend) loadOne(src plan.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
 	opts := compileOptions(b.arch, c.Defines, flags)
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
-	if src.ArtifactKind != "" {
-		if src.Missing != "" {
-			return nil, nil, failPoint(results.StatusError, "the prebuilt %s %s did not exist when the plan was made: build it, then run the point again", src.ArtifactKind, src.Missing)
+	if src.Missing != "" {
+		return nil, nil, failPoint(results.StatusError, "the build output %s did not exist when the plan was made: build it, then run the point again", src.Missing)
+	}
+	for _, m := range src.Modules {
+		if m.Missing {
+			return nil, nil, failPoint(results.StatusError, "the prebuilt %s %s did not exist when the plan was made: build it, then run the point again", m.Kind, m.Path)
 		}
+	}
+	if src.ArtifactKind != "" {
 		key = "artifact-" + src.ArtifactSHA256
 	}
 	// One image serves every point that names the same entries in it; a

@@ -491,6 +491,28 @@
 // artifact is a build output, so one that does not exist yet is no spec
 // error: the plan warns, and its points fail until it is built.
 //
+// A launch may name a kernel of its own: kernel: path of a prebuilt
+// .ptx, .cubin or .fatbin, whose entry is loaded from that file as a
+// module of its own (an engine that builds its partial and its combine
+// apart ships two files). The variant's kernel serves the launches that
+// name none, at least one. Each file's SHA-256 is hashed with the point;
+// ktune check reads each file for the launches taken from it, and the
+// fresh-module gate loads every file again.
+//
+// triton: path of the metadata JSON a Triton build writes beside its
+// CUBIN gives a launch what Triton's own launcher would: a block of
+// num_warps × 32 threads, shared bytes of dynamic shared memory, and after
+// the declared args one null pointer per scratch kind the metadata names
+// (global_scratch_size, profile_scratch_size: the trailing parameters
+// recent Triton versions append). The launch then gives no block or
+// shared, its entry must be the metadata's name, and a kernel whose
+// scratch size is not 0 (scratch the launcher would allocate) is refused.
+// The JSON's digest is hashed; one not built yet is handled as a missing
+// artifact. Triton specializes an integer argument equal to 1 away
+// (tt.divisibility aside, it becomes a constant and leaves the
+// signature): build a kernel for ktune with such arguments in
+// do_not_specialize, or the declared args no longer match.
+//
 // include, io and launches are for kernels of your own; a built-in keeps
 // the ABI's. A dispatch variant takes none of these keys.
 //

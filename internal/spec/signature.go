@@ -25,7 +25,18 @@ type Launch struct {
 	// Cluster is the launch's thread-block cluster, 1 to 3 expressions;
 	// empty: none (Variant.Cluster).
 	Cluster []string
-	Pos     Pos
+	// Kernel is the prebuilt PTX, CUBIN or fatbin this launch's entry is
+	// loaded from, resolved against the spec's directory; empty: the
+	// variant's kernel. An engine that builds its partial and its combine
+	// apart ships two files, and each is loaded as its own module.
+	Kernel string
+	// Triton is the metadata JSON a Triton build wrote beside the launch's
+	// CUBIN, resolved against the spec's directory: the block (num_warps
+	// warps), the dynamic shared memory and the scratch pointers Triton
+	// appends to the signature come from it (plan/launchmeta.go), so block
+	// and shared are then not given.
+	Triton string
+	Pos    Pos
 }
 
 // Artifact kinds: a variant whose kernel is a prebuilt file is loaded
@@ -36,8 +47,10 @@ const (
 	ArtifactFatbin = "fatbin"
 )
 
-// artifactKind returns the artifact kind of a kernel path by its
+// ArtifactKind returns the artifact kind of a kernel path by its
 // extension, "" for a source.
+func ArtifactKind(path string) string { return artifactKind(path) }
+
 func artifactKind(path string) string {
 	for _, k := range []string{ArtifactPTX, ArtifactCUBIN, ArtifactFatbin} {
 		if strings.HasSuffix(path, "."+k) {

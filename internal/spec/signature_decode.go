@@ -49,6 +49,8 @@ type launchNodes struct {
 	grid, block  []*yaml.Node
 	shared, args *yaml.Node
 	cluster      []*yaml.Node
+	kernel       *yaml.Node
+	triton       *yaml.Node
 }
 
 // engineKey decodes include, flags, io or launches of a variant.
@@ -132,7 +134,7 @@ func (d *decoder) io(n *yaml.Node, where string, e *engineNodes) *abi.IO {
 	return &io
 }
 
-var launchKeys = []string{"entry", "grid", "block", "shared", "args", "cluster"}
+var launchKeys = []string{"entry", "grid", "block", "shared", "args", "cluster", "kernel", "triton"}
 
 func (d *decoder) launch(n *yaml.Node, where string, eng *engineNodes) (Launch, launchNodes) {
 	l := Launch{Pos: pos(n)}
@@ -160,6 +162,10 @@ func (d *decoder) launch(n *yaml.Node, where string, eng *engineNodes) (Launch, 
 			}
 		case "shared":
 			l.Shared, ln.shared = d.str(v, k), v
+		case "kernel":
+			l.Kernel, ln.kernel = strings.TrimSpace(d.str(v, k)), v
+		case "triton":
+			l.Triton, ln.triton = strings.TrimSpace(d.str(v, k)), v
 		case "cluster":
 			l.Cluster, ln.cluster = d.cluster(v, k)
 		case "args":
@@ -175,7 +181,19 @@ func (d *decoder) launch(n *yaml.Node, where string, eng *engineNodes) (Launch, 
 		}
 	})
 	if deref(n).Kind == yaml.MappingNode {
-		d.require(n, where, seen, "entry", "grid", "block", "args")
+		if ln.triton == nil {
+			d.require(n, where, seen, "entry", "grid", "block", "args")
+		} else {
+			d.require(n, where, seen, "entry", "grid", "args")
+			for _, x := range []struct {
+				key  string
+				node *yaml.Node
+			}{{"block", seen["block"]}, {"shared", ln.shared}} {
+				if x.node != nil {
+					d.errorf(x.node, "%s.%s: a launch with triton metadata takes its %s from the metadata (num_warps, shared)", where, x.key, x.key)
+				}
+			}
+		}
 	}
 	return l, ln
 }
@@ -231,6 +249,7 @@ func (d *decoder) engineKernels(s *Spec, w *where) {
 			}
 			v.Include[j] = p
 		}
+		d.launchFiles(s, v, e, where)
 		if len(v.Launches) > 0 {
 			for _, n := range []*yaml.Node{vn.shared} {
 				if n != nil {
@@ -344,5 +363,42 @@ func (d *decoder) twinIO(s *Spec, w *where) {
 			d.errorf(w.variants[i].bitwise, "variants[%d] (%s): bitwise_with %s, whose io differs (q %s/%s, out %s/%s, kv_layout %s/%s, partial %s/%s): byte identity needs the same buffers in the same dtypes and layouts",
 				i, v.Name, t.Name, a.Q, b.Q, a.Out, b.Out, a.KVLayout, b.KVLayout, a.Partial, b.Partial)
 		}
+	}
+}
+
+// launchFiles resolves the files a variant's launches name against the
+// spec's directory: a launch's own kernel must be a prebuilt artifact
+// (NVRTC builds one source per variant), and its Triton metadata a JSON.
+// Neither has to exist yet: both are build outputs, as a variant's
+// artifact is (the plan warns and its points fail until they are built).
+func (d *decoder) launchFiles(s *Spec, v *Variant, e *engineNodes, where string) {
+	resolve := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(s.Dir, p)
+	}
+	own := 0
+	for j := range v.Launches {
+		l, ln := &v.Launches[j], e.launch[j]
+		if l.Kernel == "" {
+			own++
+		} else {
+			if k := artifactKind(l.Kernel); k == "" {
+				d.errorf(ln.kernel, "%s.launches[%d].kernel: %q is not a prebuilt .ptx, .cubin or .fatbin (a launch of its own file loads it as it is; a source is the variant's kernel)", where, j, l.Kernel)
+			} else if strings.ContainsAny(l.Entry, "<>:( ") {
+				d.errorf(ln.entry, "%s.launches[%d].entry: %q is a C++ name expression, which only NVRTC can resolve; a prebuilt %s names its symbols as they are in the file", where, j, l.Entry, k)
+			}
+			l.Kernel = resolve(l.Kernel)
+		}
+		if l.Triton != "" {
+			if !strings.HasSuffix(l.Triton, ".json") {
+				d.errorf(ln.triton, "%s.launches[%d].triton: %q is not a .json (the metadata Triton writes beside its CUBIN)", where, j, l.Triton)
+			}
+			l.Triton = resolve(l.Triton)
+		}
+	}
+	if len(v.Launches) > 0 && own == 0 {
+		d.errorf(e.launches, "%s: every launch names a kernel of its own, so the variant's kernel serves none: leave the kernel key off the launch whose file the variant's kernel is", where)
 	}
 }
