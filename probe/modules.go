@@ -64,7 +64,7 @@ func (b *Backend) loadModules(src plan.Source, c *results.Config, k *kernelPair)
 	if len(src.Modules) == 0 {
 		return k, nil
 	}
-	out := &kernelPair{mod: k.mod, build: k.build, fns: maps.Clone(k.fns), resources: k.resources, loadsBeforeChain: k.loadsBeforeChain}
+	out := &kernelPair{mod: k.mod, build: k.build, fns: maps.Clone(k.fns), params: maps.Clone(k.params), resources: k.resources, loadsBeforeChain: k.loadsBeforeChain}
 	for _, m := range src.Modules {
 		mk, _, err := b.load(moduleSource(m), c, nil)
 		if err != nil {
@@ -72,6 +72,7 @@ func (b *Backend) loadModules(src plan.Source, c *results.Config, k *kernelPair)
 		}
 		out.others = append(out.others, mk.mod)
 		maps.Copy(out.fns, mk.fns)
+		maps.Copy(out.params, mk.params) // each entry checked against its own file's parameters
 	}
 	return out, nil
 }
