@@ -178,6 +178,9 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 		field("module", m.HashText())
 	}
 	for i, l := range pt.Launches {
+		if l.SMs != 0 || l.BlocksPerSM != 0 {
+			field("device-symbols", fmt.Sprint(i, " sms ", l.SMs, " blocks_per_sm ", l.BlocksPerSM))
+		}
 		if l.Metadata != "" {
 			field("launch-metadata", fmt.Sprint(i, " sha256:", l.Metadata))
 		}

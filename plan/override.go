@@ -23,6 +23,10 @@ type Override struct {
 	// length together (a timing screen on the H200 gated that way ran no
 	// point in two minutes).
 	NoGates bool
+	// SMs and BlocksPerSM are the values of the device symbols sms and
+	// blocks_per_sm that grid expressions may read (devicesyms.go); 0:
+	// the architecture's default SM count, and DefaultBlocksPerSM.
+	SMs, BlocksPerSM int
 }
 
 // apply changes one point before it is hashed.

@@ -31,6 +31,11 @@ type Launch struct {
 	// shared memory and trailing arguments came from (launchmeta.go);
 	// empty: none.
 	Metadata string `json:",omitempty"`
+	// SMs and BlocksPerSM are the device symbols the launch's grid was
+	// evaluated at (devicesyms.go), 0 when it reads neither: the probe
+	// refuses the point on a device or kernel that differs.
+	SMs         int `json:",omitempty"`
+	BlocksPerSM int `json:",omitempty"`
 }
 
 // DefinePDL is the define a pdl: true variant's kernels are built with,

@@ -119,6 +119,11 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 		l := Launch{Entry: ls.Entry, Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: ls.Args}
 		for i := range 3 {
 			if i < len(ls.Grid) {
+				sms, bps, err := b.deviceEnv(env, ls.Grid[i])
+				if err != nil {
+					return nil, nil, 0, b.pointErrorf(v, sh, defs, nkv, "%sgrid[%d]: %w", prefix, i, err)
+				}
+				l.SMs, l.BlocksPerSM = max(l.SMs, sms), max(l.BlocksPerSM, bps)
 				n, err := eval(fmt.Sprintf("%sgrid[%d]", prefix, i), ls.Grid[i], 1, 1<<31-1)
 				if err != nil {
 					return nil, nil, 0, err

@@ -214,6 +214,9 @@ func (r *pointRun) run(ctx context.Context) error {
 	if r.rec.Resources, err = b.gpu.resources(k, r.g); err != nil {
 		return err
 	}
+	if err := checkDeviceSymbols(p.Launches, r.rec.Resources, b.env.SMs); err != nil {
+		return err
+	}
 	if breaks := overBudget(p.Budget, r.rec.Resources); breaks != "" {
 		return failPoint(results.StatusOverBudget, "%s breaks its budget: %s", c.Variant, breaks)
 	}

@@ -266,7 +266,13 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 	if err != nil {
 		return nil, err
 	}
-	draft, err := plan.BuildWith(s, "", over)
+	// The draft only validates: a grid that reads sms is evaluated at
+	// sm_90's default, the device not being open yet.
+	draftOver := over
+	if draftOver.SMs == 0 {
+		draftOver.SMs, _ = plan.DefaultSMs("sm_90")
+	}
+	draft, err := plan.BuildWith(s, "", draftOver)
 	if err != nil {
 		return nil, planError(path, err)
 	}
@@ -312,6 +318,8 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 		bn.close()
 		return nil, interruptedOr(ctx, fmt.Errorf("describing %s: %w"+needs, bn.where, err))
 	}
+	// A grid that reads sms is sized for this device.
+	over.SMs = bn.env.SMs
 	if bn.plan, err = plan.BuildWith(s, bn.env.Arch, over); err != nil {
 		bn.close()
 		return nil, withCode(exitUsage, err)

@@ -36,6 +36,15 @@ Examples:
   $ ktune plan experiments/slice.yaml
   $ ktune plan my.yaml --arch sm_100    # hashes for another architecture
   $ ktune plan big.yaml --count
+  $ ktune plan persistent.yaml --sms 132 --blocks-per-sm 2
+
+A grid may read the device's SM count (sms) and its kernel's resident
+blocks per SM (blocks_per_sm). Without a GPU the plan evaluates them at
+--sms (default: the architecture's usual part, 132 for sm_90) and
+--blocks-per-sm (default 1), prints what it assumed, and hashes it; a
+sweep evaluates sms on its device, and refuses, before any launch, a
+point whose kernel's occupancy is not the --blocks-per-sm it was planned
+for.
 
 Flags:
 `
@@ -45,6 +54,8 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 	fl.SetOutput(stderr)
 	arch := fl.String("arch", "sm_90", "GPU architecture the points are hashed for (NVRTC -arch)")
 	count := fl.Bool("count", false, "print the number of points only, without building them")
+	var over plan.Override
+	deviceFlags(fl, &over)
 	// The spec path may come before or after the flags.
 	paths, help, err := parseArgs(fl, args, planUsage)
 	if help || err != nil {
@@ -64,12 +75,15 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 	if *count {
 		return writeCount(stdout, plan.CountPoints(s))
 	}
-	p, err := plan.Build(s, *arch)
+	p, err := plan.BuildWith(s, *arch, over)
 	if err != nil {
 		return planError(paths[0], err)
 	}
 	if err := checkLaunches(s, p.Points); err != nil {
 		return err
 	}
-	return p.WriteTable(stdout)
+	if err := p.WriteTable(stdout); err != nil {
+		return err
+	}
+	return writeAssumed(stdout, p, *arch, over)
 }

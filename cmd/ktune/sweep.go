@@ -162,6 +162,8 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	fs.StringVar(&f.probes, "probes", "", "measure only these `PROBES` (cold,hot,graph) instead of the spec's")
 	fs.BoolVar(&f.noGates, "no-gates", false, "gate at one length only, the longest gate length (for timing screens and cross-checks under an outside profiler)")
 	fs.StringVar(&f.shard, "shard", "", "run only shard `i/n` of the plan (0 ≤ i < n), for a job array; see ktune merge")
+	var devOver plan.Override
+	deviceFlags(fs, &devOver)
 	fs.Var(&f.sanitize, "sanitize", "before the sweep, gate the first point of each compiled kernel under compute-sanitizer: bare for every tool, or =`TOOLS` (memcheck,racecheck,synccheck,initcheck)")
 	pos, help, err := parseArgs(fs, args, sweepUsage, sweepExit)
 	if help || err != nil {
@@ -173,7 +175,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	if f.out == "" {
 		return usageErrorf("sweep wants -o DIR: the directory of results.jsonl (ktune help sweep)")
 	}
-	var over plan.Override
+	over := plan.Override{BlocksPerSM: devOver.BlocksPerSM} // sms: the device's (openBench)
 	over.NoGates = f.noGates
 	if f.probes != "" {
 		if over.Probes, err = results.ParseProbes(f.probes); err != nil {

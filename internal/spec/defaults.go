@@ -16,6 +16,19 @@ const NKV = "nkv"
 // captured CUDA graph; the plan warns and the replay gate fails it.
 var Symbols = []string{"heads", "kv_heads", "head_dim", "batch", "group", "capacity", NKV}
 
+// GridSymbols are the device's symbols that a launch's grid may also
+// read: the SM count and the blocks of the launch's kernel resident per
+// SM, for engines that size grids from the device (plan/devicesyms.go
+// says what a plan made without a GPU assumes for them). Not in a block
+// or shared size, which the occupancy itself depends on.
+var GridSymbols = []string{SymSMs, SymBlocksPerSM}
+
+// The grid symbols' names.
+const (
+	SymSMs         = "sms"
+	SymBlocksPerSM = "blocks_per_sm"
+)
+
 // ProbeNames are the measurement methods a spec may name.
 var ProbeNames = []string{string(results.ProbeCold), string(results.ProbeHot), string(results.ProbeGraph)}
 

@@ -238,6 +238,16 @@
 // a captured CUDA graph cannot replay it: the plan warns and the replay
 // gate fails such a kernel.
 //
+// The grid of a launch entry (under launches) may also read the device:
+// sms, its SM count, and blocks_per_sm, the launch's kernel's resident
+// blocks per SM at its block and shared memory, for engines that size a
+// persistent grid from the device (grid: ["sms * blocks_per_sm"]). A plan
+// made without a GPU evaluates them at stated assumptions (ktune plan
+// --sms, default the architecture's usual part, 132 for sm_90;
+// --blocks-per-sm, default 1), prints them and hashes them; a sweep takes
+// sms from its device and refuses, before any launch, a point whose
+// kernel's occupancy is not the blocks_per_sm it was planned for.
+//
 // # Numerics classes
 //
 // bitwise_with names another variant of the spec: the candidate must be

@@ -318,7 +318,7 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 	for j, l := range v.Launches {
 		ln := e.launch[j]
 		for k, src := range l.Grid {
-			d.checkExpr(s, i, src, ln.grid[k], fmt.Sprintf("launches[%d].grid[%d]", j, k))
+			d.checkExprWith(s, i, src, ln.grid[k], fmt.Sprintf("launches[%d].grid[%d]", j, k), GridSymbols)
 		}
 		for k, src := range l.Block {
 			d.checkExpr(s, i, src, ln.block[k], fmt.Sprintf("launches[%d].block[%d]", j, k))

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ktune plan of a grid sized from the device says what it assumed: the
+// architecture's SM count or --sms, and --blocks-per-sm.
+func TestPlanSaysDeviceAssumptions(t *testing.T) {
+	path := writeSpec(t, `name: persistent
+shapes: [{name: s, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16}]
+axes: {nkv: [512], SPLITS: [16]}
+variants:
+  - name: p
+    kernel: k.ptx
+    launches:
+      - {entry: part, grid: ["sms * blocks_per_sm"], block: [128], args: [q, k, v, positions, partial, heads]}
+      - {entry: comb, grid: [heads, batch], block: [head_dim], args: [partial, out, heads]}
+`)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "k.ptx"), []byte(".version 8.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		says []string
+	}{
+		{nil, []string{"assumed: sms = 132 (the default of sm_90", "assumed: blocks_per_sm = 1", "│ 132×1×1 "}},
+		{[]string{"--sms", "100", "--blocks-per-sm", "2"}, []string{"assumed: sms = 100 (--sms", "assumed: blocks_per_sm = 2", "│ 200×1×1 "}},
+	} {
+		stdout, stderr, code := runCmd(append([]string{"plan", path}, c.args...)...)
+		for _, s := range c.says {
+			if code != exitOK || !strings.Contains(stdout, s) {
+				t.Errorf("plan %v: exit %d, output lacks %q:\n%s%s", c.args, code, s, stdout, stderr)
+			}
+		}
+	}
+	if stdout, _, _ := runCmd("plan", "../../experiments/slice.yaml"); strings.Contains(stdout, "assumed:") {
+		t.Error("a plan whose grids read no device symbol prints assumptions")
+	}
+}

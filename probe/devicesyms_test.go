@@ -1,0 +1,36 @@
+package probe
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+)
+
+func TestCheckDeviceSymbols(t *testing.T) {
+	ls := []plan.Launch{{Entry: "part", SMs: 132, BlocksPerSM: 2, Block: [3]int{128, 1, 1}}, {Entry: "comb"}}
+	res := []results.Resource{{Kernel: "part", MaxBlocksPerSM: 2}, {Kernel: "comb", MaxBlocksPerSM: 16}}
+	if err := checkDeviceSymbols(ls, res, 132); err != nil {
+		t.Errorf("as planned: %v", err)
+	}
+	for _, c := range []struct {
+		sms, bps int
+		says     string
+	}{
+		{sms: 66, bps: 2, says: "planned for 132 SMs (sms), the device has 66: plan with --sms 66"},
+		{sms: 132, bps: 3, says: "planned for 2 blocks per SM (blocks_per_sm), the kernel has 3"},
+	} {
+		r := []results.Resource{{Kernel: "part", MaxBlocksPerSM: c.bps}, res[1]}
+		err := checkDeviceSymbols(ls, r, c.sms)
+		var pe *pointError
+		if err == nil || !errors.As(err, &pe) || pe.status != results.StatusError || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%d SMs, %d blocks per SM: %v; want the point refused saying %q", c.sms, c.bps, err, c.says)
+		}
+	}
+	// A launch that reads neither symbol is never refused.
+	if err := checkDeviceSymbols([]plan.Launch{{Entry: "comb"}}, res[1:], 7); err != nil {
+		t.Errorf("no device symbols: %v", err)
+	}
+}
