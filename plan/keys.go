@@ -181,6 +181,9 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 		if l.SMs != 0 || l.BlocksPerSM != 0 {
 			field("device-symbols", fmt.Sprint(i, " sms ", l.SMs, " blocks_per_sm ", l.BlocksPerSM))
 		}
+		if l.SharedSymbol != "" {
+			field("shared-symbol", fmt.Sprint(i, " ", l.SharedSymbol))
+		}
 		if l.Metadata != "" {
 			field("launch-metadata", fmt.Sprint(i, " sha256:", l.Metadata))
 		}

@@ -169,3 +169,26 @@ func TestLaunchFileSpecErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedSymbolLaunch(t *testing.T) {
+	files := twoFiles(t)
+	sym := strings.Replace(twoFileYAML, "block: [head_dim], args: [partial, out]}", "block: [head_dim], shared_symbol: comb_smem, args: [partial, out]}", 1)
+	files["spec.yaml"] = sym
+	p := buildEngine(t, files)
+	l := p.Points[0].Launches[1]
+	if l.SharedSymbol != "comb_smem" || l.Shared != 0 {
+		t.Errorf("launch %+v: want shared from comb_smem, 0 in the plan", l)
+	}
+	if p.Points[0].Hash == buildEngine(t, twoFiles(t)).Points[0].Hash {
+		t.Error("the shared symbol is not hashed")
+	}
+	for _, c := range []struct{ to, says string }{
+		{"shared_symbol: comb_smem, shared: 64,", "takes its shared memory from shared_symbol comb_smem"},
+		{"shared_symbol: \"comb smem\",", "is not a symbol name"},
+	} {
+		files["spec.yaml"] = strings.Replace(sym, "shared_symbol: comb_smem,", c.to, 1)
+		if _, err := spec.Load(engineTree(t, files), variants.Builtins()); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want %q", c.to, err, c.says)
+		}
+	}
+}

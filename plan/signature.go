@@ -36,6 +36,10 @@ type Launch struct {
 	// refuses the point on a device or kernel that differs.
 	SMs         int `json:",omitempty"`
 	BlocksPerSM int `json:",omitempty"`
+	// SharedSymbol is the module variable the launch's dynamic shared
+	// memory is read from when the module loads (spec.Launch); Shared is
+	// then 0 in the plan, and the probe sets it.
+	SharedSymbol string `json:",omitempty"`
 }
 
 // DefinePDL is the define a pdl: true variant's kernels are built with,

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/ktune/ktune/internal/cuda"
@@ -28,6 +29,9 @@ type device interface {
 	// releases it.
 	reload(src plan.Source, k *kernelPair) (*kernelPair, error)
 	unload(k *kernelPair)
+	// symbol reads a __device__ or __constant__ variable of k's modules
+	// (the variant's kernel first, then its other files): its bytes.
+	symbol(k *kernelPair, name string) ([]byte, error)
 	// resources reads the compiled footprint for geometry g (and opts into
 	// large dynamic shared memory).
 	resources(k *kernelPair, g geometry) ([]results.Resource, error)
@@ -112,6 +116,23 @@ func (d cudaDevice) reload(src plan.Source, k *kernelPair) (*kernelPair, error) 
 }
 
 func (d cudaDevice) unload(k *kernelPair) { unloadPair(k) }
+
+func (d cudaDevice) symbol(k *kernelPair, name string) ([]byte, error) {
+	var firstErr error
+	for _, m := range append([]*cuda.Module{k.mod}, k.others...) {
+		p, n, err := m.Global(name)
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		b := make([]byte, n)
+		if err := d.b.ctx.CopyDtoH(b, p); err != nil {
+			return nil, fmt.Errorf("reading the module variable %q: %w", name, err)
+		}
+		return b, nil
+	}
+	return nil, firstErr
+}
 
 func (d cudaDevice) resources(k *kernelPair, g geometry) ([]results.Resource, error) {
 	return d.b.resources(k, g)

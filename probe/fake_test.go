@@ -119,6 +119,23 @@ type fakeDevice struct {
 	// non-sticky error; calls counts them.
 	failAt map[string]int
 	calls  map[string]int
+	// symbols are the bytes of the loaded modules' variables by name
+	// (cuModuleGetGlobal and a copy), for launches that read their shared
+	// memory size from one.
+	symbols map[string][]byte
+	// lastSteps are the launches of the last step enqueued, as run.
+	lastSteps []plan.Launch
+}
+
+func (f *fakeDevice) symbol(_ *kernelPair, name string) ([]byte, error) {
+	if err := f.hit("symbol"); err != nil {
+		return nil, err
+	}
+	b, ok := f.symbols[name]
+	if !ok {
+		return nil, fmt.Errorf("looking up the module variable %q: CUDA_ERROR_NOT_FOUND", name)
+	}
+	return b, nil
 }
 
 // hit counts a call of op and returns the sticky error, or the injected
@@ -397,6 +414,7 @@ func (f *fakeDevice) launch(k *kernelPair, c *results.Config, g geometry, w *wor
 		return err
 	}
 	l := fakeLaunch{k, *c, g, w, f.positions(w, c.Shape.Batch)}
+	f.lastSteps = g.steps
 	if f.capturing != nil {
 		*f.capturing = append(*f.capturing, l)
 		return nil

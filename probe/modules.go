@@ -1,9 +1,11 @@
 package probe
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ktune/ktune/internal/cuda"
@@ -110,4 +112,48 @@ func unloadPair(k *kernelPair) {
 	for _, m := range k.others {
 		m.Unload()
 	}
+}
+
+// sharedFromSymbols sets the dynamic shared memory of each launch of g
+// that names a shared symbol (plan.Launch.SharedSymbol) to the value of
+// that module variable, read once the modules are loaded and before any
+// launch. g's steps are copied: the plan's launches stay as planned.
+func sharedFromSymbols(d device, k *kernelPair, g *geometry) error {
+	if !slices.ContainsFunc(g.steps, func(l plan.Launch) bool { return l.SharedSymbol != "" }) {
+		return nil
+	}
+	g.steps = slices.Clone(g.steps)
+	for i := range g.steps {
+		l := &g.steps[i]
+		if l.SharedSymbol == "" {
+			continue
+		}
+		b, err := d.symbol(k, l.SharedSymbol)
+		if err != nil {
+			return fmt.Errorf("%s: reading its shared memory size: %w", l.Entry, err)
+		}
+		if l.Shared, err = symbolBytes(b); err != nil {
+			return fmt.Errorf("%s: shared_symbol %s: %w", l.Entry, l.SharedSymbol, err)
+		}
+	}
+	g.shared = g.steps[0].Shared
+	return nil
+}
+
+// symbolBytes is a shared memory size held in a module variable: a 4- or
+// 8-byte little-endian integer (int, unsigned, size_t) from 0 to 2^31-1.
+func symbolBytes(b []byte) (int, error) {
+	var v int64
+	switch len(b) {
+	case 4:
+		v = int64(int32(binary.LittleEndian.Uint32(b)))
+	case 8:
+		v = int64(binary.LittleEndian.Uint64(b))
+	default:
+		return 0, fmt.Errorf("the variable is %d bytes: want a 4- or 8-byte integer", len(b))
+	}
+	if v < 0 || v > 1<<31-1 {
+		return 0, fmt.Errorf("%d bytes of shared memory is outside 0..2^31-1", v)
+	}
+	return int(v), nil
 }

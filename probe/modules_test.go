@@ -1,9 +1,12 @@
 package probe
 
 import (
+	"context"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -54,5 +57,55 @@ func TestCheckJobsPerFile(t *testing.T) {
 	}
 	if ks[0].Entries[0].Threads != 128 || ks[0].Entries[0].DynamicShared != 8704 || ks[1].Artifact != "ptx" {
 		t.Errorf("checks %+v / %+v: want the partial's launch on the CUBIN and the PTX's own", ks[0].Entries, ks[1])
+	}
+}
+
+// A launch whose shared memory size is a module variable runs with the
+// variable's value, read after the load and before any launch; a
+// variable the module lacks, or of no integer size, fails the point
+// before any launch.
+func TestSharedFromSymbol(t *testing.T) {
+	le := func(b ...byte) []byte { return b }
+	for _, c := range []struct {
+		name   string
+		bytes  []byte
+		shared int
+		fails  string
+	}{
+		{"int", le(0x00, 0x30, 0, 0), 12288, ""},
+		{"size_t", le(0x00, 0x10, 0, 0, 0, 0, 0, 0), 4096, ""},
+		{"missing", nil, 0, `module variable "split_smem"`},
+		{"short", le(1, 2), 0, "the variable is 2 bytes"},
+		{"negative", le(0xff, 0xff, 0xff, 0xff), 0, "-1 bytes of shared memory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models["k"] = fakeModel{}
+			if c.bytes != nil {
+				f.symbols = map[string][]byte{"split_smem": c.bytes}
+			}
+			b := fakeBackend(t, f)
+			p := fakePoint("k", 100)
+			p.Launches[0].SharedSymbol = "split_smem"
+			if _, err := b.Env(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := b.Run(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.fails != "" {
+				if rec.Status != results.StatusError || !strings.Contains(rec.Error, c.fails) || f.calls["launch"] != 0 {
+					t.Errorf("status %s, error %q, %d launches; want an error saying %q before any launch", rec.Status, rec.Error, f.calls["launch"], c.fails)
+				}
+				return
+			}
+			if rec.Status != results.StatusOK || rec.Config.SharedBytes != c.shared {
+				t.Fatalf("status %s (%s), recorded shared %d; want ok with %d", rec.Status, rec.Error, rec.Config.SharedBytes, c.shared)
+			}
+			if len(f.lastSteps) == 0 || f.lastSteps[0].Shared != c.shared || p.Launches[0].Shared != 0 {
+				t.Errorf("launched with shared %v (plan's %d); want %d and the plan untouched", f.lastSteps, p.Launches[0].Shared, c.shared)
+			}
+		})
 	}
 }

@@ -211,6 +211,12 @@ func (r *pointRun) run(ctx context.Context) error {
 		return failPoint(results.StatusError, "%s: the declared arguments do not match the kernel: %w", c.Variant, err)
 	}
 	r.k, r.g = k, pointGeometry(p)
+	if err := sharedFromSymbols(b.gpu, k, &r.g); err != nil {
+		return failPoint(results.StatusError, "%s: %w", c.Variant, err)
+	}
+	if slices.ContainsFunc(p.Launches, func(l plan.Launch) bool { return l.SharedSymbol != "" }) {
+		r.rec.Config.SharedBytes = r.g.shared // the record says what ran
+	}
 	if r.rec.Resources, err = b.gpu.resources(k, r.g); err != nil {
 		return err
 	}
@@ -230,6 +236,9 @@ func (r *pointRun) run(ctx context.Context) error {
 			return failPoint(results.StatusError, "the bitwise twin %s does not compile:\n%s", tc.Variant, tb.record.Log)
 		}
 		r.twin, r.twinG = tk, pointGeometry(p.Twin)
+		if err := sharedFromSymbols(b.gpu, tk, &r.twinG); err != nil {
+			return failPoint(results.StatusError, "%s: %w", tc.Variant, err)
+		}
 		// For the side effect: the twin's dynamic shared memory opt-in.
 		if _, err := b.gpu.resources(tk, r.twinG); err != nil {
 			return fmt.Errorf("preparing the bitwise twin %s: %w", tc.Variant, err)

@@ -242,6 +242,18 @@ func (m *Module) Function(name string) (*Function, error) {
 	return &Function{c: m.c, h: h, name: name}, nil
 }
 
+// Global returns the device address and size of a module's __device__
+// or __constant__ variable (cuModuleGetGlobal): an engine may keep a
+// launch parameter there, such as its dynamic shared memory size.
+func (m *Module) Global(name string) (DevPtr, int64, error) {
+	var p uint64
+	var n uintptr
+	if err := m.c.call("cuModuleGetGlobal", func() int32 { return m.c.d.cuModuleGetGlobal(&p, &n, m.h, name) }); err != nil {
+		return 0, 0, fmt.Errorf("looking up the module variable %q: %w", name, err)
+	}
+	return DevPtr(p), int64(n), nil
+}
+
 // Unload unloads the module; its Functions become invalid.
 func (m *Module) Unload() error {
 	return m.c.call("cuModuleUnload", func() int32 { return m.c.d.cuModuleUnload(m.h) })

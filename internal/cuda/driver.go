@@ -38,6 +38,7 @@ type Driver struct {
 	cuModuleLoadData                            func(m *uintptr, image unsafe.Pointer) int32
 	cuModuleLoadDataEx                          func(m *uintptr, image uintptr, numOptions uint32, options, values uintptr) int32
 	cuModuleGetFunction                         func(f *uintptr, m uintptr, name string) int32
+	cuModuleGetGlobal                           func(p *uint64, bytes *uintptr, m uintptr, name string) int32
 	cuModuleUnload                              func(m uintptr) int32
 	cuFuncGetAttribute                          func(v *int32, attr int32, f uintptr) int32
 	cuFuncSetAttribute                          func(f uintptr, attr int32, v int32) int32
@@ -105,6 +106,7 @@ func (d *Driver) bindings() []binding {
 		{&d.cuModuleLoadData, names("cuModuleLoadData")},
 		{&d.cuModuleLoadDataEx, names("cuModuleLoadDataEx")},
 		{&d.cuModuleGetFunction, names("cuModuleGetFunction")},
+		{&d.cuModuleGetGlobal, names("cuModuleGetGlobal_v2")},
 		{&d.cuModuleUnload, names("cuModuleUnload")},
 		{&d.cuFuncGetAttribute, names("cuFuncGetAttribute")},
 		{&d.cuFuncSetAttribute, names("cuFuncSetAttribute")},

@@ -523,6 +523,13 @@
 // signature): build a kernel for ktune with such arguments in
 // do_not_specialize, or the declared args no longer match.
 //
+// shared_symbol: NAME takes a launch's dynamic shared memory from a
+// __device__ or __constant__ integer of its module (4 or 8 bytes), as an
+// engine that fixes the size at build time keeps it: the probe reads it
+// (cuModuleGetGlobal and a copy) once the modules are loaded, before any
+// launch, and records it; the launch then gives no shared. The name is
+// hashed, the value through the module's bytes.
+//
 // include, io and launches are for kernels of your own; a built-in keeps
 // the ABI's. A dispatch variant takes none of these keys.
 //

@@ -36,7 +36,12 @@ type Launch struct {
 	// appends to the signature come from it (plan/launchmeta.go), so block
 	// and shared are then not given.
 	Triton string
-	Pos    Pos
+	// SharedSymbol names a __device__ or __constant__ integer of the
+	// launch's module that holds its dynamic shared memory in bytes, as
+	// an engine that sizes it at build time keeps it: read when the module
+	// loads (probe/modules.go), so shared is then not given.
+	SharedSymbol string
+	Pos          Pos
 }
 
 // Artifact kinds: a variant whose kernel is a prebuilt file is loaded

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -51,6 +52,7 @@ type launchNodes struct {
 	cluster      []*yaml.Node
 	kernel       *yaml.Node
 	triton       *yaml.Node
+	sharedSym    *yaml.Node
 }
 
 // engineKey decodes include, flags, io or launches of a variant.
@@ -134,7 +136,7 @@ func (d *decoder) io(n *yaml.Node, where string, e *engineNodes) *abi.IO {
 	return &io
 }
 
-var launchKeys = []string{"entry", "grid", "block", "shared", "args", "cluster", "kernel", "triton"}
+var launchKeys = []string{"entry", "grid", "block", "shared", "args", "cluster", "kernel", "triton", "shared_symbol"}
 
 func (d *decoder) launch(n *yaml.Node, where string, eng *engineNodes) (Launch, launchNodes) {
 	l := Launch{Pos: pos(n)}
@@ -166,6 +168,11 @@ func (d *decoder) launch(n *yaml.Node, where string, eng *engineNodes) (Launch, 
 			l.Kernel, ln.kernel = strings.TrimSpace(d.str(v, k)), v
 		case "triton":
 			l.Triton, ln.triton = strings.TrimSpace(d.str(v, k)), v
+		case "shared_symbol":
+			l.SharedSymbol, ln.sharedSym = strings.TrimSpace(d.str(v, k)), v
+			if !cIdent.MatchString(l.SharedSymbol) {
+				d.errorf(v, "%s: %q is not a symbol name (the variable's name in the module, mangled for a C++ one)", k, l.SharedSymbol)
+			}
 		case "cluster":
 			l.Cluster, ln.cluster = d.cluster(v, k)
 		case "args":
@@ -180,6 +187,16 @@ func (d *decoder) launch(n *yaml.Node, where string, eng *engineNodes) (Launch, 
 			}
 		}
 	})
+	if ln.sharedSym != nil {
+		for _, x := range []struct {
+			key  string
+			node *yaml.Node
+		}{{"shared", ln.shared}, {"triton", ln.triton}} {
+			if x.node != nil {
+				d.errorf(x.node, "%s.%s: the launch takes its shared memory from shared_symbol %s", where, x.key, l.SharedSymbol)
+			}
+		}
+	}
 	if deref(n).Kind == yaml.MappingNode {
 		if ln.triton == nil {
 			d.require(n, where, seen, "entry", "grid", "block", "args")
@@ -365,6 +382,9 @@ func (d *decoder) twinIO(s *Spec, w *where) {
 		}
 	}
 }
+
+// cIdent is a symbol as a module names it.
+var cIdent = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
 // launchFiles resolves the files a variant's launches name against the
 // spec's directory: a launch's own kernel must be a prebuilt artifact
