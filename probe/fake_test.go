@@ -125,6 +125,9 @@ type fakeDevice struct {
 	symbols map[string][]byte
 	// lastSteps are the launches of the last step enqueued, as run.
 	lastSteps []plan.Launch
+	// blocksPerSM is the first launch's occupancy resources reports
+	// (cuOccupancyMaxActiveBlocksPerMultiprocessor).
+	blocksPerSM int
 }
 
 func (f *fakeDevice) symbol(_ *kernelPair, name string) ([]byte, error) {
@@ -189,7 +192,7 @@ func (f *fakeDevice) resources(k *kernelPair, _ geometry) ([]results.Resource, e
 	if fk := f.kernels[k]; fk != nil {
 		fk.prepared = true
 	}
-	return []results.Resource{{Kernel: "attn_partial", Registers: 40, LoadsBeforeChain: -1}}, f.dead
+	return []results.Resource{{Kernel: "attn_partial", Registers: 40, LoadsBeforeChain: -1, MaxBlocksPerSM: f.blocksPerSM}}, f.dead
 }
 
 func (f *fakeDevice) memFree() (int64, error) { return f.freeMem, f.dead }
