@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/sweep"
 )
 
 const h200Faults = "../../experiments/results/h200/faults.jsonl"
@@ -93,6 +94,21 @@ func TestMergeIncompleteIsNotSuccess(t *testing.T) {
 	// Shard 1 of 2 is missing.
 	if _, _, code := runCmd("merge", "-o", filepath.Join(base, "m1"), s0); code == exitOK {
 		t.Errorf("a missing shard: exit 0")
+	}
+	// Both shards, the second stopped before its last point: it set out
+	// to record 3 and holds 2.
+	s1 := filepath.Join(base, "shard-1")
+	writeShard(t, s1, 1, 2, "aaaa000000000002", "aaaa000000000004")
+	m, err := sweep.ReadManifest(s1)
+	if err != nil || m == nil {
+		t.Fatal(m, err)
+	}
+	m.Selected = 3
+	if err := sweep.WriteManifest(s1, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCmd("merge", "-o", filepath.Join(base, "m3"), s0, s1); code == exitOK || !strings.Contains(stderr, "stopped early") {
+		t.Errorf("a shard that stopped early: exit %d\n%s", code, stderr)
 	}
 	// An empty input: nothing to merge, nothing written.
 	empty := filepath.Join(base, "empty.jsonl")
