@@ -2,6 +2,7 @@ package plan
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,6 +27,16 @@ func TestEngineSpecsPlan(t *testing.T) {
 		p, err := Build(s, "sm_90")
 		if err != nil || len(p.Points) == 0 {
 			t.Fatalf("%s: %d points, %v", path, len(p.Points), err)
+		}
+		if strings.HasSuffix(path, "byte-strides.yaml") {
+			// five pointers, the uint3 at 40 (12 bytes), scale at 52, the
+			// int byte strides at 56 and 60, the 64-bit one at 64.
+			slots, err := abi.ParamSlots(p.Points[0].Launches[0].Args)
+			want := []abi.ParamSlot{{Offset: 0, Size: 8}, {Offset: 8, Size: 8}, {Offset: 16, Size: 8}, {Offset: 24, Size: 8}, {Offset: 32, Size: 8},
+				{Offset: 40, Size: 12}, {Offset: 52, Size: 4}, {Offset: 56, Size: 4}, {Offset: 60, Size: 4}, {Offset: 64, Size: 8}}
+			if err != nil || !slices.Equal(slots, want) {
+				t.Errorf("byte-strides parameters %v (%v), want %v", slots, err, want)
+			}
 		}
 		if strings.HasSuffix(path, "params-struct.yaml") {
 			slots, err := abi.ParamSlots(p.Points[0].Launches[0].Args)
