@@ -23,9 +23,11 @@ func benchLengths(nkv, batch int) []int {
 }
 
 // BenchmarkGateHostBefore is the host side of one compiled kernel's
-// numeric gates as they ran before the multi-length oracle: one uniform
-// base, every set from it (the peaked set at every length) and one
-// oracle call per length.
+// numeric gates in the call pattern they had before the multi-length
+// oracle: one uniform base, every set from it (the peaked set at every
+// length) and one oracle call per length. Measured on the tree before the
+// change (2 shared cores, core-seconds per op): 0.31 at batch 1, 4.4 at
+// batch 16.
 func BenchmarkGateHostBefore(b *testing.B) {
 	for _, batch := range []int{1, 16} {
 		s := abi.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: batch, Capacity: 131072}
