@@ -21,7 +21,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/engines-run}
 mkdir -p "$out"
-export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$out/cache}
+# The CUBIN cache stays out of OUT, which should hold only what is read.
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-out/engines-cache}
 k=./bin/ktune
 log="$out/run.log"
 : > "$log"
