@@ -70,6 +70,13 @@ var (
 	// the shape's KV type is scaled (fp8e4m3): the f32 [2][kv_heads]
 	// scales, K's first. The other types keep the signature they had.
 	abiScaleArgs = args("kv_scale")
+	// abiSoftcapArgs and abiSinksArgs follow it, in this order, for a
+	// shape with a soft-cap or with sinks (kernels/ABI.md, "Paged KV,
+	// several query tokens, soft-cap and sinks"): the cap's value and the
+	// per-head sink logits, which the kernels built with SOFTCAP and SINKS
+	// (abi.ShapeDefines) take.
+	abiSoftcapArgs = args("softcap")
+	abiSinksArgs   = args("sinks")
 	// abiGrid and abiBlock are the default partial launch, used by user
 	// kernels that give no geometry: one warp per (split, head, sequence).
 	abiGrid  = []string{spec.Splits, "heads", "batch"}
@@ -99,7 +106,7 @@ func args(names ...string) []abi.Arg {
 // geometry, else the ABI default. scaled says whether the shape's KV type
 // has scales, which the ABI's attn_partial then takes as its last
 // argument.
-func launchesOf(v *spec.Variant, scaled bool) []spec.Launch {
+func launchesOf(v *spec.Variant, scaled bool, opts abi.Attention) []spec.Launch {
 	if len(v.Launches) > 0 {
 		return v.Launches
 	}
@@ -136,6 +143,12 @@ func launchesOf(v *spec.Variant, scaled bool) []spec.Launch {
 	}
 	if scaled {
 		p.Args = append(slices.Clone(p.Args), abiScaleArgs...)
+	}
+	if opts.Softcap > 0 {
+		p.Args = append(slices.Clone(p.Args), abiSoftcapArgs...)
+	}
+	if opts.Sinks {
+		p.Args = append(slices.Clone(p.Args), abiSinksArgs...)
 	}
 	if fused {
 		return []spec.Launch{p}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
@@ -33,7 +34,7 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 		name, key, read = filepath.Base(v.Path), "path:"+v.Path, func() ([]byte, error) { return os.ReadFile(v.Path) }
 	}
 	src.Name = name
-	for _, l := range launchesOf(v, false) { // the entries do not depend on the shape
+	for _, l := range launchesOf(v, false, abi.Attention{}) { // the entries do not depend on the shape
 		if l.Kernel == "" && !slices.Contains(src.Entries, l.Entry) {
 			src.Entries = append(src.Entries, l.Entry)
 		}
@@ -112,7 +113,7 @@ func (b *builder) included(text string) map[string]string {
 func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) (*Geometry, []Launch, int64, error) {
 	env, eval := b.evaluator(v, sh, defs, nkv)
 	var geo *Geometry
-	specs := launchesOf(v, sh.KVType().Scaled)
+	specs := launchesOf(v, sh.KVType().Scaled, sh.Attention)
 	launches := make([]Launch, len(specs))
 	for li, ls := range specs {
 		prefix := launchPrefix(v, li)

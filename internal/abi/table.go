@@ -105,7 +105,9 @@ var Allocs = [NumAllocs]Alloc{
 	{AllocPositions, "positions", func(d Dims, _ bool) int64 { return Align16(8 * int64(d.Shape.Batch)) }, RoleInput},
 	{AllocPartial, "partial", func(d Dims, _ bool) int64 {
 		s := d.Shape
-		return Align16(int64(s.Batch) * int64(d.Splits) * int64(s.Heads) * int64(PartialStride(s.HeadDim)) * 4)
+		// q_len query tokens have a slot row each per head ([batch][SPLITS]
+		// [q_len·heads][PSTR], kernels/ABI.md).
+		return Align16(int64(s.Batch) * int64(d.Splits) * int64(s.Attention.Queries()) * int64(s.Heads) * int64(PartialStride(s.HeadDim)) * 4)
 	}, RoleOutput},
 	{AllocOut, "out", func(d Dims, _ bool) int64 { return Align16(OutElems(d.Shape) * int64(d.IO.OrABI().Out.Bytes())) }, RoleOutput},
 	// The fused kernels' batch × kv_heads arrival counters (kernels/ABI.md).
