@@ -477,3 +477,37 @@ func TestGPUClusterLaunch(t *testing.T) {
 	}
 	check("non-portable cluster", grid, cluster)
 }
+
+// TestGPUParams: the driver reports a kernel's parameters in order with
+// the compiler's offsets and sizes: a pointer, an int, a by-value struct
+// (20 bytes of fields, sizeof 24, 8-aligned), a uint3 (12 bytes,
+// 4-aligned); the loop that reads them ends where the driver says there
+// are no more.
+func TestGPUParams(t *testing.T) {
+	ctx, nv, arch := gpu(t)
+	src := `struct s20 { long long a; int b[3]; };
+extern "C" __global__ void params(float *p, int n, const __grid_constant__ s20 s, uint3 u) {
+    if (n < 0) p[0] = s.a + s.b[0] + u.x;
+}`
+	cubin, log, err := nv.Compile(src, "params.cu", nil, []string{arch})
+	if err != nil {
+		t.Fatalf("%v\nlog: %s", err, log)
+	}
+	mod, err := ctx.LoadModule(cubin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Unload()
+	f, err := mod.Function("params")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := f.Params()
+	if errors.Is(err, ErrNoParamInfo) {
+		t.Skip(err)
+	}
+	want := []ParamInfo{{0, 8}, {8, 4}, {16, 24}, {40, 12}}
+	if err != nil || fmt.Sprint(ps) != fmt.Sprint(want) {
+		t.Errorf("params %v, %v; want %v", ps, err, want)
+	}
+}
