@@ -77,6 +77,12 @@ func (d *decoder) shapes(s *Spec, w *where) {
 		case sh.Capacity < largest:
 			d.errorAt(at, "shapes[%d] (%s): capacity %d is below the largest nkv %d of the axes", i, sh.Name, sh.Capacity, largest)
 		}
+		// The new tokens are part of the context: a sequence holds at
+		// least q_len rows.
+		if T := sh.Attention.Queries(); T > 1 && slices.Min(s.NKVs()) < T {
+			d.errorAt(at, "shapes[%d] (%s): q_len %d is longer than the shortest nkv %d of the axes (the new tokens are part of the context)",
+				i, sh.Name, T, slices.Min(s.NKVs()))
+		}
 		if b := sh.KVBytes(); b > maxKVBytes {
 			d.errorAt(at, "shapes[%d] (%s): K and V take %.1f TiB (2 × batch %d × capacity %d × kv_heads %d × head_dim %d × %s); ktune refuses more than 1 TiB",
 				i, sh.Name, b/maxKVBytes, sh.Batch, sh.Capacity, sh.KVHeads, sh.HeadDim, sh.KVDtype)
