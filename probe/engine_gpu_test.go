@@ -57,7 +57,10 @@ func TestGPUEngineSteps(t *testing.T) {
 	for _, g := range rec.Gates {
 		kinds[g.Kind]++
 	}
-	if kinds["written"] == 0 || kinds["tolerance"] != kinds["written"] || kinds["replay"] == 0 {
+	// Every written check has its tolerance check; the oracle's checks at
+	// the capacity and the timed length (rows tiled) add tolerance gates
+	// with no written one of their own.
+	if kinds["written"] == 0 || kinds["tolerance"] < kinds["written"] || kinds["replay"] == 0 {
 		t.Errorf("gates %v", kinds)
 	}
 	if len(rec.Resources) != 3 || rec.Resources[0].Kernel != "stats<32>" {
