@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -209,5 +210,44 @@ func TestGateEnvironmentIdentity(t *testing.T) {
 	}
 	if _, _, code := runCmd("gate", "--candidate", "r4", "--threshold", "0.9", "--same-device", f); code != exitUndecided {
 		t.Errorf("--same-device over two machines: exit %d, want %d", code, exitUndecided)
+	}
+}
+
+// The report's "what to ship" follows gate's rule: an ok record of a hash
+// that failed in another file, or on a superseded line of its own file,
+// is not shipped.
+func TestReportShipFailureAnywhereStays(t *testing.T) {
+	i, _ := regressing(t, h200Slice, "r4")
+	recs := readJRecs(t, h200Slice)
+	bad := cloneJ(recs[i])
+	bad["status"] = "gate_failed"
+	bad["time"] = "2020-01-01T00:00:00Z"
+	delete(bad, "probes")
+	bad["gates"] = []any{jrec{"kind": "tolerance", "nkv": 512, "pass": false, "seed": 1, "max_abs": 1.0}}
+	dir := t.TempDir()
+	old := writeJRecs(t, dir, "old.jsonl", []jrec{bad})
+	same := writeJRecs(t, dir, "same.jsonl", append([]jrec{bad}, recs...))
+	for name, paths := range map[string][]string{"another file": {old, h200Slice}, "superseded line": {same}} {
+		var stderr bytes.Buffer
+		got, _, err := loadSourced(&stderr, paths)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ok := 0
+		for _, r := range got {
+			if r.Status != "ok" {
+				continue
+			}
+			ok++
+			if r.Hash == bad["hash"] {
+				t.Errorf("%s: the ok record of the failed hash %v is still there", name, bad["hash"])
+			}
+		}
+		if !strings.Contains(stderr.String(), "failed elsewhere in the input") {
+			t.Errorf("%s: no warning on stderr:\n%s", name, stderr.String())
+		}
+		if ok != len(recs)-1 {
+			t.Errorf("%s: %d ok records, want %d (all but the failed hash)", name, ok, len(recs)-1)
+		}
 	}
 }

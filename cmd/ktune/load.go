@@ -42,7 +42,9 @@ func warnEvidence(stderr io.Writer, set *evidence.Set) {
 // loadSourced is loadEvidence's records, with each the path it was read
 // from, as given: the report's "what to ship" summary names those files in
 // its tune command. Records that are not evidence are left out, with a
-// warning and a count on stderr.
+// warning and a count on stderr. So is an ok record of a hash that failed
+// anywhere in the input (a superseded line, another file): as in gate, a
+// failure of a kernel stays one, and "what to ship" must not name it.
 func loadSourced(stderr io.Writer, paths []string) ([]results.Record, []string, error) {
 	set := &evidence.Set{}
 	for _, p := range paths {
@@ -50,6 +52,7 @@ func loadSourced(stderr io.Writer, paths []string) ([]results.Record, []string, 
 		if one != nil {
 			set.Damaged = append(set.Damaged, one.Damaged...)
 			set.Excluded = append(set.Excluded, one.Excluded...)
+			set.Failures = append(set.Failures, one.Failures...)
 			set.Records = append(set.Records, one.Records...)
 			for range one.Records {
 				set.Sources = append(set.Sources, p)
@@ -61,8 +64,38 @@ func loadSourced(stderr io.Writer, paths []string) ([]results.Record, []string, 
 		}
 	}
 	warnEvidence(stderr, set)
-	if len(set.Records) == 0 {
+	recs, sources := dropFailedElsewhere(stderr, set)
+	if len(recs) == 0 {
 		return nil, nil, fmt.Errorf("reading results: no records that are evidence in %v", paths)
 	}
-	return set.Records, set.Sources, nil
+	return recs, sources, nil
+}
+
+// dropFailedElsewhere returns set's records and sources without the ok
+// records of a hash that some record of the input says is wrong, each
+// named on stderr.
+func dropFailedElsewhere(stderr io.Writer, set *evidence.Set) ([]results.Record, []string) {
+	failed := map[string]string{}
+	for _, f := range set.Failures {
+		if _, seen := failed[f.Hash]; !seen {
+			failed[f.Hash] = f.Reason
+		}
+	}
+	var recs []results.Record
+	var sources []string
+	dropped := 0
+	for i, r := range set.Records {
+		if reason, bad := failed[r.Hash]; bad && r.Status == results.StatusOK {
+			fmt.Fprintf(stderr, "warning: %s: %s nkv=%d (hash %s) is ok here but failed elsewhere in the input (%s): left out\n",
+				set.Sources[i], r.Config.Variant, r.Config.NKV, r.Hash, reason)
+			dropped++
+			continue
+		}
+		recs = append(recs, r)
+		sources = append(sources, set.Sources[i])
+	}
+	if dropped > 0 {
+		fmt.Fprintf(stderr, "warning: %d ok record(s) left out: their kernel failed elsewhere in the input\n", dropped)
+	}
+	return recs, sources
 }
