@@ -80,7 +80,7 @@ func (r *CompareRow) Delta() string {
 
 // matchKey identifies a point across files and machines: not the record
 // hash, which covers the spec and the device architecture.
-func matchKey(r *results.Record) pointKey {
+func matchKey(r *results.Record) PointKey {
 	k := keyOf(r)
 	k.Device = ""
 	return k
@@ -103,7 +103,7 @@ func Compare(old, new []results.Record) (*Comparison, error) {
 		c.EnvWarning = fmt.Sprintf("old and new were measured on different GPUs or drivers (old: %s; new: %s): a change may be the machine's, not the kernel's",
 			strings.Join(c.OldEnvs, ", "), strings.Join(c.NewEnvs, ", "))
 	}
-	var keys []pointKey
+	var keys []PointKey
 	for k := range om {
 		if _, ok := nm[k]; ok {
 			keys = append(keys, k)
@@ -183,8 +183,8 @@ func compareSamples(r *results.Record, p results.Probe, old, new []float64) Comp
 	return row
 }
 
-func latestByKey(recs []results.Record) map[pointKey]*results.Record {
-	m := map[pointKey]*results.Record{}
+func latestByKey(recs []results.Record) map[PointKey]*results.Record {
+	m := map[PointKey]*results.Record{}
 	for i := range recs {
 		r := &recs[i]
 		if r.Status != results.StatusOK || len(r.Probes) == 0 {
@@ -200,7 +200,7 @@ func latestByKey(recs []results.Record) map[pointKey]*results.Record {
 
 // envNames lists the distinct machines of the measured records m, as
 // "NVIDIA H200 sm_90 driver 13.0 NVRTC 13.0".
-func envNames(m map[pointKey]*results.Record) []string {
+func envNames(m map[PointKey]*results.Record) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range m {

@@ -48,25 +48,29 @@ func OtherDefines(c *results.Config) string {
 
 func allDefines(c *results.Config) string { return c.Defines.Sorted().Join(",") }
 
-// configKey identifies one compiled configuration of a variant on one
-// device and shape, across context lengths.
-type configKey struct {
+// A ConfigKey identifies one compiled configuration of a variant on one
+// device and shape, across context lengths: the report's row identity,
+// which the landing gate (package verdict) matches records by too.
+type ConfigKey struct {
 	Device  string
 	Shape   string
 	Variant string
 	Defines string
 }
 
-// pointKey is a configuration at one context length. It deliberately
+// A PointKey is a configuration at one context length. It deliberately
 // does not use Record.Hash: the hash covers the spec and the device
 // architecture, and comparisons must match the same point across both.
-type pointKey struct {
-	configKey
+type PointKey struct {
+	ConfigKey
 	NKV int
 }
 
-func keyOf(r *results.Record) pointKey {
-	return pointKey{configKey{r.Env.Device, shapeKey(r.Config.Shape), r.Config.Variant, allDefines(&r.Config)}, r.Config.NKV}
+func keyOf(r *results.Record) PointKey { return KeyFor(r.Env.Device, &r.Config) }
+
+// KeyFor is the key of configuration c measured on device.
+func KeyFor(device string, c *results.Config) PointKey {
+	return PointKey{ConfigKey{device, shapeKey(c.Shape), c.Variant, allDefines(c)}, c.NKV}
 }
 
 // ConfigLabel renders a configuration as "d2 SPLITS=32 NR=4".

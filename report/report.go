@@ -81,7 +81,7 @@ type Row struct {
 	Flags []string
 
 	rec    *results.Record
-	key    pointKey
+	key    PointKey
 	source string // the results file, when Options.Sources says
 }
 
@@ -138,7 +138,7 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 	rep := &Report{}
 	labels := shapeLabels(recs)
 	fixtures := results.FixtureSpecs(recs)
-	latest := map[pointKey]int{}
+	latest := map[PointKey]int{}
 	for i := range recs {
 		r := &recs[i]
 		if r.Schema > results.SchemaVersion {
@@ -283,7 +283,7 @@ func (rep *Report) addFailures(fs []Failure) {
 		merged := false
 		for i := range rep.Failures {
 			g := &rep.Failures[i]
-			if g.Row.key.configKey == f.Row.key.configKey && g.Text == f.Text && sameGate(g.Gate, f.Gate) {
+			if g.Row.key.ConfigKey == f.Row.key.ConfigKey && g.Text == f.Text && sameGate(g.Gate, f.Gate) {
 				g.NKVs = append(g.NKVs, f.Row.NKV)
 				merged = true
 				break

@@ -167,14 +167,14 @@ func configGrid(rows []*Row, markdown bool) *grid {
 		nkvs []int
 		fail string
 	}
-	var order []configKey
-	by := map[configKey]*acc{}
+	var order []ConfigKey
+	by := map[ConfigKey]*acc{}
 	for _, r := range rows {
-		a := by[r.key.configKey]
+		a := by[r.key.ConfigKey]
 		if a == nil {
 			a = &acc{row: r}
-			by[r.key.configKey] = a
-			order = append(order, r.key.configKey)
+			by[r.key.ConfigKey] = a
+			order = append(order, r.key.ConfigKey)
 		}
 		a.nkvs = append(a.nkvs, r.NKV)
 		if r.Verdict != "ok" && a.fail == "" {

@@ -258,7 +258,7 @@ func anyPoint(ps []GatePoint) bool {
 // compiled configuration, so the evidence may sit on any of its records;
 // what the class requires must appear on at least one and no gate may
 // fail on any.
-func (res *GateResult) checkNumerics(cand []report.Row, failures []evidence.Failure) map[configKey]bool {
+func (res *GateResult) checkNumerics(cand []report.Row, failures []evidence.Failure) map[report.ConfigKey]bool {
 	type acc struct {
 		row      *report.Row
 		kinds    map[string]bool
@@ -266,15 +266,15 @@ func (res *GateResult) checkNumerics(cand []report.Row, failures []evidence.Fail
 		errText  string
 		statuses []string
 	}
-	var order []configKey
-	accs := map[configKey]*acc{}
+	var order []report.ConfigKey
+	accs := map[report.ConfigKey]*acc{}
 	for i := range cand {
 		r := &cand[i]
-		a := accs[keyOf(r).configKey]
+		a := accs[keyOf(r).ConfigKey]
 		if a == nil {
 			a = &acc{row: r, kinds: map[string]bool{}}
-			accs[keyOf(r).configKey] = a
-			order = append(order, keyOf(r).configKey)
+			accs[keyOf(r).ConfigKey] = a
+			order = append(order, keyOf(r).ConfigKey)
 		}
 		for j := range r.Record().Gates {
 			g := &r.Record().Gates[j]
@@ -298,21 +298,21 @@ func (res *GateResult) checkNumerics(cand []report.Row, failures []evidence.Fail
 	}
 	// A failure anywhere in the input, by the candidate's hash or its
 	// configuration, outweighs whatever record the report kept.
-	byHash := map[string]configKey{}
+	byHash := map[string]report.ConfigKey{}
 	for i := range cand {
-		byHash[cand[i].Record().Hash] = keyOf(&cand[i]).configKey
+		byHash[cand[i].Record().Hash] = keyOf(&cand[i]).ConfigKey
 	}
 	for i := range failures {
 		f := &failures[i]
 		k, ok := byHash[f.Hash]
 		if !ok {
-			k = configKey{f.Device, report.ShapeKey(f.Config.Shape), f.Config.Variant, report.AllDefines(&f.Config)}
+			k = report.KeyFor(f.Device, &f.Config).ConfigKey
 		}
 		if a := accs[k]; a != nil && a.fail == "" {
 			a.fail = f.Reason + " (record " + f.Hash + ")"
 		}
 	}
-	passed := map[configKey]bool{}
+	passed := map[report.ConfigKey]bool{}
 	for _, k := range order {
 		a := accs[k]
 		n := NumRow{Device: a.row.Device, Shape: a.row.Label, Config: report.ConfigLabel(a.row.Config())}
@@ -348,26 +348,9 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// configKey identifies one compiled configuration of a variant on one
-// device and shape, across context lengths; pointKey adds the length. They
-// are the report's own row identity (report.ShapeKey, report.AllDefines),
-// so that a verdict and a report's tables match records alike.
-type configKey struct {
-	Device  string
-	Shape   string
-	Variant string
-	Defines string
-}
-
-type pointKey struct {
-	configKey
-	NKV int
-}
-
-func keyOf(r *report.Row) pointKey {
-	c := r.Config()
-	return pointKey{configKey{r.Device, report.ShapeKey(c.Shape), c.Variant, report.AllDefines(c)}, c.NKV}
-}
+// keyOf is the report's row identity of r (report.KeyFor), so that a
+// verdict and a report's tables match records alike.
+func keyOf(r *report.Row) report.PointKey { return report.KeyFor(r.Device, r.Config()) }
 
 type gatePointKey struct {
 	Device, Shape string
@@ -376,7 +359,7 @@ type gatePointKey struct {
 
 // checkPerformance compares, at every point, the candidate's fastest
 // passing configuration with the baseline's fastest.
-func (res *GateResult) checkPerformance(cand, base []report.Row, passed map[configKey]bool, opts GateOptions) {
+func (res *GateResult) checkPerformance(cand, base []report.Row, passed map[report.ConfigKey]bool, opts GateOptions) {
 	probes := opts.Probes
 	if len(probes) == 0 {
 		probes = report.ProbeOrder()
@@ -404,14 +387,14 @@ func (res *GateResult) checkPerformance(cand, base []report.Row, passed map[conf
 		}
 		return best, keys
 	}
-	cb, ckeys := pick(cand, func(r *report.Row) bool { return passed[keyOf(r).configKey] })
+	cb, ckeys := pick(cand, func(r *report.Row) bool { return passed[keyOf(r).ConfigKey] })
 	bb, bkeys := pick(base, func(*report.Row) bool { return true })
 	// Points where the candidate failed numerics are already judged; they
 	// are not "missing".
 	failedAt := map[gatePointKey]bool{}
 	for i := range cand {
 		r := &cand[i]
-		if !passed[keyOf(r).configKey] {
+		if !passed[keyOf(r).ConfigKey] {
 			failedAt[gatePointKey{r.Device, keyOf(r).Shape, r.NKV}] = true
 		}
 	}
@@ -576,18 +559,18 @@ func (res *GateResult) checkExpected(rows []report.Row, opts GateOptions) {
 // of those present, so a deleted record could hide the one that regresses.
 func (res *GateResult) checkCoverage(cand []report.Row, bkeys []gatePointKey, bb, cb map[gatePointKey]*report.Row) {
 	type at struct {
-		configKey
+		report.ConfigKey
 		nkv int
 	}
 	has := map[at]bool{}
-	var configs []configKey
+	var configs []report.ConfigKey
 	for i := range cand {
 		k := keyOf(&cand[i])
-		if !has[at{k.configKey, 0}] {
-			has[at{k.configKey, 0}] = true
-			configs = append(configs, k.configKey)
+		if !has[at{k.ConfigKey, 0}] {
+			has[at{k.ConfigKey, 0}] = true
+			configs = append(configs, k.ConfigKey)
 		}
-		has[at{k.configKey, k.NKV}] = true
+		has[at{k.ConfigKey, k.NKV}] = true
 	}
 	for _, bk := range bkeys {
 		if cb[bk] == nil {

@@ -124,9 +124,10 @@ func TestGateSpecFormNeedsEveryPlannedPoint(t *testing.T) {
 	}
 }
 
-// A gate failure of a hash in one file stays a failure beside an ok record
-// of the same hash in a newer file.
-func TestGateFailureAnywhereStays(t *testing.T) {
+// failedTwin returns slice.jsonl's records and an older gate_failed
+// record of the hash of r4's regressing point.
+func failedTwin(t *testing.T) ([]jrec, jrec) {
+	t.Helper()
 	i, _ := regressing(t, h200Slice, "r4")
 	recs := readJRecs(t, h200Slice)
 	bad := cloneJ(recs[i])
@@ -134,6 +135,13 @@ func TestGateFailureAnywhereStays(t *testing.T) {
 	bad["time"] = "2020-01-01T00:00:00Z"
 	delete(bad, "probes")
 	bad["gates"] = []any{jrec{"kind": "tolerance", "nkv": 512, "pass": false, "seed": 1, "max_abs": 1.0}}
+	return recs, bad
+}
+
+// A gate failure of a hash in one file stays a failure beside an ok record
+// of the same hash in a newer file.
+func TestGateFailureAnywhereStays(t *testing.T) {
+	recs, bad := failedTwin(t)
 	dir := t.TempDir()
 	old := writeJRecs(t, dir, "old.jsonl", []jrec{bad})
 	stdout, _, code := runCmd("gate", "--candidate", "r4", old, h200Slice)
@@ -217,13 +225,7 @@ func TestGateEnvironmentIdentity(t *testing.T) {
 // that failed in another file, or on a superseded line of its own file,
 // is not shipped.
 func TestReportShipFailureAnywhereStays(t *testing.T) {
-	i, _ := regressing(t, h200Slice, "r4")
-	recs := readJRecs(t, h200Slice)
-	bad := cloneJ(recs[i])
-	bad["status"] = "gate_failed"
-	bad["time"] = "2020-01-01T00:00:00Z"
-	delete(bad, "probes")
-	bad["gates"] = []any{jrec{"kind": "tolerance", "nkv": 512, "pass": false, "seed": 1, "max_abs": 1.0}}
+	recs, bad := failedTwin(t)
 	dir := t.TempDir()
 	old := writeJRecs(t, dir, "old.jsonl", []jrec{bad})
 	same := writeJRecs(t, dir, "same.jsonl", append([]jrec{bad}, recs...))

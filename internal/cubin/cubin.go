@@ -176,16 +176,25 @@ func standardVersion(image []byte) []byte {
 	return c
 }
 
-// readGlobal reads the section of attributes that name their function by
-// symbol index.
-func (img *Image) readGlobal(sec *elf.Section, bySym map[uint32]*Function) error {
+// sectionAttrs parses the attributes of one .nv.info section.
+func sectionAttrs(sec *elf.Section) ([]attr, error) {
 	b, err := sec.Data()
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", sec.Name, err)
+		return nil, fmt.Errorf("reading %s: %w", sec.Name, err)
 	}
 	attrs, err := parseInfo(b)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", sec.Name, err)
+		return nil, fmt.Errorf("reading %s: %w", sec.Name, err)
+	}
+	return attrs, nil
+}
+
+// readGlobal reads the section of attributes that name their function by
+// symbol index.
+func (img *Image) readGlobal(sec *elf.Section, bySym map[uint32]*Function) error {
+	attrs, err := sectionAttrs(sec)
+	if err != nil {
+		return err
 	}
 	for _, a := range attrs {
 		w := a.u32s()
@@ -216,13 +225,9 @@ func (img *Image) readFunction(sec *elf.Section, name string) error {
 		return nil
 	}
 	fn.Entry = true
-	b, err := sec.Data()
+	attrs, err := sectionAttrs(sec)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", sec.Name, err)
-	}
-	attrs, err := parseInfo(b)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", sec.Name, err)
+		return err
 	}
 	for _, a := range attrs {
 		switch a.id {
