@@ -176,10 +176,11 @@ type workspace struct {
 	lse, workspace                   cuda.DevPtr // 0 unless the signature uses them
 	kvScale                          cuda.DevPtr // 0 unless the KV type is scaled
 	headParams                       cuda.DevPtr // 0 unless the shape has alibi or sinks
-	// qAlt, partialAlt and outAlt are a second set of q and outputs at
-	// their own addresses, q with its own fill: the timed launches
-	// alternate between the two sets (timed.go).
-	qAlt, partialAlt, outAlt cuda.DevPtr
+	// qAlt, partialAlt, outAlt and lseAlt are a second set of q and
+	// outputs at their own addresses, q with its own fill: the timed
+	// launches alternate between the two sets (timed.go). lseAlt is 0
+	// unless the signature uses lse.
+	qAlt, partialAlt, outAlt, lseAlt cuda.DevPtr
 	// uniform says which uniform gate inputs q and the first rows of K
 	// and V hold, when the last upload was them (timed.go).
 	uniform uploaded
@@ -217,7 +218,7 @@ func (w *workspace) table() []bufferEntry {
 	ptr := [abi.NumAllocs]*cuda.DevPtr{abi.AllocQ: &w.q, abi.AllocK: &w.k, abi.AllocV: &w.v, abi.AllocPositions: &w.positions,
 		abi.AllocPartial: &w.partial, abi.AllocOut: &w.out, abi.AllocScratch: &w.scratch, abi.AllocLse: &w.lse,
 		abi.AllocWorkspace: &w.workspace, abi.AllocKVScale: &w.kvScale, abi.AllocHeadParams: &w.headParams}
-	out := make([]bufferEntry, 0, abi.NumAllocs+3)
+	out := make([]bufferEntry, 0, abi.NumAllocs+4)
 	for _, a := range abi.Allocs {
 		out = append(out, bufferEntry{a.Name, ptr[a.ID], *w.l.size(a.ID), a.Role})
 	}
@@ -225,7 +226,7 @@ func (w *workspace) table() []bufferEntry {
 		name string
 		p    *cuda.DevPtr
 		of   abi.AllocID
-	}{{"q_alt", &w.qAlt, abi.AllocQ}, {"partial_alt", &w.partialAlt, abi.AllocPartial}, {"out_alt", &w.outAlt, abi.AllocOut}} {
+	}{{"q_alt", &w.qAlt, abi.AllocQ}, {"partial_alt", &w.partialAlt, abi.AllocPartial}, {"out_alt", &w.outAlt, abi.AllocOut}, {"lse_alt", &w.lseAlt, abi.AllocLse}} {
 		out = append(out, bufferEntry{alt.name, alt.p, *w.l.size(alt.of), abi.Allocs[alt.of].Role})
 	}
 	return out

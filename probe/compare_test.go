@@ -39,7 +39,7 @@ func TestWrittenGate(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		put(out, i, 1)
 	}
-	g := writtenGate(7, 9, partial, out, slots, hd)
+	g := writtenGate(7, 9, outputs{partial: partial, out: out}, slots, hd)
 	if !g.Pass || g.DiffBytes != 0 || g.FirstDiff != -1 || g.NKV != 7 || g.Seed != 9 {
 		t.Fatalf("fully written: %+v", g)
 	}
@@ -47,7 +47,7 @@ func TestWrittenGate(t *testing.T) {
 	// Slot 1 forgot dim 2 of its accumulator; out[4] unwritten.
 	binary.LittleEndian.PutUint32(partial[4*(1*pstr+4+2):], poison)
 	binary.LittleEndian.PutUint32(out[4*4:], poison)
-	g = writtenGate(7, 9, partial, out, slots, hd)
+	g = writtenGate(7, 9, outputs{partial: partial, out: out}, slots, hd)
 	if g.Pass {
 		t.Fatal("holes passed")
 	}
@@ -59,9 +59,47 @@ func TestWrittenGate(t *testing.T) {
 	}
 	// With partial complete, out's hole is reported.
 	put(partial, pstr+6, 0)
-	g = writtenGate(7, 9, partial, out, slots, hd)
+	g = writtenGate(7, 9, outputs{partial: partial, out: out}, slots, hd)
 	if g.Pass || g.Buffer != "out" || g.FirstDiff != 16 || g.DiffBytes != 4 {
 		t.Errorf("out hole: %+v", g)
+	}
+	// A declared lse is part of what a launch writes: with partial and
+	// out complete, its one unwritten row fails the gate.
+	put(out, 4, 1)
+	lse := poisoned(3)
+	put(lse, 0, 1)
+	put(lse, 2, 1)
+	g = writtenGate(7, 9, outputs{partial: partial, out: out, lse: lse}, slots, hd)
+	if g.Pass || g.Buffer != "lse" || g.FirstDiff != 4 || g.DiffBytes != 4 || !strings.Contains(g.Detail, "1 lse") {
+		t.Errorf("lse hole: %+v", g)
+	}
+	put(lse, 1, 1)
+	if g = writtenGate(7, 9, outputs{partial: partial, out: out, lse: lse}, slots, hd); !g.Pass {
+		t.Errorf("lse written: %+v", g)
+	}
+}
+
+// TestOutputsGate: the byte gates compare lse after partial and out, and
+// name the first buffer that differs.
+func TestOutputsGate(t *testing.T) {
+	a := outputs{partial: []byte{1, 2}, out: []byte{3, 4}, lse: []byte{5, 6, 7, 8}}
+	b := outputs{partial: []byte{1, 2}, out: []byte{3, 4}, lse: []byte{5, 6, 7, 9}}
+	g := outputsGate(results.GateDeterminism, 9, 1, a, b, "why")
+	if g.Pass || g.Buffer != "lse" || g.FirstDiff != 3 || !strings.HasPrefix(g.Detail, "why: ") {
+		t.Errorf("lse differs: %+v", g)
+	}
+	b.lse[3], b.out[0] = 8, 0
+	if g = outputsGate(results.GateDeterminism, 9, 1, a, b, "why"); g.Pass || g.Buffer != "out" {
+		t.Errorf("out differs: %+v", g)
+	}
+	b.out[0] = 3
+	if g = outputsGate(results.GateDeterminism, 9, 1, a, b, "why"); !g.Pass {
+		t.Errorf("equal: %+v", g)
+	}
+	// A run that read no lse where the other did differs.
+	b.lse = nil
+	if g = outputsGate(results.GateDeterminism, 9, 1, a, b, "why"); g.Pass || g.Buffer != "lse" {
+		t.Errorf("one lse missing: %+v", g)
 	}
 }
 
@@ -85,16 +123,17 @@ func TestDiffBytes(t *testing.T) {
 	if g.Pass || g.DiffBytes != 1 || g.FirstDiff != 2 || g.Buffer != "out" || g.Kind != results.GateBitwise {
 		t.Errorf("diffGate: %+v", g)
 	}
-	// Replay reports partial first, since out derives from it.
-	g = replayGate(5, 1, []byte{1}, []byte{2}, []byte{3}, []byte{4}, 100)
-	if g.Pass || g.Buffer != "partial" || !strings.Contains(g.Detail, "captured at nkv 100, replayed at 5") {
-		t.Errorf("replayGate: %+v", g)
+	// The byte gates report partial first, since out derives from it.
+	why := "graph captured at nkv 100, replayed at 5"
+	g = bytesGate(results.GateReplay, 5, 1, []byte{1}, []byte{2}, []byte{3}, []byte{4}, why)
+	if g.Pass || g.Buffer != "partial" || !strings.HasPrefix(g.Detail, why+": ") {
+		t.Errorf("bytesGate: %+v", g)
 	}
-	g = replayGate(5, 1, []byte{1}, []byte{1}, []byte{3}, []byte{4}, 100)
+	g = bytesGate(results.GateReplay, 5, 1, []byte{1}, []byte{1}, []byte{3}, []byte{4}, why)
 	if g.Pass || g.Buffer != "out" {
-		t.Errorf("replayGate out: %+v", g)
+		t.Errorf("bytesGate out: %+v", g)
 	}
-	if g = replayGate(5, 1, []byte{1}, []byte{1}, []byte{3}, []byte{3}, 100); !g.Pass {
+	if g = bytesGate(results.GateReplay, 5, 1, []byte{1}, []byte{1}, []byte{3}, []byte{3}, why); !g.Pass {
 		t.Errorf("identical: %+v", g)
 	}
 }

@@ -60,7 +60,8 @@ type fakeKernel struct {
 	streak            int
 	memoPart, memoOut []byte
 	launches          int
-	prepared          bool // resources ran: large dynamic shared memory is opted into
+	prepared          bool        // resources ran: large dynamic shared memory is opted into
+	lseAt             cuda.DevPtr // fakeOptions.lseFirstAddr's device state: the lse its first launch was given
 }
 
 type fakeAlloc struct {
@@ -75,6 +76,9 @@ type fakeLaunch struct {
 	g   geometry
 	w   *workspace
 	pos []int32 // positions at enqueue time
+	// captured is a graph replay's positions at capture time (nil for a
+	// plain launch).
+	captured []int32
 }
 
 // fakeDevice is a device with Go memory and Go kernels. It counts what
@@ -416,7 +420,7 @@ func (f *fakeDevice) launch(k *kernelPair, c *results.Config, g geometry, w *wor
 	if err := f.hit("launch"); err != nil {
 		return err
 	}
-	l := fakeLaunch{k, *c, g, w, f.positions(w, c.Shape.Batch)}
+	l := fakeLaunch{k: k, c: *c, g: g, w: w, pos: f.positions(w, c.Shape.Batch)}
 	f.lastSteps = g.steps
 	if f.capturing != nil {
 		*f.capturing = append(*f.capturing, l)
@@ -495,6 +499,7 @@ func (g *fakeGraph) launch() error {
 	for _, l := range g.launches {
 		// A replay re-reads device memory, except what a kernel took by
 		// value at capture time.
+		l.captured = l.pos
 		if !g.f.kernels[l.k].m.nkvByValue {
 			l.pos = g.f.positions(l.w, l.c.Shape.Batch)
 		}

@@ -43,7 +43,7 @@ func (f *fakeDevice) execute(fk *fakeKernel, l fakeLaunch) {
 func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 	m, c, w := fk.m, l.c, l.w
 	if m.options != nil {
-		f.computeOptions(*m.options, l)
+		f.computeOptions(fk, *m.options, l)
 		return
 	}
 	s := c.Shape

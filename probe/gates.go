@@ -213,37 +213,34 @@ func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref orac
 	p, c := r.p, &r.p.Config
 	s := c.Shape
 	tag := func(g results.Gate) results.Gate { g.Inputs = string(set); return g }
-	partial, out, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
+	o, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
 	if err != nil {
 		return fmt.Errorf("gate run at nkv %d (%s inputs): %w", nkv, set, err)
 	}
-	log.add(tag(writtenGate(nkv, p.Seed, partial, out, r.l.gatedSlots(s), s.HeadDim)))
+	log.add(tag(writtenGate(nkv, p.Seed, o, r.l.gatedSlots(s), s.HeadDim)))
 	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: string(r.l.outDtype)}, s)
-	m, err := oracle.Compare(floats(out), ref.Out, bounds)
+	m, err := oracle.Compare(floats(o.out), ref.Out, bounds)
 	if err != nil {
 		return err
 	}
 	log.add(tag(toleranceGate(nkv, p.Seed, m, bounds)))
-	if err := r.lseGate(nkv, ref.LSE, log, tag); err != nil {
+	if err := r.lseGate(nkv, o.lse, ref.LSE, log, tag); err != nil {
 		return err
 	}
 	if repeat {
-		p2, o2, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
+		o2, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
 		if err != nil {
 			return fmt.Errorf("repeated gate run at nkv %d: %w", nkv, err)
 		}
-		log.add(tag(bytesGate(results.GateDeterminism, nkv, p.Seed, partial, p2, out, o2,
+		log.add(tag(outputsGate(results.GateDeterminism, nkv, p.Seed, o, o2,
 			"the same launch twice gave different bytes (a race, or an order of atomic updates)")))
 	}
 	if r.twin != nil {
-		tp, to, err := r.runOnce(r.twin, &p.Twin.Config, r.twinG, lengths)
+		to, err := r.runOutputs(r.twin, &p.Twin.Config, r.twinG, lengths)
 		if err != nil {
 			return fmt.Errorf("bitwise twin %s at nkv %d: %w", p.Twin.Config.Variant, nkv, err)
 		}
-		for _, x := range []struct {
-			name string
-			a, b []byte
-		}{{"partial", partial, tp}, {"out", out, to}} {
+		for _, x := range o.named(to) {
 			g := diffGate(results.GateBitwise, nkv, p.Seed, x.name, x.a, x.b)
 			g.Twin = p.Twin.Config.Variant
 			log.add(tag(g))
@@ -251,7 +248,7 @@ func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref orac
 	}
 	if repeat {
 		// On the uniform set, where the bytes to match were just made.
-		if err := r.staleGate(nkv, lengths, partial, out, log); err != nil {
+		if err := r.staleGate(nkv, lengths, o.partial, o.out, log); err != nil {
 			return err
 		}
 	}
@@ -277,7 +274,7 @@ func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
 		return err
 	}
 	g := r.geometryAt(r.g, nkv)
-	op, oo, err := r.runOnce(r.k, c, g, lengths)
+	before, err := r.runOutputs(r.k, c, g, lengths)
 	if err != nil {
 		return fmt.Errorf("fresh-module gate at nkv %d: %w", nkv, err)
 	}
@@ -291,12 +288,12 @@ func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
 	if _, err := r.b.gpu.resources(k, g); err != nil {
 		return fmt.Errorf("preparing a fresh module: %w", err)
 	}
-	fp, fo, err := r.runOnce(k, c, g, lengths)
+	fresh, err := r.runOutputs(k, c, g, lengths)
 	if err != nil {
 		return fmt.Errorf("fresh-module gate at nkv %d, fresh module: %w", nkv, err)
 	}
-	r.ref = &launchBytes{nkv: nkv, partial: op, out: oo}
-	gate := bytesGate(results.GateFresh, nkv, p.Seed, fp, op, fo, oo,
+	r.ref = &launchBytes{nkv: nkv, outputs: before}
+	gate := outputsGate(results.GateFresh, nkv, p.Seed, fresh, before,
 		"a freshly loaded module differs from the module that ran the gates (state kept in device memory between launches)")
 	gate.Inputs = string(oracle.SetUniform)
 	log.add(gate)
@@ -306,14 +303,42 @@ func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
 // bytesGate compares partial then out of two runs; why prefixes the detail
 // of a difference.
 func bytesGate(kind string, nkv int, seed uint64, pa, pb, oa, ob []byte, why string) results.Gate {
-	g := diffGate(kind, nkv, seed, "partial", pa, pb)
-	if g.Pass {
-		g = diffGate(kind, nkv, seed, "out", oa, ob)
+	return outputsGate(kind, nkv, seed, outputs{partial: pa, out: oa}, outputs{partial: pb, out: ob}, why)
+}
+
+// outputsGate compares two runs' outputs byte for byte, buffer by buffer
+// in the order of named, and reports the first that differs; why prefixes
+// the detail of a difference. A pass is recorded as out's, as it was
+// before lse was compared.
+func outputsGate(kind string, nkv int, seed uint64, a, b outputs, why string) results.Gate {
+	var pass results.Gate
+	for _, x := range a.named(b) {
+		g := diffGate(kind, nkv, seed, x.name, x.a, x.b)
+		if !g.Pass {
+			g.Detail = why + ": " + g.Detail
+			return g
+		}
+		if x.name == "out" {
+			pass = g
+		}
 	}
-	if !g.Pass {
-		g.Detail = why + ": " + g.Detail
+	return pass
+}
+
+// A namedPair is one buffer of two runs' outputs.
+type namedPair struct {
+	name string
+	a, b []byte
+}
+
+// named pairs o's buffers with b's: partial (upstream of out, so its
+// difference is the cause), out, then lse when o has it.
+func (o outputs) named(b outputs) []namedPair {
+	out := []namedPair{{"partial", o.partial, b.partial}, {"out", o.out, b.out}}
+	if o.lse != nil || b.lse != nil {
+		out = append(out, namedPair{"lse", o.lse, b.lse})
 	}
-	return g
+	return out
 }
 
 // uploadSet generates one input set (rows rows per sequence; the peaked
@@ -444,7 +469,8 @@ func (r *pointRun) setPositions(lengths []int) error {
 	return nil
 }
 
-// poison fills partial and out with the poison pattern.
+// poison fills the current set's outputs with the poison pattern: partial,
+// out and a declared lse.
 func (r *pointRun) poison() error {
 	d, w := r.b.gpu, r.view()
 	if err := d.fill32(w.partial, poison, r.l.Partial); err != nil {
@@ -453,7 +479,8 @@ func (r *pointRun) poison() error {
 	if err := d.fill32(w.out, outPoison(r.l), r.l.Out); err != nil {
 		return fmt.Errorf("poisoning out: %w", err)
 	}
-	if r.p.Config.Shape.Attention.LSE != "" && !r.alt {
+	// The set's own lse (the second set has its own too, timed.go).
+	if r.p.Config.Shape.Attention.LSE != "" {
 		if err := d.fill32(w.lse, poison, r.l.Lse); err != nil {
 			return fmt.Errorf("poisoning lse: %w", err)
 		}
@@ -461,45 +488,66 @@ func (r *pointRun) poison() error {
 	return nil
 }
 
-// readBack waits for the stream and copies partial and out back, trimmed
-// to their unaligned sizes.
-func (r *pointRun) readBack() (partial, out []byte, err error) {
+// outputs are what one launch pair left in the buffers the gates read:
+// partial (the ABI's slots, empty when it is opaque), out as f32, and the
+// lse rows of a variant that declares lse (nil otherwise).
+type outputs struct {
+	partial, out, lse []byte
+}
+
+// readBack waits for the stream and copies the outputs of the current set
+// back, trimmed to their unaligned sizes.
+func (r *pointRun) readBack() (outputs, error) {
 	d, w, s := r.b.gpu, r.view(), r.p.Config.Shape
 	if err := d.sync(); err != nil {
-		return nil, nil, fmt.Errorf("running the kernels: %w", err)
+		return outputs{}, fmt.Errorf("running the kernels: %w", err)
 	}
 	// partial only when the signature declares the ABI's slots; out in
-	// its declared dtype, returned as f32 (io.go).
-	partial = make([]byte, r.l.gatedSlots(s)*r.l.pstr*4)
-	out = make([]byte, outBytes(r.l, s))
-	if len(partial) > 0 {
-		if err := d.read(partial, w.partial); err != nil {
-			return nil, nil, fmt.Errorf("reading partial: %w", err)
+	// its declared dtype, returned as f32 (io.go); lse f32
+	// [batch][q_len][heads] at the start of its buffer.
+	o := outputs{partial: make([]byte, r.l.gatedSlots(s)*r.l.pstr*4), out: make([]byte, outBytes(r.l, s))}
+	if len(o.partial) > 0 {
+		if err := d.read(o.partial, w.partial); err != nil {
+			return outputs{}, fmt.Errorf("reading partial: %w", err)
 		}
 	}
-	if err := d.read(out, w.out); err != nil {
-		return nil, nil, fmt.Errorf("reading out: %w", err)
+	if err := d.read(o.out, w.out); err != nil {
+		return outputs{}, fmt.Errorf("reading out: %w", err)
 	}
-	return partial, outToF32(r.l, out), nil
+	o.out = outToF32(r.l, o.out)
+	if s.Attention.LSE != "" {
+		o.lse = make([]byte, 4*abi.QRows(s))
+		if err := d.read(o.lse, w.lse); err != nil {
+			return outputs{}, fmt.Errorf("reading lse: %w", err)
+		}
+	}
+	return o, nil
 }
 
 // runOnce launches one pair at the given lengths over poisoned outputs and
-// returns both buffers.
+// returns partial and out.
 func (r *pointRun) runOnce(k *kernelPair, c *results.Config, g geometry, lengths []int) (partial, out []byte, err error) {
+	o, err := r.runOutputs(k, c, g, lengths)
+	return o.partial, o.out, err
+}
+
+// runOutputs is runOnce with every output the gates read, lse included.
+func (r *pointRun) runOutputs(k *kernelPair, c *results.Config, g geometry, lengths []int) (outputs, error) {
 	if err := r.setPositions(lengths); err != nil {
-		return nil, nil, err
+		return outputs{}, err
 	}
 	if err := r.poison(); err != nil {
-		return nil, nil, err
+		return outputs{}, err
 	}
 	if err := r.sealInputs(); err != nil {
-		return nil, nil, err
+		return outputs{}, err
 	}
 	if err := r.pair(k, c, g); err != nil {
-		return nil, nil, err
+		return outputs{}, err
 	}
-	if partial, out, err = r.readBack(); err != nil {
-		return nil, nil, err
+	o, err := r.readBack()
+	if err != nil {
+		return outputs{}, err
 	}
-	return partial, out, r.afterLaunch(slices.Max(lengths))
+	return o, r.afterLaunch(slices.Max(lengths))
 }

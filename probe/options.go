@@ -1,43 +1,42 @@
 package probe
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 )
 
-// lseGate judges the log-sum-exp a kernel declaring lse wrote (f32
-// [batch][q_len][heads] at the start of the lse buffer) against the
-// oracle's, with the spec's bounds as they are: a log is not a weighted
-// V, so the set's V scale does not apply. The buffer was poisoned before
-// the launch, so a row the kernel did not write is a NaN here.
-func (r *pointRun) lseGate(nkv int, ref []float64, log *gateLog, tag func(results.Gate) results.Gate) error {
-	s := r.p.Config.Shape
-	if s.Attention.LSE == "" {
+// lseGate judges the log-sum-exp a kernel declaring lse wrote (raw, f32
+// [batch][q_len][heads] from the start of the lse buffer, readBack)
+// against the oracle's. The buffer was poisoned before the launch, so a
+// row the kernel did not write is a NaN here.
+func (r *pointRun) lseGate(nkv int, raw []byte, ref []float64, log *gateLog, tag func(results.Gate) results.Gate) error {
+	if r.p.Config.Shape.Attention.LSE == "" {
 		return nil
 	}
-	raw := make([]byte, 4*abi.QRows(s))
-	if err := r.b.gpu.read(raw, r.ws.lse); err != nil {
-		return fmt.Errorf("reading lse: %w", err)
-	}
-	got := make([]float32, len(raw)/4)
-	for i := range got {
-		got[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
-	t := r.p.Tol
-	b := oracle.Bounds{MaxAbs: t.MaxAbs, MaxRel: t.MaxRel, NMSE: t.NMSE}
-	m, err := oracle.Compare(got, ref, b)
+	g, err := r.lseTolerance(nkv, raw, ref)
 	if err != nil {
 		return err
 	}
-	g := toleranceGate(nkv, r.p.Seed, m, b)
-	g.Buffer = "lse"
 	log.add(tag(g))
 	return nil
+}
+
+// lseTolerance is the tolerance verdict on lse, with the spec's bounds as
+// they are: a log is not a weighted V, so the set's V scale does not
+// apply.
+func (r *pointRun) lseTolerance(nkv int, raw []byte, ref []float64) (results.Gate, error) {
+	t := r.p.Tol
+	b := oracle.Bounds{MaxAbs: t.MaxAbs, MaxRel: t.MaxRel, NMSE: t.NMSE}
+	m, err := oracle.Compare(floats(raw), ref, b)
+	if err != nil {
+		return results.Gate{}, err
+	}
+	g := toleranceGate(nkv, r.p.Seed, m, b)
+	g.Buffer = "lse"
+	return g, nil
 }
 
 // checkOptions refuses what the probe cannot gate yet: an mla shape's V

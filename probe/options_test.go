@@ -3,10 +3,12 @@ package probe
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -22,9 +24,51 @@ type fakeOptions struct {
 	causalAhead    bool // query t also sees row p + 1
 	lseNatural     bool // ln where log2 is declared
 	lseUnwritten   bool // never writes lse
+	// The misuses of lse that only a comparison of bytes sees.
+	lseNoise     bool // every other launch of the module flips the last bit of lse[0]
+	lseByValue   bool // a graph replay writes the lse of the lengths at capture
+	lseSkipAfter int  // > 0: from this many launches in a row at the same positions on, lse is left as it is
+	lseFirstAddr bool // writes lse where its module's first launch was told to (a pointer kept in the module)
+	lseOffset    float32
 }
 
-func (f *fakeDevice) computeOptions(o fakeOptions, l fakeLaunch) {
+// computeOptions runs one launch of a fakeOptions kernel.
+func (f *fakeDevice) computeOptions(fk *fakeKernel, o fakeOptions, l fakeLaunch) {
+	lse := l.w.lse
+	if o.lseFirstAddr {
+		if fk.lseAt == 0 {
+			fk.lseAt = lse
+		}
+		lse = fk.lseAt
+	}
+	if o.lseSkipAfter > 0 {
+		if slices.Equal(fk.memoPos, l.pos) {
+			fk.streak++
+		} else {
+			fk.memoPos, fk.streak = slices.Clone(l.pos), 1
+		}
+		if fk.streak > o.lseSkipAfter {
+			lse = 0
+		}
+	}
+	if o.lseUnwritten {
+		lse = 0
+	}
+	if o.lseByValue && l.captured != nil {
+		f.attend(o, l, l.pos, true, 0)
+		f.attend(o, l, l.captured, false, lse)
+	} else {
+		f.attend(o, l, l.pos, true, lse)
+	}
+	if o.lseNoise && fk.launches%2 == 0 && lse != 0 {
+		b := f.at(lse)
+		binary.LittleEndian.PutUint32(b, binary.LittleEndian.Uint32(b)^1)
+	}
+}
+
+// attend computes the attention of every query row at the lengths pos
+// says; it writes out when withOut is set and lse at lseAt unless 0.
+func (f *fakeDevice) attend(o fakeOptions, l fakeLaunch, pos []int32, withOut bool, lseAt cuda.DevPtr) {
 	s, w := l.c.Shape, l.w
 	a := s.Attention
 	d, T := s.HeadDim, a.Queries()
@@ -45,7 +89,7 @@ func (f *fakeDevice) computeOptions(o fakeOptions, l fakeLaunch) {
 	}
 	scale := 1 / math.Sqrt(float64(d))
 	for b := range s.Batch {
-		n := int(l.pos[b]) + 1
+		n := int(pos[b]) + 1
 		for tq := range T {
 			p := n - T + tq
 			lo, hi := 0, p
@@ -100,14 +144,16 @@ func (f *fakeDevice) computeOptions(o fakeOptions, l fakeLaunch) {
 					}
 				}
 				for i := range d {
-					put(ob, row*d+i, acc[i]/sum)
+					if withOut {
+						put(ob, row*d+i, acc[i]/sum)
+					}
 				}
-				if a.LSE != "" && !o.lseUnwritten {
+				if a.LSE != "" && lseAt != 0 {
 					lse := mx + math.Log(sum)
 					if a.LSE == abi.LSELog2 && !o.lseNatural {
 						lse /= math.Ln2
 					}
-					put(f.at(w.lse), row, lse)
+					put(f.at(lseAt), row, lse+float64(o.lseOffset))
 				}
 			}
 		}
@@ -176,6 +222,64 @@ func TestFakeOptions(t *testing.T) {
 		got := strings.Join(failedKinds(rec.Gates), " ")
 		if !strings.Contains(got, "tolerance/") {
 			t.Errorf("%s: failed %q, want a tolerance gate", name, got)
+		}
+	}
+}
+
+// TestFakeOptionsLSEBytes: lse is an output like out to every gate that
+// compares bytes. A kernel right by the oracle whose lse is nondeterministic,
+// stale on a graph replay, skipped on a repeated launch, or written into
+// the other timed set's buffer fails the gate meant for it, on lse, and
+// no tolerance or written gate; a twin whose lse differs in its last bits
+// fails the bitwise gate on lse alone.
+func TestFakeOptionsLSEBytes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    fakeOptions
+		want string   // the kind/inputs that must fail
+		only []string // when set, exactly the kinds that fail
+	}{
+		{"lse-noise", fakeOptions{lseNoise: true}, "determinism/uniform", nil},
+		{"lse-by-value", fakeOptions{lseByValue: true}, "replay/uniform", []string{"replay/uniform"}},
+		{"lse-skip-repeated", fakeOptions{lseSkipAfter: 8}, "timed/", []string{"timed/"}},
+		{"lse-first-address", fakeOptions{lseFirstAddr: true}, "timed/", []string{"timed/"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models[c.name] = fakeModel{options: &c.o}
+			rec := run(t, fakeBackend(t, f), optionPoint(c.name))
+			got := failedKinds(rec.Gates)
+			if rec.Status != "gate_failed" || !slices.Contains(got, c.want) {
+				t.Fatalf("status %s, failed %v: want %s among them", rec.Status, got, c.want)
+			}
+			if c.only != nil && !slices.Equal(got, c.only) {
+				t.Errorf("failed %v, want %v alone", got, c.only)
+			}
+			for _, g := range rec.Gates {
+				if g.Pass {
+					continue
+				}
+				if g.Kind == "tolerance" || g.Kind == "written" || g.Buffer != "lse" {
+					t.Errorf("failed %s on %q: %s", g.Kind, g.Buffer, g.Detail)
+				}
+			}
+		})
+	}
+
+	f := newFakeDevice()
+	f.models["twin"] = fakeModel{options: &fakeOptions{lseOffset: 1e-5}}
+	f.models["cand"] = fakeModel{options: &fakeOptions{}}
+	p := optionPoint("cand")
+	p.Twin = optionPoint("twin")
+	p.Config.BitwiseWith = "twin"
+	rec := run(t, fakeBackend(t, f), p)
+	got := failedKinds(rec.Gates)
+	if rec.Status != "gate_failed" || !slices.Contains(got, "bitwise/uniform") {
+		t.Fatalf("twin with another lse: %s, failed %v, want bitwise/uniform among them", rec.Status, got)
+	}
+	for _, g := range rec.Gates {
+		if !g.Pass && (g.Kind != "bitwise" || g.Buffer != "lse") {
+			t.Errorf("twin with another lse: failed %s on %q: %s", g.Kind, g.Buffer, g.Detail)
 		}
 	}
 }

@@ -108,51 +108,64 @@ func (r *pointRun) replayGates(ctx context.Context, log *gateLog) error {
 		if err := g.launch(); err != nil {
 			return fmt.Errorf("replaying the graph at nkv %d: %w", n, err)
 		}
-		gp, gout, err := r.readBack()
+		replayed, err := r.readBack()
 		if err != nil {
 			return fmt.Errorf("replay at nkv %d: %w", n, err)
 		}
 		if err := r.afterLaunch(n); err != nil {
 			return err
 		}
-		fp, fout, err := r.runOnce(r.k, c, r.geometryAt(r.g, n), lengths)
+		fresh, err := r.runOutputs(r.k, c, r.geometryAt(r.g, n), lengths)
 		if err != nil {
 			return fmt.Errorf("fresh launch at nkv %d: %w", n, err)
 		}
-		gate := replayGate(n, p.Seed, gp, fp, gout, fout, capN)
+		gate := outputsGate(results.GateReplay, n, p.Seed, replayed, fresh,
+			fmt.Sprintf("graph captured at nkv %d, replayed at %d", capN, n))
 		gate.Inputs = string(oracle.SetUniform)
 		if n <= rows {
 			t0 := time.Now()
-			ref, err := oracle.Reference(in, lengths)
+			refs, err := oracle.References(in, [][]int{lengths})
 			r.tOracle += time.Since(t0)
 			if err != nil {
 				return err
 			}
-			m, err := oracle.Compare(floats(gout), ref, bounds)
+			m, err := oracle.Compare(floats(replayed.out), refs[0].Out, bounds)
 			if err != nil {
 				return err
 			}
 			gate.MaxAbs, gate.MaxRel, gate.NMSE, gate.NaNs = m.MaxAbs, m.MaxRel, m.NMSE, m.NaNs
-			if t := toleranceGate(n, p.Seed, m, bounds); !t.Pass {
-				// Equal bytes are no proof: a fresh launch after the
-				// replays shares whatever state the replays left.
+			// Equal bytes are no proof: a fresh launch after the replays
+			// shares whatever state the replays left. So the replay's out
+			// and a declared lse are judged against the oracle too.
+			against := []results.Gate{toleranceGate(n, p.Seed, m, bounds)}
+			if replayed.lse != nil {
+				t, err := r.lseTolerance(n, replayed.lse, refs[0].LSE)
+				if err != nil {
+					return err
+				}
+				against = append(against, t)
+			}
+			for _, t := range against {
+				if t.Pass {
+					continue
+				}
+				what := "out"
+				if t.Buffer != "" {
+					what = t.Buffer
+				}
+				if gate.Pass {
+					gate.Buffer = what
+				}
 				gate.Pass = false
 				if gate.Detail == "" {
 					gate.Detail = fmt.Sprintf("graph captured at nkv %d, replayed at %d", capN, n)
 				}
-				gate.Detail += "; against the oracle: " + t.Detail
+				gate.Detail += "; " + what + " against the oracle: " + t.Detail
 			}
 		}
 		log.add(gate)
 	}
 	return nil
-}
-
-// replayGate is one replay verdict: the partial buffer is reported when it
-// differs, since out derives from it.
-func replayGate(nkv int, seed uint64, gp, fp, gout, fout []byte, captured int) results.Gate {
-	return bytesGate(results.GateReplay, nkv, seed, gp, fp, gout, fout,
-		fmt.Sprintf("graph captured at nkv %d, replayed at %d", captured, nkv))
 }
 
 // geometryAt is g with the partial grid the point's geometry gives at nkv,

@@ -167,13 +167,13 @@ func (r *pointRun) pair(k *kernelPair, c *results.Config, g geometry) error {
 }
 
 // view is the workspace as the next pair sees it: with alt set, q,
-// partial and out are the second set's.
+// partial, out and lse are the second set's.
 func (r *pointRun) view() *workspace {
 	if !r.alt {
 		return r.ws
 	}
 	v := *r.ws
-	v.q, v.partial, v.out = r.ws.qAlt, r.ws.partialAlt, r.ws.outAlt
+	v.q, v.partial, v.out, v.lse = r.ws.qAlt, r.ws.partialAlt, r.ws.outAlt, r.ws.lseAlt
 	return &v
 }
 

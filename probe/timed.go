@@ -16,11 +16,14 @@ import (
 // from an earlier one's result (correct bytes, fast, and nothing like an
 // engine's step, whose query changes every time). So:
 //
-//   - before every timed sample, outside the timed region, partial and
-//     out are poisoned again: a launch that skips its work leaves poison;
+//   - before every timed sample, outside the timed region, partial, out
+//     and a declared lse are poisoned again: a launch that skips its work
+//     leaves poison;
 //   - consecutive timed launches alternate between two q at distinct
-//     addresses with different values (workspace.qAlt): a memo of the
-//     previous launch gives the other query's output;
+//     addresses with different values (workspace.qAlt), each with its own
+//     partial, out and lse: a memo of the previous launch gives the other
+//     query's output, and a write into the other set's buffers leaves
+//     this set's poisoned;
 //   - after each probe the last timed launch's outputs are read back and
 //     must be all written and equal, byte for byte, a fresh launch on the
 //     same module at the same lengths and q;
@@ -42,16 +45,16 @@ import (
 // A launchBytes is one gate launch's outputs, kept to compare the same
 // launch after the probes with.
 type launchBytes struct {
-	nkv          int
-	partial, out []byte
+	nkv int
+	outputs
 }
 
 // A timedOutputs is what one probe's last timed launch on one set of q
 // and outputs left.
 type timedOutputs struct {
-	probe        results.Probe
-	alt          bool
-	partial, out []byte
+	probe results.Probe
+	alt   bool
+	outputs
 }
 
 // readTimed reads back, after probe, the outputs of each set its launches
@@ -66,18 +69,18 @@ func (r *pointRun) readTimed(probe results.Probe) ([]results.Gate, error) {
 			continue
 		}
 		r.alt = i == 1
-		tp, to, err := r.readBack()
+		o, err := r.readBack()
 		r.alt = false
 		if err != nil {
 			return nil, fmt.Errorf("reading back the %s probe's last launch: %w", probe, err)
 		}
-		if g := writtenGate(nkv, r.p.Seed, tp, to, r.l.gatedSlots(c.Shape), c.Shape.HeadDim); !g.Pass {
+		if g := writtenGate(nkv, r.p.Seed, o, r.l.gatedSlots(c.Shape), c.Shape.HeadDim); !g.Pass {
 			g.Kind = results.GateTimed
 			g.Detail = fmt.Sprintf("the last timed launch of the %s probe (q set %d) left outputs unwritten (a launch that skipped its work): %s", probe, i, g.Detail)
 			fails = append(fails, g)
 			continue
 		}
-		r.timed = append(r.timed, timedOutputs{probe: probe, alt: i == 1, partial: tp, out: to})
+		r.timed = append(r.timed, timedOutputs{probe: probe, alt: i == 1, outputs: o})
 	}
 	r.used = [2]bool{}
 	if err := r.afterLaunch(nkv); err != nil {
@@ -114,14 +117,14 @@ func (r *pointRun) freshTimed() ([]results.Gate, error) {
 		}
 		if ref[i] == nil {
 			r.alt = t.alt
-			fp, fo, err := r.runOnce(k, c, r.g, lengths)
+			fo, err := r.runOutputs(k, c, r.g, lengths)
 			r.alt = false
 			if err != nil {
 				return nil, fmt.Errorf("a fresh module's launch after the probes: %w", err)
 			}
-			ref[i] = &launchBytes{nkv: nkv, partial: fp, out: fo}
+			ref[i] = &launchBytes{nkv: nkv, outputs: fo}
 		}
-		g := bytesGate(results.GateTimed, nkv, r.p.Seed, t.partial, ref[i].partial, t.out, ref[i].out,
+		g := outputsGate(results.GateTimed, nkv, r.p.Seed, t.outputs, ref[i].outputs,
 			fmt.Sprintf("the last timed launch of the %s probe (q set %d) differs from a fresh module's launch on the same inputs (a memo of an earlier launch, or state that drifts with the launch count)", t.probe, i))
 		if j, ok := byProbe[t.probe]; ok {
 			if out[j].Pass && !g.Pass {
@@ -150,11 +153,11 @@ func (r *pointRun) againGate(ref *launchBytes) (results.Gate, error) {
 			return results.Gate{}, err
 		}
 	}
-	p, o, err := r.runOnce(r.k, c, r.geometryAt(r.g, ref.nkv), lengths)
+	o, err := r.runOutputs(r.k, c, r.geometryAt(r.g, ref.nkv), lengths)
 	if err != nil {
 		return results.Gate{}, fmt.Errorf("the gate launch at nkv %d after the probes: %w", ref.nkv, err)
 	}
-	g := bytesGate(results.GateTimed, ref.nkv, r.p.Seed, ref.partial, p, ref.out, o,
+	g := outputsGate(results.GateTimed, ref.nkv, r.p.Seed, ref.outputs, o,
 		"after the probes the module gives other bytes than in the gates (behaviour that changes with the launch count)")
 	g.Inputs = string(oracle.SetUniform)
 	if g.Pass {

@@ -10,23 +10,30 @@ import (
 )
 
 // writtenGate checks that the kernels overwrote every element the ABI
-// says they write: all of out, and p[0], p[1], p[4..4+head_dim) of every
-// partial slot (idle splits included: they must write −inf, 0, 0).
-func writtenGate(nkv int, seed uint64, partial, out []byte, slots, headDim int) results.Gate {
+// says they write: all of out, p[0], p[1], p[4..4+head_dim) of every
+// partial slot (idle splits included: they must write −inf, 0, 0), and
+// every row of a declared lse.
+func writtenGate(nkv int, seed uint64, o outputs, slots, headDim int) results.Gate {
 	g := results.Gate{Kind: results.GateWritten, NKV: nkv, Seed: seed, FirstDiff: -1}
-	np, fp := unwritten(partial, partialWords(slots, headDim))
-	no, fo := unwritten(out, outWords(len(out)/4))
-	g.Pass = np == 0 && no == 0
-	g.DiffBytes = 4 * (np + no)
+	np, fp := unwritten(o.partial, partialWords(slots, headDim))
+	no, fo := unwritten(o.out, outWords(len(o.out)/4))
+	nl, fl := unwritten(o.lse, outWords(len(o.lse)/4))
+	g.Pass = np == 0 && no == 0 && nl == 0
+	g.DiffBytes = 4 * (np + no + nl)
 	// The partial buffer is upstream of out: its first hole is the cause.
 	switch {
 	case np > 0:
 		g.Buffer, g.FirstDiff = "partial", fp
 	case no > 0:
 		g.Buffer, g.FirstDiff = "out", fo
+	case nl > 0:
+		g.Buffer, g.FirstDiff = "lse", fl
 	}
 	if !g.Pass {
 		g.Detail = fmt.Sprintf("%d partial and %d out floats still hold the poison", np, no)
+		if o.lse != nil {
+			g.Detail = fmt.Sprintf("%d partial, %d out and %d lse floats still hold the poison", np, no, nl)
+		}
 		if np > 0 {
 			pstr := abi.PartialStride(headDim)
 			word := fp / 4
