@@ -21,7 +21,7 @@ variants:
 	w := testWorkspace()
 	w.l = layout{splits: 8}
 	pt := p.Points[0]
-	ls, err := launches(fakeFns(pt), &pt.Config, pointGeometry(pt), w)
+	ls, err := launches(fakeFns(pt), &pt.Config, pointGeometry(pt), w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ variants:
 		t.Errorf("combine attributes %+v, want %+v", ls[1].attrs, want)
 	}
 	plain := p.Points[1]
-	ls, err = launches(fakeFns(plain), &plain.Config, pointGeometry(plain), w)
+	ls, err = launches(fakeFns(plain), &plain.Config, pointGeometry(plain), w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,11 @@ type device interface {
 	// launch enqueues one partial+combine pair (one launch for a fused
 	// kernel).
 	launch(k *kernelPair, c *results.Config, g geometry, w *workspace) error
+	// encodeTensorMap encodes a CUtensorMap argument (marshal.go): the
+	// driver's cuTensorMapEncodeTiled on a GPU; the fake lays the
+	// arguments out in a fixed order, so that marshalling is tested byte
+	// for byte.
+	encodeTensorMap(p cuda.TensorMapParams) (cuda.TensorMap, error)
 
 	// memFree is the free device memory in bytes.
 	memFree() (int64, error)
@@ -140,6 +145,10 @@ func (d cudaDevice) resources(k *kernelPair, g geometry) ([]results.Resource, er
 
 func (d cudaDevice) launch(k *kernelPair, c *results.Config, g geometry, w *workspace) error {
 	return d.b.launchPair(k, c, g, w)
+}
+
+func (d cudaDevice) encodeTensorMap(p cuda.TensorMapParams) (cuda.TensorMap, error) {
+	return d.b.drv.EncodeTensorMapTiled(p)
 }
 
 func (d cudaDevice) memFree() (int64, error) {

@@ -127,8 +127,11 @@ type fakeDevice struct {
 	// (cuModuleGetGlobal and a copy), for launches that read their shared
 	// memory size from one.
 	symbols map[string][]byte
-	// lastSteps are the launches of the last step enqueued, as run.
+	// lastSteps are the launches of the last step enqueued, as run, and
+	// lastArgs their arguments as marshalled (marshal.go, with the fake's
+	// tensor-map encoding).
 	lastSteps []plan.Launch
+	lastArgs  [][]any
 	// blocksPerSM is the first launch's occupancy resources reports
 	// (cuOccupancyMaxActiveBlocksPerMultiprocessor).
 	blocksPerSM int
@@ -421,7 +424,16 @@ func (f *fakeDevice) launch(k *kernelPair, c *results.Config, g geometry, w *wor
 		return err
 	}
 	l := fakeLaunch{k: k, c: *c, g: g, w: w, pos: f.positions(w, c.Shape.Batch)}
-	f.lastSteps = g.steps
+	f.lastSteps, f.lastArgs = g.steps, nil
+	// Marshal as the GPU path does (launches), so that an argument that
+	// cannot be marshalled fails here as it would there.
+	for _, s := range g.steps {
+		args, err := marshal(s.Args, c.Shape, c.Defines, w, f.encodeTensorMap)
+		if err != nil {
+			return fmt.Errorf("marshalling the arguments of %s: %w", s.Entry, err)
+		}
+		f.lastArgs = append(f.lastArgs, args)
+	}
 	if f.capturing != nil {
 		*f.capturing = append(*f.capturing, l)
 		return nil
@@ -582,4 +594,33 @@ func failedKinds(gs []results.Gate) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// encodeTensorMap is the fake's cuTensorMapEncodeTiled: the arguments in
+// a fixed order, so that a test can tell each one's bytes. Byte 0 the
+// data type, 1 the rank, 2..5 interleave, swizzle, L2 promotion and OOB
+// fill; then the address at 8, the dimensions at 16 (5 × 8), the strides
+// at 56 (4 × 8), the box at 88 (5 × 4) and the element strides at 108
+// (5 × 4), to byte 128; unused entries zero.
+func (f *fakeDevice) encodeTensorMap(p cuda.TensorMapParams) (cuda.TensorMap, error) {
+	var m cuda.TensorMap
+	if err := f.hit("encodeTensorMap"); err != nil {
+		return m, err
+	}
+	m[0], m[1] = byte(p.DataType), byte(len(p.Dims))
+	m[2], m[3], m[4], m[5] = byte(p.Interleave), byte(p.Swizzle), byte(p.L2Promotion), byte(p.OOBFill)
+	binary.LittleEndian.PutUint64(m[8:], uint64(p.Addr))
+	for i, d := range p.Dims {
+		binary.LittleEndian.PutUint64(m[16+8*i:], d)
+	}
+	for i, s := range p.Strides {
+		binary.LittleEndian.PutUint64(m[56+8*i:], s)
+	}
+	for i, b := range p.Box {
+		binary.LittleEndian.PutUint32(m[88+4*i:], b)
+	}
+	for i, e := range p.ElementStrides {
+		binary.LittleEndian.PutUint32(m[108+4*i:], e)
+	}
+	return m, nil
 }

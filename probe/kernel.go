@@ -261,10 +261,10 @@ type launch struct {
 // with its arguments marshalled from its signature (marshal.go). Every
 // launch path (gates, probes, graph capture, replay) goes through it, for
 // the ABI's kernels and an engine's alike.
-func launches(k *kernelPair, c *results.Config, g geometry, w *workspace) ([]launch, error) {
+func launches(k *kernelPair, c *results.Config, g geometry, w *workspace, enc tensorMapEncoder) ([]launch, error) {
 	out := make([]launch, len(g.steps))
 	for i, l := range g.steps {
-		args, err := marshal(l.Args, c.Shape, c.Defines, w)
+		args, err := marshal(l.Args, c.Shape, c.Defines, w, enc)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", l.Entry, err)
 		}
@@ -290,7 +290,7 @@ func nonPortableCluster(l plan.Launch) bool {
 
 // launchPair enqueues one step (launches) on the backend's stream.
 func (b *Backend) launchPair(k *kernelPair, c *results.Config, g geometry, w *workspace) error {
-	ls, err := launches(k, c, g, w)
+	ls, err := launches(k, c, g, w, cudaDevice{b}.encodeTensorMap)
 	if err != nil {
 		return fmt.Errorf("marshalling the arguments of %s: %w", c.Variant, err)
 	}

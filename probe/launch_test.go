@@ -80,7 +80,7 @@ func TestLaunchesABI(t *testing.T) {
 	d2 := p.Points[0]
 	g := pointGeometry(d2)
 	k := fakeFns(d2)
-	plain, err := launches(k, &d2.Config, g, w)
+	plain, err := launches(k, &d2.Config, g, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +96,13 @@ func TestLaunchesABI(t *testing.T) {
 	}
 	// geometryAt's grid replaces the first launch's.
 	g.grid = [3]int{1, 2, 3}
-	if again, _ := launches(k, &d2.Config, g, w); again[0].grid != g.grid {
+	if again, _ := launches(k, &d2.Config, g, w, nil); again[0].grid != g.grid {
 		t.Errorf("first launch grid %v, want the geometry's %v", again[0].grid, g.grid)
 	}
 
 	mmaf := p.Points[1]
 	w.l.splits = 33
-	fused, err := launches(fakeFns(mmaf), &mmaf.Config, pointGeometry(mmaf), w)
+	fused, err := launches(fakeFns(mmaf), &mmaf.Config, pointGeometry(mmaf), w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestMarshalEngineSignature(t *testing.T) {
 	}
 	w := testWorkspace()
 	w.l = l
-	ls, err := launches(fakeFns(pt), &pt.Config, pointGeometry(pt), w)
+	ls, err := launches(fakeFns(pt), &pt.Config, pointGeometry(pt), w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestMarshalEngineSignature(t *testing.T) {
 		t.Errorf("opaque partial gated %d slots, kv layout %s", l.gatedSlots(pt.Config.Shape), l.kvLayout)
 	}
 	if w.workspace = 0; true {
-		if _, err := launches(fakeFns(pt), &pt.Config, pointGeometry(pt), w); err == nil {
+		if _, err := launches(fakeFns(pt), &pt.Config, pointGeometry(pt), w, nil); err == nil {
 			t.Error("a missing workspace marshalled")
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/expr"
 )
 
 // marshal turns a launch's declared arguments into the values of its
@@ -13,12 +14,16 @@ import (
 // integer expressions at their declared C types, and a struct or a vector
 // as the bytes of its C layout (abi.Encode). What each name means is the
 // ABI's table (package abi); this is where it meets the allocations of the
-// workspace.
-func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace) ([]any, error) {
+// workspace. A tensor map is encoded over its buffer's device pointer by
+// enc (the device's encodeTensorMap).
+func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace, enc tensorMapEncoder) ([]any, error) {
 	d := w.l.dims(s)
 	env := d.Env(defines)
-	leaf := func(a abi.Arg) (any, error) {
+	var leaf func(a abi.Arg) (any, error)
+	leaf = func(a abi.Arg) (any, error) {
 		switch {
+		case a.TensorMap != nil:
+			return tensorMapArg(a.TensorMap, env, s, leaf, enc)
 		case a.IsBuffer() && a.Name == "":
 			return cuda.DevPtr(0), nil // null
 		case a.IsScratch():
@@ -36,8 +41,11 @@ func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace) ([]
 		if a.Struct != nil || a.Elems != nil {
 			out[i], err = abi.Encode(a, func(a abi.Arg) (any, error) {
 				v, err := leaf(a)
-				if p, ok := v.(cuda.DevPtr); ok {
-					return uint64(p), err
+				switch x := v.(type) {
+				case cuda.DevPtr:
+					return uint64(x), err
+				case cuda.TensorMap:
+					return x[:], err
 				}
 				return v, err
 			})
@@ -96,4 +104,31 @@ func scratchArg(name string, d abi.Dims, w *workspace) (cuda.DevPtr, error) {
 		}
 	}
 	return 0, fmt.Errorf("scratch %s is not declared for this point", name)
+}
+
+// A tensorMapEncoder encodes a CUtensorMap (device.encodeTensorMap).
+type tensorMapEncoder func(cuda.TensorMapParams) (cuda.TensorMap, error)
+
+// tensorMapArg evaluates a tensor map at the point and encodes it over its
+// buffer's device pointer. The plan has checked the values already
+// (plan/tensormap.go); the address's alignment is known only here.
+func tensorMapArg(m *abi.TensorMap, env expr.Env, s abi.Shape, leaf func(abi.Arg) (any, error), enc tensorMapEncoder) (cuda.TensorMap, error) {
+	v, err := m.Eval(env, s.KVDtype)
+	if err != nil {
+		return cuda.TensorMap{}, err
+	}
+	p, err := leaf(m.Buffer)
+	if err != nil {
+		return cuda.TensorMap{}, err
+	}
+	addr, _ := p.(cuda.DevPtr)
+	if addr == 0 || uint64(addr)%v.AddrAlign() != 0 {
+		return cuda.TensorMap{}, fmt.Errorf("tensor map over %s: address %#x is not %d-byte aligned", m.Buffer, uint64(addr), v.AddrAlign())
+	}
+	if enc == nil {
+		return cuda.TensorMap{}, fmt.Errorf("tensor map over %s: no encoder on this device", m.Buffer)
+	}
+	return enc(cuda.TensorMapParams{DataType: uint32(v.Dtype), Addr: addr, Dims: v.Dims, Strides: v.Strides, Box: v.Box,
+		ElementStrides: v.ElementStrides, Interleave: uint32(v.Interleave), Swizzle: uint32(v.Swizzle),
+		L2Promotion: uint32(v.L2Promotion), OOBFill: uint32(v.OOBFill)})
 }

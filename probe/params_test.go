@@ -115,7 +115,7 @@ func TestStructBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.l = l
-	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w)
+	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestScratchBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w)
+	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

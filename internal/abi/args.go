@@ -36,6 +36,8 @@ type Arg struct {
 	Elems []Arg
 	// Struct is a by-value struct's declaration.
 	Struct *Struct
+	// TensorMap is a CUtensorMap's declaration (Type ArgTensorMap).
+	TensorMap *TensorMap
 }
 
 // NullArg is the null pointer argument.
@@ -48,6 +50,8 @@ func (a Arg) String() string {
 	switch {
 	case a.Struct != nil:
 		return a.Struct.String()
+	case a.TensorMap != nil:
+		return a.TensorMap.String()
 	case a.Elems != nil:
 		parts := make([]string, len(a.Elems))
 		for i, e := range a.Elems {
@@ -158,7 +162,7 @@ func isExpr(lit string) bool {
 // IsExpr reports whether a constant argument holds an integer expression
 // rather than a literal.
 func (a Arg) IsExpr() bool {
-	if a.Name != "" || a.Value == "" || a.Type == ArgPtr || a.Elems != nil || a.Struct != nil {
+	if a.Name != "" || a.Value == "" || a.Type == ArgPtr || a.Elems != nil || a.Struct != nil || a.TensorMap != nil {
 		return false
 	}
 	_, err := ParseConst(a.Type, a.Value)

@@ -118,6 +118,8 @@ func sizeAlign(a Arg) (size, align int, err error) {
 			return 0, 0, err
 		}
 		return l.Size, l.Align, nil
+	case a.TensorMap != nil:
+		return TensorMapBytes, TensorMapAlign, nil
 	case a.Elems != nil:
 		v := vectors[a.Type]
 		return 4 * v.n, v.align, nil
@@ -186,9 +188,12 @@ func (s *Struct) Layout() (StructLayout, error) {
 func roundUp(n, a int) int { return (n + a - 1) / a * a }
 
 // Leaves returns the leaf arguments of a: a itself, or every field of a
-// struct and every component of a vector, depth first.
+// struct and every component of a vector, depth first; for a tensor map,
+// the buffer it maps.
 func (a Arg) Leaves() []Arg {
 	switch {
+	case a.TensorMap != nil:
+		return []Arg{a.TensorMap.Buffer}
 	case a.Struct != nil:
 		var out []Arg
 		for _, f := range a.Struct.Fields {
@@ -203,7 +208,8 @@ func (a Arg) Leaves() []Arg {
 
 // A Leaf gives the value of one leaf argument (a buffer, a scalar, a
 // constant, an expression or null) as the Go value of its C type: uint64
-// for a pointer, int32, uint32, int64, uint64 or float32.
+// for a pointer, int32, uint32, int64, uint64 or float32; and of a tensor
+// map, its encoded TensorMapBytes as a []byte.
 type Leaf func(Arg) (any, error)
 
 // Encode returns the bytes of an argument at its C layout, little-endian:
@@ -262,6 +268,11 @@ func putValue(out []byte, v any) error {
 		binary.LittleEndian.PutUint32(out, x)
 	case float32:
 		binary.LittleEndian.PutUint32(out, math.Float32bits(x))
+	case []byte:
+		if len(x) != len(out) {
+			return fmt.Errorf("a by-value leaf of %d bytes for a field of %d", len(x), len(out))
+		}
+		copy(out, x)
 	default:
 		return fmt.Errorf("a leaf value of Go type %T", v)
 	}

@@ -72,6 +72,10 @@ type Driver struct {
 	// (CUDA 12.4 and later); nil on an older driver, which then cannot
 	// check a declared argument list (Function.Params).
 	cuFuncGetParamInfo func(f uintptr, index uintptr, offset, size *uintptr) int32
+	// cuTensorMapEncodeTiled encodes a CUtensorMap (CUDA 12.0 and later);
+	// nil on an older driver (EncodeTensorMapTiled).
+	cuTensorMapEncodeTiled func(tm unsafe.Pointer, dtype, rank uint32, addr uint64, dims, strides, box, elemStrides unsafe.Pointer,
+		interleave, swizzle, l2, oob uint32) int32
 }
 
 // bindings lists every driver entry point ktune uses. The names follow the
@@ -179,6 +183,7 @@ func openDriver(o opener) (*Driver, error) {
 	}
 	// Optional: bound when the driver has it, without failing the load.
 	_ = bind(lib, libcudaName, []binding{{&d.cuFuncGetParamInfo, names("cuFuncGetParamInfo")}})
+	_ = bind(lib, libcudaName, []binding{{&d.cuTensorMapEncodeTiled, names("cuTensorMapEncodeTiled")}})
 	if err := d.check("cuInit", d.cuInit(0)); err != nil {
 		return nil, fmt.Errorf("initialising the CUDA driver (%s): %w", libcudaName, err)
 	}

@@ -26,7 +26,8 @@ const (
 // 16-byte boundary). Each value is stored little-endian with the size
 // of the kernel parameter it feeds: DevPtr, uint64 and int64 as 8 bytes;
 // int32, uint32, float32 and int as 4 bytes; a []byte (a by-value struct
-// or vector in its C layout) as it is. An int becomes a 32-bit C int
+// or vector in its C layout) and a TensorMap as they are, from a 64-byte
+// boundary when they are 64 bytes or more. An int becomes a 32-bit C int
 // because that is what every ktune kernel's int parameters are; a value
 // out of that range is an error, not a silent wrap.
 func packArgs(buf []byte, args []any) error {
@@ -43,7 +44,12 @@ func packArgs(buf []byte, args []any) error {
 		if err != nil {
 			return fmt.Errorf("kernel argument %d: %w", i, err)
 		}
-		if len(b) > argSlot {
+		switch {
+		case len(b) >= 64:
+			// A tensor map (or a struct holding one) is 64-byte aligned
+			// (cuda.h); a struct this large loses nothing by it.
+			off = (off + 63) &^ 63
+		case len(b) > argSlot:
 			off = (off + 15) &^ 15 // a struct or vector starts 16-aligned
 		}
 		n := max(argSlot, (len(b)+argSlot-1)&^(argSlot-1))
@@ -92,6 +98,8 @@ func ArgBytes(a any) ([]byte, error) {
 			return nil, fmt.Errorf("an empty by-value argument")
 		}
 		return v, nil
+	case TensorMap:
+		return v[:], nil
 	default:
 		return nil, fmt.Errorf("unsupported type %T (use DevPtr, int, int32, uint32, int64, uint64, float32, float64 or []byte)", a)
 	}

@@ -437,6 +437,29 @@
 //	                 scalar, a literal or an expression
 //	{struct: NAME}   a by-value struct declared under the variant's structs
 //	scratch:NAME     a named scratch buffer declared under scratch
+//	{tensor_map: {...}}  a CUtensorMap by value (128 bytes, 64-aligned)
+//
+// A tensor_map is encoded over one buffer by the driver's
+// cuTensorMapEncodeTiled at every launch's marshalling, with the
+// arguments that call takes: buffer (a buffer of the table or
+// scratch:NAME), dtype (u8, u16, u32, i32, u64, i64, f16, f32, f64, bf16,
+// f32_ftz, tf32, tf32_ftz, or kv for the shape's K/V type, fp8 as u8),
+// dims (the global dimensions, innermost first, 1 to 5), strides (the
+// byte strides of the dimensions after the innermost; default packed),
+// box (the elements one copy moves per dimension), element_strides
+// (default all 1), interleave (none, 16b, 32b), swizzle (none, 32b, 64b,
+// 128b), l2_promotion (none, 64b, 128b, 256b) and oob_fill (none, nan).
+// Every entry is an integer or an expression like an argument's:
+//
+//	- tensor_map: {buffer: k, dtype: kv, dims: [head_dim, kv_heads, "capacity * batch"],
+//	               box: [head_dim, 1, 64], swizzle: 128b}
+//
+// The driver's rules are checked at file:line:col, by the spec for what
+// a declaration says alone and by the plan at every point for an
+// expression's value: rank 1 to 5, box 1 to 256, strides multiples of
+// 16 bytes below 2^40, element strides 1 to 8, an inner box of a multiple
+// of 16 bytes that fits the swizzle's span, nan fill for float types only.
+// Every field is in the point's hash.
 //
 // scratch declares the engine's own scratch arrays (vLLM's exp_sums,
 // max_logits and tmp_out): a mapping of name to bytes (an expression) and

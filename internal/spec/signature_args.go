@@ -20,13 +20,16 @@ func (d *decoder) arg(n *yaml.Node, where string, e *engineNodes) abi.Arg {
 	}
 	if n.Kind == yaml.MappingNode {
 		if len(n.Content) != 2 {
-			d.errorf(n, "%s: a vector or struct argument is a mapping of one key ({uint3: [x, y, z]}, {struct: NAME})", where)
+			d.errorf(n, "%s: a vector, struct or tensor map argument is a mapping of one key ({uint3: [x, y, z]}, {struct: NAME}, {tensor_map: {...}})", where)
 			return abi.Arg{}
 		}
 		key, val := deref(n.Content[0]).Value, deref(n.Content[1])
 		if key == "struct" {
 			a := abi.Arg{Type: abi.ArgStruct, Struct: &abi.Struct{Name: d.str(val, where+".struct")}}
 			return a
+		}
+		if key == "tensor_map" {
+			return d.tensorMap(val, where+".tensor_map", e)
 		}
 		l, ok := d.list(val, where+"."+key, false)
 		if !ok {
