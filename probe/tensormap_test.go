@@ -133,3 +133,32 @@ func TestTensorMapParamCheck(t *testing.T) {
 		})
 	}
 }
+
+// encodeTensorMap is the fake's cuTensorMapEncodeTiled: the arguments in
+// a fixed order, so that a test can tell each one's bytes. Byte 0 the
+// data type, 1 the rank, 2..5 interleave, swizzle, L2 promotion and OOB
+// fill; then the address at 8, the dimensions at 16 (5 × 8), the strides
+// at 56 (4 × 8), the box at 88 (5 × 4) and the element strides at 108
+// (5 × 4), to byte 128; unused entries zero.
+func (f *fakeDevice) encodeTensorMap(p cuda.TensorMapParams) (cuda.TensorMap, error) {
+	var m cuda.TensorMap
+	if err := f.hit("encodeTensorMap"); err != nil {
+		return m, err
+	}
+	m[0], m[1] = byte(p.DataType), byte(len(p.Dims))
+	m[2], m[3], m[4], m[5] = byte(p.Interleave), byte(p.Swizzle), byte(p.L2Promotion), byte(p.OOBFill)
+	binary.LittleEndian.PutUint64(m[8:], uint64(p.Addr))
+	for i, d := range p.Dims {
+		binary.LittleEndian.PutUint64(m[16+8*i:], d)
+	}
+	for i, s := range p.Strides {
+		binary.LittleEndian.PutUint64(m[56+8*i:], s)
+	}
+	for i, b := range p.Box {
+		binary.LittleEndian.PutUint32(m[88+4*i:], b)
+	}
+	for i, e := range p.ElementStrides {
+		binary.LittleEndian.PutUint32(m[108+4*i:], e)
+	}
+	return m, nil
+}

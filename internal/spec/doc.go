@@ -451,8 +451,9 @@
 // 128b), l2_promotion (none, 64b, 128b, 256b) and oob_fill (none, nan).
 // Every entry is an integer or an expression like an argument's:
 //
-//	- tensor_map: {buffer: k, dtype: kv, dims: [head_dim, kv_heads, "capacity * batch"],
-//	               box: [head_dim, 1, 64], swizzle: 128b}
+//	args:
+//	  - tensor_map: {buffer: k, dtype: kv, dims: [head_dim, kv_heads, "capacity * batch"],
+//	                 box: [head_dim, 1, 64], swizzle: 128b}
 //
 // The driver's rules are checked at file:line:col, by the spec for what
 // a declaration says alone and by the plan at every point for an
