@@ -54,10 +54,17 @@ extern "C" __global__ void attn_options(
     const float slope = alibi_slopes ? alibi_slopes[h] : 0.0f;
     for (int r = lo; r <= hi && n > 0; r++) {
         const KV_T* kr = kt_kv_row(k, b, r, hk, kv_heads, capacity);
+        // This lane's share of q·k, then one butterfly over the warp.
+        // (kt_row_dot would reduce each tile itself: summing its result
+        // again multiplies the score by 32, and its shuffles must not sit
+        // under the lane's d0 < HEAD_DIM branch.)
         float dot = 0.0f;
         for (int j = 0; j < PER_LANE; j++) {
             int d0 = 4 * (lane + LANES * j);
-            if (d0 < HEAD_DIM) dot += kt_row_dot(q4[j], kv_ld4(kr + d0));
+            if (d0 < HEAD_DIM) {
+                float4 k4 = kv_ld4(kr + d0);
+                dot = fmaf(q4[j].w, k4.w, fmaf(q4[j].z, k4.z, fmaf(q4[j].y, k4.y, fmaf(q4[j].x, k4.x, dot))));
+            }
         }
         for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
         float s = dot * scale;
