@@ -6,9 +6,10 @@
 //
 // Mapping: partial: one warp per (split, head, sequence); lane l owns
 // dims l, l+32, … of head_dim. Split s takes rows [s·chunk, (s+1)·chunk)
-// of its sequence, chunk = ceil(nkv / splits), and writes its
-// un-normalised accumulator with its max and sum into the ABI's partial
-// slot (kernels/ABI.md), so the gates read the slots. combine: one block
+// of its sequence, chunk = ceil(nkv / splits), and writes the ABI's
+// partial slot (kernels/ABI.md): p[0] its max, p[1] its sum, p[2..3]
+// zeros, p[4 .. 4+head_dim) its un-normalised accumulator, so the gates
+// read the slots (written, bitwise, determinism). combine: one block
 // of head_dim threads per (head, sequence) merges the splits into out.
 // Numerics: f32 accumulation over f16 K/V, the tolerance class.
 // The spec keeps head_dim ≤ 128 (four dims per lane).
@@ -68,11 +69,13 @@ extern "C" __global__ void split_partial(const __grid_constant__ split_params p)
 #pragma unroll
     for (int i = 0; i < per; i++) {
         int d = lane + 32 * i;
-        if (d < p.head_dim) slot[d] = acc[i];
+        if (d < p.head_dim) slot[4 + d] = acc[i];
     }
     if (lane == 0) {
-        slot[p.head_dim] = m;
-        slot[p.head_dim + 1] = l;
+        slot[0] = m;
+        slot[1] = l;
+        slot[2] = 0.f;
+        slot[3] = 0.f;
     }
 }
 
@@ -81,14 +84,14 @@ extern "C" __global__ void split_combine(const __grid_constant__ split_params p)
     if (d >= p.head_dim) return;
     float m = __int_as_float(0xff800000);
     for (int s = 0; s < p.splits; s++)
-        m = fmaxf(m, p.partial[(((size_t)b * p.splits + s) * p.heads + h) * p.pstr + p.head_dim]);
+        m = fmaxf(m, p.partial[(((size_t)b * p.splits + s) * p.heads + h) * p.pstr]);
     float num = 0.f, den = 0.f;
     for (int s = 0; s < p.splits; s++) {
         const float *slot = p.partial + (((size_t)b * p.splits + s) * p.heads + h) * p.pstr;
-        if (slot[p.head_dim + 1] == 0.f) continue;  // an idle split: max −inf, sum 0
-        float w = __expf(slot[p.head_dim] - m);
-        num += w * slot[d];
-        den += w * slot[p.head_dim + 1];
+        if (slot[1] == 0.f) continue;  // an idle split: max −inf, sum 0
+        float w = __expf(slot[0] - m);
+        num += w * slot[4 + d];
+        den += w * slot[1];
     }
     p.out[((size_t)b * p.heads + h) * p.head_dim + d] = num / den;
 }
