@@ -150,6 +150,7 @@ func (in *Inputs) referenceJob(launches [][]int, outs []Output, b, kh, h0, h1 in
 		w[h] = make([]float64, dots)
 	}
 	o := make([][]float64, H)
+	ex := make([]float64, dots) // tiledWeights' exps, one per row held
 	for _, n := range ns {
 		for t := range T {
 			if n == 0 {
@@ -170,6 +171,15 @@ func (in *Inputs) referenceJob(launches [][]int, outs []Output, b, kh, h0, h1 in
 			for h := range H {
 				hq := h0 + h
 				sc := scores[(t*H+h)*dots : (t*H+h+1)*dots]
+				wh := w[h]
+				o[h] = make([]float64, dv)
+				if wraps && in.Slopes == nil {
+					m, sum := tiledWeights(sc, lo, hi, in.Sinks, hq, wh, ex)
+					if a.LSE != "" {
+						in.storeLSE(launches, outs, b, t, hq, n, m, sum)
+					}
+					continue
+				}
 				e = e[:0]
 				m := math.Inf(-1)
 				for r := lo; r < hi; r++ {
@@ -196,7 +206,6 @@ func (in *Inputs) referenceJob(launches [][]int, outs []Output, b, kh, h0, h1 in
 				if a.LSE != "" {
 					in.storeLSE(launches, outs, b, t, hq, n, m, sum)
 				}
-				wh := w[h]
 				if wraps {
 					clear(wh)
 					for i, x := range e {
@@ -207,7 +216,6 @@ func (in *Inputs) referenceJob(launches [][]int, outs []Output, b, kh, h0, h1 in
 						wh[(lo+i)%in.Rows] = x / sum
 					}
 				}
-				o[h] = make([]float64, dv)
 			}
 			// The rows V is read at, ascending: those the span covers, or
 			// every row held when the span wraps.
@@ -265,4 +273,56 @@ func (in *Inputs) storeLSE(launches [][]int, outs []Output, b, t, h, n int, m, s
 			outs[j].LSE[off] = lse
 		}
 	}
+}
+
+// tiledWeights is the general loop's softmax, bit for bit, for a span
+// [lo, hi) that wraps the rows held on tiled inputs with no per-row bias:
+// row r's score is then sc[r mod R], so each held row's exp and weight are
+// computed once instead of once per row it stands for (at the capacity,
+// 131,072 rows stand for a few thousand held ones). The sum and every
+// weight are still accumulated one row at a time in ascending order, as
+// the general loop does, and the max is order-free, so nothing rounds
+// differently. wh receives the folded weights; ex is scratch of len(sc).
+func tiledWeights(sc []float64, lo, hi int, sinks []float64, hq int, wh, ex []float64) (m, sum float64) {
+	R := len(sc)
+	j0, covered := lo%R, min(hi-lo, R)
+	m = math.Inf(-1)
+	for i, j := 0, j0; i < covered; i++ {
+		m = math.Max(m, sc[j])
+		if j++; j == R {
+			j = 0
+		}
+	}
+	if sinks != nil {
+		m = math.Max(m, sinks[hq])
+	}
+	for i, j := 0, j0; i < covered; i++ {
+		ex[j] = math.Exp(sc[j] - m)
+		if j++; j == R {
+			j = 0
+		}
+	}
+	for r, j := lo, j0; r < hi; r++ {
+		sum += ex[j]
+		if j++; j == R {
+			j = 0
+		}
+	}
+	if sinks != nil {
+		sum += math.Exp(sinks[hq] - m)
+	}
+	for i, j := 0, j0; i < covered; i++ {
+		ex[j] /= sum
+		if j++; j == R {
+			j = 0
+		}
+	}
+	clear(wh)
+	for r, j := lo, j0; r < hi; r++ {
+		wh[j] += ex[j]
+		if j++; j == R {
+			j = 0
+		}
+	}
+	return m, sum
 }

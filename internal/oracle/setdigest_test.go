@@ -29,6 +29,8 @@ func TestDerivedDigests(t *testing.T) {
 		{Name: "e4m3-tensor", Heads: 4, KVHeads: 2, HeadDim: 32, KVDtype: "fp8e4m3", KVScale: kvtype.ScaleTensor, Batch: 2, Capacity: 4096},
 		optShape,
 		mlaShape,
+		{Name: "sinks-window", Heads: 4, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 2, Capacity: 4096,
+			Attention: abi.Attention{Sinks: true, Window: 400, QLen: 3, LSE: abi.LSELog2}},
 		{Name: "buffer-slopes", Heads: 6, KVHeads: 2, HeadDim: 16, KVDtype: "f32", Batch: 2, Capacity: 4096,
 			Attention: abi.Attention{ALiBi: abi.ALiBiBuffer, Sinks: true, LSE: abi.LSENatural}},
 	} {
