@@ -82,6 +82,9 @@ type Backend struct {
 
 	// base is the last uniform gate base drawn (gates.go uploadSet).
 	base *cachedBase
+	// inputs are the derived gate inputs and their references, shared by
+	// the kernels of a sweep (inputcache.go); nil until first used.
+	inputs *inputCache
 
 	loaded map[string]*kernelPair  // by CUBIN key
 	gates  map[string]*gateVerdict // by Point.GateKey

@@ -193,7 +193,7 @@ func (r *pointRun) references(in *oracle.Inputs, nkvs []int) (map[int]oracle.Out
 		launches[i] = shapeLengths(n, r.p.Config.Shape)
 	}
 	t0 := time.Now()
-	outs, err := oracle.References(in, launches)
+	outs, err := r.b.inputCache().references(in, launches)
 	r.tOracle += time.Since(t0)
 	if err != nil {
 		return nil, err
@@ -227,8 +227,9 @@ func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref orac
 	if err := r.lseGate(nkv, o.lse, ref.LSE, log, tag); err != nil {
 		return err
 	}
+	var o2, to outputs
 	if repeat {
-		o2, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
+		o2, err = r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
 		if err != nil {
 			return fmt.Errorf("repeated gate run at nkv %d: %w", nkv, err)
 		}
@@ -236,7 +237,7 @@ func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref orac
 			"the same launch twice gave different bytes (a race, or an order of atomic updates)")))
 	}
 	if r.twin != nil {
-		to, err := r.runOutputs(r.twin, &p.Twin.Config, r.twinG, lengths)
+		to, err = r.runOutputs(r.twin, &p.Twin.Config, r.twinG, lengths)
 		if err != nil {
 			return fmt.Errorf("bitwise twin %s at nkv %d: %w", p.Twin.Config.Variant, nkv, err)
 		}
@@ -253,6 +254,8 @@ func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref orac
 		}
 	}
 	r.b.logf("%s: gates at nkv %d (%s): max_abs %.2g nmse %.2g", c.Variant, nkv, set, m.MaxAbs, m.NMSE)
+	// No verdict keeps the bytes it judged.
+	r.recycle(o.partial, o2.partial, to.partial)
 	return nil
 }
 
@@ -345,31 +348,40 @@ func (o outputs) named(b outputs) []namedPair {
 // set only as many as the longest length) and uploads it.
 func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*oracle.Inputs, error) {
 	p, start := r.p, time.Now()
-	// One uniform base per gated kernel, drawn once: the sets and the
-	// peaked set's per-length inputs derive from it (oracle.FromBase).
-	// The backend keeps the last base for the points after the first of
-	// a group, which judge their own timed lengths (long.go): the bytes
-	// are a function of (shape, rows, seed) alone, and a sequence's first
-	// rows do not depend on how many are drawn.
 	key := keyOf(p)
-	if r.base == nil || r.base.Rows < rows {
-		if c := r.b.base; c != nil && c.key == key && c.in.Rows >= rows {
-			r.base = c.in
-		} else {
-			base, err := oracle.Generate(p.Config.Shape, rows, p.Seed)
-			if err != nil {
-				return nil, fmt.Errorf("generating gate inputs: %w", err)
-			}
-			r.base = base
-			r.b.base = &cachedBase{key: key, in: base}
-		}
-	}
+	baseRows := rows
 	if set.PerLength() {
 		rows = slices.Max(lengths)
 	}
-	in, err := oracle.FromBase(set, r.base, rows, lengths, r.l.splits)
+	// An earlier kernel of the shape may have derived the set already
+	// (inputcache.go).
+	in, err := r.b.inputCache().set(keyOfSet(key, set, rows, lengths, r.l.splits, r.l.qDtype), func() (*oracle.Inputs, error) {
+		// One uniform base per gated kernel, drawn once: the sets and the
+		// peaked set's per-length inputs derive from it (oracle.FromBase).
+		// The backend keeps the last base for the points after the first of
+		// a group, which judge their own timed lengths (long.go): the bytes
+		// are a function of (shape, rows, seed) alone, and a sequence's first
+		// rows do not depend on how many are drawn.
+		if r.base == nil || r.base.Rows < baseRows {
+			if c := r.b.base; c != nil && c.key == key && c.in.Rows >= baseRows {
+				r.base = c.in
+			} else {
+				base, err := oracle.Generate(p.Config.Shape, baseRows, p.Seed)
+				if err != nil {
+					return nil, fmt.Errorf("generating gate inputs: %w", err)
+				}
+				r.base = base
+				r.b.base = &cachedBase{key: key, in: base}
+			}
+		}
+		in, err := oracle.FromBase(set, r.base, rows, lengths, r.l.splits)
+		if err != nil {
+			return nil, fmt.Errorf("generating %s gate inputs: %w", set, err)
+		}
+		return sharedSet(in, r.base), nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("generating %s gate inputs: %w", set, err)
+		return nil, err
 	}
 	r.tInputs += time.Since(start)
 	if set == oracle.SetUniform && r.ws.uniform == (uploaded{key, in.Rows}) {
@@ -505,7 +517,7 @@ func (r *pointRun) readBack() (outputs, error) {
 	// partial only when the signature declares the ABI's slots; out in
 	// its declared dtype, returned as f32 (io.go); lse f32
 	// [batch][q_len][heads] at the start of its buffer.
-	o := outputs{partial: make([]byte, r.l.gatedSlots(s)*r.l.pstr*4), out: make([]byte, outBytes(r.l, s))}
+	o := outputs{partial: r.takeSpare(r.l.gatedSlots(s) * r.l.pstr * 4), out: make([]byte, outBytes(r.l, s))}
 	if len(o.partial) > 0 {
 		if err := d.read(o.partial, w.partial); err != nil {
 			return outputs{}, fmt.Errorf("reading partial: %w", err)
@@ -551,3 +563,34 @@ func (r *pointRun) runOutputs(k *kernelPair, c *results.Config, g geometry, leng
 	}
 	return o, r.afterLaunch(slices.Max(lengths))
 }
+
+// takeSpare returns a read-back buffer of n bytes: a spare one of that
+// size if there is one, else a new one. Every byte is overwritten by the
+// read.
+func (r *pointRun) takeSpare(n int) []byte {
+	for i, b := range r.spare {
+		if len(b) == n {
+			r.spare = slices.Delete(r.spare, i, i+1)
+			return b
+		}
+	}
+	return make([]byte, n)
+}
+
+// recycle gives back read-back buffers no verdict refers to any more. A
+// buffer given twice is kept once: two read-backs into one buffer would
+// compare equal whatever the kernel wrote.
+func (r *pointRun) recycle(bufs ...[]byte) {
+	for _, b := range bufs {
+		if len(b) == 0 || slices.ContainsFunc(r.spare, func(s []byte) bool { return &s[0] == &b[0] }) {
+			continue
+		}
+		if len(r.spare) < maxSpare {
+			r.spare = append(r.spare, b)
+		}
+	}
+}
+
+// maxSpare bounds the spare read-back buffers: a gate length launches at
+// most three pairs whose partials are judged together.
+const maxSpare = 4

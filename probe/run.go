@@ -128,6 +128,10 @@ type pointRun struct {
 	// base is the uniform gate input drawn once per run; every input set
 	// is derived from it (uploadSet).
 	base *oracle.Inputs
+	// spare are read-back buffers of partial no verdict refers to any
+	// more (checkAt gives them back): at batch 16 a fresh one per launch
+	// faults in megabytes of new pages every time.
+	spare [][]byte
 	// tInputs and tOracle are the host's share of the gates: drawing and
 	// deriving the inputs, and the float64 reference.
 	tInputs, tOracle time.Duration

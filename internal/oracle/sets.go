@@ -78,6 +78,10 @@ const (
 // peaked set's needles sit at the chunk edges of each length.
 func (s InputSet) PerLength() bool { return s == SetPeaked || s == SetWindow || s == SetCausal }
 
+// PerSplits reports whether the set's data depends on the split count:
+// the peaked set's needles sit at the chunk edges.
+func (s InputSet) PerSplits() bool { return s == SetPeaked }
+
 // VScale is the largest |V| of the set for shape sh, relative to the
 // uniform set's 1. The f16 and f32 bounds (1, largeV, the largest f16
 // subnormal) are values those types hold exactly; a value rounded to
@@ -138,7 +142,7 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 	s, seed := base.Shape, base.Seed
 	in := base.Prefix(rows)
 	rows = in.Rows
-	if set.PerLength() && len(lengths) != s.Batch || set == SetPeaked && splits < 1 {
+	if set.PerLength() && len(lengths) != s.Batch || set.PerSplits() && splits < 1 {
 		return nil, fmt.Errorf("oracle: the %s set needs one length per sequence (%d for batch %d) and SPLITS ≥ 1 (%d)", set, len(lengths), s.Batch, splits)
 	}
 	t := s.KVType()

@@ -1,0 +1,177 @@
+package probe
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/oracle"
+)
+
+// The gate inputs of a sweep's kernels, drawn once. Every kernel of a
+// shape and seed is judged on the same sets: a set's bytes are a function
+// of the shape, the seed, the rows drawn and, for the sets that say so,
+// the lengths and the split count (setKey), and the oracle's output at a
+// length is a function of the set and that length alone
+// (oracle.References). Deriving a set copies and rewrites up to a few
+// hundred MB at batch 16 and its references take a float64 pass over it,
+// which made the host's share of the gates most of a kernel's gate time;
+// the kernels after the first of a shape now find both here. The device
+// share (every launch, every comparison) is paid by every kernel as
+// before: only what cannot differ between kernels is shared.
+
+// defaultInputCacheBytes bounds the host memory the cache keeps: every set
+// of one batch-16 shape of the frontier (about 2 GB with its per-length
+// peaked sets) and more, well inside an H200 host's memory.
+const defaultInputCacheBytes = 6 << 30
+
+// A setKey is everything a derived input set depends on.
+type setKey struct {
+	inputs inputsKey
+	set    oracle.InputSet
+	rows   int
+	// lengths and splits are kept only for the sets whose data depends
+	// on them (InputSet.PerLength, InputSet.PerSplits).
+	lengths string
+	splits  int
+	// qDtype is the dtype q was rounded to at its upload (qUpload rounds
+	// the set's Q in place, and the oracle computes with the rounded q).
+	qDtype abi.Dtype
+}
+
+func keyOfSet(in inputsKey, set oracle.InputSet, rows int, lengths []int, splits int, q abi.Dtype) setKey {
+	k := setKey{inputs: in, set: set, rows: rows, qDtype: q}
+	if set.PerLength() {
+		k.lengths = fmt.Sprint(lengths)
+	}
+	if set.PerSplits() {
+		k.splits = splits
+	}
+	return k
+}
+
+// An inputCache keeps derived sets and their references, least recently
+// used evicted first once the bytes pass limit.
+type inputCache struct {
+	limit, used int64
+	tick        uint64
+	sets        map[setKey]*cachedSet
+	byInputs    map[*oracle.Inputs]*cachedSet
+	// hits and misses count set lookups (tests, the gate log).
+	hits, misses int
+}
+
+// A cachedSet is one set and the references computed on it so far.
+type cachedSet struct {
+	key   setKey
+	in    *oracle.Inputs
+	refs  map[string]oracle.Output // by the launch's lengths
+	bytes int64
+	last  uint64
+}
+
+func newInputCache(limit int64) *inputCache {
+	return &inputCache{limit: limit, sets: map[setKey]*cachedSet{}, byInputs: map[*oracle.Inputs]*cachedSet{}}
+}
+
+// set returns the set of key, deriving it with derive on a miss. A set
+// larger than the whole cache is derived and not kept.
+func (c *inputCache) set(key setKey, derive func() (*oracle.Inputs, error)) (*oracle.Inputs, error) {
+	c.tick++
+	if e, ok := c.sets[key]; ok {
+		c.hits++
+		e.last = c.tick
+		return e.in, nil
+	}
+	c.misses++
+	in, err := derive()
+	if err != nil {
+		return nil, err
+	}
+	e := &cachedSet{key: key, in: in, refs: map[string]oracle.Output{}, bytes: inputsBytes(in), last: c.tick}
+	if e.bytes > c.limit {
+		return in, nil
+	}
+	c.sets[key], c.byInputs[in] = e, e
+	c.used += e.bytes
+	c.evict()
+	return in, nil
+}
+
+// references returns the oracle's output on in at each of launches,
+// computing in one call only those the cache does not hold (all of them
+// when in is not a cached set).
+func (c *inputCache) references(in *oracle.Inputs, launches [][]int) ([]oracle.Output, error) {
+	e := c.byInputs[in]
+	if e == nil {
+		return oracle.References(in, launches)
+	}
+	out := make([]oracle.Output, len(launches))
+	var missing [][]int
+	var at []int
+	for i, l := range launches {
+		if o, ok := e.refs[fmt.Sprint(l)]; ok {
+			out[i] = o
+		} else {
+			missing, at = append(missing, l), append(at, i)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	outs, err := oracle.References(in, missing)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		out[i] = outs[j]
+		e.refs[fmt.Sprint(missing[j])] = outs[j]
+		n := int64(8 * (len(outs[j].Out) + len(outs[j].LSE)))
+		e.bytes += n
+		c.used += n
+	}
+	c.evict()
+	return out, nil
+}
+
+// evict drops the least recently used sets until the cache fits.
+func (c *inputCache) evict() {
+	for c.used > c.limit && len(c.sets) > 0 {
+		var old *cachedSet
+		for _, e := range c.sets {
+			if old == nil || e.last < old.last {
+				old = e
+			}
+		}
+		delete(c.sets, old.key)
+		delete(c.byInputs, old.in)
+		c.used -= old.bytes
+	}
+}
+
+// inputsBytes is the host memory of a set's arrays.
+func inputsBytes(in *oracle.Inputs) int64 {
+	n := 8*(len(in.K)+len(in.V)+len(in.KScale)+len(in.VScale)+len(in.Slopes)+len(in.Sinks)) + 4*len(in.Q)
+	return int64(n + len(in.KBytes) + len(in.VBytes))
+}
+
+// inputCache returns the backend's cache, made on first use.
+func (b *Backend) inputCache() *inputCache {
+	if b.inputs == nil {
+		b.inputs = newInputCache(defaultInputCacheBytes)
+	}
+	return b.inputs
+}
+
+// sharedSet is set as uploadSet keeps it: never the base itself, whose q
+// the upload would round for one kernel's q dtype and whose rows every
+// other set is copied from; the uniform set at the base's rows shares the
+// base's K and V, which no upload writes, with a q of its own.
+func sharedSet(in, base *oracle.Inputs) *oracle.Inputs {
+	if in != base {
+		return in
+	}
+	c := *in
+	c.Q = slices.Clone(in.Q)
+	return &c
+}

@@ -1,0 +1,147 @@
+package probe
+
+import (
+	"bytes"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/kvtype"
+	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/results"
+)
+
+// Kernels that share a backend share its gate inputs, and nothing else:
+// every kernel's gates, defects' included, read exactly as on a backend of
+// its own, while the sets and references come from the cache.
+func TestInputCacheSharedAcrossKernels(t *testing.T) {
+	models := []struct {
+		name string
+		m    fakeModel
+	}{
+		{"good", fakeModel{}},
+		{"ftz", fakeModel{ftz: true}},
+		{"skipnewest", fakeModel{skipNewest: 64}},
+		{"readpast", fakeModel{readPast: true}},
+		{"offset", fakeModel{offset: 0.01}},
+		{"zerotail", fakeModel{zeroTail: 16}},
+	}
+	f := newFakeDevice()
+	shared := fakeBackend(t, f)
+	misses := 0
+	for i, c := range models {
+		f.models[c.name] = c.m
+		rec := run(t, shared, fakePoint(c.name, 100))
+		alone := newFakeDevice()
+		alone.models[c.name] = c.m
+		want := run(t, fakeBackend(t, alone), fakePoint(c.name, 100))
+		if rec.Status != want.Status || !reflect.DeepEqual(rec.Gates, want.Gates) {
+			t.Errorf("%s: on a shared backend %s, failed %v; alone %s, failed %v",
+				c.name, rec.Status, failedKinds(rec.Gates), want.Status, failedKinds(want.Gates))
+		}
+		if c.name != "good" && rec.Status != results.StatusGateFailed {
+			t.Errorf("%s: status %s, want a failed gate", c.name, rec.Status)
+		}
+		// The later kernels of the shape and lengths derive no set.
+		if c := shared.inputs; i == 0 {
+			misses = c.misses
+		} else if c.hits == 0 || c.misses != misses {
+			t.Errorf("kernel %d: %d hits, %d misses (the first kernel %d): the sets were derived again", i, c.hits, c.misses, misses)
+		}
+	}
+}
+
+// A set's key holds everything its bytes depend on: two derivations
+// that differ in any byte or value have different keys.
+func TestSetKeyCoversTheSet(t *testing.T) {
+	for _, s := range []abi.Shape{
+		{Heads: 8, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 2, Capacity: 512,
+			Attention: abi.Attention{ALiBi: abi.ALiBiStandard, Sinks: true, Window: 40, QLen: 3, LSE: abi.LSELog2}},
+		{Heads: 4, KVHeads: 2, HeadDim: 16, KVDtype: "fp8e4m3", KVScale: kvtype.ScaleHead, Batch: 2, Capacity: 512},
+	} {
+		base, err := oracle.Generate(s, 200, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type variant struct {
+			rows, splits int
+			lengths      []int
+		}
+		vs := []variant{{200, 8, []int{200, 150}}, {200, 8, []int{190, 150}}, {200, 4, []int{200, 150}}, {180, 8, []int{180, 150}}}
+		for _, set := range oracle.SetsFor(s) {
+			var ins []*oracle.Inputs
+			var keys []setKey
+			for _, v := range vs {
+				rows := v.rows
+				if set.PerLength() {
+					rows = slices.Max(v.lengths)
+				}
+				in, err := oracle.FromBase(set, base, rows, v.lengths, v.splits)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ins = append(ins, in)
+				keys = append(keys, keyOfSet(inputsKey{s, 5}, set, rows, v.lengths, v.splits, abi.F32))
+			}
+			for i := range ins {
+				for j := range i {
+					same := bytes.Equal(ins[i].KBytes, ins[j].KBytes) && bytes.Equal(ins[i].VBytes, ins[j].VBytes) &&
+						slices.Equal(ins[i].Q, ins[j].Q) && slices.Equal(ins[i].Sinks, ins[j].Sinks) && slices.Equal(ins[i].KScale, ins[j].KScale)
+					if !same && keys[i] == keys[j] {
+						t.Errorf("%s %s: derivations %v and %v differ under one key %+v", s.KVDtype, set, vs[i], vs[j], keys[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// The cache evicts the least recently used set past its bound, keeps no
+// set larger than the bound, and a reference it holds is the oracle's.
+func TestInputCacheBound(t *testing.T) {
+	s := abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 1, Capacity: 512}
+	base, err := oracle.Generate(s, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := inputsBytes(base)
+	c := newInputCache(2*one + one/2)
+	derived := 0
+	get := func(seed uint64) *oracle.Inputs {
+		in, err := c.set(setKey{inputs: inputsKey{s, seed}, rows: 100}, func() (*oracle.Inputs, error) {
+			derived++
+			return oracle.Generate(s, 100, seed)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	get(1)
+	get(2)
+	get(1) // 1 is now the most recent
+	get(3) // evicts 2
+	get(1)
+	if get(2); derived != 4 || len(c.sets) != 2 || c.used > c.limit {
+		t.Errorf("%d derivations, %d sets, %d of %d bytes", derived, len(c.sets), c.used, c.limit)
+	}
+	in := get(2)
+	want, err := oracle.References(in, [][]int{{50}, {100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		got, err := c.references(in, [][]int{{100}, {50}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got[0].Out, want[1].Out) || !slices.Equal(got[1].Out, want[0].Out) {
+			t.Error("a cached reference differs from the oracle's")
+		}
+	}
+	small := newInputCache(one - 1)
+	if _, err := small.set(setKey{rows: 100}, func() (*oracle.Inputs, error) { return base, nil }); err != nil || len(small.sets) != 0 {
+		t.Errorf("a set larger than the bound was kept")
+	}
+}
