@@ -3,7 +3,9 @@
 # H200; any sm_90 works), in about four minutes:
 #
 #   1. builds the Triton decode kernel (engines/triton/build.py: two
-#      CUBINs and Triton's metadata JSON, into engines/triton/build);
+#      CUBINs and Triton's metadata JSON, into engines/triton/build), and
+#      the SGLang-style stage-2 kernel into a CUBIN of its own with nvcc
+#      (engines/build/sglang_stage2.cubin);
 #   2. sweeps every spec of experiments/engines that plans, except the
 #      refused-*.yaml ones, each gated and timed with a short budget;
 #   3. sweeps each refused-*.yaml (a declaration that cannot match its
@@ -39,6 +41,13 @@ run() { # run LIMIT_S CMD...: a phase, bounded so the whole run fits its slot
 say "1. Triton build"
 if ! run 150 python3 experiments/engines/triton/build.py experiments/engines/triton/build --splits 16 2>&1 | tee -a "$log"; then
   say "the Triton build failed (see run.log): the triton points fail as not built"
+  status=1
+fi
+
+say "1b. SGLang stage 2: a CUBIN of its own (nvcc), as the engine ships its stage-2 kernel"
+mkdir -p experiments/engines/build
+if ! run 120 nvcc -arch=sm_90 -cubin -o experiments/engines/build/sglang_stage2.cubin kernels/testdata/sglang_stage2.cu >> "$log" 2>&1; then
+  say "the stage-2 build failed (see run.log): the sglang points fail as not built"
   status=1
 fi
 
