@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/variants"
 )
 
 // A shape with a window or q_len > 1 gates at the lengths that put the
@@ -25,5 +28,51 @@ func TestOptionGateNKV(t *testing.T) {
 		if !slices.Contains(got, n) {
 			t.Errorf("lengths %v: want %d", got, n)
 		}
+	}
+}
+
+// TestOptionSpecsPlan plans every spec of experiments/options. The MLA
+// specs' points keep the 576-wide K and 512-wide V of DeepSeek's cache,
+// pass dv as 512, and read V from K's rows (latent: no v argument) or
+// from a V buffer (split).
+func TestOptionSpecsPlan(t *testing.T) {
+	paths, err := filepath.Glob("../experiments/options/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no option specs: %v", err)
+	}
+	mla := 0
+	for _, path := range paths {
+		s, err := spec.Load(path, variants.Builtins())
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		p, err := Build(s, "sm_90")
+		if err != nil || len(p.Points) == 0 {
+			t.Fatalf("%s: %d points, %v", path, len(p.Points), err)
+		}
+		for _, pt := range p.Points {
+			a := pt.Config.Shape.Attention
+			if a.MLA.DV == 0 {
+				continue
+			}
+			mla++
+			if pt.Config.Shape.HeadDim != 576 || a.MLA.DV != 512 {
+				t.Errorf("%s %s: head_dim %d, dv %d", path, pt.Config.Variant, pt.Config.Shape.HeadDim, a.MLA.DV)
+			}
+			var names []string
+			for _, arg := range pt.Launches[0].Args {
+				names = append(names, arg.Name)
+			}
+			if slices.Contains(names, "v") == a.Latent() {
+				t.Errorf("%s %s (%s): arguments %v", path, pt.Config.Variant, a.MLA.Layout, names)
+			}
+			dv, err := abi.ScalarValue(abi.Arg{Name: "dv", Type: abi.ArgI32}, abi.Dims{Shape: pt.Config.Shape, Splits: pt.Config.Splits})
+			if err != nil || dv != int32(512) {
+				t.Errorf("%s: dv passed as %v (%v)", path, dv, err)
+			}
+		}
+	}
+	if mla == 0 {
+		t.Error("no mla point among the option specs")
 	}
 }
