@@ -15,7 +15,7 @@ import (
 // launches share, zero when none has one. Launches with different
 // clusters are an error: one source gets one set of defines.
 func (b *builder) clusters(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int) (each [][3]int, common [3]int, err error) {
-	specs := launchesOf(v, sh.KVType().Scaled, sh.Attention)
+	specs := launchesOf(v, sh.KVType().Scaled, sh.Attention, pointIO(v, defs))
 	each = make([][3]int, len(specs))
 	_, eval := b.evaluator(v, sh, defs, nkv)
 	first := -1

@@ -137,6 +137,11 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	if pt.Twin != nil {
 		field("twin", pt.Twin.GateKey)
 	}
+	// The rows of a page decide where every row of K and V lies; only
+	// when paged, so that every other hash stays as it was.
+	if pt.PageSize > 0 {
+		field("page-size", strconv.Itoa(pt.PageSize))
+	}
 	// An engine's kernel: its declared signature (entries, arguments, io)
 	// and a prebuilt artifact's digest. Only when they differ from the
 	// ABI's, so that the hashes of the ABI kernels' records stay as they

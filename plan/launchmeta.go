@@ -42,7 +42,7 @@ func (m Module) HashText() string {
 // is not looked up in the variant's kernel.
 func (b *builder) modules(v *spec.Variant) ([]Module, error) {
 	var out []Module
-	for _, l := range launchesOf(v, false, abi.Attention{}) {
+	for _, l := range launchesOf(v, false, abi.Attention{}, abi.ABIIO) {
 		if l.Kernel == "" {
 			continue
 		}

@@ -352,9 +352,13 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	if err != nil {
 		return nil, err
 	}
+	pageSize, err := b.pageSize(v, sh, defs, nkv)
+	if err != nil {
+		return nil, err
+	}
 	g, m := b.s.Gates, b.s.Measure
 	pt := &Point{
-		Index: -1, Config: cfg, Source: src, Flags: compileFlags(v), IO: ioOf(v),
+		Index: -1, Config: cfg, Source: src, Flags: compileFlags(v), IO: pointIO(v, defs), PageSize: pageSize,
 		GateNKV: optionGateNKV(gateNKV(g.NKV, splits, sh.Capacity), shape, splits), Seed: g.Seed,
 		NeverCaptured: v.NeverCaptured, Budget: v.Budget,
 		Tol: Tolerance(g.For(sh.KVDtype)),

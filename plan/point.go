@@ -91,6 +91,9 @@ type Point struct {
 	// Scratch are the variant's named scratch buffers, their sizes
 	// evaluated at the point; they live after the workspace's bytes.
 	Scratch []abi.ScratchBuf `json:",omitempty"`
+	// PageSize is a paged io's page_size evaluated at the point; 0 for a
+	// contiguous K/V.
+	PageSize int `json:",omitempty"`
 
 	// GateKey groups points that share one compiled kernel and shape, so
 	// that the gates (which do not depend on the timed nkv) run once per

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ktune/ktune/internal/abi"
@@ -77,6 +78,10 @@ var (
 	// (abi.ShapeDefines) take.
 	abiSoftcapArgs = args("softcap")
 	abiSinksArgs   = args("sinks")
+	// abiPagedArgs come between kv_scale and softcap for a built-in built
+	// with PAGE_SIZE (abi.PagedABIIO): the block table and its row
+	// stride.
+	abiPagedArgs = args("block_table", "max_pages")
 	// abiGrid and abiBlock are the default partial launch, used by user
 	// kernels that give no geometry: one warp per (split, head, sequence).
 	abiGrid  = []string{spec.Splits, "heads", "batch"}
@@ -105,8 +110,8 @@ func args(names ...string) []abi.Arg {
 // ABI's with the variant's geometry overrides, else its built-in's
 // geometry, else the ABI default. scaled says whether the shape's KV type
 // has scales, which the ABI's attn_partial then takes as its last
-// argument.
-func launchesOf(v *spec.Variant, scaled bool, opts abi.Attention) []spec.Launch {
+// argument; io is the point's (pointIO), whose pages it takes after them.
+func launchesOf(v *spec.Variant, scaled bool, opts abi.Attention, io abi.IO) []spec.Launch {
 	if len(v.Launches) > 0 {
 		return v.Launches
 	}
@@ -144,6 +149,9 @@ func launchesOf(v *spec.Variant, scaled bool, opts abi.Attention) []spec.Launch 
 	if scaled {
 		p.Args = append(slices.Clone(p.Args), abiScaleArgs...)
 	}
+	if io.KVLayout == abi.Paged {
+		p.Args = append(slices.Clone(p.Args), abiPagedArgs...)
+	}
 	if opts.Softcap > 0 {
 		p.Args = append(slices.Clone(p.Args), abiSoftcapArgs...)
 	}
@@ -165,12 +173,29 @@ func trimEmpty(e []string) []string {
 	return e
 }
 
-// ioOf is the variant's declared io, or the ABI's.
-func ioOf(v *spec.Variant) abi.IO {
+// pointIO is the io of a point of v with defines defs: the variant's
+// declared io, else the ABI's, paged for a built-in's point with a
+// PAGE_SIZE above 0.
+func pointIO(v *spec.Variant, defs map[string]string) abi.IO {
 	if v.IO != nil {
 		return *v.IO
 	}
+	if n, err := strconv.Atoi(defs[abi.DefinePageSize]); err == nil && n > 0 && !declared(v) {
+		return abi.PagedABIIO
+	}
 	return abi.ABIIO
+}
+
+// pageSize evaluates a paged io's page_size at a point; 0 for the other
+// layouts.
+func (b *builder) pageSize(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int) (int, error) {
+	io := pointIO(v, defs)
+	if io.KVLayout != abi.Paged {
+		return 0, nil
+	}
+	_, eval := b.evaluator(v, sh, defs, nkv)
+	n, err := eval("io.page_size", io.Paging.PageSize, 1, 1<<20)
+	return int(n), err
 }
 
 // declared reports whether a variant declares a signature of its own:

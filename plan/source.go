@@ -34,7 +34,7 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 		name, key, read = filepath.Base(v.Path), "path:"+v.Path, func() ([]byte, error) { return os.ReadFile(v.Path) }
 	}
 	src.Name = name
-	for _, l := range launchesOf(v, false, abi.Attention{}) { // the entries do not depend on the shape
+	for _, l := range launchesOf(v, false, abi.Attention{}, abi.ABIIO) { // the entries do not depend on the shape
 		if l.Kernel == "" && !slices.Contains(src.Entries, l.Entry) {
 			src.Entries = append(src.Entries, l.Entry)
 		}
@@ -113,7 +113,7 @@ func (b *builder) included(text string) map[string]string {
 func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, cfg *results.Config) (*Geometry, []Launch, int64, error) {
 	env, eval := b.evaluator(v, sh, defs, nkv)
 	var geo *Geometry
-	specs := launchesOf(v, sh.KVType().Scaled, sh.Attention)
+	specs := launchesOf(v, sh.KVType().Scaled, sh.Attention, pointIO(v, defs))
 	launches := make([]Launch, len(specs))
 	for li, ls := range specs {
 		prefix := launchPrefix(v, li)
@@ -169,7 +169,7 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 		cfg.CombineGrid, cfg.CombineBlock = [3]int{}, [3]int{}
 	}
 	var ws int64
-	if io := ioOf(v); io.Workspace != "" {
+	if io := pointIO(v, defs); io.Workspace != "" {
 		var err error
 		if ws, err = eval("io.workspace", io.Workspace, 1, 1<<40); err != nil {
 			return nil, nil, 0, err

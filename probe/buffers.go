@@ -30,6 +30,10 @@ type layout struct {
 	KVScale int64
 	// Scratch holds the arrival counters (abi.AllocScratch).
 	Scratch int64
+	// Pages, Mask and SplitCounts hold the length-derived inputs besides
+	// the positions: a paged layout's index buffers, the additive mask,
+	// the per-sequence split counts (abi.AllocPages ...); 0 when absent.
+	Pages, Mask, SplitCounts int64
 	// HeadParams holds the ALiBi slopes and the sink logits
 	// (abi.AllocHeadParams); 0 for a shape with neither option.
 	HeadParams   int64
@@ -48,7 +52,19 @@ type layout struct {
 	qDtype, outDtype abi.Dtype
 	kvLayout         abi.KVLayout
 	partialABI       bool
-	Lse, Workspace   int64
+	// paging and pageSize are a paged layout's pages (abi.Paging, and
+	// page_size at the point); mask and splitCounts the io's mask dtype
+	// and split-count expression.
+	paging      abi.Paging
+	pageSize    int
+	mask        abi.Dtype
+	splitCounts string
+	// poolBatch and poolCapacity are the shape a paged layout's pool was
+	// assigned at (pages.go): a workspace serves only points of its pool.
+	poolBatch, poolCapacity int
+	// pageB is the bytes of one page of K or V.
+	pageB          int64
+	Lse, Workspace int64
 	// scratch is the point's named scratch buffers (abi.ScratchText:
 	// text, so that layouts still compare with ==), in the workspace
 	// allocation after io.workspace's bytes.
@@ -64,7 +80,8 @@ type layout struct {
 func (l *layout) size(a abi.AllocID) *int64 {
 	return [abi.NumAllocs]*int64{abi.AllocQ: &l.Q, abi.AllocK: &l.K, abi.AllocV: &l.V, abi.AllocPositions: &l.Positions,
 		abi.AllocPartial: &l.Partial, abi.AllocOut: &l.Out, abi.AllocScratch: &l.Scratch, abi.AllocLse: &l.Lse,
-		abi.AllocWorkspace: &l.Workspace, abi.AllocKVScale: &l.KVScale, abi.AllocHeadParams: &l.HeadParams}[a]
+		abi.AllocWorkspace: &l.Workspace, abi.AllocKVScale: &l.KVScale, abi.AllocHeadParams: &l.HeadParams,
+		abi.AllocPages: &l.Pages, abi.AllocMask: &l.Mask, abi.AllocSplitCounts: &l.SplitCounts}[a]
 }
 
 // splitsOf returns the SPLITS of a configuration. The plan sets
@@ -96,7 +113,27 @@ func sized(d abi.Dims, uses func(string) bool) (layout, error) {
 	l := layout{
 		splits: d.Splits, pstr: abi.PartialStride(s.HeadDim), elt: t.Bytes, kv: t,
 		qDtype: d.IO.Q, outDtype: d.IO.Out, kvLayout: d.IO.KVLayout, partialABI: d.IO.Partial == abi.PartialABI,
+		paging: d.IO.Paging, pageSize: d.PageSize, mask: d.IO.Mask, splitCounts: d.IO.SplitCounts,
 		scratch: abi.ScratchText(d.Scratch), workspaceBytes: d.WorkspaceBytes,
+	}
+	if d.IO.KVLayout == abi.Paged {
+		if d.PageSize < 1 {
+			return layout{}, fmt.Errorf("a paged io without a page size (page_size %d)", d.PageSize)
+		}
+		if w := s.Attention.VDim(s.HeadDim); w != s.HeadDim {
+			return layout{}, fmt.Errorf("shape %s: a paged cache of K and V of different widths (mla dv %d) is not supported", s.Name, w)
+		}
+		l.poolBatch, l.poolCapacity = s.Batch, s.Capacity
+		l.pageB = int64(d.PageSize) * int64(s.KVHeads) * int64(s.HeadDim) * int64(t.Bytes)
+		if _, err := l.poolOf(); err != nil {
+			return layout{}, err
+		}
+		if pb := l.pageB; pb%4 != 0 {
+			return layout{}, fmt.Errorf("a page of %d bytes: the probe fills pages in 4-byte words", pb)
+		}
+		if d.IO.Paging.Order == abi.PageSplitX && s.HeadDim%(16/min(16, t.Bytes)) != 0 {
+			return layout{}, fmt.Errorf("split_x pages: head_dim %d is not a multiple of x = %d", s.HeadDim, 16/t.Bytes)
+		}
 	}
 	sizes := abi.Sizes(d, uses)
 	for a := range abi.NumAllocs {
@@ -124,7 +161,8 @@ func pointLayout(p *plan.Point) (layout, error) {
 		}
 		return false
 	}
-	return sized(abi.Dims{Shape: p.Config.Shape, Splits: p.Config.Splits, IO: p.IO.OrABI(), WorkspaceBytes: p.WorkspaceBytes, Scratch: p.Scratch}, uses)
+	return sized(abi.Dims{Shape: p.Config.Shape, Splits: p.Config.Splits, IO: p.IO.OrABI(), WorkspaceBytes: p.WorkspaceBytes,
+		Scratch: p.Scratch, PageSize: p.PageSize}, uses)
 }
 
 // gatedSlots is the number of partial slots the gates read: every slot
@@ -176,6 +214,13 @@ type workspace struct {
 	lse, workspace                   cuda.DevPtr // 0 unless the signature uses them
 	kvScale                          cuda.DevPtr // 0 unless the KV type is scaled
 	headParams                       cuda.DevPtr // 0 unless the shape has alibi or sinks
+	// pages, mask and splitCounts are the length-derived inputs past the
+	// positions (0 unless the layout is paged, a launch passes mask, the
+	// io plans split counts).
+	pages, mask, splitCounts cuda.DevPtr
+	// pool is a paged layout's page assignment (pages.go); made on first
+	// use, from the layout.
+	pool *abi.Pool
 	// qAlt, partialAlt, outAlt and lseAlt are a second set of q and
 	// outputs at their own addresses, q with its own fill: the timed
 	// launches alternate between the two sets (timed.go). lseAlt is 0
@@ -217,7 +262,8 @@ type bufferEntry struct {
 func (w *workspace) table() []bufferEntry {
 	ptr := [abi.NumAllocs]*cuda.DevPtr{abi.AllocQ: &w.q, abi.AllocK: &w.k, abi.AllocV: &w.v, abi.AllocPositions: &w.positions,
 		abi.AllocPartial: &w.partial, abi.AllocOut: &w.out, abi.AllocScratch: &w.scratch, abi.AllocLse: &w.lse,
-		abi.AllocWorkspace: &w.workspace, abi.AllocKVScale: &w.kvScale, abi.AllocHeadParams: &w.headParams}
+		abi.AllocWorkspace: &w.workspace, abi.AllocKVScale: &w.kvScale, abi.AllocHeadParams: &w.headParams,
+		abi.AllocPages: &w.pages, abi.AllocMask: &w.mask, abi.AllocSplitCounts: &w.splitCounts}
 	out := make([]bufferEntry, 0, abi.NumAllocs+4)
 	for _, a := range abi.Allocs {
 		out = append(out, bufferEntry{a.Name, ptr[a.ID], *w.l.size(a.ID), a.Role})
@@ -300,10 +346,17 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, erro
 		w.free(c)
 		return nil, fmt.Errorf("clearing positions: %w", err)
 	}
-	if l.HeadParams > 0 {
-		if err := c.MemsetD32Async(w.headParams, 0, l.HeadParams/4, s); err != nil {
+	for _, z := range []struct {
+		name string
+		p    cuda.DevPtr
+		n    int64
+	}{{"head_params", w.headParams, l.HeadParams}, {"pages", w.pages, l.Pages}, {"mask", w.mask, l.Mask}, {"split_counts", w.splitCounts, l.SplitCounts}} {
+		if z.n == 0 {
+			continue
+		}
+		if err := c.MemsetD32Async(z.p, 0, z.n/4, s); err != nil {
 			w.free(c)
-			return nil, fmt.Errorf("clearing head_params: %w", err)
+			return nil, fmt.Errorf("clearing %s: %w", z.name, err)
 		}
 	}
 	if err := c.MemsetD32Async(w.scratch, 0, l.Scratch/4, s); err != nil {
@@ -411,14 +464,16 @@ type wordFill struct {
 	word uint32
 }
 
-// workspaceFills are the fills of the workspace allocation when it is
-// made: all of it zeroed, then each scratch buffer declared fill: poison
-// poisoned; zero and never keep the zeros.
+// workspaceFills are the word fills of a new workspace after the random
+// fill: a paged pool's spare pages (NaN, pages.go), then the workspace
+// allocation, all of it zeroed, then each scratch buffer's declared fill:
+// poison poisoned; zero and never keep the zeros.
 func (w *workspace) workspaceFills() []wordFill {
+	out := w.spareFills()
 	if w.l.Workspace == 0 {
-		return nil
+		return out
 	}
-	out := []wordFill{{"workspace", w.workspace, w.l.Workspace, 0}}
+	out = append(out, wordFill{"workspace", w.workspace, w.l.Workspace, 0})
 	for _, sp := range w.l.dims(abi.Shape{}).ScratchSpans() {
 		if sp.Fill == abi.FillPoison {
 			out = append(out, wordFill{sp.Name, w.workspace + devOff(sp.Offset), abi.Align16(sp.Bytes), poison})

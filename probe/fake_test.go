@@ -49,6 +49,8 @@ type fakeModel struct {
 	fault        error         // every launch fails with it
 	launchErr    error         // the launch is refused (not sticky)
 	options      *fakeOptions  // computes the shape's attention options (options_test.go)
+	ignoreTable  bool          // paged: reads sequence b's page j at b·max_pages + j, whatever the block table says
+	nkvFromPages bool          // paged: each length from page_indptr and last_page_len, not positions
 }
 
 type fakeKernel struct {

@@ -68,7 +68,7 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(sb[4*kh:])))
 	}
 	load := func(buf []byte, b, r, kh, i int) float64 {
-		e := ((b*s.Capacity+r)*s.KVHeads+kh)*d + i
+		e := f.kvElem(m, w, s, &buf[0] == &vb[0], b, r, kh, i)
 		bits := t.Bits(buf, e)
 		if m.ftz && t == kvtype.F16 && bits&0x7c00 == 0 {
 			return 0
@@ -84,6 +84,9 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 	scale := 1 / math.Sqrt(float64(d))
 	for b := range s.Batch {
 		n := int(l.pos[b]) + 1
+		if m.nkvFromPages {
+			n = f.pagedLength(w, b)
+		}
 		if m.keepMax {
 			if fk.seen == nil {
 				fk.seen = map[int]int{}
@@ -191,6 +194,37 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 	if m.noise && fk.launches%2 == 0 {
 		binary.LittleEndian.PutUint32(ob, binary.LittleEndian.Uint32(ob)^1)
 	}
+}
+
+// kvElem is the element of K (v false) or V that a kernel reads for
+// element i of row r of KV head kh of sequence b: through the block table
+// as the device holds it when the layout is paged (the identity page when
+// the model ignores the table), in the layout's order otherwise.
+func (f *fakeDevice) kvElem(m fakeModel, w *workspace, s abi.Shape, v bool, b, r, kh, i int) int {
+	pl := w.l.io().Placement(s, v, nil)
+	if pl.Layout != abi.Paged {
+		return int(pl.Offset(b, r, kh, i))
+	}
+	P, maxPages := w.l.pageSize, abi.MaxPages(s, w.l.pageSize)
+	pg := b*maxPages + r/P
+	if !m.ignoreTable {
+		pg = int(int32(binary.LittleEndian.Uint32(f.at(w.pages)[4*(b*maxPages+r/P):])))
+	}
+	pl.Pool = &abi.Pool{PageSize: P}
+	return pg*int(pl.PageElems()) + int(pl.InPage(r%P, kh, i))
+}
+
+// pagedLength is sequence b's length as a FlashInfer-style kernel reads it
+// from the device: its used pages (page_indptr) and the rows of the last
+// (last_page_len).
+func (f *fakeDevice) pagedLength(w *workspace, b int) int {
+	d := w.l.dims(abi.Shape{Batch: w.l.poolBatch, Capacity: w.l.poolCapacity})
+	word := func(buf string, i int) int {
+		at := abi.BufferNamed(buf).At(d) + 4*int64(i)
+		return int(int32(binary.LittleEndian.Uint32(f.at(w.pages)[at:])))
+	}
+	used := word("page_indptr", b+1) - word("page_indptr", b)
+	return (used-1)*w.l.pageSize + word("last_page_len", b)
 }
 
 // memoryDefects applies a model's writes outside its outputs, after the

@@ -443,7 +443,7 @@ func (r *pointRun) upload(in *oracle.Inputs) error {
 			return fmt.Errorf("uploading head_params: %w", err)
 		}
 	}
-	for _, cp := range kvCopies(r.l, s, in.Rows, in.KBytes, in.VBytes) {
+	for _, cp := range w.kvCopies(s, in.Rows, in.KBytes, in.VBytes) {
 		if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
 			return fmt.Errorf("uploading K: %w", err)
 		}
@@ -473,10 +473,23 @@ func rowSpans(s abi.Shape, rows int, rowBytes int64) []span {
 	return out
 }
 
-// setPositions writes the ABI's positions for lengths.
+// setPositions writes every input derived from the lengths: the ABI's
+// positions and seqlens, and a paged layout's index buffers, the mask and
+// the split counts where the point has them (pages.go). It runs before
+// every launch at new lengths and between graph replays, so a kernel
+// that kept any of them from an earlier step reads the wrong rows.
 func (r *pointRun) setPositions(lengths []int) error {
 	if err := r.writeInput(r.ws.positions, 0, positionBytes(lengths)); err != nil {
 		return fmt.Errorf("uploading positions: %w", err)
+	}
+	writes, at, err := r.lengthInputs(lengths)
+	if err != nil {
+		return err
+	}
+	for i, wr := range writes {
+		if err := r.writeInput(at[i], wr.off, wr.b); err != nil {
+			return fmt.Errorf("uploading the length-derived inputs: %w", err)
+		}
 	}
 	return nil
 }

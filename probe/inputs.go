@@ -68,7 +68,23 @@ func (w *workspace) initInputs() {
 		c := &inputCopy{name: e.name, p: *e.p, n: e.n, elt: 4}
 		if f, ok := fills[e.name]; ok {
 			c.elt = f.t.Bytes
-			c.fill = func(off int64, b []byte) { fillValues(b, f.t, f.seed, off/int64(f.t.Bytes)) }
+			// The random fill, and over it the word fills of this buffer
+			// (a paged pool's spare pages).
+			var words []wordFill
+			for _, wf := range w.workspaceFills() {
+				if wf.p >= c.p && wf.p < c.p+devOff(c.n) {
+					words = append(words, wf)
+				}
+			}
+			c.fill = func(off int64, b []byte) {
+				fillValues(b, f.t, f.seed, off/int64(f.t.Bytes))
+				for _, wf := range words {
+					lo, hi := max(off, int64(wf.p-c.p)), min(off+int64(len(b)), int64(wf.p-c.p)+wf.n)
+					for i := lo; i < hi; i++ {
+						b[i-off] = byte(wf.word >> (8 * ((i - int64(wf.p-c.p)) % 4)))
+					}
+				}
+			}
 		} else if e.name == "kv_scale" {
 			c.fill = func(_ int64, b []byte) { copy(b, scaleFill(int64(len(b)))) }
 		} else {
@@ -230,15 +246,18 @@ func (r *pointRun) inputGate(c *inputCopy, nkv int, base int64, want, got []byte
 // elementName says where element e of a buffer sits in the shape.
 func (r *pointRun) elementName(buf string, e int64) string {
 	s := r.p.Config.Shape
-	b, kvh, d, cp := int64(s.Batch), int64(s.KVHeads), int64(s.HeadDim), int64(s.Capacity)
+	b, kvh, d := int64(s.Batch), int64(s.KVHeads), int64(s.HeadDim)
 	switch buf {
 	case "q":
 		return fmt.Sprintf("sequence %d, head %d, dim %d", e/(int64(s.Heads)*d), e/d%int64(s.Heads), e%d)
 	case "k", "v":
-		if r.l.kvLayout == abi.BHSD {
-			return fmt.Sprintf("sequence %d, KV head %d, row %d, dim %d", e/(kvh*cp*d), e/(cp*d)%kvh, e/d%cp, e%d)
+		kp, vp := r.ws.placements(s)
+		if buf == "v" {
+			return vp.Locate(e)
 		}
-		return fmt.Sprintf("sequence %d, row %d, KV head %d, dim %d", e/(cp*kvh*d), e/(kvh*d)%cp, e/d%kvh, e%d)
+		return kp.Locate(e)
+	case "pages":
+		return pageElementName(r.l.dims(s), e)
 	case "positions":
 		if e < b {
 			return fmt.Sprintf("positions[%d]", e)

@@ -57,17 +57,28 @@ type kvCopy struct {
 // at the start of each sequence's capacity on the device, in the
 // layout's order: [batch][capacity][kv_heads][dim] takes one copy per
 // sequence; [batch][kv_heads][capacity][dim] one per (sequence, KV head),
-// transposed on the host.
-func kvCopies(l layout, s abi.Shape, rows int, kb, vb []byte) []kvCopy {
-	rowBytes := int64(s.KVHeads) * int64(s.HeadDim) * int64(l.elt)
-	if l.kvLayout != abi.BHSD {
+// transposed on the host; a paged cache one per page (pages.go).
+func (w *workspace) kvCopies(s abi.Shape, rows int, kb, vb []byte) []kvCopy {
+	l := w.l
+	switch l.kvLayout {
+	case abi.Paged:
+		ranges := make([]rowRange, s.Batch)
+		for b := range ranges {
+			ranges[b] = rowRange{b, 0, rows}
+		}
+		return w.pagedCopies(s, ranges, packedRows(s, l.elt, rows, kb, vb), 0, w.mirrorOf)
+	case abi.BHSD:
+	default:
+		rowBytes := int64(s.KVHeads) * int64(s.HeadDim) * int64(l.elt)
 		var out []kvCopy
 		for _, sp := range rowSpans(s, rows, rowBytes) {
 			out = append(out, kvCopy{sp.dst, kb[sp.src : sp.src+sp.n], vb[sp.src : sp.src+sp.n]})
 		}
 		return out
 	}
+	rowBytes := int64(s.KVHeads) * int64(s.HeadDim) * int64(l.elt)
 	headBytes := int64(s.HeadDim) * int64(l.elt)
+	kp, _ := w.placements(s)
 	var out []kvCopy
 	for b := range s.Batch {
 		for h := range s.KVHeads {
@@ -78,8 +89,7 @@ func kvCopies(l layout, s abi.Shape, rows int, kb, vb []byte) []kvCopy {
 				copy(k[int64(r)*headBytes:], kb[src:src+headBytes])
 				copy(v[int64(r)*headBytes:], vb[src:src+headBytes])
 			}
-			dst := l.kvLayout.Offset(s, b, 0, h) * int64(l.elt)
-			out = append(out, kvCopy{dst, k, v})
+			out = append(out, kvCopy{kp.Offset(b, 0, h, 0) * int64(l.elt), k, v})
 		}
 	}
 	return out

@@ -72,7 +72,7 @@ func TestKVCopies(t *testing.T) {
 	}
 	for _, lay := range []abi.KVLayout{abi.BSHD, abi.BHSD} {
 		dev := make([]byte, s.Batch*s.Capacity*s.KVHeads*s.HeadDim*4)
-		for _, cp := range kvCopies(layout{elt: 4, kvLayout: lay}, s, rows, packed, packed) {
+		for _, cp := range (&workspace{l: layout{elt: 4, kvLayout: lay}}).kvCopies(s, rows, packed, packed) {
 			if !bytes.Equal(cp.k, cp.v) {
 				t.Fatalf("%s: K and V copies differ", lay)
 			}

@@ -55,13 +55,13 @@ func TestMarshalScales(t *testing.T) {
 	}
 	w := &workspace{l: l, kvScale: 0x10000}
 	for name, want := range map[string]cuda.DevPtr{"kv_scale": 0x10000, "k_scale": 0x10000, "v_scale": 0x10000 + 4*2} {
-		if got, err := bufferArg(name, p.Config.Shape, w); err != nil || got != want {
+		if got, err := bufferArg(name, l.dims(p.Config.Shape), w); err != nil || got != want {
 			t.Errorf("%s: %#x, %v; want %#x", name, got, err, want)
 		}
 	}
 	w.kvScale = 0
 	for _, name := range []string{"kv_scale", "k_scale", "v_scale"} {
-		if _, err := bufferArg(name, p.Config.Shape, w); err == nil || !strings.Contains(err.Error(), "not allocated") {
+		if _, err := bufferArg(name, l.dims(p.Config.Shape), w); err == nil || !strings.Contains(err.Error(), "not allocated") {
 			t.Errorf("%s without scales: %v", name, err)
 		}
 	}

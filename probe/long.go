@@ -99,7 +99,25 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 		return nil
 	}
 	w.tiled = uploaded{}
-	for _, cp := range kvCopies(r.l, s, in.Rows, in.KBytes, in.VBytes) {
+	if w.paged() != nil {
+		// Whole pages, each built once per place in the cycle of in.Rows.
+		ranges := make([]rowRange, s.Batch)
+		for b := range ranges {
+			ranges[b] = rowRange{b, in.Rows, s.Capacity}
+		}
+		src := packedRows(s, r.l.elt, in.Rows, in.KBytes, in.VBytes)
+		for _, cp := range w.pagedCopies(s, ranges, src, in.Rows, w.mirrorOf) {
+			if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
+				return fmt.Errorf("tiling K to the capacity: %w", err)
+			}
+			if err := r.writeInput(w.v, cp.dst, cp.v); err != nil {
+				return fmt.Errorf("tiling V to the capacity: %w", err)
+			}
+		}
+		w.tiled = uploaded{keyOf(r.p), in.Rows}
+		return nil
+	}
+	for _, cp := range w.kvCopies(s, in.Rows, in.KBytes, in.VBytes) {
 		unit := int64(len(cp.k) / in.Rows) // one row's bytes in this copy
 		for k := int64(1); k*int64(in.Rows) < int64(s.Capacity); k++ {
 			n := min(int64(in.Rows), int64(s.Capacity)-k*int64(in.Rows)) * unit

@@ -29,7 +29,7 @@ func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace, enc
 		case a.IsScratch():
 			return scratchArg(a.Name, d, w)
 		case a.IsBuffer():
-			return bufferArg(a.Name, s, w)
+			return bufferArg(a.Name, d, w)
 		case a.Name == "":
 			return abi.ExprValue(a, env)
 		}
@@ -62,13 +62,24 @@ func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace, enc
 // dims is what the ABI's scalars read at shape s: the layout's SPLITS and
 // io.
 func (l layout) dims(s abi.Shape) abi.Dims {
-	return abi.Dims{Shape: s, Splits: l.splits, IO: abi.IO{Q: l.qDtype, Out: l.outDtype, KVLayout: l.kvLayout}.OrABI(),
-		WorkspaceBytes: l.workspaceBytes, Scratch: abi.ParseScratchText(l.scratch)}
+	return abi.Dims{Shape: s, Splits: l.splits, IO: l.io(), WorkspaceBytes: l.workspaceBytes, Scratch: abi.ParseScratchText(l.scratch),
+		PageSize: l.pageSize}
+}
+
+// io is the io the layout was sized for.
+func (l layout) io() abi.IO {
+	io := abi.IO{Q: l.qDtype, Out: l.outDtype, KVLayout: l.kvLayout, Paging: l.paging, Mask: l.mask, SplitCounts: l.splitCounts}
+	if l.partialABI {
+		io.Partial = abi.PartialABI
+	} else if io != (abi.IO{}) {
+		io.Partial = abi.PartialOpaque
+	}
+	return io.OrABI()
 }
 
 // bufferArg is the device pointer a buffer argument passes: its
 // allocation's, at the buffer's offset in it.
-func bufferArg(name string, s abi.Shape, w *workspace) (cuda.DevPtr, error) {
+func bufferArg(name string, d abi.Dims, w *workspace) (cuda.DevPtr, error) {
 	b := abi.BufferNamed(name)
 	if b == nil {
 		return 0, fmt.Errorf("unknown buffer %q", name)
@@ -77,7 +88,7 @@ func bufferArg(name string, s abi.Shape, w *workspace) (cuda.DevPtr, error) {
 	if p == 0 {
 		return 0, fmt.Errorf("buffer %s is not allocated for this point", name)
 	}
-	return p + devOff(b.At(s)), nil
+	return p + devOff(b.At(d)), nil
 }
 
 // allocPtr is the device pointer of an allocation of the ABI's table: the

@@ -81,7 +81,7 @@ func (f *fakeDevice) attend(o fakeOptions, l fakeLaunch, pos []int32, withOut bo
 	q, kb, vb, ob := f.at(w.q), f.at(w.k), f.at(w.v), f.at(w.out)
 	t := s.KVType()
 	load := func(buf []byte, b, r, kh, i int) float64 {
-		return t.Decode(t.Bits(buf, ((b*s.Capacity+r)*s.KVHeads+kh)*d+i))
+		return t.Decode(t.Bits(buf, f.kvElem(fakeModel{}, w, s, &buf[0] == &vb[0], b, r, kh, i)))
 	}
 	var hp []byte
 	if w.headParams != 0 {

@@ -44,6 +44,13 @@ func staleBits(t *kvtype.Type) []uint32 {
 	return []uint32{0x7FC00000, 0x7F800000, 0xFF800000, 0x7F7FFFFF, 0xFF7FFFFF}
 }
 
+// staleRowsPast is how many rows past a length of n the stale gate
+// overwrites: staleRows or two chunks, up to the capacity.
+func staleRowsPast(l layout, s abi.Shape, n int) int {
+	chunk := (n + l.splits - 1) / l.splits
+	return min(s.Capacity-n, max(staleRows, 2*chunk))
+}
+
 // staleSpans are the byte ranges of K (and V: the same offsets) past each
 // sequence's length that the stale gate overwrites, and how many rows
 // each holds: one range per sequence in [batch][capacity][kv_heads][dim],
@@ -52,8 +59,7 @@ func staleSpans(l layout, s abi.Shape, lengths []int) (spans []span, rowBytes in
 	head := int64(s.HeadDim) * int64(l.elt)
 	rowBytes = int64(s.KVHeads) * head
 	for b, n := range lengths {
-		chunk := (n + l.splits - 1) / l.splits
-		rows := int64(min(s.Capacity-n, max(staleRows, 2*chunk)))
+		rows := int64(staleRowsPast(l, s, n))
 		if rows <= 0 {
 			continue
 		}
@@ -104,16 +110,42 @@ func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *g
 			_ = r.writeInput(s.buf.p, s.sp.dst, s.b)
 		}
 	}()
-	for _, p := range []cuda.DevPtr{r.ws.k, r.ws.v} {
-		buf := r.ws.input(p)
-		for _, sp := range spans {
-			restore = append(restore, saved{buf, sp, buf.bytesAt(sp.dst, sp.n)})
-			b := make([]byte, sp.n)
-			for r := int64(0); r*rowBytes < sp.n; r++ {
-				copy(b[r*rowBytes:(r+1)*rowBytes], rows[r%int64(len(rows))])
+	if r.ws.paged() != nil {
+		// A paged cache: the stale rows go in page by page, the same
+		// patterns in K and V (pages.go).
+		var ranges []rowRange
+		for b, n := range lengths {
+			ranges = append(ranges, rowRange{b, n, n + staleRowsPast(r.l, c.Shape, n)})
+		}
+		src := func(b, rr int) ([]byte, []byte) {
+			row := rows[(rr-lengths[b])%len(rows)]
+			return row, row
+		}
+		for _, cp := range r.ws.pagedCopies(c.Shape, ranges, src, 0, r.ws.mirrorOf) {
+			for _, x := range []struct {
+				p cuda.DevPtr
+				b []byte
+			}{{r.ws.k, cp.k}, {r.ws.v, cp.v}} {
+				buf := r.ws.input(x.p)
+				sp := span{dst: cp.dst, n: int64(len(x.b))}
+				restore = append(restore, saved{buf, sp, buf.bytesAt(sp.dst, sp.n)})
+				if err := r.writeInput(x.p, cp.dst, x.b); err != nil {
+					return fmt.Errorf("writing stale rows past the lengths: %w", err)
+				}
 			}
-			if err := r.writeInput(p, sp.dst, b); err != nil {
-				return fmt.Errorf("writing stale rows past the lengths: %w", err)
+		}
+	} else {
+		for _, p := range []cuda.DevPtr{r.ws.k, r.ws.v} {
+			buf := r.ws.input(p)
+			for _, sp := range spans {
+				restore = append(restore, saved{buf, sp, buf.bytesAt(sp.dst, sp.n)})
+				b := make([]byte, sp.n)
+				for r := int64(0); r*rowBytes < sp.n; r++ {
+					copy(b[r*rowBytes:(r+1)*rowBytes], rows[r%int64(len(rows))])
+				}
+				if err := r.writeInput(p, sp.dst, b); err != nil {
+					return fmt.Errorf("writing stale rows past the lengths: %w", err)
+				}
 			}
 		}
 	}

@@ -63,6 +63,12 @@ var pdlEndDefine = catalog.DefineSpec{Name: "PDLEND", Default: "0", Max: 1,
 var fixChunkDefine = catalog.DefineSpec{Name: "FIXCHUNK", Default: "0", Max: 1 << 20,
 	Doc: "rows per split, fixed (the last takes the rest); 0: the split count follows nkv (MINROWS)"}
 
+// pageSizeDefine builds the paged form (kernels/ABI.md): K and V in a pool
+// of pages of PAGE_SIZE rows through block_table; the plan then gives the
+// point the paged io (abi.PagedABIIO) and the two arguments.
+var pageSizeDefine = catalog.DefineSpec{Name: abi.DefinePageSize, Default: "0", Max: 1024, Unset: true,
+	Doc: "rows per page of a paged K/V cache (a multiple of 16: a tile never straddles two pages); 0: contiguous"}
+
 // ldhDefine adds cache hints to the K/V loads. Measured slower on the H200
 // (up to 6% at batch 16), it stays off and sweepable.
 var ldhDefine = catalog.DefineSpec{Name: "LDH", Default: "0", Max: 1,
@@ -208,6 +214,16 @@ func checkMMA(s abi.Shape, defines map[string]string, dims ...int) error {
 	if step := 16 * nr * warps / wn; fc%step != 0 {
 		return fmt.Errorf("FIXCHUNK=%d: must be a multiple of a step of the block's warps, 16*NR*WARPS/WN = %d rows", fc, step)
 	}
+	ps, err := defineInt(defines, abi.DefinePageSize, 0)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ps%16 != 0:
+		return fmt.Errorf("PAGE_SIZE=%d: a multiple of 16 (a 16-row tile never straddles two pages)", ps)
+	case ps > 0 && fc > 0:
+		return fmt.Errorf("PAGE_SIZE=%d with FIXCHUNK=%d: a fixed split reads its first rows before nkv is known, which a block table past the sequence's pages cannot serve", ps, fc)
+	}
 	if n := mmaSharedBytes(s.HeadDim, warps, gn, wn); n > staticSharedLimit {
 		most := 0
 		for mmaSharedBytes(s.HeadDim, most+wn, gn, wn) <= staticSharedLimit {
@@ -316,6 +332,7 @@ func init() {
 			ldhDefine,
 			pdlEndDefine,
 			fixChunkDefine,
+			pageSizeDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class:     catalog.Tolerance,
@@ -342,6 +359,7 @@ func init() {
 			mmaWN,
 			mmaPF,
 			ldhDefine,
+			pageSizeDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class:     catalog.Tolerance,

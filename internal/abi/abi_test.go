@@ -48,7 +48,7 @@ func TestBuffers(t *testing.T) {
 		seen[b.Name] = true
 	}
 	for name, want := range map[string]int64{"q": 0, "seqlens": 12, "positions": 0, "v_scale": 8, "k_scale": 0} {
-		if got := BufferNamed(name).At(shape); got != want {
+		if got := BufferNamed(name).At(Dims{Shape: shape}); got != want {
 			t.Errorf("%s at %d, want %d", name, got, want)
 		}
 	}
@@ -64,11 +64,19 @@ func TestScalars(t *testing.T) {
 		BSHD: {"heads": 8, "kv_heads": 2, "head_dim": 64, "capacity": 100, "batch": 3, "group": 4, "splits": 4,
 			"kv_row_stride": 128, "kv_head_stride": 64, "kv_batch_stride": 12800, "pstr": 68, "scale": 0.125,
 			"kv_row_bytes": 256, "kv_head_bytes": 128, "kv_batch_bytes": 25600,
-			"softcap": 0, "window_left": -1, "q_len": 1, "dv": 64},
+			"softcap": 0, "window_left": -1, "q_len": 1, "dv": 64, "mask_stride": 100,
+			"kv_page_stride": 0, "kv_page_bytes": 0, "page_size": 0, "max_pages": 0, "num_pages": 0},
 		BHSD: {"kv_row_stride": 64, "kv_head_stride": 6400, "kv_batch_stride": 12800, "kv_row_bytes": 128},
+		// Pages of 16 rows, token-major: 7 per sequence (100 rows), one
+		// spare per sequence.
+		Paged: {"kv_row_stride": 128, "kv_head_stride": 64, "kv_page_stride": 2048, "kv_page_bytes": 4096,
+			"page_size": 16, "max_pages": 7, "num_pages": 24},
 	}
 	for l, vals := range want {
 		d := Dims{Shape: shape, Splits: 4, IO: IO{Q: F32, Out: F32, KVLayout: l, Partial: PartialABI}}
+		if l == Paged {
+			d.IO.Paging, d.PageSize = Paging{PageSize: "16", Order: PageNHD}, 16
+		}
 		for name, w := range vals {
 			if got := ScalarNamed(name).Value(d); got != w {
 				t.Errorf("%s %s = %v, want %v", l, name, got, w)
@@ -94,10 +102,10 @@ func TestScalars(t *testing.T) {
 			t.Errorf("options: %s is %d bytes, want %d", Allocs[id].Name, sz[id], want)
 		}
 	}
-	if got := BufferNamed("sinks").At(opt); got != 4*8 {
+	if got := BufferNamed("sinks").At(Dims{Shape: opt}); got != 4*8 {
 		t.Errorf("sinks at %d, want after the 8 slopes", got)
 	}
-	if got := BHSD.Offset(shape, 1, 5, 1); got != 12800+6400+5*64 {
+	if got := (IO{KVLayout: BHSD}).Placement(shape, false, nil).Offset(1, 5, 1, 0); got != 12800+6400+5*64 {
 		t.Errorf("bhsd offset %d", got)
 	}
 }

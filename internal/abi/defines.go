@@ -38,6 +38,12 @@ const (
 	DefineSinks   = "SINKS"
 )
 
+// DefinePageSize is the built-ins' paged form (kernels/ABI.md): above 0,
+// K and V are a pool of pages of that many rows, token-major, through
+// block_table; its point's io is then PagedABIIO. A user kernel says
+// its pages in its io instead, page_size naming the define if it likes.
+const DefinePageSize = "PAGE_SIZE"
+
 // Derived reports whether a define is derived from the shape.
 func Derived(name string) bool {
 	return name == DefineHeadDim || slices.Contains(kvtype.Defines, name) ||

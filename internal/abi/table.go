@@ -16,6 +16,9 @@ type Dims struct {
 	// Scratch are the named scratch buffers, which live in the workspace
 	// allocation after io.workspace's bytes (ScratchSpans).
 	Scratch []ScratchBuf
+	// PageSize is io.page_size evaluated at the point: a paged layout's
+	// rows per page; 0 for the others.
+	PageSize int
 }
 
 // An AllocID names one device allocation of a point's workspace. A buffer
@@ -36,6 +39,9 @@ const (
 	AllocWorkspace
 	AllocKVScale
 	AllocHeadParams
+	AllocPages
+	AllocMask
+	AllocSplitCounts
 	NumAllocs
 )
 
@@ -86,14 +92,25 @@ func QRows(s Shape) int64 {
 	return int64(s.Batch) * int64(s.Attention.Queries()) * int64(s.Heads)
 }
 
-// kvBytes is the bytes of K over the whole capacity.
-func kvBytes(d Dims, _ bool) int64 { return rowsBytes(d.Shape, d.Shape.HeadDim) }
+// kvBytes is the bytes of K over the whole capacity (the whole pool,
+// paged).
+func kvBytes(d Dims, _ bool) int64 { return rowsBytes(d, d.Shape.HeadDim) }
 
 // vBytes is the bytes of V: dv wide (MLA), head_dim otherwise.
-func vBytes(d Dims, _ bool) int64 { return rowsBytes(d.Shape, d.Shape.Attention.VDim(d.Shape.HeadDim)) }
+func vBytes(d Dims, _ bool) int64 { return rowsBytes(d, d.Shape.Attention.VDim(d.Shape.HeadDim)) }
 
-func rowsBytes(s Shape, width int) int64 {
-	return Align16(int64(s.Batch) * int64(s.Capacity) * int64(s.KVHeads) * int64(width) * int64(s.KVType().Bytes))
+func rowsBytes(d Dims, width int) int64 {
+	s := d.Shape
+	rows := int64(s.Batch) * int64(s.Capacity)
+	if d.PageSize > 0 {
+		rows = int64(NumPages(s, d.PageSize)) * int64(d.PageSize)
+	}
+	return Align16(rows * int64(s.KVHeads) * int64(width) * int64(s.KVType().Bytes))
+}
+
+// MaskElems is the additive mask's elements, [batch][q_len][capacity].
+func MaskElems(s Shape) int64 {
+	return int64(s.Batch) * int64(s.Attention.Queries()) * int64(s.Capacity)
 }
 
 // Allocs is the table of allocations, indexed by AllocID.
@@ -155,6 +172,29 @@ var Allocs = [NumAllocs]Alloc{
 		}
 		return Align16(2 * int64(d.Shape.Heads) * 4)
 	}, RoleInput},
+	// A paged layout's index buffers, int32 (paged.go): the block table,
+	// the page indptr, the page indices and the last page's rows.
+	{AllocPages, "pages", func(d Dims, _ bool) int64 {
+		if d.PageSize <= 0 {
+			return 0
+		}
+		return Align16(pagesEnd(d))
+	}, RoleInput},
+	// The additive mask, [batch][q_len][capacity] in io.mask, when a
+	// launch passes it.
+	{AllocMask, "mask", func(d Dims, used bool) int64 {
+		if !used {
+			return 0
+		}
+		return Align16(MaskElems(d.Shape) * int64(d.IO.MaskDtype().Bytes()))
+	}, RoleInput},
+	// io.split_counts of each sequence, int32 [batch].
+	{AllocSplitCounts, "split_counts", func(d Dims, _ bool) int64 {
+		if d.IO.SplitCounts == "" {
+			return 0
+		}
+		return Align16(4 * int64(d.Shape.Batch))
+	}, RoleInput},
 }
 
 // A Buffer is a device buffer a kernel argument may name. Its name is its
@@ -165,10 +205,11 @@ type Buffer struct {
 	Alloc AllocID
 	// Offset is where the buffer starts in its allocation, in bytes;
 	// nil: at the start.
-	Offset func(Shape) int64
-	// Scaled buffers exist only for a shape of a scaled KV type.
-	Scaled bool
-	Doc    string
+	Offset func(Dims) int64
+	// Scaled buffers exist only for a shape of a scaled KV type, Paged
+	// ones only for a paged layout.
+	Scaled, Paged bool
+	Doc           string
 }
 
 // Buffers is the table of buffers, in the order messages name them.
@@ -182,17 +223,29 @@ var Buffers = []Buffer{
 	{Name: "positions", Alloc: AllocPositions, Doc: "int32 [batch], nkv − 1 of each sequence"},
 	// The lengths follow the positions in one buffer, so that one copy
 	// sets both before every run.
-	{Name: "seqlens", Alloc: AllocPositions, Offset: func(s Shape) int64 { return 4 * int64(s.Batch) },
+	{Name: "seqlens", Alloc: AllocPositions, Offset: func(d Dims) int64 { return 4 * int64(d.Shape.Batch) },
 		Doc: "int32 [batch], nkv of each sequence"},
 	{Name: "lse", Alloc: AllocLse, Doc: "f32 [batch][SPLITS][heads], room for a log-sum-exp; a variant declaring lse writes f32 [batch][q_len][heads] there, gated"},
 	{Name: "counters", Alloc: AllocScratch, Doc: "int32 arrival counters, zero between launches"},
 	{Name: "kv_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [2][kv_heads], K's scales then V's"},
 	{Name: "k_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [kv_heads], K's half of kv_scale"},
-	{Name: "v_scale", Alloc: AllocKVScale, Scaled: true, Offset: func(s Shape) int64 { return 4 * int64(s.KVHeads) },
+	{Name: "v_scale", Alloc: AllocKVScale, Scaled: true, Offset: func(d Dims) int64 { return 4 * int64(d.Shape.KVHeads) },
 		Doc: "f32 [kv_heads], V's half of kv_scale"},
 	{Name: "alibi_slopes", Alloc: AllocHeadParams, Doc: "f32 [heads], the ALiBi slopes (alibi: buffer or standard)"},
-	{Name: "sinks", Alloc: AllocHeadParams, Offset: func(s Shape) int64 { return 4 * int64(s.Heads) },
+	{Name: "sinks", Alloc: AllocHeadParams, Offset: func(d Dims) int64 { return 4 * int64(d.Shape.Heads) },
 		Doc: "f32 [heads], the sink logits (sinks: true)"},
+	{Name: "block_table", Alloc: AllocPages, Offset: blockTableAt, Paged: true,
+		Doc: "int32 [batch][max_pages], each sequence's pages in logical order (paged)"},
+	{Name: "page_indptr", Alloc: AllocPages, Offset: pageIndptrAt, Paged: true,
+		Doc: "int32 [batch+1], prefix sums of each sequence's used pages, cdiv(nkv, page_size) (paged)"},
+	{Name: "page_indices", Alloc: AllocPages, Offset: pageIndicesAt, Paged: true,
+		Doc: "int32 [page_indptr[batch]], the used pages of each sequence, concatenated (paged)"},
+	{Name: "last_page_len", Alloc: AllocPages, Offset: lastPageLenAt, Paged: true,
+		Doc: "int32 [batch], the rows of each sequence's last used page, 1..page_size (paged)"},
+	{Name: "mask", Alloc: AllocMask,
+		Doc: "[batch][q_len][capacity] in io.mask: 0 where a query token sees a row, −inf elsewhere (the lengths as llama.cpp passes them)"},
+	{Name: "split_counts", Alloc: AllocSplitCounts,
+		Doc: "int32 [batch], io.split_counts at each sequence's nkv"},
 }
 
 // BufferNamed returns the buffer of a name, or nil.
@@ -232,11 +285,11 @@ func names[T entry](table []T) []string {
 }
 
 // At returns the byte offset of the buffer in its allocation.
-func (b *Buffer) At(s Shape) int64 {
+func (b *Buffer) At(d Dims) int64 {
 	if b.Offset == nil {
 		return 0
 	}
-	return b.Offset(s)
+	return b.Offset(d)
 }
 
 // Sizes returns the bytes of every allocation at d; uses says whether an
@@ -284,21 +337,34 @@ var Scalars = []Scalar{
 	{"batch", ArgI32, func(d Dims) float64 { return f(d.Shape.Batch) }, "sequences"},
 	{"group", ArgI32, func(d Dims) float64 { return f(d.Shape.Group()) }, "query heads per KV head"},
 	{"splits", ArgI32, func(d Dims) float64 { return f(d.Splits) }, "the SPLITS define"},
-	{"kv_row_stride", ArgI32, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Row) },
-		"elements between consecutive rows of one KV head"},
-	{"kv_head_stride", ArgI32, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Head) },
-		"elements between KV heads"},
-	{"kv_batch_stride", ArgI32, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Batch) },
-		"elements between sequences"},
+	{"kv_row_stride", ArgI32, func(d Dims) float64 { return float64(d.IO.OrABI().StridesOf(d).Row) },
+		"elements between consecutive rows of one KV head (within a page, paged)"},
+	{"kv_head_stride", ArgI32, func(d Dims) float64 { return float64(d.IO.OrABI().StridesOf(d).Head) },
+		"elements between KV heads (within a page, paged)"},
+	{"kv_batch_stride", ArgI32, func(d Dims) float64 { return float64(d.IO.OrABI().StridesOf(d).Batch) },
+		"elements between sequences (not paged)"},
 	// The same strides in bytes, as engines that address K/V through char
 	// pointers pass them (llama.cpp's nb1, nb2, nb3); 64-bit by default,
 	// since a cache's batch stride outgrows an int.
-	{"kv_row_bytes", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Row * kvElt(d)) },
-		"bytes between consecutive rows of one KV head"},
-	{"kv_head_bytes", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Head * kvElt(d)) },
-		"bytes between KV heads"},
-	{"kv_batch_bytes", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().KVLayout.StridesOf(d.Shape).Batch * kvElt(d)) },
-		"bytes between sequences"},
+	{"kv_row_bytes", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().StridesOf(d).Row * kvElt(d)) },
+		"bytes between consecutive rows of one KV head (within a page, paged)"},
+	{"kv_head_bytes", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().StridesOf(d).Head * kvElt(d)) },
+		"bytes between KV heads (within a page, paged)"},
+	{"kv_batch_bytes", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().StridesOf(d).Batch * kvElt(d)) },
+		"bytes between sequences (not paged)"},
+	{"kv_page_stride", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().StridesOf(d).Page) },
+		"elements between pages (paged)"},
+	{"kv_page_bytes", ArgI64, func(d Dims) float64 { return float64(d.IO.OrABI().StridesOf(d).Page * kvElt(d)) },
+		"bytes between pages (paged)"},
+	{"page_size", ArgI32, func(d Dims) float64 { return f(d.PageSize) }, "rows per page (paged)"},
+	{"max_pages", ArgI32, func(d Dims) float64 { return f(d.maxPages()) }, "pages per sequence, the block table's row stride (paged)"},
+	{"num_pages", ArgI32, func(d Dims) float64 {
+		if d.PageSize <= 0 {
+			return 0
+		}
+		return f(NumPages(d.Shape, d.PageSize))
+	}, "pages in the pool (paged)"},
+	{"mask_stride", ArgI32, func(d Dims) float64 { return f(d.Shape.Capacity) }, "mask elements between query rows"},
 	{"pstr", ArgI32, func(d Dims) float64 { return f(PartialStride(d.Shape.HeadDim)) }, "PSTR, floats per partial slot"},
 	{"scale", ArgF32, func(d Dims) float64 { return 1 / math.Sqrt(f(d.Shape.HeadDim)) }, "the softmax scale, 1/√head_dim"},
 	{"softcap", ArgF32, func(d Dims) float64 { return d.Shape.Attention.Softcap }, "the soft-cap, 0 without one"},

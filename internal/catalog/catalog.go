@@ -33,6 +33,10 @@ type DefineSpec struct {
 	Min     int    // smallest valid integer value (0: no check)
 	Max     int    // largest valid integer value (0: no check)
 	Doc     string // one line
+	// Unset: a point that does not set the define does not pass it (the
+	// kernel's #ifndef gives Default's meaning), so that adding a form
+	// to a kernel leaves the hashes of its other points as they were.
+	Unset bool
 }
 
 // A Kernel is one built-in kernel.

@@ -162,10 +162,7 @@ func (in *Inputs) referenceJob(launches [][]int, outs []Output, b, kh, h0, h1 in
 				continue
 			}
 			p := n - T + t // the query's position; it attends rows [lo, p]
-			lo, hi := 0, p+1
-			if a.Window > 0 {
-				lo = max(0, p-a.Window)
-			}
+			lo, hi := a.Rows(n, t)
 			span := hi - lo
 			wraps := span > in.Rows || (hi-1)%in.Rows < lo%in.Rows
 			for h := range H {

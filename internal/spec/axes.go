@@ -52,7 +52,7 @@ func (s *Spec) DefineAxes(v *Variant) []Axis {
 	}
 	if v.Builtin != nil {
 		for _, d := range v.Builtin.Defines {
-			if !set[d.Name] && d.Default != "" {
+			if !set[d.Name] && d.Default != "" && !d.Unset {
 				out = append(out, Axis{Name: d.Name, Values: []string{d.Default}, Pos: v.Pos})
 				set[d.Name] = true
 			}

@@ -211,7 +211,7 @@ func (sh *Shape) ArmDefines(a *Arm, axes []Axis, vals []string) map[string]strin
 	}
 	if a.Builtin != nil {
 		for _, def := range a.Builtin.Defines {
-			if _, set := m[def.Name]; !set && def.Default != "" {
+			if _, set := m[def.Name]; !set && def.Default != "" && !def.Unset {
 				m[def.Name] = def.Default
 			}
 		}

@@ -23,8 +23,10 @@ type engineNodes struct {
 	launches *yaml.Node
 	launch   []launchNodes
 	wsize    *yaml.Node // io.workspace
-	structs  *yaml.Node
-	scratch  *yaml.Node
+	// psize and splits are io.page_size's and io.split_counts' nodes.
+	psize, splits *yaml.Node
+	structs       *yaml.Node
+	scratch       *yaml.Node
 	// scratchBytes are the nodes of each scratch buffer's bytes.
 	scratchBytes []*yaml.Node
 	// exprs are the integer expressions of the arguments (in launches and
@@ -109,10 +111,15 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 	}
 }
 
-var ioKeys = []string{"q", "out", "kv_layout", "partial", "workspace"}
+var ioKeys = []string{"q", "out", "kv_layout", "partial", "workspace", "page_size", "page_order", "pages", "mask", "split_counts"}
+
+// pageKeys are the io keys of a paged layout only.
+var pageKeys = []string{"page_size", "page_order", "pages"}
 
 func (d *decoder) io(n *yaml.Node, where string, e *engineNodes) *abi.IO {
 	io := abi.ABIIO
+	var layoutNode *yaml.Node
+	pageNodes := map[string]*yaml.Node{}
 	d.fields(n, where, ioKeys, func(key string, _, v *yaml.Node) {
 		k := where + "." + key
 		s := d.str(v, k)
@@ -124,15 +131,48 @@ func (d *decoder) io(n *yaml.Node, where string, e *engineNodes) *abi.IO {
 			io.Out, err = abi.ParseIODtype(s)
 		case "kv_layout":
 			io.KVLayout, err = abi.ParseKVLayout(s)
+			layoutNode = v
 		case "partial":
 			io.Partial, err = abi.ParsePartialLayout(s)
 		case "workspace":
 			io.Workspace, e.wsize = s, v
+		case "page_size":
+			io.Paging.PageSize, e.psize = s, v
+		case "page_order":
+			io.Paging.Order, err = abi.ParsePageOrder(s)
+		case "pages":
+			io.Paging.Pages, err = abi.ParsePageAssign(s)
+		case "mask":
+			if io.Mask, err = abi.ParseIODtype(s); err == nil && io.Mask == abi.BF16 {
+				err = fmt.Errorf("want f16 or f32 (an additive mask of 0 and -inf), got %q", s)
+			}
+		case "split_counts":
+			io.SplitCounts, e.splits = s, v
+		}
+		if slices.Contains(pageKeys, key) {
+			pageNodes[key] = v
 		}
 		if err != nil {
 			d.errorf(v, "%s: %v", k, err)
 		}
 	})
+	if io.KVLayout != abi.Paged {
+		for _, key := range pageKeys {
+			if v := pageNodes[key]; v != nil {
+				d.errorf(v, "%s.%s: only a paged io has pages (kv_layout: paged)", where, key)
+			}
+		}
+		return &io
+	}
+	if io.Paging.PageSize == "" {
+		d.errorf(layoutNode, "%s.kv_layout: paged needs page_size (rows per page: a number, or a define such as PAGE_SIZE)", where)
+	}
+	if io.Paging.Order == "" {
+		io.Paging.Order = abi.PageNHD
+	}
+	if io.Paging.Pages == "" {
+		io.Paging.Pages = abi.PagesShuffled
+	}
 	return &io
 }
 
@@ -346,6 +386,17 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 	}
 	if v.IO != nil && v.IO.Workspace != "" {
 		d.checkExpr(s, i, v.IO.Workspace, e.wsize, "io.workspace")
+	}
+	if v.IO != nil && v.IO.Paging.PageSize != "" {
+		if ex, err := expr.Parse(v.IO.Paging.PageSize); err == nil && contains(ex.Symbols(), NKV) {
+			d.errorf(e.psize, "variants[%d] (%s).io.page_size: %q reads nkv: the pages are the cache's, fixed whatever a sequence's length", i, v.Name, v.IO.Paging.PageSize)
+		} else {
+			d.checkExpr(s, i, v.IO.Paging.PageSize, e.psize, "io.page_size")
+		}
+	}
+	if v.IO != nil && v.IO.SplitCounts != "" {
+		// Of each sequence's nkv, which the other expressions may not read.
+		d.checkExpr(s, i, v.IO.SplitCounts, e.splits, "io.split_counts")
 	}
 	for j, sc := range v.Scratch {
 		if sc.Bytes != "" {

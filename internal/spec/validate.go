@@ -39,6 +39,7 @@ func (d *decoder) validate(s *Spec, w *where, kernels catalog.Set) {
 	d.kernels(s, w, kernels)
 	d.engineKernels(s, w)
 	d.scaleArgs(s)
+	d.layoutArgs(s)
 	d.references(s, w)
 	if len(d.errs) > 0 {
 		return
@@ -105,6 +106,31 @@ func (d *decoder) scaleArgs(s *Spec) {
 						d.errorAt(l.Pos, "variants[%d] (%s).launches[%d]: argument %s: shape %s has kv_dtype %s, which has no scales",
 							i, v.Name, li, a.Name, sh.Name, sh.KVDtype)
 						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// layoutArgs refuses an argument, in a launch or a struct field, that the
+// variant's io cannot give a value (abi.IO.Refuses): a batch stride of a
+// paged cache, a block table of a contiguous one.
+func (d *decoder) layoutArgs(s *Spec) {
+	for i := range s.Variants {
+		v := &s.Variants[i]
+		io := abi.ABIIO
+		if v.IO != nil {
+			io = *v.IO
+		}
+		for li, l := range v.Launches {
+			for _, arg := range l.Args {
+				for _, a := range arg.Leaves() {
+					if a.Name == "" || a.IsScratch() {
+						continue
+					}
+					if why := io.Refuses(a.Name); why != "" {
+						d.errorAt(l.Pos, "variants[%d] (%s).launches[%d]: argument %s: %s", i, v.Name, li, a.Name, why)
 					}
 				}
 			}
@@ -360,7 +386,7 @@ func (d *decoder) coverage(s *Spec, w *where) {
 		}
 		if v.Builtin != nil {
 			for _, def := range v.Builtin.Defines {
-				if !has(def.Name) {
+				if !has(def.Name) && !def.Unset {
 					d.errorf(vn.node, "%s: kernel %s needs a value for %s (%s): add it to the axes or the variant's defines", where, v.Builtin.Name, def.Name, def.Doc)
 				}
 			}

@@ -1,0 +1,171 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"slices"
+	"testing"
+
+	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+)
+
+// pagedPoint is fakePoint with K and V in a paged pool: pages of 16 rows
+// (so the gate lengths 7, 9, 17, 29 and 100 end inside a page), in the
+// given order and assignment.
+func pagedPoint(variant string, order abi.PageOrder, pages abi.PageAssign) *plan.Point {
+	p := fakePoint(variant, 100)
+	p.IO = abi.ABIIO
+	p.IO.KVLayout, p.IO.Paging = abi.Paged, abi.Paging{PageSize: "16", Order: order, Pages: pages}
+	p.PageSize = 16
+	return p
+}
+
+// TestPagedGates: a kernel that reads K and V through the block table
+// passes every gate over shuffled pages in each page order; one that
+// reads the pages in sequence order fails the numerics gates; a kernel
+// that takes its lengths from page_indptr and last_page_len passes too,
+// replay included, so the index buffers are rewritten at every length and
+// between replays.
+func TestPagedGates(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		m     fakeModel
+		order abi.PageOrder
+		pages abi.PageAssign
+		ok    bool
+	}{
+		{"nhd", fakeModel{}, abi.PageNHD, abi.PagesShuffled, true},
+		{"hnd", fakeModel{}, abi.PageHND, abi.PagesShuffled, true},
+		{"split_x", fakeModel{}, abi.PageSplitX, abi.PagesShuffled, true},
+		{"lengths from the page indices", fakeModel{nkvFromPages: true}, abi.PageNHD, abi.PagesShuffled, true},
+		{"table ignored", fakeModel{ignoreTable: true}, abi.PageNHD, abi.PagesShuffled, false},
+		// With identity pages the same kernel is right: the shuffle is
+		// what catches it.
+		{"table ignored, identity pages", fakeModel{ignoreTable: true}, abi.PageNHD, abi.PagesIdentity, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models["k"] = c.m
+			b := fakeBackend(t, f)
+			if _, err := b.Env(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := b.Run(context.Background(), pagedPoint("k", c.order, c.pages))
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := failedKinds(rec.Gates)
+			if c.ok && (rec.Status != results.StatusOK || len(failed) > 0) {
+				t.Fatalf("status %s (%s), failed gates %v", rec.Status, rec.Error, failed)
+			}
+			if !c.ok && (rec.Status != results.StatusGateFailed || !slices.ContainsFunc(failed, func(k string) bool { return len(k) > 9 && k[:9] == "tolerance" })) {
+				t.Fatalf("status %s, failed gates %v: want the tolerance gate to fail", rec.Status, failed)
+			}
+			if c.ok && c.order == abi.PageNHD {
+				kinds := map[string]bool{}
+				for _, g := range rec.Gates {
+					kinds[g.Kind] = true
+				}
+				for _, k := range []string{results.GateTolerance, results.GateReplay, results.GateStale, results.GateReadOnly, results.GateBounds} {
+					if !kinds[k] {
+						t.Errorf("no %s gate ran on the paged point (gates %v)", k, kinds)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPagedPlacement: the oracle's rows land where the block table and
+// the page order say, every spare page holds NaN, and the record of what
+// K holds (which the read-only gate compares with) agrees with the
+// device byte for byte.
+func TestPagedPlacement(t *testing.T) {
+	for _, order := range []abi.PageOrder{abi.PageNHD, abi.PageHND, abi.PageSplitX} {
+		p := pagedPoint("k", order, abi.PagesShuffled)
+		f := newFakeDevice()
+		f.models["k"] = fakeModel{}
+		bk := fakeBackend(t, f)
+		if _, err := bk.Env(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		l, err := pointLayout(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := f.allocWorkspace(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &pointRun{b: bk, p: p, l: l, ws: w}
+		s := p.Config.Shape
+		const rows = 37 // two whole pages and a part
+		rb := s.KVHeads * s.HeadDim * 2
+		kb, vb := make([]byte, s.Batch*rows*rb), make([]byte, s.Batch*rows*rb)
+		for i := range kb {
+			kb[i], vb[i] = byte(i*7+1), byte(i*13+5)
+		}
+		for _, cp := range w.kvCopies(s, rows, kb, vb) {
+			if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.writeInput(w.v, cp.dst, cp.v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.setPositions([]int{rows, rows - 20}); err != nil {
+			t.Fatal(err)
+		}
+		// Element e of row r of KV head h of sequence b, read through
+		// the device's block table and the order's own formula.
+		bt := f.at(w.pages)
+		maxPages := abi.MaxPages(s, 16)
+		P, D, H := 16, s.HeadDim, s.KVHeads
+		at := func(v bool, b, row, h, e int) int {
+			pg := int(binary.LittleEndian.Uint32(bt[4*(b*maxPages+row/P):]))
+			rp := row % P
+			in := (rp*H+h)*D + e
+			switch {
+			case order == abi.PageHND:
+				in = (h*P+rp)*D + e
+			case order == abi.PageSplitX && v:
+				in = (h*D+e)*P + rp
+			case order == abi.PageSplitX:
+				in = ((h*(D/8)+e/8)*P+rp)*8 + e%8
+			}
+			return 2 * (pg*P*H*D + in)
+		}
+		dk, dv := f.at(w.k), f.at(w.v)
+		for b := range s.Batch {
+			for row := range rows {
+				for h := range H {
+					for e := range D {
+						src := (b*rows+row)*rb + 2*(h*D+e)
+						if i := at(false, b, row, h, e); !bytes.Equal(dk[i:i+2], kb[src:src+2]) {
+							t.Fatalf("%s: K of sequence %d row %d head %d dim %d is %x, want %x", order, b, row, h, e, dk[i:i+2], kb[src:src+2])
+						}
+						if i := at(true, b, row, h, e); !bytes.Equal(dv[i:i+2], vb[src:src+2]) {
+							t.Fatalf("%s: V of sequence %d row %d head %d dim %d is %x, want %x", order, b, row, h, e, dv[i:i+2], vb[src:src+2])
+						}
+					}
+				}
+			}
+		}
+		pb := int(l.pageB)
+		for _, pg := range w.paged().Spare() {
+			for i := int(pg) * pb; i < (int(pg)+1)*pb; i += 2 {
+				if binary.LittleEndian.Uint16(dk[i:]) != 0x7E00 || binary.LittleEndian.Uint16(dv[i:]) != 0x7E00 {
+					t.Fatalf("%s: spare page %d is not NaN at byte %d", order, pg, i-int(pg)*pb)
+				}
+			}
+		}
+		for _, c := range w.inputs {
+			if !bytes.Equal(c.bytesAt(0, c.n), f.at(c.p)[:c.n]) {
+				t.Errorf("%s: the record of %s differs from the device", order, c.name)
+			}
+		}
+	}
+}
