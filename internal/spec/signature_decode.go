@@ -412,8 +412,8 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 	}
 }
 
-// twinIO checks that bitwise twins declare the same io: they run in one
-// workspace and their outputs are compared byte for byte.
+// twinIO checks that bitwise twins declare the same io and lse: they run
+// in one workspace and their outputs are compared byte for byte.
 func (d *decoder) twinIO(s *Spec, w *where) {
 	io := func(v *Variant) abi.IO {
 		if v.IO != nil {
@@ -430,6 +430,11 @@ func (d *decoder) twinIO(s *Spec, w *where) {
 		if a, b := io(v), io(t); a != b {
 			d.errorf(w.variants[i].bitwise, "variants[%d] (%s): bitwise_with %s, whose io differs (q %s/%s, out %s/%s, kv_layout %s/%s, partial %s/%s): byte identity needs the same buffers in the same dtypes and layouts",
 				i, v.Name, t.Name, a.Q, b.Q, a.Out, b.Out, a.KVLayout, b.KVLayout, a.Partial, b.Partial)
+		}
+		// A declared lse is compared byte for byte too.
+		if v.LSE != t.LSE {
+			d.errorf(w.variants[i].bitwise, "variants[%d] (%s): bitwise_with %s, whose lse differs (%q/%q): byte identity needs the same outputs",
+				i, v.Name, t.Name, v.LSE, t.LSE)
 		}
 	}
 }
