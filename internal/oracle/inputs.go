@@ -202,11 +202,17 @@ func (in *Inputs) Prefix(rows int) *Inputs {
 		}
 		per := s.KVHeads * width // elements of one row
 		vals, bytes := make([]float64, s.Batch*rows*per), make([]byte, s.Batch*rows*per*elt)
-		parallel(s.Batch, func(lo, hi int) {
-			for b := lo; b < hi; b++ {
-				src, dst, m := b*in.Rows*per, b*rows*per, rows*per
-				copy(vals[dst:dst+m], x[src:src+m])
-				copy(bytes[dst*elt:(dst+m)*elt], raw[src*elt:(src+m)*elt])
+		// In runs of rows on every core: a batch-16 prefix is a few
+		// hundred MB of copying (and of fresh pages), and one chunk per
+		// sequence left it to one core (parallel's grain is elements).
+		parallelN(s.Batch*rows, 64, func(lo, hi int) {
+			for j := lo; j < hi; {
+				b, r := j/rows, j%rows
+				n := min(hi-j, rows-r) * per // the chunk's elements of sequence b
+				src, dst := (b*in.Rows+r)*per, (b*rows+r)*per
+				copy(vals[dst:dst+n], x[src:src+n])
+				copy(bytes[dst*elt:(dst+n)*elt], raw[src*elt:(src+n)*elt])
+				j += n / per
 			}
 		})
 		return vals, bytes
