@@ -46,7 +46,11 @@ type CompareRow struct {
 	Probe  results.Probe
 	// Old and New are the medians with their 95% confidence intervals (ns).
 	Old, New benchmath.Summary
-	// DeltaPct is (new/old − 1) × 100 of the medians, whatever P says.
+	// DeltaPct is the Hodges-Lehmann estimate of new/old − 1 in percent
+	// (the median of the ratios of every new sample to every old one),
+	// whatever P says: the centre of RatioLo..RatioHi, the estimate that
+	// goes with the U test. The ratio of the two medians is another
+	// estimator, which need not lie inside that interval.
 	DeltaPct float64
 	// P is the Mann-Whitney U p-value; Significant is P < Alpha.
 	P           float64
@@ -173,8 +177,8 @@ func compareSamples(r *results.Record, p results.Probe, old, new []float64) Comp
 		Shape: ShapeLabel(r.Config.Shape), Config: ConfigLabel(&r.Config), NKV: r.Config.NKV, Probe: p,
 		Old: c.Old, New: c.New, P: c.P, N1: c.N1, N2: c.N2, Significant: c.Significant, Powerless: !c.Decidable,
 	}
-	if !math.IsNaN(c.Ratio) {
-		row.DeltaPct = (c.Ratio - 1) * 100
+	if !math.IsNaN(c.Change) {
+		row.DeltaPct = c.Change * 100
 	}
 	row.RatioLo, row.RatioHi = c.ChangeLo, c.ChangeHi
 	for _, w := range append(append(c.Warnings, row.Old.Warnings...), row.New.Warnings...) {
@@ -250,7 +254,7 @@ func (c *Comparison) WriteText(w io.Writer, markdown bool) error {
 		}
 	}
 	ew := &errWriter{w: w}
-	ew.printf("\nmedians with 95%% confidence intervals; delta = new/old − 1 when the Mann-Whitney U test rejects equality at α=%.2f, \"~\" otherwise\n", Alpha)
+	ew.printf("\nmedians with 95%% confidence intervals; delta = new/old − 1 as the Hodges-Lehmann estimate (the median of the ratios of every new sample to every old one, the centre of the change's 95%% interval), when the Mann-Whitney U test rejects equality at α=%.2f, \"~\" otherwise\n", Alpha)
 	if n := c.powerless(); n > 0 {
 		ew.printf("\"?\" (%d rows): too few samples for the test to reach α=%.2f at all; %d per side can\n", n, Alpha, stats.SamplesToDecide(Alpha))
 	}

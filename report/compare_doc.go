@@ -8,7 +8,7 @@ import (
 
 // CompareSchema is the version of the CompareDoc layout; it grows when a
 // field changes meaning or goes away, not when one is added.
-const CompareSchema = 1
+const CompareSchema = 2
 
 // A CompareDoc is the document `ktune compare --json` prints: the
 // comparison as plain data, for CI steps and scripts.
@@ -53,7 +53,9 @@ type CompareDocRow struct {
 	NewNS   float64  `json:"new_ns"`
 	NewLoNS *float64 `json:"new_lo_ns"`
 	NewHiNS *float64 `json:"new_hi_ns"`
-	// DeltaPct is new/old − 1 of the medians in percent, whatever P says;
+	// DeltaPct is the Hodges-Lehmann estimate of new/old − 1 in percent,
+	// whatever P says: the centre of RatioLoPct..RatioHiPct (schema 1 had
+	// the ratio of the medians here);
 	// Delta is what the table shows: the signed percentage when
 	// Significant, "?" when Powerless, "~" otherwise.
 	DeltaPct    float64 `json:"delta_pct"`

@@ -134,19 +134,22 @@ type NumRow struct {
 
 // A GatePoint is one probe at one point.
 type GatePoint struct {
-	Device     string        `json:"device"`
-	Shape      string        `json:"shape"`
-	NKV        int           `json:"nkv"`
-	Probe      results.Probe `json:"probe"`
-	Candidate  string        `json:"candidate"`
-	Baseline   string        `json:"baseline"`
-	CandNS     float64       `json:"candidate_median_ns"`
-	BaseNS     float64       `json:"baseline_median_ns"`
-	DeltaPct   float64       `json:"delta_pct"`
-	P          float64       `json:"p"`
-	N1         int           `json:"n_candidate"`
-	N2         int           `json:"n_baseline"`
-	Regression bool          `json:"regression"`
+	Device    string        `json:"device"`
+	Shape     string        `json:"shape"`
+	NKV       int           `json:"nkv"`
+	Probe     results.Probe `json:"probe"`
+	Candidate string        `json:"candidate"`
+	Baseline  string        `json:"baseline"`
+	CandNS    float64       `json:"candidate_median_ns"`
+	BaseNS    float64       `json:"baseline_median_ns"`
+	// DeltaPct is the Hodges-Lehmann estimate of candidate/baseline − 1
+	// in percent (report.CompareRow.DeltaPct): the centre of the interval
+	// WorstPct bounds, not the ratio of the two medians printed beside it.
+	DeltaPct   float64 `json:"delta_pct"`
+	P          float64 `json:"p"`
+	N1         int     `json:"n_candidate"`
+	N2         int     `json:"n_baseline"`
+	Regression bool    `json:"regression"`
 	// Undecided is set when the samples cannot tell a pass from a
 	// regression here (see VerdictUndecided); NeedSamples then estimates
 	// the samples per side that would.

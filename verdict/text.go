@@ -60,6 +60,8 @@ func (res *GateResult) WriteText(w io.Writer) error {
 		if err := pg.Render(w, false); err != nil {
 			return err
 		}
+		ew.printf("cand µs and base µs are medians; delta is the Hodges-Lehmann estimate of candidate/baseline − 1 " +
+			"(the median of the ratios of every candidate sample to every baseline one), the centre of the 95%% interval \"at worst\" bounds\n")
 	}
 	for _, m := range res.Missing {
 		ew.printf("missing: %s\n", m)

@@ -24,7 +24,10 @@ Compare matches the points of two results files (or sweep directories) by
 variant, shape, defines and nkv — not by record hash, which also covers
 the device architecture and the spec, so that two machines or two specs
 can be compared — and for every probe measured on both sides prints the
-old and new medians with 95% confidence intervals and the change.
+old and new medians with 95% confidence intervals and the change: the
+Hodges-Lehmann estimate of new/old − 1 (the median of the ratios of every
+new sample to every old one), the centre of the change's 95% interval,
+which the ratio of the two medians need not be.
 
 A change is shown as a signed percentage only when the Mann-Whitney U test
 (golang.org/x/perf/benchmath, AssumeNothing) rejects "same distribution"
