@@ -447,7 +447,10 @@ func (r *pointRun) upload(in *oracle.Inputs) error {
 		if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
 			return fmt.Errorf("uploading K: %w", err)
 		}
-		if err := r.writeInput(w.v, cp.dst, cp.v); err != nil {
+		if cp.v == nil {
+			continue // a latent mla cache: V is K's
+		}
+		if err := r.writeInput(w.v, cp.vdst, cp.v); err != nil {
 			return fmt.Errorf("uploading V: %w", err)
 		}
 	}

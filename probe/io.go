@@ -51,45 +51,70 @@ func qUpload(l layout, in *oracle.Inputs) []byte {
 type kvCopy struct {
 	dst  int64
 	k, v []byte
+	// vdst is where v goes when V's rows are narrower than K's (an mla
+	// cache of its own V buffer); v is nil for a latent mla cache, whose
+	// V is K's first dv channels.
+	vdst int64
 }
 
-// kvCopies places the oracle's rows (packed [batch][rows][kv_heads][dim])
-// at the start of each sequence's capacity on the device, in the
-// layout's order: [batch][capacity][kv_heads][dim] takes one copy per
-// sequence; [batch][kv_heads][capacity][dim] one per (sequence, KV head),
-// transposed on the host; a paged cache one per page (pages.go).
+// kvCopies places the oracle's rows (packed [batch][rows][kv_heads][dim],
+// V's dv wide for an mla shape, and absent, vb nil, for a latent one) at
+// the start of each sequence's capacity on the device, in the layout's
+// order: [batch][capacity][kv_heads][dim] takes one copy per sequence;
+// [batch][kv_heads][capacity][dim] one per (sequence, KV head), transposed
+// on the host; a paged cache one per page (pages.go).
 func (w *workspace) kvCopies(s abi.Shape, rows int, kb, vb []byte) []kvCopy {
 	l := w.l
-	switch l.kvLayout {
-	case abi.Paged:
+	if l.kvLayout == abi.Paged {
 		ranges := make([]rowRange, s.Batch)
 		for b := range ranges {
 			ranges[b] = rowRange{b, 0, rows}
 		}
 		return w.pagedCopies(s, ranges, packedRows(s, l.elt, rows, kb, vb), 0, w.mirrorOf)
-	case abi.BHSD:
-	default:
-		rowBytes := int64(s.KVHeads) * int64(s.HeadDim) * int64(l.elt)
-		var out []kvCopy
+	}
+	kp, vp := w.placements(s)
+	ks, vs := contiguousCopies(kp, s, rows, kb), contiguousCopies(vp, s, rows, vb)
+	out := make([]kvCopy, len(ks))
+	for i, k := range ks {
+		out[i] = kvCopy{dst: k.dst, k: k.b}
+		if vb != nil {
+			out[i].v, out[i].vdst = vs[i].b, vs[i].dst
+		}
+	}
+	return out
+}
+
+// A bufCopy is b written at byte offset dst of one buffer.
+type bufCopy struct {
+	dst int64
+	b   []byte
+}
+
+// contiguousCopies places packed rows ([batch][rows][kv_heads][width])
+// in a contiguous layout: one copy per sequence in bshd, straight from
+// the packed bytes; one per (sequence, KV head) in bhsd, transposed.
+func contiguousCopies(pl *abi.Placement, s abi.Shape, rows int, packed []byte) []bufCopy {
+	if packed == nil {
+		packed = make([]byte, s.Batch*rows*s.KVHeads*pl.Width*pl.Elt) // placeholders, never written
+	}
+	headBytes := int64(pl.Width) * int64(pl.Elt)
+	rowBytes := int64(s.KVHeads) * headBytes
+	if pl.Layout != abi.BHSD {
+		var out []bufCopy
 		for _, sp := range rowSpans(s, rows, rowBytes) {
-			out = append(out, kvCopy{sp.dst, kb[sp.src : sp.src+sp.n], vb[sp.src : sp.src+sp.n]})
+			out = append(out, bufCopy{sp.dst, packed[sp.src : sp.src+sp.n]})
 		}
 		return out
 	}
-	rowBytes := int64(s.KVHeads) * int64(s.HeadDim) * int64(l.elt)
-	headBytes := int64(s.HeadDim) * int64(l.elt)
-	kp, _ := w.placements(s)
-	var out []kvCopy
+	var out []bufCopy
 	for b := range s.Batch {
 		for h := range s.KVHeads {
-			k := make([]byte, int64(rows)*headBytes)
-			v := make([]byte, len(k))
+			x := make([]byte, int64(rows)*headBytes)
 			for r := range rows {
 				src := (int64(b)*int64(rows)+int64(r))*rowBytes + int64(h)*headBytes
-				copy(k[int64(r)*headBytes:], kb[src:src+headBytes])
-				copy(v[int64(r)*headBytes:], vb[src:src+headBytes])
+				copy(x[int64(r)*headBytes:], packed[src:src+headBytes])
 			}
-			out = append(out, kvCopy{kp.Offset(b, 0, h, 0) * int64(l.elt), k, v})
+			out = append(out, bufCopy{pl.Offset(b, 0, h, 0) * int64(pl.Elt), x})
 		}
 	}
 	return out

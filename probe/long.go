@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 )
@@ -110,7 +111,7 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 			if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
 				return fmt.Errorf("tiling K to the capacity: %w", err)
 			}
-			if err := r.writeInput(w.v, cp.dst, cp.v); err != nil {
+			if err := r.writeInput(w.v, cp.vdst, cp.v); err != nil {
 				return fmt.Errorf("tiling V to the capacity: %w", err)
 			}
 		}
@@ -118,15 +119,20 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 		return nil
 	}
 	for _, cp := range w.kvCopies(s, in.Rows, in.KBytes, in.VBytes) {
-		unit := int64(len(cp.k) / in.Rows) // one row's bytes in this copy
-		for k := int64(1); k*int64(in.Rows) < int64(s.Capacity); k++ {
-			n := min(int64(in.Rows), int64(s.Capacity)-k*int64(in.Rows)) * unit
-			off := cp.dst + k*int64(in.Rows)*unit
-			if err := r.writeInput(w.k, off, cp.k[:n]); err != nil {
-				return fmt.Errorf("tiling K to the capacity: %w", err)
+		for _, x := range []struct {
+			p   cuda.DevPtr
+			dst int64
+			b   []byte
+		}{{w.k, cp.dst, cp.k}, {w.v, cp.vdst, cp.v}} {
+			if x.b == nil {
+				continue // a latent mla cache: V is K's
 			}
-			if err := r.writeInput(w.v, off, cp.v[:n]); err != nil {
-				return fmt.Errorf("tiling V to the capacity: %w", err)
+			unit := int64(len(x.b) / in.Rows) // one row's bytes in this copy
+			for k := int64(1); k*int64(in.Rows) < int64(s.Capacity); k++ {
+				n := min(int64(in.Rows), int64(s.Capacity)-k*int64(in.Rows)) * unit
+				if err := r.writeInput(x.p, x.dst+k*int64(in.Rows)*unit, x.b[:n]); err != nil {
+					return fmt.Errorf("tiling K and V to the capacity: %w", err)
+				}
 			}
 		}
 	}

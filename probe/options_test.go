@@ -30,6 +30,7 @@ type fakeOptions struct {
 	lseSkipAfter int  // > 0: from this many launches in a row at the same positions on, lse is left as it is
 	lseFirstAddr bool // writes lse where its module's first launch was told to (a pointer kept in the module)
 	lseOffset    float32
+	mlaDotDV     bool // mla: the score over K's first dv channels only
 }
 
 // computeOptions runs one launch of a fakeOptions kernel.
@@ -72,6 +73,7 @@ func (f *fakeDevice) attend(o fakeOptions, l fakeLaunch, pos []int32, withOut bo
 	s, w := l.c.Shape, l.w
 	a := s.Attention
 	d, T := s.HeadDim, a.Queries()
+	dv := a.VDim(d) // an mla shape's V width; a latent V is K's first dv channels
 	get := func(buf []byte, i int) float64 {
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:])))
 	}
@@ -79,6 +81,10 @@ func (f *fakeDevice) attend(o fakeOptions, l fakeLaunch, pos []int32, withOut bo
 		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(v)))
 	}
 	q, kb, vb, ob := f.at(w.q), f.at(w.k), f.at(w.v), f.at(w.out)
+	dots := d
+	if o.mlaDotDV {
+		dots = dv
+	}
 	t := s.KVType()
 	load := func(buf []byte, b, r, kh, i int) float64 {
 		return t.Decode(t.Bits(buf, f.kvElem(fakeModel{}, w, s, &buf[0] == &vb[0], b, r, kh, i)))
@@ -110,7 +116,7 @@ func (f *fakeDevice) attend(o fakeOptions, l fakeLaunch, pos []int32, withOut bo
 				mx := math.Inf(-1)
 				for r := lo; r <= hi; r++ {
 					dot := 0.0
-					for i := range d {
+					for i := range dots {
 						dot += get(q, row*d+i) * load(kb, b, r, kh, i)
 					}
 					x := dot * scale
@@ -135,17 +141,21 @@ func (f *fakeDevice) attend(o fakeOptions, l fakeLaunch, pos []int32, withOut bo
 					sink = get(hp, s.Heads+h)
 					mx = math.Max(mx, sink)
 				}
-				sum, acc := math.Exp(sink-mx), make([]float64, d)
+				sum, acc := math.Exp(sink-mx), make([]float64, dv)
 				for j, x := range sc {
 					e := math.Exp(x - mx)
 					sum += e
-					for i := range d {
-						acc[i] += e * load(vb, b, lo+j, kh, i)
+					for i := range dv {
+						if a.Latent() {
+							acc[i] += e * load(kb, b, lo+j, kh, i)
+						} else {
+							acc[i] += e * load(vb, b, lo+j, kh, i)
+						}
 					}
 				}
-				for i := range d {
+				for i := range dv {
 					if withOut {
-						put(ob, row*d+i, acc[i]/sum)
+						put(ob, row*dv+i, acc[i]/sum)
 					}
 				}
 				if a.LSE != "" && lseAt != 0 {

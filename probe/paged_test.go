@@ -112,7 +112,7 @@ func TestPagedPlacement(t *testing.T) {
 			if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.writeInput(w.v, cp.dst, cp.v); err != nil {
+			if err := r.writeInput(w.v, cp.vdst, cp.v); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -123,7 +123,7 @@ func (w *workspace) pagedCopies(s abi.Shape, ranges []rowRange, src rowSource, t
 			whole := lo == j*P && hi == (j+1)*P
 			k := key{rg.b, (j * P) % max(tile, 1)}
 			if c, ok := built[k]; ok && whole && tile > 0 && k.first+P <= tile {
-				out = append(out, kvCopy{dst, c.k, c.v})
+				out = append(out, kvCopy{dst: dst, k: c.k, v: c.v, vdst: dst})
 				continue
 			}
 			var kimg, vimg []byte
@@ -137,7 +137,7 @@ func (w *workspace) pagedCopies(s abi.Shape, ranges []rowRange, src rowSource, t
 				scatterRow(kimg, kp, r-j*P, kr, elt)
 				scatterRow(vimg, vp, r-j*P, vr, elt)
 			}
-			c := kvCopy{dst, kimg, vimg}
+			c := kvCopy{dst: dst, k: kimg, v: vimg, vdst: dst}
 			if whole && tile > 0 {
 				built[k] = c
 			}

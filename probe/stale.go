@@ -2,6 +2,7 @@ package probe
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
@@ -51,31 +52,46 @@ func staleRowsPast(l layout, s abi.Shape, n int) int {
 	return min(s.Capacity-n, max(staleRows, 2*chunk))
 }
 
-// staleSpans are the byte ranges of K (and V: the same offsets) past each
-// sequence's length that the stale gate overwrites, and how many rows
-// each holds: one range per sequence in [batch][capacity][kv_heads][dim],
-// one per (sequence, KV head) in [batch][kv_heads][capacity][dim].
-func staleSpans(l layout, s abi.Shape, lengths []int) (spans []span, rowBytes int64) {
-	head := int64(s.HeadDim) * int64(l.elt)
-	rowBytes = int64(s.KVHeads) * head
+// staleSpans are the byte ranges of K or V (by its placement in a
+// contiguous layout) past each sequence's length that the stale gate
+// overwrites, and the bytes of the unit the patterns cycle by: one range
+// per sequence in [batch][capacity][kv_heads][dim] (a unit is a row),
+// one per (sequence, KV head) in [batch][kv_heads][capacity][dim] (a
+// unit is one head's row).
+func staleSpans(l layout, pl *abi.Placement, lengths []int) (spans []span, unit int64) {
+	s := pl.Shape
+	head := int64(pl.Width) * int64(pl.Elt)
+	unit = int64(s.KVHeads) * head
+	if pl.Layout == abi.BHSD {
+		unit = head
+	}
 	for b, n := range lengths {
 		rows := int64(staleRowsPast(l, s, n))
 		if rows <= 0 {
 			continue
 		}
-		if l.kvLayout == abi.BHSD {
+		if pl.Layout == abi.BHSD {
 			for h := range s.KVHeads {
-				dst := ((int64(b)*int64(s.KVHeads)+int64(h))*int64(s.Capacity) + int64(n)) * head
-				spans = append(spans, span{dst: dst, n: rows * head})
+				spans = append(spans, span{dst: pl.Offset(b, n, h, 0) * int64(pl.Elt), n: rows * head})
 			}
 			continue
 		}
-		spans = append(spans, span{dst: (int64(b)*int64(s.Capacity) + int64(n)) * rowBytes, n: rows * rowBytes})
+		spans = append(spans, span{dst: pl.Offset(b, n, 0, 0) * int64(pl.Elt), n: rows * unit})
 	}
-	if l.kvLayout == abi.BHSD {
-		rowBytes = head
+	return spans, unit
+}
+
+// patternRows are one unit of each stale pattern of the KV type.
+func patternRows(t *kvtype.Type, unit int64) [][]byte {
+	var rows [][]byte
+	for _, bits := range staleBits(t) {
+		row := make([]byte, unit)
+		for e := range int(unit) / t.Bytes {
+			t.PutBits(row, e, bits)
+		}
+		rows = append(rows, row)
 	}
-	return spans, rowBytes
+	return rows
 }
 
 // staleGate runs the point's kernel at nkv over uniform inputs whose rows
@@ -83,20 +99,11 @@ func staleSpans(l layout, s abi.Shape, lengths []int) (spans []span, rowBytes in
 // (partial, out); K and V are put back afterwards.
 func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *gateLog) error {
 	c := &r.p.Config
-	spans, rowBytes := staleSpans(r.l, c.Shape, lengths)
-	if len(spans) == 0 {
+	if !slices.ContainsFunc(lengths, func(n int) bool { return n < c.Shape.Capacity }) {
 		return nil // every sequence at the capacity: nothing lies past it
 	}
 	t := c.Shape.KVType()
-	// One row of each pattern, copied row after row.
-	var rows [][]byte
-	for _, bits := range staleBits(t) {
-		row := make([]byte, rowBytes)
-		for e := range int(rowBytes) / t.Bytes {
-			t.PutBits(row, e, bits)
-		}
-		rows = append(rows, row)
-	}
+	kp, vp := r.ws.placements(c.Shape)
 	type saved struct {
 		buf *inputCopy
 		sp  span
@@ -117,6 +124,7 @@ func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *g
 		for b, n := range lengths {
 			ranges = append(ranges, rowRange{b, n, n + staleRowsPast(r.l, c.Shape, n)})
 		}
+		rows := patternRows(t, int64(c.Shape.KVHeads)*int64(kp.Width)*int64(t.Bytes))
 		src := func(b, rr int) ([]byte, []byte) {
 			row := rows[(rr-lengths[b])%len(rows)]
 			return row, row
@@ -135,7 +143,17 @@ func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *g
 			}
 		}
 	} else {
-		for _, p := range []cuda.DevPtr{r.ws.k, r.ws.v} {
+		bufs := []struct {
+			p  cuda.DevPtr
+			pl *abi.Placement
+		}{{r.ws.k, kp}, {r.ws.v, vp}}
+		if c.Shape.Attention.Latent() {
+			bufs = bufs[:1] // V is K's first dv channels
+		}
+		for _, x := range bufs {
+			p := x.p
+			spans, rowBytes := staleSpans(r.l, x.pl, lengths)
+			rows := patternRows(t, rowBytes)
 			buf := r.ws.input(p)
 			for _, sp := range spans {
 				restore = append(restore, saved{buf, sp, buf.bytesAt(sp.dst, sp.n)})
