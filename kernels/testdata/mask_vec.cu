@@ -10,7 +10,8 @@
 // elsewhere, as llama.cpp encodes the context (and the causal and window
 // edges) in its KQ mask.
 //
-// Mapping: one warp per (head, sequence, query token); lane l owns dims
+// Mapping: one warp per (head, sequence), which serves the sequence's
+// query tokens one after the other; lane l owns dims
 // l, l+32, l+64, l+96 of HEAD_DIM (≤ 128). The warp walks every KV row of
 // the capacity; a row whose mask is −inf is skipped before K or V is read,
 // so the rows past a sequence's length (stale: NaN, Inf) never enter the
@@ -43,55 +44,56 @@ extern "C" __global__ void __launch_bounds__(32) flash_attn_vec_mask(
     const int ne31, const int ne32, const int ne33,
     const int nb31, const int nb32, const long long nb33) {
     constexpr int D = HEAD_DIM, PER = (D + 31) / 32;
-    const int h = blockIdx.x, b = blockIdx.y, t = blockIdx.z, lane = threadIdx.x;
+    const int h = blockIdx.x, b = blockIdx.y, lane = threadIdx.x;
     const int ntok = ne01.z; // the fastdiv triple's divisor: the query rows per sequence
-    if (t >= ntok) return;
     const int kvh = h / (ne02 / ne12);
     // ALiBi as llama.cpp derives it from max_bias; 1 without (max_bias 0).
     float slope = 1.f;
     if (max_bias > 0.f)
         slope = h < (int)n_head_log2 ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - (int)n_head_log2) + 1));
-    const float *qr = (const float *)(Q + (long long)b * nb03 + (long long)h * nb02 + (long long)t * nb01);
-    float q[PER];
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-        const int d = lane + 32 * i;
-        q[i] = d < ne00 ? qr[d] : 0.f;
-    }
-    const char *kb = K + b * nb13 + (long long)kvh * nb12;
-    const char *vb = V + b * nb23 + (long long)kvh * nb22;
-    const unsigned short *mrow = (const unsigned short *)(mask + b * nb33 + (long long)(h % ne32) * nb32 + (long long)t * nb31);
-    float m = __int_as_float(0xff800000), l = 0.f, acc[PER];
-#pragma unroll
-    for (int i = 0; i < PER; i++) acc[i] = 0.f;
-    for (int r = 0; r < ne11; r++) {
-        const float mv = h2f(mrow[r]);
-        if (mv == __int_as_float(0xff800000)) continue; // the same for every lane: the warp skips together
-        const unsigned short *kr = (const unsigned short *)(kb + (long long)r * nb11);
-        float s = 0.f;
+    for (int t = 0; t < ntok; t++) {
+        const float *qr = (const float *)(Q + (long long)b * nb03 + (long long)h * nb02 + (long long)t * nb01);
+        float q[PER];
 #pragma unroll
         for (int i = 0; i < PER; i++) {
             const int d = lane + 32 * i;
-            if (d < ne00) s += q[i] * h2f(kr[d]);
+            q[i] = d < ne00 ? qr[d] : 0.f;
         }
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        s *= scale;
-        if (logit_softcap != 0.f) s = logit_softcap * tanhf(s / logit_softcap);
-        s += slope * mv;
-        const float mn = fmaxf(m, s), c = expf(m - mn), e = expf(s - mn);
-        const unsigned short *vr = (const unsigned short *)(vb + (long long)r * nb21);
-        l = l * c + e;
+        const char *kb = K + b * nb13 + (long long)kvh * nb12;
+        const char *vb = V + b * nb23 + (long long)kvh * nb22;
+        const unsigned short *mrow = (const unsigned short *)(mask + b * nb33 + (long long)(h % ne32) * nb32 + (long long)t * nb31);
+        float m = __int_as_float(0xff800000), l = 0.f, acc[PER];
+#pragma unroll
+        for (int i = 0; i < PER; i++) acc[i] = 0.f;
+        for (int r = 0; r < ne11; r++) {
+            const float mv = h2f(mrow[r]);
+            if (mv == __int_as_float(0xff800000)) continue; // the same for every lane: the warp skips together
+            const unsigned short *kr = (const unsigned short *)(kb + (long long)r * nb11);
+            float s = 0.f;
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                const int d = lane + 32 * i;
+                if (d < ne00) s += q[i] * h2f(kr[d]);
+            }
+            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+            s *= scale;
+            if (logit_softcap != 0.f) s = logit_softcap * tanhf(s / logit_softcap);
+            s += slope * mv;
+            const float mn = fmaxf(m, s), c = expf(m - mn), e = expf(s - mn);
+            const unsigned short *vr = (const unsigned short *)(vb + (long long)r * nb21);
+            l = l * c + e;
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                const int d = lane + 32 * i;
+                acc[i] = acc[i] * c + e * (d < ne00 ? h2f(vr[d]) : 0.f);
+            }
+            m = mn;
+        }
+        float *out = dst + (((long long)b * ntok + t) * ne02 + h) * D;
 #pragma unroll
         for (int i = 0; i < PER; i++) {
             const int d = lane + 32 * i;
-            acc[i] = acc[i] * c + e * (d < ne00 ? h2f(vr[d]) : 0.f);
+            if (d < ne00) out[d] = l > 0.f ? acc[i] / l : 0.f;
         }
-        m = mn;
-    }
-    float *out = dst + (((long long)b * ntok + t) * ne02 + h) * D;
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-        const int d = lane + 32 * i;
-        if (d < ne00) out[d] = l > 0.f ? acc[i] / l : 0.f;
     }
 }
