@@ -597,4 +597,3 @@ func failedKinds(gs []results.Gate) []string {
 	sort.Strings(out)
 	return out
 }
-
