@@ -123,17 +123,23 @@ func TestDiffBytes(t *testing.T) {
 	if g.Pass || g.DiffBytes != 1 || g.FirstDiff != 2 || g.Buffer != "out" || g.Kind != results.GateBitwise {
 		t.Errorf("diffGate: %+v", g)
 	}
-	// The byte gates report partial first, since out derives from it.
+	// The byte gates report partial first, since out derives from it, and
+	// lse after out.
 	why := "graph captured at nkv 100, replayed at 5"
-	g = bytesGate(results.GateReplay, 5, 1, []byte{1}, []byte{2}, []byte{3}, []byte{4}, why)
+	pair := func(p, o, l byte) outputs { return outputs{partial: []byte{p}, out: []byte{o}, lse: []byte{l}} }
+	g = outputsGate(results.GateReplay, 5, 1, pair(1, 3, 5), pair(2, 4, 6), why)
 	if g.Pass || g.Buffer != "partial" || !strings.HasPrefix(g.Detail, why+": ") {
-		t.Errorf("bytesGate: %+v", g)
+		t.Errorf("outputsGate: %+v", g)
 	}
-	g = bytesGate(results.GateReplay, 5, 1, []byte{1}, []byte{1}, []byte{3}, []byte{4}, why)
+	g = outputsGate(results.GateReplay, 5, 1, pair(1, 3, 5), pair(1, 4, 6), why)
 	if g.Pass || g.Buffer != "out" {
-		t.Errorf("bytesGate out: %+v", g)
+		t.Errorf("outputsGate out: %+v", g)
 	}
-	if g = bytesGate(results.GateReplay, 5, 1, []byte{1}, []byte{1}, []byte{3}, []byte{3}, why); !g.Pass {
+	g = outputsGate(results.GateReplay, 5, 1, pair(1, 3, 5), pair(1, 3, 6), why)
+	if g.Pass || g.Buffer != "lse" {
+		t.Errorf("outputsGate lse: %+v", g)
+	}
+	if g = outputsGate(results.GateReplay, 5, 1, pair(1, 3, 5), pair(1, 3, 5), why); !g.Pass || g.Buffer != "out" {
 		t.Errorf("identical: %+v", g)
 	}
 }

@@ -249,7 +249,7 @@ func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref orac
 	}
 	if repeat {
 		// On the uniform set, where the bytes to match were just made.
-		if err := r.staleGate(nkv, lengths, o.partial, o.out, log); err != nil {
+		if err := r.staleGate(nkv, lengths, o, log); err != nil {
 			return err
 		}
 	}
@@ -301,12 +301,6 @@ func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
 	gate.Inputs = string(oracle.SetUniform)
 	log.add(gate)
 	return nil
-}
-
-// bytesGate compares partial then out of two runs; why prefixes the detail
-// of a difference.
-func bytesGate(kind string, nkv int, seed uint64, pa, pb, oa, ob []byte, why string) results.Gate {
-	return outputsGate(kind, nkv, seed, outputs{partial: pa, out: oa}, outputs{partial: pb, out: ob}, why)
 }
 
 // outputsGate compares two runs' outputs byte for byte, buffer by buffer

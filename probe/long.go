@@ -49,46 +49,41 @@ func (r *pointRun) longGates(ctx context.Context, launches [][]int, log *gateLog
 	}
 	tiled := *in
 	tiled.Tiled = true
-	refs, err := r.timedReferences(&tiled, want)
+	refs, err := oracle.References(&tiled, want)
 	if err != nil {
 		return err
 	}
 	bounds := oracle.SetUniform.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: string(r.l.outDtype)}, s)
 	for i, lengths := range want {
 		nkv := slices.Max(lengths)
-		_, out, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
+		o, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
 		if err != nil {
 			return fmt.Errorf("gate run at nkv %d (uniform inputs tiled to the capacity): %w", nkv, err)
 		}
-		m, err := oracle.Compare(floats(out), refs[i], bounds)
+		m, err := oracle.Compare(floats(o.out), refs[i].Out, bounds)
 		if err != nil {
 			return err
 		}
-		g := toleranceGate(nkv, p.Seed, m, bounds)
-		g.Inputs = string(oracle.SetUniform)
-		tag := fmt.Sprintf("rows past %d tiled to the capacity", in.Rows)
-		if g.Detail == "" {
-			g.Detail = tag
-		} else {
-			g.Detail += " (" + tag + ")"
+		tag := func(g results.Gate) results.Gate {
+			g.Inputs = string(oracle.SetUniform)
+			why := fmt.Sprintf("rows past %d tiled to the capacity", in.Rows)
+			if g.Detail == "" {
+				g.Detail = why
+			} else {
+				g.Detail += " (" + why + ")"
+			}
+			return g
 		}
-		log.add(g)
+		log.add(tag(toleranceGate(nkv, p.Seed, m, bounds)))
+		// A declared lse is judged here too: a log-sum-exp that drifts
+		// with the length is as wrong at 131072 as out is.
+		if err := r.lseGate(nkv, o.lse, refs[i].LSE, log, tag); err != nil {
+			return err
+		}
+		r.recycle(o.partial)
 		r.b.logf("%s: gate at nkv %d (uniform, tiled): max_abs %.2g nmse %.2g", c.Variant, nkv, m.MaxAbs, m.NMSE)
 	}
 	return nil
-}
-
-// timedReferences is the oracle's output at each of launches, one call.
-func (r *pointRun) timedReferences(in *oracle.Inputs, launches [][]int) ([][]float64, error) {
-	outs, err := oracle.References(in, launches)
-	if err != nil {
-		return nil, err
-	}
-	refs := make([][]float64, len(outs))
-	for i, o := range outs {
-		refs[i] = o.Out
-	}
-	return refs, nil
 }
 
 // uploadTiled writes the rows of in (uploaded at the start of every

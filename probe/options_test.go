@@ -9,6 +9,7 @@ import (
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -30,6 +31,11 @@ type fakeOptions struct {
 	lseSkipAfter int  // > 0: from this many launches in a row at the same positions on, lse is left as it is
 	lseFirstAddr bool // writes lse where its module's first launch was told to (a pointer kept in the module)
 	lseOffset    float32
+	// Misuses of lse that only the stale-rows gate and the gates past the
+	// gate lengths see.
+	lseZeroPast  bool // lse's sum takes the first row past the length with a zero weight (0·NaN = NaN)
+	lseDriftPast int  // > 0: lse is off by 1 at lengths past this
+	lseDriftTo   int  // > 0: ... and short of this
 	mlaDotDV     bool // mla: the score over K's first dv channels only
 }
 
@@ -159,7 +165,18 @@ func (f *fakeDevice) attend(o fakeOptions, l fakeLaunch, pos []int32, withOut bo
 					}
 				}
 				if a.LSE != "" && lseAt != 0 {
-					lse := mx + math.Log(sum)
+					sumL := sum
+					if o.lseZeroPast && n < s.Capacity {
+						dot := 0.0
+						for i := range dots {
+							dot += get(q, row*d+i) * load(kb, b, n, kh, i)
+						}
+						sumL += 0 * math.Exp(dot*scale-mx)
+					}
+					lse := mx + math.Log(sumL)
+					if o.lseDriftPast > 0 && n > o.lseDriftPast && (o.lseDriftTo == 0 || n < o.lseDriftTo) {
+						lse++
+					}
 					if a.LSE == abi.LSELog2 && !o.lseNatural {
 						lse /= math.Ln2
 					}
@@ -292,4 +309,49 @@ func TestFakeOptionsLSEBytes(t *testing.T) {
 			t.Errorf("twin with another lse: failed %s on %q: %s", g.Kind, g.Buffer, g.Detail)
 		}
 	}
+}
+
+// TestFakeOptionsLSEPastLengths: lse goes through the stale-rows gate and
+// the gates past the gate lengths like out. An lse that takes the first
+// row past each length with a zero weight is right on every finite fill
+// and fails the stale-rows gate alone, on lse; one that is wrong only past
+// the gate lengths fails the tolerance gate at the capacity alone, on lse;
+// one that is wrong only at lengths between those the group's gates ran
+// (100, 192, 256) passes them and fails a later point's own timed length.
+func TestFakeOptionsLSEPastLengths(t *testing.T) {
+	// only: want is the one kind/inputs that fails, on lse, at nkv (any
+	// when 0), with detail in the failure.
+	only := func(t *testing.T, rec results.Record, want string, nkv int, detail string) {
+		t.Helper()
+		if got := failedKinds(rec.Gates); rec.Status != results.StatusGateFailed || !slices.Equal(got, []string{want}) {
+			t.Fatalf("status %s, failed %v: want %s alone", rec.Status, got, want)
+		}
+		for _, g := range rec.Gates {
+			if !g.Pass && (g.Buffer != "lse" || (nkv > 0 && g.NKV != nkv) || !strings.Contains(g.Detail, detail)) {
+				t.Errorf("failed %s at nkv %d on %q: %s", g.Kind, g.NKV, g.Buffer, g.Detail)
+			}
+		}
+	}
+	t.Run("zero-weight-past-the-length", func(t *testing.T) {
+		f := newFakeDevice()
+		f.models["zero"] = fakeModel{options: &fakeOptions{lseZeroPast: true}}
+		only(t, run(t, fakeBackend(t, f), optionPoint("zero")), "stale/uniform", 0, "rows past each length")
+	})
+	t.Run("drift-past-the-gate-lengths", func(t *testing.T) {
+		f := newFakeDevice()
+		f.models["drift"] = fakeModel{options: &fakeOptions{lseDriftPast: 128}}
+		only(t, run(t, fakeBackend(t, f), optionPoint("drift")), "tolerance/uniform", 256, "tiled to the capacity")
+	})
+	t.Run("drift-at-a-timed-length", func(t *testing.T) {
+		f := newFakeDevice()
+		f.models["window"] = fakeModel{options: &fakeOptions{lseDriftPast: 195, lseDriftTo: 250}}
+		b := fakeBackend(t, f)
+		if rec := run(t, b, optionPoint("window")); rec.Status != results.StatusOK {
+			t.Fatalf("group's first point: %s, failed %v", rec.Status, failedKinds(rec.Gates))
+		}
+		p := optionPoint("window")
+		p.Config.NKV = 200
+		p.Hash += "-200"
+		only(t, run(t, b, p), "tolerance/uniform", 200, "tiled to the capacity")
+	})
 }

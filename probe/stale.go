@@ -96,8 +96,9 @@ func patternRows(t *kvtype.Type, unit int64) [][]byte {
 
 // staleGate runs the point's kernel at nkv over uniform inputs whose rows
 // past each length are stale, and compares with the launch over the fill
-// (partial, out); K and V are put back afterwards.
-func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *gateLog) error {
+// (partial, out and a declared lse, byte for byte); K and V are put back
+// afterwards.
+func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog) error {
 	c := &r.p.Config
 	if !slices.ContainsFunc(lengths, func(n int) bool { return n < c.Shape.Capacity }) {
 		return nil // every sequence at the capacity: nothing lies past it
@@ -167,11 +168,11 @@ func (r *pointRun) staleGate(nkv int, lengths []int, partial, out []byte, log *g
 			}
 		}
 	}
-	sp, so, err := r.runOnce(r.k, c, r.geometryAt(r.g, nkv), lengths)
+	stale, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
 	if err != nil {
 		return fmt.Errorf("stale-rows gate at nkv %d: %w", nkv, err)
 	}
-	g := bytesGate(results.GateStale, nkv, r.p.Seed, partial, sp, out, so,
+	g := outputsGate(results.GateStale, nkv, r.p.Seed, fill, stale,
 		"NaN, Inf and large values in the rows past each length changed the outputs (they reached them)")
 	g.Inputs = string(oracle.SetUniform)
 	log.add(g)
