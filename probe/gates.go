@@ -546,14 +546,8 @@ func (r *pointRun) readBack() (outputs, error) {
 	return o, nil
 }
 
-// runOnce launches one pair at the given lengths over poisoned outputs and
-// returns partial and out.
-func (r *pointRun) runOnce(k *kernelPair, c *results.Config, g geometry, lengths []int) (partial, out []byte, err error) {
-	o, err := r.runOutputs(k, c, g, lengths)
-	return o.partial, o.out, err
-}
-
-// runOutputs is runOnce with every output the gates read, lse included.
+// runOutputs launches one pair at the given lengths over poisoned outputs
+// and returns every output the gates read, lse included.
 func (r *pointRun) runOutputs(k *kernelPair, c *results.Config, g geometry, lengths []int) (outputs, error) {
 	if err := r.setPositions(lengths); err != nil {
 		return outputs{}, err
