@@ -12,3 +12,19 @@
 // and the defines without defining them. kernels/abi.cuh is the device
 // side of the same contract (kernels/ABI.md); PartialStride is its PSTR.
 package abi
+
+// Adding a KV layout. Where K's and V's elements lie is Placement
+// (layout.go, paged.go): Offset, InPage, Run and Locate. The probe writes
+// rows only through it (probe/io.go, long.go, stale.go, pages.go), names
+// an element through Locate, and the device fake reads through it. A new
+// contiguous order therefore touches layout.go (its name, StridesOf,
+// Offset, Locate) and probe/io.go's contiguousCopies, which picks one copy
+// per sequence or per (sequence, KV head); and their tests. The paged
+// layout touched more, 18 files of code, because it is more than an
+// order: a pool with an assignment (paged.go), index buffers derived from
+// the lengths and rewritten with the positions (table.go, lengths.go,
+// probe/pages.go and setPositions), spec keys for its page size, order
+// and assignment (spec's io decoder, validate.go for the arguments a
+// layout refuses), a built-in form (PAGE_SIZE: plan's launch arguments,
+// its page-size evaluation and hash) and a workspace keyed by its pool
+// (probe/buffers.go).
