@@ -50,6 +50,8 @@ var notHashedABI = map[string]string{
 	"Source.Named":                  "never set for the ABI's launches",
 	"WorkspaceBytes":                "the ABI has no workspace",
 	"Scratch":                       "the ABI has no scratch buffers",
+	"Planned":                       "the ABI has no host-planned arrays",
+	"PlannedBufs":                   "the ABI has no host-planned arrays",
 	"IO.Q":                          "the ABI's io",
 	"IO.Out":                        "the ABI's io",
 	"IO.KVLayout":                   "the ABI's io",

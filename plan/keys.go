@@ -153,6 +153,12 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 			// Only when declared, so that every other signature keeps its hash.
 			field("scratch", abi.ScratchText(pt.Scratch))
 		}
+		for _, pl := range pt.Planned {
+			field("planned", pl.String())
+		}
+		if len(pt.PlannedBufs) > 0 {
+			field("planned-entries", abi.PlannedText(pt.PlannedBufs))
+		}
 		for _, l := range pt.Launches {
 			field("launch", fmt.Sprint(l.Entry, l.Grid, l.Block, l.Shared))
 		}

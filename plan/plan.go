@@ -398,6 +398,9 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	if err := b.tensorMaps(pt); err != nil {
 		return nil, err
 	}
+	if err := b.planned(v, pt); err != nil {
+		return nil, err
+	}
 	b.over.apply(pt)
 	pt.arch = b.arch
 	pt.GateKey, pt.Hash = b.keys(pt)

@@ -91,6 +91,11 @@ type Point struct {
 	// Scratch are the variant's named scratch buffers, their sizes
 	// evaluated at the point; they live after the workspace's bytes.
 	Scratch []abi.ScratchBuf `json:",omitempty"`
+	// Planned are the variant's host-planned arrays, generated from the
+	// lengths by the probe at every length (abi.Planned.Generate), and
+	// PlannedBufs their entries evaluated at the point, in the same order.
+	Planned     []abi.Planned    `json:",omitempty"`
+	PlannedBufs []abi.PlannedBuf `json:",omitempty"`
 	// PageSize is a paged io's page_size evaluated at the point; 0 for a
 	// contiguous K/V.
 	PageSize int `json:",omitempty"`

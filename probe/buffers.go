@@ -34,6 +34,11 @@ type layout struct {
 	// the positions: a paged layout's index buffers, the additive mask,
 	// the per-sequence split counts (abi.AllocPages ...); 0 when absent.
 	Pages, Mask, SplitCounts int64
+	// Planned holds the host-planned arrays (abi.AllocPlanned); planned
+	// is their names and entries (abi.PlannedText, so that layouts still
+	// compare with ==).
+	Planned int64
+	planned string
 	// HeadParams holds the ALiBi slopes and the sink logits
 	// (abi.AllocHeadParams); 0 for a shape with neither option.
 	HeadParams   int64
@@ -81,7 +86,7 @@ func (l *layout) size(a abi.AllocID) *int64 {
 	return [abi.NumAllocs]*int64{abi.AllocQ: &l.Q, abi.AllocK: &l.K, abi.AllocV: &l.V, abi.AllocPositions: &l.Positions,
 		abi.AllocPartial: &l.Partial, abi.AllocOut: &l.Out, abi.AllocScratch: &l.Scratch, abi.AllocLse: &l.Lse,
 		abi.AllocWorkspace: &l.Workspace, abi.AllocKVScale: &l.KVScale, abi.AllocHeadParams: &l.HeadParams,
-		abi.AllocPages: &l.Pages, abi.AllocMask: &l.Mask, abi.AllocSplitCounts: &l.SplitCounts}[a]
+		abi.AllocPages: &l.Pages, abi.AllocMask: &l.Mask, abi.AllocSplitCounts: &l.SplitCounts, abi.AllocPlanned: &l.Planned}[a]
 }
 
 // splitsOf returns the SPLITS of a configuration. The plan sets
@@ -114,7 +119,7 @@ func sized(d abi.Dims, uses func(string) bool) (layout, error) {
 		splits: d.Splits, pstr: abi.PartialStride(s.HeadDim), elt: t.Bytes, kv: t,
 		qDtype: d.IO.Q, outDtype: d.IO.Out, kvLayout: d.IO.KVLayout, partialABI: d.IO.Partial == abi.PartialABI,
 		paging: d.IO.Paging, pageSize: d.PageSize, mask: d.IO.Mask, splitCounts: d.IO.SplitCounts,
-		scratch: abi.ScratchText(d.Scratch), workspaceBytes: d.WorkspaceBytes,
+		scratch: abi.ScratchText(d.Scratch), workspaceBytes: d.WorkspaceBytes, planned: abi.PlannedText(d.Planned),
 	}
 	if d.IO.KVLayout == abi.Paged {
 		if d.PageSize < 1 {
@@ -162,7 +167,7 @@ func pointLayout(p *plan.Point) (layout, error) {
 		return false
 	}
 	return sized(abi.Dims{Shape: p.Config.Shape, Splits: p.Config.Splits, IO: p.IO.OrABI(), WorkspaceBytes: p.WorkspaceBytes,
-		Scratch: p.Scratch, PageSize: p.PageSize}, uses)
+		Scratch: p.Scratch, PageSize: p.PageSize, Planned: p.PlannedBufs}, uses)
 }
 
 // gatedSlots is the number of partial slots the gates read: every slot
@@ -218,6 +223,7 @@ type workspace struct {
 	// positions (0 unless the layout is paged, a launch passes mask, the
 	// io plans split counts).
 	pages, mask, splitCounts cuda.DevPtr
+	planned                  cuda.DevPtr // 0 unless the signature passes planned arrays
 	// pool is a paged layout's page assignment (pages.go); made on first
 	// use, from the layout.
 	pool *abi.Pool
@@ -263,7 +269,7 @@ func (w *workspace) table() []bufferEntry {
 	ptr := [abi.NumAllocs]*cuda.DevPtr{abi.AllocQ: &w.q, abi.AllocK: &w.k, abi.AllocV: &w.v, abi.AllocPositions: &w.positions,
 		abi.AllocPartial: &w.partial, abi.AllocOut: &w.out, abi.AllocScratch: &w.scratch, abi.AllocLse: &w.lse,
 		abi.AllocWorkspace: &w.workspace, abi.AllocKVScale: &w.kvScale, abi.AllocHeadParams: &w.headParams,
-		abi.AllocPages: &w.pages, abi.AllocMask: &w.mask, abi.AllocSplitCounts: &w.splitCounts}
+		abi.AllocPages: &w.pages, abi.AllocMask: &w.mask, abi.AllocSplitCounts: &w.splitCounts, abi.AllocPlanned: &w.planned}
 	out := make([]bufferEntry, 0, abi.NumAllocs+4)
 	for _, a := range abi.Allocs {
 		out = append(out, bufferEntry{a.Name, ptr[a.ID], *w.l.size(a.ID), a.Role})
@@ -350,7 +356,7 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream) (*workspace, erro
 		name string
 		p    cuda.DevPtr
 		n    int64
-	}{{"head_params", w.headParams, l.HeadParams}, {"pages", w.pages, l.Pages}, {"mask", w.mask, l.Mask}, {"split_counts", w.splitCounts, l.SplitCounts}} {
+	}{{"head_params", w.headParams, l.HeadParams}, {"pages", w.pages, l.Pages}, {"mask", w.mask, l.Mask}, {"split_counts", w.splitCounts, l.SplitCounts}, {"planned", w.planned, l.Planned}} {
 		if z.n == 0 {
 			continue
 		}

@@ -23,34 +23,35 @@ type fakeModel struct {
 	compileFails bool
 	// params are the parameters the driver reports for each entry
 	// (cuFuncGetParamInfo); nil: none reported, as on an older driver.
-	params       map[string][]abi.ParamSlot
-	offset       float32       // added to every output
-	skipIdle     bool          // idle splits leave their slots unwritten
-	keepMax      bool          // uses the longest nkv it has seen (state in the module)
-	gridRows     int           // > 0: block x covers rows [x·gridRows, …); rows past grid·gridRows are lost
-	nkvByValue   bool          // nkv is fixed at enqueue time, so a replay keeps the captured one
-	noise        bool          // every other launch flips the last bit of out[0]
-	skipNewest   int           // > 0: row nkv−1 is left out when nkv > skipNewest
-	ftz          bool          // f16 subnormals read as zero
-	kScaleForV   bool          // V dequantized with K's scales
-	readPast     bool          // each split also reads the first row of the next chunk
-	counters     bool          // a fused kernel: an arrival count per (sequence, KV head) in the scratch, which the last split re-arms to zero
-	noRearm      bool          // with counters: the count is left as it ended
-	driftPast    int           // > 0: out is off by 0.01 where the length exceeds it (an error growing with the chunk)
-	prefetchPast bool          // each split also loads (and ignores) the row after its chunk, which may lie past K's end
-	zeroTail     int           // > 0: rows up to the next multiple of it past a chunk are added with weight 0 (0·NaN = NaN)
-	memoAfter    int           // > 0: from this many launches in a row at the same positions on, copies its last outputs
-	memoSkip     bool          // with memoAfter: leaves the outputs as they are instead
-	breakAfter   int           // > 0: launches past this many of the module add 0.5 to out
-	writeInput   string        // "k": rescales the newest row's first K element in place; "positions": clears seqlens
-	writePastOut bool          // writes one element past the end of out
-	writeBefore  bool          // writes the word before partial's start
-	delay        time.Duration // per launch
-	fault        error         // every launch fails with it
-	launchErr    error         // the launch is refused (not sticky)
-	options      *fakeOptions  // computes the shape's attention options (options_test.go)
-	ignoreTable  bool          // paged: reads sequence b's page j at b·max_pages + j, whatever the block table says
-	nkvFromPages bool          // paged: each length from page_indptr and last_page_len, not positions
+	params         map[string][]abi.ParamSlot
+	offset         float32       // added to every output
+	skipIdle       bool          // idle splits leave their slots unwritten
+	keepMax        bool          // uses the longest nkv it has seen (state in the module)
+	gridRows       int           // > 0: block x covers rows [x·gridRows, …); rows past grid·gridRows are lost
+	nkvByValue     bool          // nkv is fixed at enqueue time, so a replay keeps the captured one
+	noise          bool          // every other launch flips the last bit of out[0]
+	skipNewest     int           // > 0: row nkv−1 is left out when nkv > skipNewest
+	ftz            bool          // f16 subnormals read as zero
+	kScaleForV     bool          // V dequantized with K's scales
+	readPast       bool          // each split also reads the first row of the next chunk
+	counters       bool          // a fused kernel: an arrival count per (sequence, KV head) in the scratch, which the last split re-arms to zero
+	noRearm        bool          // with counters: the count is left as it ended
+	driftPast      int           // > 0: out is off by 0.01 where the length exceeds it (an error growing with the chunk)
+	prefetchPast   bool          // each split also loads (and ignores) the row after its chunk, which may lie past K's end
+	zeroTail       int           // > 0: rows up to the next multiple of it past a chunk are added with weight 0 (0·NaN = NaN)
+	memoAfter      int           // > 0: from this many launches in a row at the same positions on, copies its last outputs
+	memoSkip       bool          // with memoAfter: leaves the outputs as they are instead
+	breakAfter     int           // > 0: launches past this many of the module add 0.5 to out
+	writeInput     string        // "k": rescales the newest row's first K element in place; "positions": clears seqlens
+	writePastOut   bool          // writes one element past the end of out
+	writeBefore    bool          // writes the word before partial's start
+	delay          time.Duration // per launch
+	fault          error         // every launch fails with it
+	launchErr      error         // the launch is refused (not sticky)
+	options        *fakeOptions  // computes the shape's attention options (options_test.go)
+	ignoreTable    bool          // paged: reads sequence b's page j at b·max_pages + j, whatever the block table says
+	nkvFromPages   bool          // paged: each length from page_indptr and last_page_len, not positions
+	nkvFromPlanned string        // each length from this host-planned array (planned_test.go), not positions
 }
 
 type fakeKernel struct {

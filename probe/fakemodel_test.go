@@ -87,6 +87,9 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 		if m.nkvFromPages {
 			n = f.pagedLength(w, b)
 		}
+		if m.nkvFromPlanned != "" {
+			n = f.plannedLength(w, m.nkvFromPlanned, b)
+		}
 		if m.keepMax {
 			if fk.seen == nil {
 				fk.seen = map[int]int{}

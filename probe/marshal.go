@@ -28,6 +28,8 @@ func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace, enc
 			return cuda.DevPtr(0), nil // null
 		case a.IsScratch():
 			return scratchArg(a.Name, d, w)
+		case a.IsPlanned():
+			return plannedArg(a.Name, d, w)
 		case a.IsBuffer():
 			return bufferArg(a.Name, d, w)
 		case a.Name == "":
@@ -63,7 +65,7 @@ func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace, enc
 // io.
 func (l layout) dims(s abi.Shape) abi.Dims {
 	return abi.Dims{Shape: s, Splits: l.splits, IO: l.io(), WorkspaceBytes: l.workspaceBytes, Scratch: abi.ParseScratchText(l.scratch),
-		PageSize: l.pageSize}
+		PageSize: l.pageSize, Planned: abi.ParsePlannedText(l.planned)}
 }
 
 // io is the io the layout was sized for.
@@ -142,4 +144,18 @@ func tensorMapArg(m *abi.TensorMap, env expr.Env, s abi.Shape, leaf func(abi.Arg
 	return enc(cuda.TensorMapParams{DataType: uint32(v.Dtype), Addr: addr, Dims: v.Dims, Strides: v.Strides, Box: v.Box,
 		ElementStrides: v.ElementStrides, Interleave: uint32(v.Interleave), Swizzle: uint32(v.Swizzle),
 		L2Promotion: uint32(v.L2Promotion), OOBFill: uint32(v.OOBFill)})
+}
+
+// plannedArg is the device pointer of a host-planned array, in the planned
+// allocation (abi.PlannedSpans).
+func plannedArg(name string, d abi.Dims, w *workspace) (cuda.DevPtr, error) {
+	for _, sp := range d.PlannedSpans() {
+		if sp.Name == name {
+			if w.planned == 0 {
+				return 0, fmt.Errorf("planned %s: the planned arrays are not allocated for this point", name)
+			}
+			return w.planned + devOff(sp.Offset), nil
+		}
+	}
+	return 0, fmt.Errorf("planned %s is not declared for this point", name)
 }

@@ -171,7 +171,8 @@ func (w *workspace) mirrorOf(k bool, off, n int64) []byte {
 
 // lengthInputs are the length-derived inputs besides the positions, for
 // the lengths: a paged layout's index buffers, the mask, the split
-// counts. Each goes in one copy of its allocation.
+// counts, the host-planned arrays. Each goes in one copy of its
+// allocation.
 func (r *pointRun) lengthInputs(lengths []int) ([]inputWrite, []cuda.DevPtr, error) {
 	w, s := r.ws, r.p.Config.Shape
 	d := w.l.dims(s)
@@ -197,6 +198,13 @@ func (r *pointRun) lengthInputs(lengths []int) ([]inputWrite, []cuda.DevPtr, err
 			return nil, nil, fmt.Errorf("the split counts: %w", err)
 		}
 		writes, at = append(writes, inputWrite{0, b}), append(at, w.splitCounts)
+	}
+	if w.l.Planned > 0 {
+		b, err := abi.PlannedBytes(d, r.p.Planned, d.Env(r.p.Config.Defines), lengths)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the planned arrays: %w", err)
+		}
+		writes, at = append(writes, inputWrite{0, b}), append(at, w.planned)
 	}
 	return writes, at, nil
 }

@@ -62,6 +62,8 @@ func (a Arg) String() string {
 		return "null"
 	case a.IsScratch():
 		return "scratch:" + a.Name
+	case a.IsPlanned():
+		return "planned:" + a.Name
 	case a.Name == "":
 		return string(a.Type) + ":" + a.Value
 	case a.Type == ArgPtr:
@@ -94,6 +96,12 @@ func ParseArg(tok string) (Arg, error) {
 			return Arg{}, fmt.Errorf("argument %q: scratch:NAME names a buffer declared under scratch", tok)
 		}
 		return ScratchArg(typ), nil
+	}
+	if typed && name == "planned" {
+		if typ = strings.TrimSpace(typ); typ == "" {
+			return Arg{}, fmt.Errorf("argument %q: planned:NAME names an array declared under planned", tok)
+		}
+		return PlannedArg(typ), nil
 	}
 	if typed && isScalarType(ArgType(name)) {
 		t, lit := ArgType(name), strings.TrimSpace(typ)

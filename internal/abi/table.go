@@ -19,6 +19,9 @@ type Dims struct {
 	// PageSize is io.page_size evaluated at the point: a paged layout's
 	// rows per page; 0 for the others.
 	PageSize int
+	// Planned are the host-planned arrays with their entries at the
+	// point, in one allocation (AllocPlanned, PlannedSpans).
+	Planned []PlannedBuf
 }
 
 // An AllocID names one device allocation of a point's workspace. A buffer
@@ -42,6 +45,7 @@ const (
 	AllocPages
 	AllocMask
 	AllocSplitCounts
+	AllocPlanned
 	NumAllocs
 )
 
@@ -195,6 +199,9 @@ var Allocs = [NumAllocs]Alloc{
 		}
 		return Align16(4 * int64(d.Shape.Batch))
 	}, RoleInput},
+	// The host-planned arrays (planned.go), int32, each from a 16-byte
+	// boundary; rewritten with the lengths.
+	{AllocPlanned, "planned", func(d Dims, _ bool) int64 { return Align16(d.plannedEnd()) }, RoleInput},
 }
 
 // A Buffer is a device buffer a kernel argument may name. Its name is its

@@ -439,28 +439,30 @@
 //	scratch:NAME     a named scratch buffer declared under scratch
 //	{tensor_map: {...}}  a CUtensorMap by value (128 bytes, 64-aligned)
 //
-// A tensor_map is encoded over one buffer by the driver's
-// cuTensorMapEncodeTiled at every launch's marshalling, with the
-// arguments that call takes: buffer (a buffer of the table or
-// scratch:NAME), dtype (u8, u16, u32, i32, u64, i64, f16, f32, f64, bf16,
-// f32_ftz, tf32, tf32_ftz, or kv for the shape's K/V type, fp8 as u8),
-// dims (the global dimensions, innermost first, 1 to 5), strides (the
-// byte strides of the dimensions after the innermost; default packed),
-// box (the elements one copy moves per dimension), element_strides
-// (default all 1), interleave (none, 16b, 32b), swizzle (none, 32b, 64b,
-// 128b), l2_promotion (none, 64b, 128b, 256b) and oob_fill (none, nan).
-// Every entry is an integer or an expression like an argument's:
+// A tensor_map is encoded over one buffer (of the table, or scratch:NAME)
+// by the driver's cuTensorMapEncodeTiled, with its arguments: dtype (u8,
+// u16, u32, i32, u64, i64, f16, f32, f64, bf16, f32_ftz, tf32, tf32_ftz;
+// kv: the shape's K/V type, fp8 as u8), dims (innermost first, 1 to 5),
+// strides (bytes, after the innermost; default packed), box,
+// element_strides (default 1), interleave (none, 16b, 32b), swizzle (none,
+// 32b, 64b, 128b), l2_promotion (none, 64b, 128b, 256b), oob_fill (none,
+// nan); entries are integers or expressions. The driver's rules (box 1 to
+// 256, strides multiples of 16 below 2^40, ...) are file:line:col errors,
+// of the plan at each point for an expression. Every field is hashed:
 //
-//	args:
-//	  - tensor_map: {buffer: k, dtype: kv, dims: [head_dim, kv_heads, "capacity * batch"],
-//	                 box: [head_dim, 1, 64], swizzle: 128b}
+//	args: [{tensor_map: {buffer: k, dtype: kv, dims: [head_dim, kv_heads, "capacity * batch"], box: [head_dim, 1, 64]}}]
 //
-// The driver's rules are checked at file:line:col, by the spec for what
-// a declaration says alone and by the plan at every point for an
-// expression's value: rank 1 to 5, box 1 to 256, strides multiples of
-// 16 bytes below 2^40, element strides 1 to 8, an inner box of a multiple
-// of 16 bytes that fits the swizzle's span, nan fill for float types only.
-// Every field is in the point's hash.
+// planned declares host-planned int32 arrays, passed as planned:NAME and
+// rewritten from the lengths at every gate length and between replays, as
+// an engine's planner fills them: per_seq: EXPR (one entry per sequence),
+// prefix: EXPR (batch + 1 exclusive prefix sums) or expand: EXPR with
+// value: EXPR (for each sequence i, EXPR entries holding value at j), over
+// i, j, nkv, the shape and the defines; length (the entries, required for
+// expand) and pad (the entries past the generated ones, default 0):
+//
+//	planned:
+//	  o_indptr: {prefix: "cdiv(nkv, CHUNK)"}
+//	  kv_tile_indices: {expand: "cdiv(nkv, CHUNK)", value: j, length: "batch * cdiv(capacity, CHUNK)"}
 //
 // scratch declares the engine's own scratch arrays (vLLM's exp_sums,
 // max_logits and tmp_out): a mapping of name to bytes (an expression) and

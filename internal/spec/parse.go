@@ -389,7 +389,7 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 }
 
 var variantKeys = append([]string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
-	"include", "flags", "io", "scratch", "structs", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse"}, budgetKeys...)
+	"include", "flags", "io", "scratch", "planned", "structs", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse"}, budgetKeys...)
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -446,7 +446,7 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			}
 		case "shared":
 			v.Shared, vn.shared = d.str(val, k), val
-		case "include", "flags", "io", "scratch", "structs", "launches":
+		case "include", "flags", "io", "scratch", "planned", "structs", "launches":
 			d.engineKey(key, k, val, &v, vn)
 		case "pdl":
 			switch p, ok := d.scalar(val, k); {

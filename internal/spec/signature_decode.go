@@ -29,6 +29,9 @@ type engineNodes struct {
 	scratch       *yaml.Node
 	// scratchBytes are the nodes of each scratch buffer's bytes.
 	scratchBytes []*yaml.Node
+	// plannedKey and planned are the nodes of the host-planned arrays.
+	plannedKey *yaml.Node
+	planned    []plannedNodes
 	// exprs are the integer expressions of the arguments (in launches and
 	// struct fields), with their nodes, checked once the axes are known.
 	exprs []argExpr
@@ -95,6 +98,9 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 	case "scratch":
 		e.scratch = val
 		v.Scratch = d.scratch(val, where, e)
+	case "planned":
+		e.plannedKey = val
+		v.Planned = d.planned(val, where, e)
 	case "launches":
 		e.launches = val
 		l, ok := d.list(val, where, false)
@@ -265,7 +271,7 @@ func (d *decoder) engineKernels(s *Spec, w *where) {
 		e := &vn.engine
 		where := fmt.Sprintf("variants[%d] (%s)", i, v.Name)
 		if len(v.Dispatch) > 0 {
-			for _, n := range []*yaml.Node{e.include, e.flags, e.io, e.scratch, e.structs, e.launches} {
+			for _, n := range []*yaml.Node{e.include, e.flags, e.io, e.scratch, e.plannedKey, e.structs, e.launches} {
 				if n != nil {
 					d.errorf(n, "%s: a dispatch variant takes include, flags, io, scratch, structs and launches from its arms' kernels; give the kernel a variant of its own", where)
 					break
@@ -275,7 +281,7 @@ func (d *decoder) engineKernels(s *Spec, w *where) {
 		}
 		v.Artifact = artifactKind(v.Path)
 		if v.Builtin != nil {
-			for _, n := range []*yaml.Node{e.include, e.io, e.scratch, e.structs, e.launches} {
+			for _, n := range []*yaml.Node{e.include, e.io, e.scratch, e.plannedKey, e.structs, e.launches} {
 				if n != nil {
 					d.errorf(n, "%s: kernel %s is a built-in, whose headers and signature are the ABI's; include, io, scratch, structs and launches are for a kernel of your own (a path)", where, v.Builtin.Name)
 					break
@@ -325,6 +331,7 @@ func (d *decoder) engineKernels(s *Spec, w *where) {
 		}
 		d.resolveStructs(v, e, where)
 		d.launchArgs(v, e, where)
+		d.plannedArgs(v, e, where)
 	}
 }
 

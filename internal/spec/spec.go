@@ -111,6 +111,10 @@ type Variant struct {
 	// Scratch are the named scratch buffers the launches pass
 	// (scratch:NAME), in file order.
 	Scratch []abi.Scratch
+	// Planned are the host-planned arrays the launches pass
+	// (planned:NAME), in file order: generated from the lengths at every
+	// length, as an engine's planner fills them (signature_planned.go).
+	Planned []abi.Planned
 	// Structs are the by-value structs the launches pass, by name.
 	Structs  map[string]*abi.Struct
 	Launches []Launch

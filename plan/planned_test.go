@@ -1,0 +1,67 @@
+package plan
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/variants"
+)
+
+const plannedYAML = `name: pl
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 64, kv_dtype: f16, batch: 3, capacity: 1024}]
+axes: {nkv: [50], SPLITS: [4], CHUNK: [256]}
+variants:
+  - name: eng
+    kernel: k.cu
+    planned:
+      o_indptr: {prefix: "cdiv(nkv, CHUNK)"}
+      request_indices: {expand: "cdiv(nkv, CHUNK)", value: i, length: LENGTH}
+      kv_tile_indices: {expand: "cdiv(nkv, CHUNK)", value: j, length: LENGTH, pad: PAD}
+    launches:
+      - {entry: k, grid: [SPLITS], block: [32], args: [out, "planned:o_indptr", "planned:request_indices", "planned:kv_tile_indices"]}
+`
+
+func planPlanned(t *testing.T, length, pad string) (*Plan, error) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "k.cu"), []byte("// k\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "spec.yaml")
+	text := strings.NewReplacer("LENGTH", length, "PAD", pad).Replace(plannedYAML)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path, variants.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Build(s, "sm_90")
+}
+
+// TestPlannedPlan: a point carries its planned arrays with their entries
+// (prefix: batch + 1; expand: its length); an expand array too short for
+// every sequence at the capacity is the plan's error at the variant; the
+// arrays' declarations are in the hash.
+func TestPlannedPlan(t *testing.T) {
+	p, err := planPlanned(t, `"batch * cdiv(capacity, CHUNK)"`, "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := p.Points[0]
+	if len(pt.PlannedBufs) != 3 || pt.PlannedBufs[0].Entries != 4 || pt.PlannedBufs[1].Entries != 12 || pt.PlannedBufs[2].Entries != 12 {
+		t.Errorf("planned entries %+v, want o_indptr 4, the expands 12", pt.PlannedBufs)
+	}
+	if _, err := planPlanned(t, "11", "0"); err == nil || !strings.Contains(err.Error(), "spec.yaml:5:5: ") || !strings.Contains(err.Error(), "more than its 11 entries") {
+		t.Errorf("an expand of 11 entries for 12: %v", err)
+	}
+	q, err := planPlanned(t, `"batch * cdiv(capacity, CHUNK)"`, "-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Points[0].Hash == pt.Hash {
+		t.Error("the pad of a planned array is not in the hash")
+	}
+}
