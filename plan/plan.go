@@ -359,7 +359,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	g, m := b.s.Gates, b.s.Measure
 	pt := &Point{
 		Index: -1, Config: cfg, Source: src, Flags: compileFlags(v), IO: pointIO(v, defs), PageSize: pageSize,
-		GateNKV: optionGateNKV(gateNKV(g.NKV, splits, sh.Capacity), shape, splits), Seed: g.Seed,
+		GateNKV: optionGateNKV(gateNKV(g.NKV, splits, sh.Capacity), shape, splits, pageSize), Seed: g.Seed,
 		NeverCaptured: v.NeverCaptured, Budget: v.Budget,
 		Tol: Tolerance(g.For(sh.KVDtype)),
 		Measure: Measure{Warmup: m.Warmup, MinSamples: m.MinSamples, MaxSamples: m.MaxSamples, MaxNoise: m.MaxNoise,

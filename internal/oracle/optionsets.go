@@ -124,10 +124,42 @@ func WindowLengths(w, splits, capacity int) []int {
 // a split boundary falls between the q_len new tokens, so that the causal
 // diagonal crosses from one split into the next.
 func CausalLengths(qlen, splits, capacity int) []int {
-	return lengthsWhere(splits, capacity, func(n, chunk int) bool {
+	return lengthsWhere(splits, capacity, causalSplit(qlen, splits))
+}
+
+// causalSplit reports whether a split boundary of ceil(n/splits)-row
+// chunks falls between the q_len new tokens of a length n.
+func causalSplit(qlen, splits int) func(n, chunk int) bool {
+	return func(n, chunk int) bool {
 		k := (n - 1) / chunk // the last boundary at or before row n−1
 		return n >= qlen && k >= 1 && k < splits && k*chunk > n-qlen
-	})
+	}
+}
+
+// CausalPageLengths are short and long lengths (lengthsWhere) at which a
+// boundary of pageSize-row pages falls between the q_len new tokens, so
+// that the causal diagonal crosses from one page into the next (the next
+// entry of the block table), and the shortest at which a page boundary
+// and a split boundary both do, where ceil(n/splits)-row chunks put one
+// there (only at short lengths: CausalLengths). Pages of one row, where
+// every row starts a page, and q_len 1 add none.
+func CausalPageLengths(qlen, pageSize, splits, capacity int) []int {
+	if pageSize <= 1 || qlen <= 1 {
+		return nil
+	}
+	page := func(n int) bool {
+		k := (n - 1) / pageSize // the last page boundary at or before row n−1
+		return n >= qlen && k >= 1 && k*pageSize > n-qlen
+	}
+	split := causalSplit(qlen, splits)
+	out := lengthsWhere(splits, capacity, func(n, _ int) bool { return page(n) })
+	both := lengthsWhere(splits, capacity, func(n, chunk int) bool { return page(n) && split(n, chunk) })
+	for _, n := range both {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // lengthsWhere returns the two shortest lengths n ≤ capacity of which

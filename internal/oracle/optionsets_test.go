@@ -269,4 +269,28 @@ func TestOptionLengths(t *testing.T) {
 			t.Errorf("causal length %d: rows %d to %d lie in one chunk of %d", n, n-4, n-1, chunk)
 		}
 	}
+	// Pages: the new tokens cross a page boundary at each length, two
+	// short and two long, and a page and a split boundary at one of them
+	// at least; one-row pages and one new token add none.
+	for _, P := range []int{16, 64} {
+		pages := CausalPageLengths(4, P, 8, 4096)
+		both := 0
+		for _, n := range pages {
+			if (n-4)/P == (n-1)/P {
+				t.Errorf("page length %d: rows %d to %d lie in one page of %d", n, n-4, n-1, P)
+			}
+			if chunk := (n + 7) / 8; (n-4)/chunk != (n-1)/chunk && (n-1)/chunk < 8 {
+				both++
+			}
+		}
+		if len(pages) < 4 || both == 0 || pages[3] < 512 {
+			t.Errorf("page size %d: lengths %v (%d crossing a split boundary too)", P, pages, both)
+		}
+	}
+	if got := CausalPageLengths(4, 1, 8, 4096); got != nil {
+		t.Errorf("one-row pages: %v", got)
+	}
+	if got := CausalPageLengths(1, 16, 8, 4096); got != nil {
+		t.Errorf("q_len 1: %v", got)
+	}
 }
