@@ -65,7 +65,9 @@ type inputCache struct {
 type cachedSet struct {
 	key   setKey
 	in    *oracle.Inputs
-	refs  map[string]oracle.Output // by the launch's lengths
+	refs  map[string]oracle.Output // by the launch's lengths (refsKey)
+	// tiled is in marked Tiled, the long gates' view of the uniform set.
+	tiled *oracle.Inputs
 	bytes int64
 	last  uint64
 }
@@ -110,7 +112,7 @@ func (c *inputCache) references(in *oracle.Inputs, launches [][]int) ([]oracle.O
 	var missing [][]int
 	var at []int
 	for i, l := range launches {
-		if o, ok := e.refs[fmt.Sprint(l)]; ok {
+		if o, ok := e.refs[refsKey(in, l)]; ok {
 			out[i] = o
 		} else {
 			missing, at = append(missing, l), append(at, i)
@@ -125,13 +127,35 @@ func (c *inputCache) references(in *oracle.Inputs, launches [][]int) ([]oracle.O
 	}
 	for j, i := range at {
 		out[i] = outs[j]
-		e.refs[fmt.Sprint(missing[j])] = outs[j]
+		e.refs[refsKey(in, missing[j])] = outs[j]
 		n := int64(8 * (len(outs[j].Out) + len(outs[j].LSE)))
 		e.bytes += n
 		c.used += n
 	}
 	c.evict()
 	return out, nil
+}
+
+// refsKey names a launch's reference: its lengths, on the set as drawn or
+// tiled to the capacity.
+func refsKey(in *oracle.Inputs, lengths []int) string {
+	return fmt.Sprint(in.Tiled, lengths)
+}
+
+// tiled returns in marked Tiled (oracle.Inputs.Tiled): for a cached set
+// the one such copy the cache keeps, whose references it keeps too.
+func (c *inputCache) tiled(in *oracle.Inputs) *oracle.Inputs {
+	e := c.byInputs[in]
+	if e != nil && e.tiled != nil {
+		return e.tiled
+	}
+	t := *in
+	t.Tiled = true
+	if e != nil {
+		e.tiled = &t
+		c.byInputs[&t] = e
+	}
+	return &t
 }
 
 // evict drops the least recently used sets until the cache fits.
@@ -145,6 +169,7 @@ func (c *inputCache) evict() {
 		}
 		delete(c.sets, old.key)
 		delete(c.byInputs, old.in)
+		delete(c.byInputs, old.tiled)
 		c.used -= old.bytes
 	}
 }

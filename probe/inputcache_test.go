@@ -140,6 +140,25 @@ func TestInputCacheBound(t *testing.T) {
 			t.Error("a cached reference differs from the oracle's")
 		}
 	}
+	// The long gates' tiled view keeps references of its own.
+	tiled := c.tiled(in)
+	if c.tiled(in) != tiled || !tiled.Tiled || in.Tiled {
+		t.Fatal("the tiled view is not one marked copy of the set")
+	}
+	long := [][]int{{100}, {300}}
+	wantTiled, err := oracle.References(&oracle.Inputs{Shape: in.Shape, Seed: in.Seed, Rows: in.Rows, Q: in.Q, K: in.K, V: in.V, Tiled: true}, long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		got, err := c.references(tiled, long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got[0].Out, wantTiled[0].Out) || !slices.Equal(got[1].Out, wantTiled[1].Out) {
+			t.Error("a cached tiled reference differs from the oracle's")
+		}
+	}
 	small := newInputCache(one - 1)
 	if _, err := small.set(setKey{rows: 100}, func() (*oracle.Inputs, error) { return base, nil }); err != nil || len(small.sets) != 0 {
 		t.Errorf("a set larger than the bound was kept")
