@@ -162,11 +162,12 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 		}
 	case SetLarge:
 		g.groupQueries()
-		scaled := make([]float64, len(in.V))
-		for i, v := range in.V {
-			scaled[i] = v * largeV
-		}
-		encodeAll(in.VBytes, in.V, t, scaled)
+		// In place, on every core: V is the set's own copy.
+		parallel(len(in.V), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				in.V[i] = encode(in.VBytes, t, i, in.V[i]*largeV)
+			}
+		})
 		for b := range s.Batch {
 			for r := 17; r < rows; r += largeEvery {
 				level := (r / largeEvery) % 3
@@ -181,12 +182,12 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 			break
 		}
 		// Drawn in stream order, stored on every core (encodeAll); NaN
-		// marks a K element the set leaves as it is.
-		vs := make([]float64, len(in.V))
-		for i := range vs {
-			vs[i] = g.subnormal()
+		// marks a K element the set leaves as it is. V is rewritten
+		// whole, so its draws go straight into the set's own copy.
+		for i := range in.V {
+			in.V[i] = g.subnormal()
 		}
-		encodeAll(in.VBytes, in.V, t, vs)
+		encodeAll(in.VBytes, in.V, t, in.V)
 		ks := make([]float64, len(in.K))
 		for i := range ks {
 			ks[i] = math.NaN()
