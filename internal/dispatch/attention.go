@@ -2,10 +2,12 @@ package dispatch
 
 import (
 	"cmp"
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/results"
 )
 
 // The dispatch of a shape is chosen per number of query tokens: a q_len-4
@@ -14,6 +16,43 @@ import (
 // YAML (q_len, omitted at 1) and matched by the header's lookup. The other
 // attention options change the kernel an engine must build (its defines
 // and arguments), so they key a shape too, and are printed as one label.
+// So does the page size of a paged KV cache (the PAGE_SIZE define): an
+// engine whose cache is in 16-row pages can launch only a kernel built
+// for them, so a table is per page size, printed in the YAML (page_size,
+// omitted for a contiguous cache) and matched by the header's lookup.
+
+// A tableKey is what selects a table: the shape (its capacity aside:
+// shapeKey) and the page size, 0 for a contiguous cache.
+type tableKey struct {
+	shape    results.Shape
+	pageSize int
+}
+
+// keyOf is the table a record's configuration belongs to.
+func keyOf(c *results.Config) tableKey {
+	n, _ := pageSize(c)
+	return tableKey{shapeKey(c.Shape), n}
+}
+
+// pageSize is a configuration's page size, from its PAGE_SIZE define (the
+// built-ins' paged form): 0 when it has none or 0, an error when it is not
+// a count of rows.
+func pageSize(c *results.Config) (int, error) {
+	v, ok := c.Define(abi.DefinePageSize)
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q is not a number of rows", abi.DefinePageSize, v)
+	}
+	return n, nil
+}
+
+// compareKeys orders tables by shape, then page size (contiguous first).
+func compareKeys(a, b tableKey) int {
+	return cmp.Or(compareShapes(a.shape, b.shape), cmp.Compare(a.pageSize, b.pageSize))
+}
 
 // optionsLabel is the text of a shape's attention options other than
 // q_len, "" for none: "softcap=50 sinks", in a fixed order.

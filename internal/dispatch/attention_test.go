@@ -74,7 +74,7 @@ func TestQLenShapesKeptApart(t *testing.T) {
 	if len(doc.Shapes) != 3 || doc.Shapes[0].QLen != 0 || doc.Shapes[1].QLen != 4 || doc.Shapes[2].Options != "softcap=50" {
 		t.Errorf("YAML shapes %+v: want q_len omitted at 1, 4, then options softcap=50", doc.Shapes)
 	}
-	for _, s := range []string{`1, "", 1, 1, ktune_dispatch_ranges_0}`, `4, "", 1, 1, ktune_dispatch_ranges_1}`, `4, "softcap=50", 1, 1, ktune_dispatch_ranges_2}`} {
+	for _, s := range []string{`1, 0, "", 1, 1, ktune_dispatch_ranges_0}`, `4, 0, "", 1, 1, ktune_dispatch_ranges_1}`, `4, 0, "softcap=50", 1, 1, ktune_dispatch_ranges_2}`} {
 		if !strings.Contains(string(hdr), s) {
 			t.Errorf("header lacks the shape entry ending %s", s)
 		}
@@ -92,7 +92,7 @@ int main(void)
 {
 	int q;
 	for (q = 1; q <= 4; q++) {
-		const struct ktune_dispatch_shape *s = ktune_dispatch_find_shape(28, 4, 128, 1, q, 1);
+		const struct ktune_dispatch_shape *s = ktune_dispatch_find_shape(28, 4, 128, 1, q, 0, 1);
 		printf("%d %s\n", q, s ? ktune_dispatch_find(s, 2048)->variant : "none");
 	}
 	return 0;

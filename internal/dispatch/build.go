@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ktune/ktune/internal/results"
@@ -41,9 +42,9 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 	}
 	t := &Table{Probe: opt.Probe, Alpha: opt.Alpha, Sources: sources}
 
-	groups := map[results.Shape]map[int]map[string]*candidate{}
+	groups := map[tableKey]map[int]map[string]*candidate{}
 	devices := map[string]bool{}
-	seen := map[results.Shape]map[int]bool{} // every measured nkv, passing or not
+	seen := map[tableKey]map[int]bool{} // every measured nkv, passing or not
 	failed := failedConfigs(append(slices.Clip(recs), opt.Failed...))
 	fixtures := results.FixtureSpecs(recs)
 	excluded := map[string]int{}
@@ -56,7 +57,7 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 			excluded[why]++
 			continue
 		}
-		key := shapeKey(r.Config.Shape)
+		key := keyOf(&r.Config)
 		if seen[key] == nil {
 			seen[key] = map[int]bool{}
 		}
@@ -99,14 +100,14 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 	t.Device = sortedKeys(devices)[0]
 	t.Warnings = append(uncovered(seen, groups, opt.Probe), excludedNote(excluded)...)
 
-	shapes := make([]results.Shape, 0, len(groups))
-	for s := range groups {
-		shapes = append(shapes, s)
+	keys := make([]tableKey, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
 	}
-	slices.SortFunc(shapes, compareShapes)
-	for _, s := range shapes {
-		decs := decide(groups[s], opt.Alpha)
-		t.Shapes = append(t.Shapes, ShapeTable{Shape: s, Ranges: mergeRanges(decs)})
+	slices.SortFunc(keys, compareKeys)
+	for _, k := range keys {
+		decs := decide(groups[k], opt.Alpha)
+		t.Shapes = append(t.Shapes, ShapeTable{Shape: k.shape, PageSize: k.pageSize, Ranges: mergeRanges(decs)})
 	}
 	return t, nil
 }
@@ -173,12 +174,12 @@ func sortedKeys(m map[string]bool) []string {
 // uncovered lists the shapes and measured nkv where no configuration
 // qualified: the table still covers them, by the neighbouring ranges, and
 // the user should know that this is extrapolation.
-func uncovered(seen map[results.Shape]map[int]bool, groups map[results.Shape]map[int]map[string]*candidate, p results.Probe) []string {
-	shapes := make([]results.Shape, 0, len(seen))
+func uncovered(seen map[tableKey]map[int]bool, groups map[tableKey]map[int]map[string]*candidate, p results.Probe) []string {
+	shapes := make([]tableKey, 0, len(seen))
 	for s := range seen {
 		shapes = append(shapes, s)
 	}
-	slices.SortFunc(shapes, compareShapes)
+	slices.SortFunc(shapes, compareKeys)
 	var out []string
 	for _, s := range shapes {
 		if groups[s] == nil {
@@ -199,8 +200,9 @@ func uncovered(seen map[results.Shape]map[int]bool, groups map[results.Shape]map
 	return out
 }
 
-// shapeLabel names a shape in messages and tables.
-func shapeLabel(s results.Shape) string {
+// shapeLabel names a table's shape and page size in messages and tables.
+func shapeLabel(k tableKey) string {
+	s := k.shape
 	name := s.Name
 	if name == "" {
 		name = "shape"
@@ -209,5 +211,9 @@ func shapeLabel(s results.Shape) string {
 	if s.KVScale != "" {
 		dtype += " scale/" + s.KVScale
 	}
-	return fmt.Sprintf("%s (h%d/kv%d/d%d %s, batch %d%s)", name, s.Heads, s.KVHeads, s.HeadDim, dtype, s.Batch, attentionSuffix(s.Attention))
+	paged := ""
+	if k.pageSize > 0 {
+		paged = ", page size " + strconv.Itoa(k.pageSize)
+	}
+	return fmt.Sprintf("%s (h%d/kv%d/d%d %s, batch %d%s%s)", name, s.Heads, s.KVHeads, s.HeadDim, dtype, s.Batch, attentionSuffix(s.Attention), paged)
 }

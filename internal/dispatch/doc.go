@@ -1,6 +1,7 @@
 // Package dispatch turns measured results into a dispatch table: for every
 // shape (and batch, and number of query tokens per sequence, q_len, with
-// any other attention option of the shape), a list of nkv ranges
+// any other attention option of the shape, and the page size of a paged
+// KV cache, the PAGE_SIZE define), a list of nkv ranges
 // [MinNKV, MaxNKV), each naming the
 // configuration an engine should launch there. It exports the table as YAML
 // (for people and tools) and as a C header (for an engine to include).

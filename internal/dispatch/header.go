@@ -50,6 +50,7 @@ struct ktune_dispatch_shape {
 	int head_dim;
 	int kv_type; /* KTUNE_KV_*: the K/V element type */
 	int q_len;   /* query tokens per sequence (speculative decoding: 2-8) */
+	int page_size; /* rows per page of a paged KV cache (PAGE_SIZE), 0 for a contiguous one */
 	const char *options; /* other attention options ("softcap=50 sinks"), "" for none */
 	int batch;
 	int n_ranges;
@@ -59,17 +60,19 @@ struct ktune_dispatch_shape {
 
 const headerLookup = `
 /* ktune_dispatch_find_shape returns the entry of a shape with q_len query
- * tokens per sequence and no other attention option, or NULL; an entry
+ * tokens per sequence, a KV cache in pages of page_size rows (0: a
+ * contiguous cache) and no other attention option, or NULL; an entry
  * with options (softcap, sinks, ...) is found by scanning
  * ktune_dispatch_shapes for its options string. */
 static inline const struct ktune_dispatch_shape *
-ktune_dispatch_find_shape(int heads, int kv_heads, int head_dim, int kv_type, int q_len, int batch)
+ktune_dispatch_find_shape(int heads, int kv_heads, int head_dim, int kv_type, int q_len, int page_size, int batch)
 {
 	int i;
 	for (i = 0; i < KTUNE_DISPATCH_N_SHAPES; i++) {
 		const struct ktune_dispatch_shape *s = &ktune_dispatch_shapes[i];
 		if (s->heads == heads && s->kv_heads == kv_heads && s->head_dim == head_dim &&
-		    s->kv_type == kv_type && s->q_len == q_len && s->options[0] == 0 && s->batch == batch)
+		    s->kv_type == kv_type && s->q_len == q_len && s->page_size == page_size &&
+		    s->options[0] == 0 && s->batch == batch)
 			return s;
 	}
 	return 0;
@@ -109,7 +112,7 @@ func (t *Table) WriteHeader(w io.Writer) error {
 
 	// Arrays are named by index: shape labels need not be C identifiers.
 	for i, st := range t.Shapes {
-		fmt.Fprintf(&b, "\n/* %s */\n", cComment(shapeLabel(st.Shape)))
+		fmt.Fprintf(&b, "\n/* %s */\n", cComment(shapeLabel(st.key())))
 		fmt.Fprintf(&b, "static const struct ktune_dispatch_range ktune_dispatch_ranges_%d[] = {\n", i)
 		for _, r := range st.Ranges {
 			var defs []string
@@ -131,8 +134,8 @@ func (t *Table) WriteHeader(w io.Writer) error {
 	b.WriteString("static const struct ktune_dispatch_shape ktune_dispatch_shapes[KTUNE_DISPATCH_N_SHAPES] = {\n")
 	for i, st := range t.Shapes {
 		s := st.Shape
-		fmt.Fprintf(&b, "\t{%s, %d, %d, %d, %s, %d, %s, %d, %d, ktune_dispatch_ranges_%d},\n",
-			cString(s.Name), s.Heads, s.KVHeads, s.HeadDim, kvEnum(s.KVType()), s.Attention.Queries(),
+		fmt.Fprintf(&b, "\t{%s, %d, %d, %d, %s, %d, %d, %s, %d, %d, ktune_dispatch_ranges_%d},\n",
+			cString(s.Name), s.Heads, s.KVHeads, s.HeadDim, kvEnum(s.KVType()), s.Attention.Queries(), st.PageSize,
 			cString(optionsLabel(s.Attention)), s.Batch, len(st.Ranges), i)
 	}
 	b.WriteString("};\n")

@@ -24,7 +24,7 @@ int main(void)
 	                           {16, 5}, {1, 0}, {2, 100}};
 	unsigned i;
 	for (i = 0; i < sizeof q / sizeof q[0]; i++) {
-		const struct ktune_dispatch_shape *s = ktune_dispatch_find_shape(28, 4, 128, 1, 1, q[i][0]);
+		const struct ktune_dispatch_shape *s = ktune_dispatch_find_shape(28, 4, 128, 1, 1, 0, q[i][0]);
 		const struct ktune_dispatch_range *r = s ? ktune_dispatch_find(s, q[i][1]) : 0;
 		if (!r) {
 			printf("%d %d none\n", q[i][0], q[i][1]);

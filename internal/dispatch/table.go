@@ -29,7 +29,7 @@ type Table struct {
 	Alpha    float64       // the significance level used
 	Device   string        // the device every record was measured on
 	Sources  []Source      // the results files, in the order given
-	Shapes   []ShapeTable  // sorted by name, then dimensions, then batch
+	Shapes   []ShapeTable  // sorted by name, then dimensions, batch, attention options and page size
 	Warnings []string      // measured nkv left without a candidate, and similar
 }
 
@@ -37,8 +37,11 @@ type Table struct {
 type ShapeTable struct {
 	// Shape is the problem shape. Capacity is zero: it only sizes the
 	// benchmark's buffers and takes no part in the choice.
-	Shape  results.Shape
-	Ranges []Range // ascending, contiguous, from nkv 1 to no upper bound
+	Shape results.Shape
+	// PageSize is the rows per page of the paged KV cache the table's
+	// kernels read (their PAGE_SIZE define); 0 for a contiguous cache.
+	PageSize int
+	Ranges   []Range // ascending, contiguous, from nkv 1 to no upper bound
 }
 
 // A Range is one nkv interval [MinNKV, MaxNKV) and what to launch there.
@@ -86,3 +89,6 @@ const (
 	RuleMedian      Rule = "median"      // tied; lower median
 	RuleName        Rule = "name"        // tied in every respect; first by name
 )
+
+// key is the table's key: its shape and page size.
+func (st ShapeTable) key() tableKey { return tableKey{st.Shape, st.PageSize} }

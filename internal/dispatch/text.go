@@ -18,7 +18,7 @@ func (t *Table) WriteText(w io.Writer) error {
 		Right:  []bool{false, false, false, true, true, false},
 	}
 	for _, st := range t.Shapes {
-		shape := shapeLabel(st.Shape)
+		shape := shapeLabel(st.key())
 		for _, r := range st.Ranges {
 			rng := rangeLabel(r)
 			cfg := configLabel(r)

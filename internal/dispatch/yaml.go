@@ -20,16 +20,17 @@ type yamlDoc struct {
 }
 
 type yamlShape struct {
-	Name    string      `yaml:"name,omitempty"`
-	Heads   int         `yaml:"heads"`
-	KVHeads int         `yaml:"kv_heads"`
-	HeadDim int         `yaml:"head_dim"`
-	KVDtype string      `yaml:"kv_dtype"`
-	KVScale string      `yaml:"kv_scale,omitempty"`
-	Batch   int         `yaml:"batch"`
-	QLen    int         `yaml:"q_len,omitempty"`   // query tokens per sequence; omitted at 1
-	Options string      `yaml:"options,omitempty"` // the other attention options (optionsLabel)
-	Ranges  []yamlRange `yaml:"ranges"`
+	Name     string      `yaml:"name,omitempty"`
+	Heads    int         `yaml:"heads"`
+	KVHeads  int         `yaml:"kv_heads"`
+	HeadDim  int         `yaml:"head_dim"`
+	KVDtype  string      `yaml:"kv_dtype"`
+	KVScale  string      `yaml:"kv_scale,omitempty"`
+	Batch    int         `yaml:"batch"`
+	QLen     int         `yaml:"q_len,omitempty"`     // query tokens per sequence; omitted at 1
+	PageSize int         `yaml:"page_size,omitempty"` // rows per KV page; omitted for a contiguous cache
+	Options  string      `yaml:"options,omitempty"`   // the other attention options (optionsLabel)
+	Ranges   []yamlRange `yaml:"ranges"`
 }
 
 type yamlRange struct {
@@ -94,7 +95,7 @@ func (t *Table) WriteYAML(w io.Writer) error {
 	for _, st := range t.Shapes {
 		s := st.Shape
 		ys := yamlShape{Name: s.Name, Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, KVDtype: string(s.KVDtype), KVScale: s.KVScale, Batch: s.Batch,
-			Options: optionsLabel(s.Attention)}
+			Options: optionsLabel(s.Attention), PageSize: st.PageSize}
 		if q := s.Attention.Queries(); q > 1 {
 			ys.QLen = q
 		}

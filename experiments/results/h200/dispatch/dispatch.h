@@ -52,6 +52,7 @@ struct ktune_dispatch_shape {
 	int head_dim;
 	int kv_type; /* KTUNE_KV_*: the K/V element type */
 	int q_len;   /* query tokens per sequence (speculative decoding: 2-8) */
+	int page_size; /* rows per page of a paged KV cache (PAGE_SIZE), 0 for a contiguous one */
 	const char *options; /* other attention options ("softcap=50 sinks"), "" for none */
 	int batch;
 	int n_ranges;
@@ -249,50 +250,52 @@ static const struct ktune_dispatch_range ktune_dispatch_ranges_29[] = {
 #define KTUNE_DISPATCH_N_SHAPES 30
 
 static const struct ktune_dispatch_shape ktune_dispatch_shapes[KTUNE_DISPATCH_N_SHAPES] = {
-	{"70b-bf16-b1", 64, 8, 128, KTUNE_KV_BF16, 1, "", 1, 3, ktune_dispatch_ranges_0},
-	{"70b-bf16-b16", 64, 8, 128, KTUNE_KV_BF16, 1, "", 16, 1, ktune_dispatch_ranges_1},
-	{"70b-f16-b1", 64, 8, 128, KTUNE_KV_F16, 1, "", 1, 3, ktune_dispatch_ranges_2},
-	{"70b-f16-b16", 64, 8, 128, KTUNE_KV_F16, 1, "", 16, 1, ktune_dispatch_ranges_3},
-	{"70b-fp8-b1", 64, 8, 128, KTUNE_KV_FP8E4M3, 1, "", 1, 3, ktune_dispatch_ranges_4},
-	{"70b-fp8-b16", 64, 8, 128, KTUNE_KV_FP8E4M3, 1, "", 16, 3, ktune_dispatch_ranges_5},
-	{"7b-bf16-b1", 28, 4, 128, KTUNE_KV_BF16, 1, "", 1, 2, ktune_dispatch_ranges_6},
-	{"7b-bf16-b16", 28, 4, 128, KTUNE_KV_BF16, 1, "", 16, 2, ktune_dispatch_ranges_7},
-	{"7b-f16-b1", 28, 4, 128, KTUNE_KV_F16, 1, "", 1, 2, ktune_dispatch_ranges_8},
-	{"7b-f16-b16", 28, 4, 128, KTUNE_KV_F16, 1, "", 16, 2, ktune_dispatch_ranges_9},
-	{"7b-fp8-b1", 28, 4, 128, KTUNE_KV_FP8E4M3, 1, "", 1, 2, ktune_dispatch_ranges_10},
-	{"7b-fp8-b16", 28, 4, 128, KTUNE_KV_FP8E4M3, 1, "", 16, 2, ktune_dispatch_ranges_11},
-	{"8b-bf16-b1", 32, 8, 128, KTUNE_KV_BF16, 1, "", 1, 3, ktune_dispatch_ranges_12},
-	{"8b-bf16-b16", 32, 8, 128, KTUNE_KV_BF16, 1, "", 16, 1, ktune_dispatch_ranges_13},
-	{"8b-f16-b1", 32, 8, 128, KTUNE_KV_F16, 1, "", 1, 3, ktune_dispatch_ranges_14},
-	{"8b-f16-b16", 32, 8, 128, KTUNE_KV_F16, 1, "", 16, 1, ktune_dispatch_ranges_15},
-	{"8b-fp8-b1", 32, 8, 128, KTUNE_KV_FP8E4M3, 1, "", 1, 3, ktune_dispatch_ranges_16},
-	{"8b-fp8-b16", 32, 8, 128, KTUNE_KV_FP8E4M3, 1, "", 16, 3, ktune_dispatch_ranges_17},
-	{"d256-bf16-b1", 16, 8, 256, KTUNE_KV_BF16, 1, "", 1, 2, ktune_dispatch_ranges_18},
-	{"d256-bf16-b16", 16, 8, 256, KTUNE_KV_BF16, 1, "", 16, 1, ktune_dispatch_ranges_19},
-	{"d256-f16-b1", 16, 8, 256, KTUNE_KV_F16, 1, "", 1, 2, ktune_dispatch_ranges_20},
-	{"d256-f16-b16", 16, 8, 256, KTUNE_KV_F16, 1, "", 16, 1, ktune_dispatch_ranges_21},
-	{"d256-fp8-b1", 16, 8, 256, KTUNE_KV_FP8E4M3, 1, "", 1, 2, ktune_dispatch_ranges_22},
-	{"d256-fp8-b16", 16, 8, 256, KTUNE_KV_FP8E4M3, 1, "", 16, 1, ktune_dispatch_ranges_23},
-	{"d64-bf16-b1", 32, 8, 64, KTUNE_KV_BF16, 1, "", 1, 2, ktune_dispatch_ranges_24},
-	{"d64-bf16-b16", 32, 8, 64, KTUNE_KV_BF16, 1, "", 16, 2, ktune_dispatch_ranges_25},
-	{"d64-f16-b1", 32, 8, 64, KTUNE_KV_F16, 1, "", 1, 2, ktune_dispatch_ranges_26},
-	{"d64-f16-b16", 32, 8, 64, KTUNE_KV_F16, 1, "", 16, 2, ktune_dispatch_ranges_27},
-	{"d64-fp8-b1", 32, 8, 64, KTUNE_KV_FP8E4M3, 1, "", 1, 2, ktune_dispatch_ranges_28},
-	{"d64-fp8-b16", 32, 8, 64, KTUNE_KV_FP8E4M3, 1, "", 16, 1, ktune_dispatch_ranges_29},
+	{"70b-bf16-b1", 64, 8, 128, KTUNE_KV_BF16, 1, 0, "", 1, 3, ktune_dispatch_ranges_0},
+	{"70b-bf16-b16", 64, 8, 128, KTUNE_KV_BF16, 1, 0, "", 16, 1, ktune_dispatch_ranges_1},
+	{"70b-f16-b1", 64, 8, 128, KTUNE_KV_F16, 1, 0, "", 1, 3, ktune_dispatch_ranges_2},
+	{"70b-f16-b16", 64, 8, 128, KTUNE_KV_F16, 1, 0, "", 16, 1, ktune_dispatch_ranges_3},
+	{"70b-fp8-b1", 64, 8, 128, KTUNE_KV_FP8E4M3, 1, 0, "", 1, 3, ktune_dispatch_ranges_4},
+	{"70b-fp8-b16", 64, 8, 128, KTUNE_KV_FP8E4M3, 1, 0, "", 16, 3, ktune_dispatch_ranges_5},
+	{"7b-bf16-b1", 28, 4, 128, KTUNE_KV_BF16, 1, 0, "", 1, 2, ktune_dispatch_ranges_6},
+	{"7b-bf16-b16", 28, 4, 128, KTUNE_KV_BF16, 1, 0, "", 16, 2, ktune_dispatch_ranges_7},
+	{"7b-f16-b1", 28, 4, 128, KTUNE_KV_F16, 1, 0, "", 1, 2, ktune_dispatch_ranges_8},
+	{"7b-f16-b16", 28, 4, 128, KTUNE_KV_F16, 1, 0, "", 16, 2, ktune_dispatch_ranges_9},
+	{"7b-fp8-b1", 28, 4, 128, KTUNE_KV_FP8E4M3, 1, 0, "", 1, 2, ktune_dispatch_ranges_10},
+	{"7b-fp8-b16", 28, 4, 128, KTUNE_KV_FP8E4M3, 1, 0, "", 16, 2, ktune_dispatch_ranges_11},
+	{"8b-bf16-b1", 32, 8, 128, KTUNE_KV_BF16, 1, 0, "", 1, 3, ktune_dispatch_ranges_12},
+	{"8b-bf16-b16", 32, 8, 128, KTUNE_KV_BF16, 1, 0, "", 16, 1, ktune_dispatch_ranges_13},
+	{"8b-f16-b1", 32, 8, 128, KTUNE_KV_F16, 1, 0, "", 1, 3, ktune_dispatch_ranges_14},
+	{"8b-f16-b16", 32, 8, 128, KTUNE_KV_F16, 1, 0, "", 16, 1, ktune_dispatch_ranges_15},
+	{"8b-fp8-b1", 32, 8, 128, KTUNE_KV_FP8E4M3, 1, 0, "", 1, 3, ktune_dispatch_ranges_16},
+	{"8b-fp8-b16", 32, 8, 128, KTUNE_KV_FP8E4M3, 1, 0, "", 16, 3, ktune_dispatch_ranges_17},
+	{"d256-bf16-b1", 16, 8, 256, KTUNE_KV_BF16, 1, 0, "", 1, 2, ktune_dispatch_ranges_18},
+	{"d256-bf16-b16", 16, 8, 256, KTUNE_KV_BF16, 1, 0, "", 16, 1, ktune_dispatch_ranges_19},
+	{"d256-f16-b1", 16, 8, 256, KTUNE_KV_F16, 1, 0, "", 1, 2, ktune_dispatch_ranges_20},
+	{"d256-f16-b16", 16, 8, 256, KTUNE_KV_F16, 1, 0, "", 16, 1, ktune_dispatch_ranges_21},
+	{"d256-fp8-b1", 16, 8, 256, KTUNE_KV_FP8E4M3, 1, 0, "", 1, 2, ktune_dispatch_ranges_22},
+	{"d256-fp8-b16", 16, 8, 256, KTUNE_KV_FP8E4M3, 1, 0, "", 16, 1, ktune_dispatch_ranges_23},
+	{"d64-bf16-b1", 32, 8, 64, KTUNE_KV_BF16, 1, 0, "", 1, 2, ktune_dispatch_ranges_24},
+	{"d64-bf16-b16", 32, 8, 64, KTUNE_KV_BF16, 1, 0, "", 16, 2, ktune_dispatch_ranges_25},
+	{"d64-f16-b1", 32, 8, 64, KTUNE_KV_F16, 1, 0, "", 1, 2, ktune_dispatch_ranges_26},
+	{"d64-f16-b16", 32, 8, 64, KTUNE_KV_F16, 1, 0, "", 16, 2, ktune_dispatch_ranges_27},
+	{"d64-fp8-b1", 32, 8, 64, KTUNE_KV_FP8E4M3, 1, 0, "", 1, 2, ktune_dispatch_ranges_28},
+	{"d64-fp8-b16", 32, 8, 64, KTUNE_KV_FP8E4M3, 1, 0, "", 16, 1, ktune_dispatch_ranges_29},
 };
 
 /* ktune_dispatch_find_shape returns the entry of a shape with q_len query
- * tokens per sequence and no other attention option, or NULL; an entry
+ * tokens per sequence, a KV cache in pages of page_size rows (0: a
+ * contiguous cache) and no other attention option, or NULL; an entry
  * with options (softcap, sinks, ...) is found by scanning
  * ktune_dispatch_shapes for its options string. */
 static inline const struct ktune_dispatch_shape *
-ktune_dispatch_find_shape(int heads, int kv_heads, int head_dim, int kv_type, int q_len, int batch)
+ktune_dispatch_find_shape(int heads, int kv_heads, int head_dim, int kv_type, int q_len, int page_size, int batch)
 {
 	int i;
 	for (i = 0; i < KTUNE_DISPATCH_N_SHAPES; i++) {
 		const struct ktune_dispatch_shape *s = &ktune_dispatch_shapes[i];
 		if (s->heads == heads && s->kv_heads == kv_heads && s->head_dim == head_dim &&
-		    s->kv_type == kv_type && s->q_len == q_len && s->options[0] == 0 && s->batch == batch)
+		    s->kv_type == kv_type && s->q_len == q_len && s->page_size == page_size &&
+		    s->options[0] == 0 && s->batch == batch)
 			return s;
 	}
 	return 0;
