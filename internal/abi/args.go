@@ -16,13 +16,14 @@ const (
 	ArgPtr ArgType = "ptr" // a device pointer (8 bytes)
 	ArgI32 ArgType = "i32" // int
 	ArgU32 ArgType = "u32" // unsigned int
+	ArgU8  ArgType = "u8"  // unsigned char, or a bool (0 or 1) as C++ lays one out
 	ArgI64 ArgType = "i64" // long long, int64_t, size_t as a signed count
 	ArgU64 ArgType = "u64" // unsigned long long, size_t
 	ArgF32 ArgType = "f32" // float
 )
 
 // scalarTypes are the types a scalar or a constant may take.
-var scalarTypes = []ArgType{ArgI32, ArgU32, ArgI64, ArgU64, ArgF32}
+var scalarTypes = []ArgType{ArgI32, ArgU32, ArgI64, ArgU64, ArgF32, ArgU8}
 
 // An Arg is one kernel parameter of a launch, or one field of a by-value
 // struct: a buffer of the table, a scalar of the table, a constant or an
@@ -152,6 +153,9 @@ func ParseConst(t ArgType, lit string) (any, error) {
 	case ArgU32:
 		n, err := strconv.ParseUint(lit, 0, 32)
 		return uint32(n), err
+	case ArgU8:
+		n, err := strconv.ParseUint(lit, 0, 8)
+		return uint8(n), err
 	case ArgI64:
 		return strconv.ParseInt(lit, 0, 64)
 	case ArgU64:

@@ -129,6 +129,8 @@ func sizeAlign(a Arg) (size, align int, err error) {
 		return 8, 8, nil
 	case ArgI32, ArgU32, ArgF32:
 		return 4, 4, nil
+	case ArgU8:
+		return 1, 1, nil
 	}
 	return 0, 0, fmt.Errorf("argument %s has no C type", a)
 }
@@ -266,6 +268,8 @@ func putValue(out []byte, v any) error {
 		binary.LittleEndian.PutUint32(out, uint32(x))
 	case uint32:
 		binary.LittleEndian.PutUint32(out, x)
+	case uint8:
+		out[0] = x
 	case float32:
 		binary.LittleEndian.PutUint32(out, math.Float32bits(x))
 	case []byte:

@@ -421,6 +421,8 @@ func Typed(t ArgType, x float64) (any, error) {
 		return int32(x), fits(math.MinInt32, math.MaxInt32)
 	case ArgU32:
 		return uint32(x), fits(0, math.MaxUint32)
+	case ArgU8:
+		return uint8(x), fits(0, math.MaxUint8)
 	case ArgI64:
 		return int64(x), fits(-(1 << 53), 1<<53)
 	case ArgU64:

@@ -82,6 +82,9 @@ func ArgBytes(a any) ([]byte, error) {
 	case uint32:
 		putU32(b, v)
 		b = b[:4]
+	case uint8:
+		b[0] = v
+		b = b[:1]
 	case int:
 		if v < math.MinInt32 || v > math.MaxInt32 {
 			return nil, fmt.Errorf("int %d does not fit a 32-bit C int", v)

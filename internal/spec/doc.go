@@ -427,7 +427,7 @@
 //	window_left      int32, the shape's window (−1 without)
 //	q_len, dv        int32, query tokens per sequence (1 without) and the
 //	                 value width (head_dim but for mla)
-//	TYPE:VALUE       a constant: i32:4, u32:1, i64:0, u64:0, f32:0.5
+//	TYPE:VALUE       a constant: i32:4, u32:1, i64:0, u64:0, f32:0.5, u8:1
 //	TYPE:EXPR        an integer expression over the geometry symbols, the
 //	                 defines and the integer scalars: "i64:heads * head_dim"
 //	                 (never nkv: the step's arguments are fixed)
