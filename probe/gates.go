@@ -75,6 +75,7 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 		return r.timedLengthGate(ctx)
 	}
 	start, pairs := time.Now(), r.pairs
+	hits, misses := b.inputCache().hits, b.inputCache().misses
 	log := &gateLog{}
 	if err := r.numericGates(ctx, log); err != nil {
 		return false, err
@@ -111,8 +112,9 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 		b.gates[p.GateKey] = v
 	}
 	r.rec.Gates = slices.Clone(log.gates)
-	b.logf("%s: gates: %d launch pairs, %d verdicts kept, pass %v, %.2fs (drawing inputs %.2fs, oracle %.2fs)",
-		p.Config.Variant, r.pairs-pairs, len(log.gates), v.pass, time.Since(start).Seconds(), r.tInputs.Seconds(), r.tOracle.Seconds())
+	b.logf("%s: gates: %d launch pairs, %d verdicts kept, pass %v, %.2fs (drawing inputs %.2fs, oracle %.2fs; input sets: %d drawn, %d found already drawn)",
+		p.Config.Variant, r.pairs-pairs, len(log.gates), v.pass, time.Since(start).Seconds(), r.tInputs.Seconds(), r.tOracle.Seconds(),
+		b.inputCache().misses-misses, b.inputCache().hits-hits)
 	return v.pass, nil
 }
 
