@@ -45,6 +45,13 @@ type inputCopy struct {
 	// ref is the digest of each segment when the buffer was last sealed;
 	// nil after a write, until the next seal.
 	ref []uint64
+	// page is a paged K's or V's page bytes, 0 for every other buffer;
+	// pages then holds each page's bytes as last written (nil: the fill),
+	// in place of writes: a paged cache is written a page at a time, tens
+	// of thousands of pages at batch 16, which the list of writes would
+	// scan once per write.
+	page  int64
+	pages [][]byte
 }
 
 // An inputWrite is b written at byte offset off.
@@ -90,6 +97,9 @@ func (w *workspace) initInputs() {
 		} else {
 			c.fill = func(_ int64, b []byte) { clear(b) } // positions: cleared at allocation
 		}
+		if pool := w.paged(); pool != nil && (e.name == "k" || e.name == "v") {
+			c.page, c.pages = w.l.pageB, make([][]byte, (c.n+w.l.pageB-1)/w.l.pageB)
+		}
 		w.inputs = append(w.inputs, c)
 	}
 }
@@ -108,6 +118,17 @@ func (w *workspace) input(p cuda.DevPtr) *inputCopy {
 // fill, then every write over them in order.
 func (c *inputCopy) bytesAt(off, n int64) []byte {
 	out := make([]byte, n)
+	if c.page > 0 {
+		for p := off / c.page; p*c.page < off+n; p++ {
+			lo, hi := max(off, p*c.page), min(off+n, (p+1)*c.page)
+			if b := c.pages[p]; b != nil {
+				copy(out[lo-off:hi-off], b[lo-p*c.page:hi-p*c.page])
+			} else {
+				c.fill(lo, out[lo-off:hi-off])
+			}
+		}
+		return out
+	}
 	// From the last write that covers the whole range, if one does: the
 	// fill under it is never drawn.
 	first, covered := 0, false
@@ -137,6 +158,20 @@ func (c *inputCopy) expected(i int64) []byte {
 // wrote records that b was written at byte offset off.
 func (c *inputCopy) wrote(off int64, b []byte) {
 	end := off + int64(len(b))
+	if c.page > 0 {
+		for p := off / c.page; p*c.page < end; p++ {
+			lo, hi := max(off, p*c.page), min(end, (p+1)*c.page)
+			if lo == p*c.page && hi == (p+1)*c.page {
+				c.pages[p] = b[lo-off : hi-off] // a whole page: its bytes, not a copy
+				continue
+			}
+			pb := c.bytesAt(p*c.page, c.page)
+			copy(pb[lo-p*c.page:], b[lo-off:hi-off])
+			c.pages[p] = pb
+		}
+		c.ref = nil
+		return
+	}
 	keep := c.writes[:0]
 	for _, w := range c.writes {
 		if w.off < off || w.off+int64(len(w.b)) > end {

@@ -169,3 +169,34 @@ func TestPagedPlacement(t *testing.T) {
 		}
 	}
 }
+
+// TestPagedRecord: the record of a paged buffer, kept a page at a time,
+// says what a list of writes would: whole pages, a write across a page
+// boundary and one inside a page, over the fill, with a tail shorter than
+// a page.
+func TestPagedRecord(t *testing.T) {
+	fill := func(off int64, b []byte) {
+		for i := range b {
+			b[i] = byte(off+int64(i)) ^ 0x5a
+		}
+	}
+	const n = 10*16 + 8
+	paged := &inputCopy{n: n, fill: fill, page: 16, pages: make([][]byte, (n+15)/16)}
+	plain := &inputCopy{n: n, fill: fill}
+	for _, w := range []struct {
+		off int64
+		n   int
+	}{{32, 32}, {40, 20}, {3, 5}, {150, 18}, {64, 16}, {0, 16}} {
+		b := make([]byte, w.n)
+		for i := range b {
+			b[i] = byte(w.off) + byte(i)
+		}
+		paged.wrote(w.off, b)
+		plain.wrote(w.off, b)
+	}
+	for _, r := range [][2]int64{{0, n}, {5, 30}, {150, 18}, {31, 2}} {
+		if got, want := paged.bytesAt(r[0], r[1]), plain.bytesAt(r[0], r[1]); !bytes.Equal(got, want) {
+			t.Errorf("bytes %d..%d: %x, want %x", r[0], r[0]+r[1], got, want)
+		}
+	}
+}
