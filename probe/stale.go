@@ -156,13 +156,20 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 			spans, rowBytes := staleSpans(r.l, x.pl, lengths)
 			rows := patternRows(t, rowBytes)
 			buf := r.ws.input(p)
+			// Every span starts at the first pattern: one buffer as long
+			// as the longest, each span a prefix of it (never changed, so
+			// the record may keep it).
+			var longest int64
+			for _, sp := range spans {
+				longest = max(longest, sp.n)
+			}
+			pat := make([]byte, longest)
+			for r := int64(0); r*rowBytes < longest; r++ {
+				copy(pat[r*rowBytes:min(longest, (r+1)*rowBytes)], rows[r%int64(len(rows))])
+			}
 			for _, sp := range spans {
 				restore = append(restore, saved{buf, sp, buf.bytesAt(sp.dst, sp.n)})
-				b := make([]byte, sp.n)
-				for r := int64(0); r*rowBytes < sp.n; r++ {
-					copy(b[r*rowBytes:(r+1)*rowBytes], rows[r%int64(len(rows))])
-				}
-				if err := r.writeInput(p, sp.dst, b); err != nil {
+				if err := r.writeInput(p, sp.dst, pat[:sp.n]); err != nil {
 					return fmt.Errorf("writing stale rows past the lengths: %w", err)
 				}
 			}
