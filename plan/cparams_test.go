@@ -51,7 +51,7 @@ func cParams(src, entry string) ([]abi.ParamSlot, []string, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s parameter %d (%s): %w", entry, i, p, err)
 		}
-		off = (off + align - 1) / align * align
+		off = abi.ParamOffset(off, align)
 		slots = append(slots, abi.ParamSlot{Offset: off, Size: size})
 		decls = append(decls, p)
 		off += size
@@ -122,7 +122,8 @@ func cType(src, typ string) (size, align int, err error) {
 // sources by the C rules, with offsets derived by hand: FlashInfer's
 // params struct (a nested struct of seven u32 and six pointers, 80 bytes;
 // the whole 208, the bool at 200 rounding it to 8) and XQA's list with a
-// 32-byte struct and a CUtensorMap 64-aligned after a pointer at 72.
+// 32-byte struct and a CUtensorMap 64-aligned (in the constant bank,
+// abi.ParamBase) after a pointer at 72.
 func TestCParams(t *testing.T) {
 	read := func(name string) string {
 		b, err := os.ReadFile("../kernels/testdata/" + name)
@@ -136,8 +137,10 @@ func TestCParams(t *testing.T) {
 		want        []abi.ParamSlot
 	}{
 		{"paged_flashinfer.cu", "batch_decode_paged", []abi.ParamSlot{ps(0, 208)}},
+		// As the H200's CUBIN says (KPARAM_INFO): the map's address,
+		// 0x210 + 112, is 64-aligned.
 		{"xqa_tma.cu", "kernel_mha", []abi.ParamSlot{ps(0, 4), ps(4, 4), ps(8, 8), ps(16, 8), ps(24, 8), ps(32, 32), ps(64, 4), ps(72, 8),
-			ps(128, 128), ps(256, 4), ps(264, 8), ps(272, 8)}},
+			ps(112, 128), ps(240, 4), ps(248, 8), ps(256, 8)}},
 		{"sglang_stage2.cu", "_fwd_kernel_stage2", []abi.ParamSlot{ps(0, 8), ps(8, 8), ps(16, 8), ps(24, 8), ps(32, 8), ps(40, 8),
 			ps(48, 4), ps(52, 4), ps(56, 4), ps(60, 4), ps(64, 4), ps(68, 4)}},
 	} {

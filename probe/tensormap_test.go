@@ -93,7 +93,8 @@ func TestTensorMapBytes(t *testing.T) {
 }
 
 // TestTensorMapParamCheck: the driver's record of a 128-byte parameter at
-// 64 matches the declared tensor map; a kernel that takes a pointer there
+// 48 (its address in the constant bank 64-aligned, abi.ParamBase) matches
+// the declared tensor map; a kernel that takes a pointer there
 // is refused before any launch, naming the parameter.
 func TestTensorMapParamCheck(t *testing.T) {
 	pl := planned(t, tensorMapSpec, map[string]string{"k.cu": "// test\n"})
@@ -103,7 +104,7 @@ func TestTensorMapParamCheck(t *testing.T) {
 		status results.Status
 		text   string
 	}{
-		{"match", []abi.ParamSlot{sl(0, 8), sl(64, 128), sl(192, 4), sl(256, 192)}, results.StatusOK, ""},
+		{"match", []abi.ParamSlot{sl(0, 8), sl(48, 128), sl(176, 4), sl(240, 192)}, results.StatusOK, ""},
 		{"pointer", []abi.ParamSlot{sl(0, 8), sl(8, 8), sl(16, 4), sl(64, 192)}, results.StatusError,
 			"parameter 1 is 8 bytes at offset 8 in the kernel, but the launch declares tensor_map(k kv"},
 	} {

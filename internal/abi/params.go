@@ -323,8 +323,22 @@ func (d Dims) Env(defines Defines) expr.Env {
 // the driver reports it (cuFuncGetParamInfo) or a declaration lays it out.
 type ParamSlot struct{ Offset, Size int }
 
+// ParamBase is where sm_90's kernel parameters start in constant bank 0,
+// 0x210: the compiler aligns each parameter's address there, not its
+// offset from the first. It shows only above 16-byte alignment. Measured:
+// an H200's driver (cuFuncGetParamInfo) and the CUBIN's KPARAM_INFO put a
+// CUtensorMap (128 bytes, alignas(64)) after a parameter list ending at
+// offset 80 at offset 112, 0x210 + 112 being a multiple of 64; C's rule
+// from offset 0 says 128 (experiments/results/h200/engines/COMMAND.txt).
+const ParamBase = 0x210
+
+// ParamOffset is the offset of a parameter of alignment align after
+// parameters ending at end.
+func ParamOffset(end, align int) int { return roundUp(ParamBase+end, align) - ParamBase }
+
 // ParamSlots lays out a launch's declared arguments as the compiler lays
-// out the kernel's parameters: each at the next offset of its alignment.
+// out the kernel's parameters: each at the next offset of its alignment
+// (ParamOffset).
 func ParamSlots(args []Arg) ([]ParamSlot, error) {
 	out := make([]ParamSlot, len(args))
 	end := 0
@@ -333,7 +347,7 @@ func ParamSlots(args []Arg) ([]ParamSlot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("argument %d (%s): %w", i, a, err)
 		}
-		off := roundUp(end, align)
+		off := ParamOffset(end, align)
 		out[i] = ParamSlot{off, size}
 		end = off + size
 	}
