@@ -63,9 +63,9 @@ type inputCache struct {
 
 // A cachedSet is one set and the references computed on it so far.
 type cachedSet struct {
-	key   setKey
-	in    *oracle.Inputs
-	refs  map[string]oracle.Output // by the launch's lengths (refsKey)
+	key  setKey
+	in   *oracle.Inputs
+	refs map[string]oracle.Output // by the launch's lengths (refsKey)
 	// tiled is in marked Tiled, the long gates' view of the uniform set.
 	tiled *oracle.Inputs
 	bytes int64
