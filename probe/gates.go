@@ -220,7 +220,7 @@ func (r *pointRun) checkAt(set oracle.InputSet, nkv int, lengths []int, ref orac
 		return fmt.Errorf("gate run at nkv %d (%s inputs): %w", nkv, set, err)
 	}
 	log.add(tag(writtenGate(nkv, p.Seed, o, r.l.gatedSlots(s), s.HeadDim)))
-	bounds := set.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: string(r.l.outDtype)}, s)
+	bounds := set.Bounds(r.bounds(), s)
 	m, err := oracle.Compare(floats(o.out), ref.Out, bounds)
 	if err != nil {
 		return err
@@ -470,6 +470,13 @@ func rowSpans(s abi.Shape, rows int, rowBytes int64) []span {
 		}
 	}
 	return out
+}
+
+// bounds are the point's tolerance, with out's dtype for the allowance
+// of its rounding (oracle.Bounds).
+func (r *pointRun) bounds() oracle.Bounds {
+	t := r.p.Tol
+	return oracle.Bounds{MaxAbs: t.MaxAbs, MaxRel: t.MaxRel, NMSE: t.NMSE, OutDtype: r.l.outDtype}
 }
 
 // setPositions writes every input derived from the lengths: the ABI's

@@ -55,7 +55,7 @@ func (r *pointRun) longGates(ctx context.Context, launches [][]int, log *gateLog
 	if err != nil {
 		return err
 	}
-	bounds := oracle.SetUniform.Bounds(oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: string(r.l.outDtype)}, s)
+	bounds := oracle.SetUniform.Bounds(r.bounds(), s)
 	for i, lengths := range want {
 		nkv := slices.Max(lengths)
 		o, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)

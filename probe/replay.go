@@ -89,7 +89,7 @@ func (r *pointRun) replayGates(ctx context.Context, log *gateLog) error {
 		return err
 	}
 	defer g.destroy()
-	bounds := oracle.Bounds{MaxAbs: p.Tol.MaxAbs, MaxRel: p.Tol.MaxRel, NMSE: p.Tol.NMSE, OutDtype: string(r.l.outDtype)}
+	bounds := r.bounds()
 	for _, n := range replays {
 		if err := ctx.Err(); err != nil {
 			return err

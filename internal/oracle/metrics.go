@@ -2,9 +2,9 @@ package oracle
 
 import (
 	"fmt"
+	"github.com/ktune/ktune/internal/abi"
 	"math"
 
-	"github.com/ktune/ktune/internal/kvtype"
 )
 
 // RelFloor is the |ref| below which an element is left out of MaxRel: a
@@ -38,19 +38,18 @@ type Bounds struct {
 	// before summing the NMSE. Without it a correct f16-out kernel fails
 	// on small outputs (the subnormal input set: on the H200 a three-launch
 	// f16-out test kernel had NMSE 4e-4, all of it f16's spacing of 2^-24).
-	OutDtype string
+	OutDtype abi.Dtype
 }
 
 // HalfULP is half the spacing of the dtype's representable values at |x|:
 // the largest error of a correctly rounded store. 0 for f32 (and ""): an
 // f32 store's rounding is far below any bound, and no allowance keeps the
 // f32 verdicts what they were.
-func HalfULP(dtype string, x float64) float64 {
-	t, err := kvtype.Lookup(dtype)
-	if err != nil || t == kvtype.F32 {
+func HalfULP(dtype abi.Dtype, x float64) float64 {
+	if dtype == "" || dtype == abi.F32 {
 		return 0
 	}
-	return t.HalfULP(x)
+	return dtype.Type().HalfULP(x)
 }
 
 // Compare computes the metrics of out against ref, and how many elements

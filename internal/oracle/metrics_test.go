@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"github.com/ktune/ktune/internal/abi"
 	"math"
 	"testing"
 
@@ -91,7 +92,7 @@ func TestCompareLengthMismatch(t *testing.T) {
 
 func TestHalfULP(t *testing.T) {
 	for _, c := range []struct {
-		dtype string
+		dtype abi.Dtype
 		x     float64
 		want  float64
 	}{
