@@ -108,15 +108,25 @@ func (w *workspace) allocPtr(a abi.AllocID) cuda.DevPtr {
 // scratchArg is the device pointer of a named scratch buffer: in the
 // workspace allocation, after io.workspace's bytes.
 func scratchArg(name string, d abi.Dims, w *workspace) (cuda.DevPtr, error) {
+	offsets := map[string]int64{}
 	for _, sp := range d.ScratchSpans() {
-		if sp.Name == name {
-			if w.workspace == 0 {
-				return 0, fmt.Errorf("scratch %s: the workspace is not allocated for this point", name)
-			}
-			return w.workspace + devOff(sp.Offset), nil
-		}
+		offsets[sp.Name] = sp.Offset
 	}
-	return 0, fmt.Errorf("scratch %s is not declared for this point", name)
+	return spanArg("scratch", "the workspace", name, offsets, w.workspace)
+}
+
+// spanArg is the device pointer of the named buffer of a kind that lives
+// at an offset in one allocation (base; 0: not allocated), as offsets
+// lays them out.
+func spanArg(kind, alloc, name string, offsets map[string]int64, base cuda.DevPtr) (cuda.DevPtr, error) {
+	off, ok := offsets[name]
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("%s %s is not declared for this point", kind, name)
+	case base == 0:
+		return 0, fmt.Errorf("%s %s: %s is not allocated for this point", kind, name, alloc)
+	}
+	return base + devOff(off), nil
 }
 
 // A tensorMapEncoder encodes a CUtensorMap (device.encodeTensorMap).
@@ -149,13 +159,9 @@ func tensorMapArg(m *abi.TensorMap, env expr.Env, s abi.Shape, leaf func(abi.Arg
 // plannedArg is the device pointer of a host-planned array, in the planned
 // allocation (abi.PlannedSpans).
 func plannedArg(name string, d abi.Dims, w *workspace) (cuda.DevPtr, error) {
+	offsets := map[string]int64{}
 	for _, sp := range d.PlannedSpans() {
-		if sp.Name == name {
-			if w.planned == 0 {
-				return 0, fmt.Errorf("planned %s: the planned arrays are not allocated for this point", name)
-			}
-			return w.planned + devOff(sp.Offset), nil
-		}
+		offsets[sp.Name] = sp.Offset
 	}
-	return 0, fmt.Errorf("planned %s is not declared for this point", name)
+	return spanArg("planned", "the planned arrays' allocation", name, offsets, w.planned)
 }
