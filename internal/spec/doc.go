@@ -518,6 +518,34 @@
 // bitwise twins, which must declare the same io, compare them byte for
 // byte. The replay gate captures every launch of the step.
 //
+// kv_layout: paged is an engine's paged cache: K and V are one pool of
+// pages of page_size rows (a number, or an expression over the defines
+// such as PAGE_SIZE; never nkv), each sequence owning cdiv(capacity,
+// page_size) of them and the pool one spare page per sequence, filled
+// with NaN. page_order is the order within a page: nhd ([page_size]
+// [kv_heads][head_dim], the default), hnd ([kv_heads][page_size]
+// [head_dim]) or split_x (vLLM's: K [kv_heads][head_dim/x][page_size][x],
+// x = 16 bytes of elements; V [kv_heads][head_dim][page_size]). pages is
+// shuffled (the default: every page at a seeded random place, so a kernel
+// that ignores the table reads another sequence's rows or NaN) or
+// identity. A kernel finds its rows through the index buffers
+// block_table [batch][max_pages], page_indptr [batch+1], page_indices and
+// last_page_len [batch] (int32; SGLang's token pool is page_size 1 with
+// page_indptr and page_indices), with the scalars page_size, max_pages,
+// num_pages, kv_page_stride and kv_page_bytes; kv_row_stride and
+// kv_head_stride are a page's own, and a paged io refuses kv_batch_stride
+// (and split_x the row and head strides) at the argument's line. The
+// probe writes the index buffers with the positions, at every length a
+// gate or probe runs and between graph replays, so a kernel that kept
+// them from an earlier step reads the wrong rows. mask: f16 or f32 is the
+// dtype of the additive mask buffer ([batch][q_len][capacity], 0 where a
+// query token sees a row, -inf elsewhere: lengths as llama.cpp passes
+// them); split_counts: EXPR is each sequence's split count, an expression
+// of its nkv (the split_counts buffer, int32 [batch]). The built-in mma
+// and mmaf take PAGE_SIZE instead (kernels/ABI.md): above 0 the point runs
+// paged, token-major and shuffled, with block_table and max_pages after
+// kv_scale.
+//
 // A kernel whose path ends in .ptx, .cubin or .fatbin is a prebuilt
 // artifact, the very file an engine ships: the driver loads it (PTX
 // through its JIT) without NVRTC, and its SHA-256 goes into the point's
