@@ -56,6 +56,7 @@ docs-img:
 ## dispatch: regenerate the committed H200 dispatch table from its results.
 dispatch: build
 	./$(BIN) tune --from experiments/results/h200/h200-frontier2.jsonl -o experiments/results/h200/dispatch
+	./$(BIN) tune --from experiments/results/h200/frontier3/paged/h200-frontier3-paged.jsonl -o experiments/results/h200/frontier3/paged/dispatch
 
 ## slurm-test: experiments/slurm/sweep.sbatch as a job array under a real
 ## single-node Slurm started on this machine, on the replay backend (no
