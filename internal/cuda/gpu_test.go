@@ -49,6 +49,26 @@ func gpu(t *testing.T) (*Context, *NVRTC, string) {
 	return ctx, nv, fmt.Sprintf("-arch=sm_%d%d", ma, mi)
 }
 
+// loadEntry compiles src for arch, loads it as a module and looks up
+// entry; the caller unloads the module (or leaves it to a context that a
+// fault has ended).
+func loadEntry(t *testing.T, ctx *Context, nv *NVRTC, arch, src, file string, headers map[string]string, entry string) (*Module, *Function) {
+	t.Helper()
+	cubin, log, err := nv.Compile(src, file, headers, []string{arch})
+	if err != nil {
+		t.Fatalf("%v\nlog: %s", err, log)
+	}
+	mod, err := ctx.LoadModule(cubin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := mod.Function(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod, f
+}
+
 // axpySrc exercises every argument kind Launch accepts and an #include
 // served from the headers map; thread 0 echoes the scalars into tags so the
 // test can see how each was passed.
@@ -343,23 +363,12 @@ func TestGPUIllegalAddressIsSticky(t *testing.T) {
 
 func faultChild(t *testing.T) {
 	ctx, nv, arch := gpu(t)
-	cubin, log, err := nv.Compile(axpySrc, "axpy.cu", map[string]string{"twice.cuh": "#define TWICE(a) (a)\n"}, []string{arch})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log)
-	}
-	mod, err := ctx.LoadModule(cubin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := mod.Function("poke")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, f := loadEntry(t, ctx, nv, arch, axpySrc, "axpy.cu", map[string]string{"twice.cuh": "#define TWICE(a) (a)\n"}, "poke")
 	// An address no allocation covers.
 	if err := ctx.Launch(f, [3]int{1, 1, 1}, [3]int{32, 1, 1}, 0, nil, DevPtr(0x10)); err != nil {
 		t.Fatal(err)
 	}
-	err = ctx.Synchronize()
+	err := ctx.Synchronize()
 	t.Logf("synchronize after the fault: %v", err)
 	if !IsSticky(err) {
 		t.Fatalf("after an illegal access: %v; want a sticky error", err)
@@ -395,19 +404,8 @@ func TestGPUClusterLaunch(t *testing.T) {
 	if sm < 90 {
 		t.Skipf("%s has no thread-block clusters", arch)
 	}
-	cubin, log, err := nv.Compile(clusterSrc, "cluster.cu", nil, []string{arch})
-	if err != nil {
-		t.Fatalf("%v\nlog: %s", err, log)
-	}
-	mod, err := ctx.LoadModule(cubin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod, f := loadEntry(t, ctx, nv, arch, clusterSrc, "cluster.cu", nil, "cluster_shape")
 	defer mod.Unload()
-	f, err := mod.Function("cluster_shape")
-	if err != nil {
-		t.Fatal(err)
-	}
 	s, err := ctx.NewStream()
 	if err != nil {
 		t.Fatal(err)
@@ -489,19 +487,8 @@ func TestGPUParams(t *testing.T) {
 extern "C" __global__ void params(float *p, int n, const __grid_constant__ s20 s, uint3 u) {
     if (n < 0) p[0] = s.a + s.b[0] + u.x;
 }`
-	cubin, log, err := nv.Compile(src, "params.cu", nil, []string{arch})
-	if err != nil {
-		t.Fatalf("%v\nlog: %s", err, log)
-	}
-	mod, err := ctx.LoadModule(cubin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod, f := loadEntry(t, ctx, nv, arch, src, "params.cu", nil, "params")
 	defer mod.Unload()
-	f, err := mod.Function("params")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ps, err := f.Params()
 	if errors.Is(err, ErrNoParamInfo) {
 		t.Skip(err)

@@ -55,19 +55,8 @@ func TestGPUHole(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Error("the copy through the device differs")
 	}
-	cubin, log, err := nv.Compile(axpySrc, "axpy.cu", map[string]string{"twice.cuh": "#define TWICE(a) (a)\n"}, []string{arch})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log)
-	}
-	mod, err := ctx.LoadModule(cubin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod, poke := loadEntry(t, ctx, nv, arch, axpySrc, "axpy.cu", map[string]string{"twice.cuh": "#define TWICE(a) (a)\n"}, "poke")
 	defer mod.Unload()
-	poke, err := mod.Function("poke")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The last 32 floats: inside.
 	if err := ctx.Launch(poke, [3]int{1, 1, 1}, [3]int{32, 1, 1}, 0, nil, b.Ptr+n-128); err != nil {
 		t.Fatal(err)
@@ -98,18 +87,7 @@ func holeChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cubin, log, err := nv.Compile(axpySrc, "axpy.cu", map[string]string{"twice.cuh": "#define TWICE(a) (a)\n"}, []string{arch})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log)
-	}
-	mod, err := ctx.LoadModule(cubin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	poke, err := mod.Function("poke")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, poke := loadEntry(t, ctx, nv, arch, axpySrc, "axpy.cu", map[string]string{"twice.cuh": "#define TWICE(a) (a)\n"}, "poke")
 	if err := ctx.Launch(poke, [3]int{1, 1, 1}, [3]int{32, 1, 1}, 0, nil, h.Ptr+(1<<20)-64); err != nil {
 		t.Fatal(err)
 	}

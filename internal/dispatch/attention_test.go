@@ -1,9 +1,6 @@
 package dispatch
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -81,11 +78,6 @@ func TestQLenShapesKeptApart(t *testing.T) {
 	}
 
 	// The lookup finds each q_len's plain entry and never the capped one.
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler (cc) on PATH")
-	}
-	dir := t.TempDir()
 	probe := `#include <stdio.h>
 #include "dispatch.h"
 int main(void)
@@ -98,19 +90,7 @@ int main(void)
 	return 0;
 }
 `
-	for name, data := range map[string]string{"dispatch.h": string(hdr), "probe.c": probe} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "probe")
-	if out, err := exec.Command(cc, "-std=c99", "-pedantic", "-Wall", "-Werror", "-o", bin, filepath.Join(dir, "probe.c")).CombinedOutput(); err != nil {
-		t.Fatalf("the header does not compile: %v\n%s", err, out)
-	}
-	got, err := exec.Command(bin).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := runHeaderProbe(t, hdr, probe)
 	if want := "1 d2\n2 none\n3 none\n4 d2\n"; string(got) != want {
 		t.Errorf("lookups:\n%s\nwant:\n%s", got, want)
 	}

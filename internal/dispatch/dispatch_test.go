@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -198,6 +199,32 @@ func TestReproducible(t *testing.T) {
 			t.Errorf("%s differs between two builds:\n%s", c.name, golden.Diff(string(c.a), string(c.b)))
 		}
 	}
+}
+
+// runHeaderProbe compiles a C program that includes hdr as dispatch.h,
+// with -std=c99 -pedantic -Wall -Werror, runs it and returns its output;
+// it skips the test without a C compiler.
+func runHeaderProbe(t *testing.T, hdr []byte, probe string) []byte {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc) on PATH")
+	}
+	dir := t.TempDir()
+	for name, data := range map[string]string{"dispatch.h": string(hdr), "probe.c": probe} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "probe")
+	if out, err := exec.Command(cc, "-std=c99", "-pedantic", "-Wall", "-Werror", "-o", bin, filepath.Join(dir, "probe.c")).CombinedOutput(); err != nil {
+		t.Fatalf("the header does not compile: %v\n%s", err, out)
+	}
+	got, err := exec.Command(bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // TestLoad writes the fixture to results files and reads them back: names

@@ -2,9 +2,6 @@ package dispatch
 
 import (
 	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -103,11 +100,6 @@ func TestPageSizeTablesKeptApart(t *testing.T) {
 		}
 	}
 
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler (cc) on PATH")
-	}
-	dir := t.TempDir()
 	probe := `#include <stdio.h>
 #include "dispatch.h"
 int main(void)
@@ -121,19 +113,7 @@ int main(void)
 	return 0;
 }
 `
-	for name, data := range map[string]string{"dispatch.h": string(hdr), "probe.c": probe} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "probe")
-	if out, err := exec.Command(cc, "-std=c99", "-pedantic", "-Wall", "-Werror", "-o", bin, filepath.Join(dir, "probe.c")).CombinedOutput(); err != nil {
-		t.Fatalf("the header does not compile: %v\n%s", err, out)
-	}
-	got, err := exec.Command(bin).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := runHeaderProbe(t, hdr, probe)
 	if want := "0 r4 32\n16 d2 32\n32 none 0\n64 d2 64\n"; string(got) != want {
 		t.Errorf("lookups:\n%s\nwant:\n%s", got, want)
 	}

@@ -2,9 +2,9 @@ package oracle
 
 import (
 	"fmt"
-	"github.com/ktune/ktune/internal/abi"
 	"math"
 
+	"github.com/ktune/ktune/internal/abi"
 )
 
 // RelFloor is the |ref| below which an element is left out of MaxRel: a
