@@ -370,7 +370,7 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 				r.b.base = &cachedBase{key: key, in: base}
 			}
 		}
-		in, err := oracle.FromBase(set, r.base, rows, lengths, r.l.splits)
+		in, err := oracle.FromBaseShared(set, r.base, rows, lengths, r.l.splits)
 		if err != nil {
 			return nil, fmt.Errorf("generating %s gate inputs: %w", set, err)
 		}
@@ -439,7 +439,7 @@ func (r *pointRun) upload(in *oracle.Inputs) error {
 			return fmt.Errorf("uploading head_params: %w", err)
 		}
 	}
-	for _, cp := range w.kvCopies(s, in.Rows, in.KBytes, in.VBytes) {
+	for _, cp := range w.kvCopies(s, packedOf(in)) {
 		if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
 			return fmt.Errorf("uploading K: %w", err)
 		}
@@ -457,15 +457,15 @@ func (r *pointRun) upload(in *oracle.Inputs) error {
 // offset dst of the device buffer.
 type span struct{ dst, src, n int64 }
 
-// rowSpans places the oracle's rows rows of each sequence (packed, rows
-// per sequence) at the start of that sequence's capacity rows on the
-// device ([batch][capacity][kv_heads][head_dim]).
-func rowSpans(s abi.Shape, rows int, rowBytes int64) []span {
+// rowSpans places the oracle's rows rows of each sequence (stride rows
+// per sequence, oracle.Inputs.Strides) at the start of that sequence's capacity
+// rows on the device ([batch][capacity][kv_heads][head_dim]).
+func rowSpans(s abi.Shape, rows, stride int, rowBytes int64) []span {
 	out := make([]span, s.Batch)
 	for seq := range out {
 		out[seq] = span{
 			dst: int64(seq) * int64(s.Capacity) * rowBytes,
-			src: int64(seq) * int64(rows) * rowBytes,
+			src: int64(seq) * int64(stride) * rowBytes,
 			n:   int64(rows) * rowBytes,
 		}
 	}
@@ -576,34 +576,3 @@ func (r *pointRun) runOutputs(k *kernelPair, c *results.Config, g geometry, leng
 	}
 	return o, r.afterLaunch(slices.Max(lengths))
 }
-
-// takeSpare returns a read-back buffer of n bytes: a spare one of that
-// size if there is one, else a new one. Every byte is overwritten by the
-// read.
-func (r *pointRun) takeSpare(n int) []byte {
-	for i, b := range r.spare {
-		if len(b) == n {
-			r.spare = slices.Delete(r.spare, i, i+1)
-			return b
-		}
-	}
-	return make([]byte, n)
-}
-
-// recycle gives back read-back buffers no verdict refers to any more. A
-// buffer given twice is kept once: two read-backs into one buffer would
-// compare equal whatever the kernel wrote.
-func (r *pointRun) recycle(bufs ...[]byte) {
-	for _, b := range bufs {
-		if len(b) == 0 || slices.ContainsFunc(r.spare, func(s []byte) bool { return &s[0] == &b[0] }) {
-			continue
-		}
-		if len(r.spare) < maxSpare {
-			r.spare = append(r.spare, b)
-		}
-	}
-}
-
-// maxSpare bounds the spare read-back buffers: a gate length launches at
-// most three pairs whose partials are judged together.
-const maxSpare = 4
