@@ -6,7 +6,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
@@ -64,12 +66,43 @@ func (nullGraph) destroy()      {}
 // replay lengths as the plan gives them. cold is the first kernel of a
 // shape on a backend; warm a later kernel with the same gate lengths (a
 // sweep's other variants of that SPLITS), which finds the inputs and
-// references the first one drew (inputcache.go). Targets on the H200
-// host's 16 cores: 1 s at batch 1, 2 s at batch 16.
+// references the first one drew (inputcache.go). The splits cases are a
+// sweep's later kernel of other SPLITS, hence other gate lengths (the
+// plan puts them across each kernel's split boundaries): the tunings of
+// experiments/h200-frontier3.yaml at batch 16, b16-s8-w4-pdl then
+// b16-f1-pf, contiguous and paged (PAGE_SIZE 16); only the second kernel
+// is measured. Targets on the H200 host's 16 cores: 1 s at batch 1, 2 s at
+// batch 16.
 //
 //	go test ./probe -run '^$' -bench GateHost -benchtime 1x
 func BenchmarkGateHost(b *testing.B) {
-	s, err := spec.Load("../experiments/h200-fused.yaml", variants.Builtins())
+	fused := benchPlan(b, "../experiments/h200-fused.yaml")
+	for _, batch := range []int{1, 16} {
+		p := benchPoint(b, fused, "d2", batch, 0)
+		for _, warm := range []bool{false, true} {
+			name := p.Config.Shape.Name + "/cold"
+			var first *plan.Point
+			if warm {
+				name, first = p.Config.Shape.Name+"/warm", p
+			}
+			b.Run(name, func(b *testing.B) { benchGates(b, first, p) })
+		}
+	}
+	f3 := benchPlan(b, "../experiments/h200-frontier3.yaml")
+	for _, page := range []int{0, 16} {
+		first, later := "b16-s8-w4-pdl", "b16-f1-pf"
+		name := "b16/splits"
+		if page > 0 {
+			first, later, name = first+"-pg", later+"-pg", "b16/splits-paged16"
+		}
+		p0, p1 := benchPoint(b, f3, first, 16, page), benchPoint(b, f3, later, 16, page)
+		b.Run(name, func(b *testing.B) { benchGates(b, p0, p1) })
+	}
+}
+
+// benchPlan is the plan of a committed spec for sm_90.
+func benchPlan(b *testing.B, path string) *plan.Plan {
+	s, err := spec.Load(path, variants.Builtins())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -77,48 +110,48 @@ func BenchmarkGateHost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, batch := range []int{1, 16} {
-		var p *plan.Point
-		for _, q := range pl.Points {
-			if q.Config.Variant == "d2" && q.Config.Shape.Batch == batch {
-				p = q
-				break
-			}
-		}
-		if p == nil {
-			b.Fatalf("no d2 point at batch %d", batch)
-		}
-		for _, warm := range []bool{false, true} {
-			name := p.Config.Shape.Name + "/cold"
-			if warm {
-				name = p.Config.Shape.Name + "/warm"
-			}
-			b.Run(name, func(b *testing.B) {
-				var inputs, oracleT, cpu float64
-				for range b.N {
-					bk := &Backend{log: io.Discard, loaded: map[string]*kernelPair{}, gates: map[string]*gateVerdict{},
-						env: results.Env{Device: "null", SMs: 132, L2Bytes: 50 << 20, ClockMHz: 1980, Arch: "sm_90"}}
-					bk.haveBW = true
-					if warm {
-						b.StopTimer()
-						gateHost(b, bk, p)
-						b.StartTimer()
-					}
-					cpu0 := cpuSeconds()
-					r := gateHost(b, bk, p)
-					cpu += cpuSeconds() - cpu0
-					inputs += r.tInputs.Seconds()
-					oracleT += r.tOracle.Seconds()
-					b.ReportMetric(float64(r.pairs), "pairs")
-				}
-				// Core-seconds: on a shared machine the wall time says little
-				// of what the host's 16 cores would take.
-				b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
-				b.ReportMetric(inputs/float64(b.N), "s-inputs")
-				b.ReportMetric(oracleT/float64(b.N), "s-oracle")
-			})
+	return pl
+}
+
+// benchPoint is the plan's first point of the variant on a 28/4 f16 shape
+// of the batch without attention options, at the page size (0: contiguous).
+func benchPoint(b *testing.B, pl *plan.Plan, variant string, batch, page int) *plan.Point {
+	for _, q := range pl.Points {
+		s := q.Config.Shape
+		if q.Config.Variant == variant && s.Batch == batch && s.Heads == 28 && s.KVType() == kvtype.F16 &&
+			s.Attention == (abi.Attention{}) && q.PageSize == page {
+			return q
 		}
 	}
+	b.Fatalf("no %s point at batch %d, page size %d", variant, batch, page)
+	return nil
+}
+
+// benchGates measures the gates of p's kernel on a fresh backend, after
+// those of first's (nil: p is the first kernel of its shape).
+func benchGates(b *testing.B, first, p *plan.Point) {
+	var inputs, oracleT, cpu float64
+	for range b.N {
+		bk := &Backend{log: io.Discard, loaded: map[string]*kernelPair{}, gates: map[string]*gateVerdict{},
+			env: results.Env{Device: "null", SMs: 132, L2Bytes: 50 << 20, ClockMHz: 1980, Arch: "sm_90"}}
+		bk.haveBW = true
+		if first != nil {
+			b.StopTimer()
+			gateHost(b, bk, first)
+			b.StartTimer()
+		}
+		cpu0 := cpuSeconds()
+		r := gateHost(b, bk, p)
+		cpu += cpuSeconds() - cpu0
+		inputs += r.tInputs.Seconds()
+		oracleT += r.tOracle.Seconds()
+		b.ReportMetric(float64(r.pairs), "pairs")
+	}
+	// Core-seconds: on a shared machine the wall time says little of
+	// what the host's 16 cores would take.
+	b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
+	b.ReportMetric(inputs/float64(b.N), "s-inputs")
+	b.ReportMetric(oracleT/float64(b.N), "s-oracle")
 }
 
 // gateHost runs the gates of one compiled kernel of p on a null device
