@@ -214,7 +214,7 @@ func TestGateRowsOverFill(t *testing.T) {
 		t.Fatal(err)
 	}
 	rb := int64(in.RowBytes())
-	for _, sp := range rowSpans(s, in.Rows, rb) {
+	for _, sp := range rowSpans(s, in.Rows, in.Rows, rb) {
 		k.write(sp.dst, in.KBytes[sp.src:sp.src+sp.n])
 	}
 	for seq := 0; seq < s.Batch; seq++ {

@@ -63,25 +63,39 @@ type kvCopy struct {
 // order: [batch][capacity][kv_heads][dim] takes one copy per sequence;
 // [batch][kv_heads][capacity][dim] one per (sequence, KV head), transposed
 // on the host; a paged cache one per page (pages.go).
-func (w *workspace) kvCopies(s abi.Shape, rows int, kb, vb []byte) []kvCopy {
+func (w *workspace) kvCopies(s abi.Shape, src packed) []kvCopy {
 	l := w.l
 	if l.kvLayout == abi.Paged {
 		ranges := make([]rowRange, s.Batch)
 		for b := range ranges {
-			ranges[b] = rowRange{b, 0, rows}
+			ranges[b] = rowRange{b, 0, src.rows}
 		}
-		return w.pagedCopies(s, ranges, packedRows(s, l.elt, rows, kb, vb), 0, w.mirrorOf)
+		return w.pagedCopies(s, ranges, packedRows(s, l.elt, src), 0, w.mirrorOf)
 	}
 	kp, vp := w.placements(s)
-	ks, vs := contiguousCopies(kp, s, rows, kb), contiguousCopies(vp, s, rows, vb)
+	ks, vs := contiguousCopies(kp, s, src.rows, src.kStride, src.k), contiguousCopies(vp, s, src.rows, src.vStride, src.v)
 	out := make([]kvCopy, len(ks))
 	for i, k := range ks {
 		out[i] = kvCopy{dst: k.dst, k: k.b}
-		if vb != nil {
+		if src.v != nil {
 			out[i].v, out[i].vdst = vs[i].b, vs[i].dst
 		}
 	}
 	return out
+}
+
+// packed are a set's rows as the oracle holds them: K's and V's bytes,
+// [batch][stride][kv_heads][width] with each sequence's first rows rows
+// the set's (oracle.Inputs.Strides: a set may share a longer array).
+type packed struct {
+	rows, kStride, vStride int
+	k, v                   []byte
+}
+
+// packedOf are in's rows.
+func packedOf(in *oracle.Inputs) packed {
+	k, v := in.Strides()
+	return packed{in.Rows, k, v, in.KBytes, in.VBytes}
 }
 
 // A bufCopy is b written at byte offset dst of one buffer.
@@ -93,15 +107,15 @@ type bufCopy struct {
 // contiguousCopies places packed rows ([batch][rows][kv_heads][width])
 // in a contiguous layout: one copy per sequence in bshd, straight from
 // the packed bytes; one per (sequence, KV head) in bhsd, transposed.
-func contiguousCopies(pl *abi.Placement, s abi.Shape, rows int, packed []byte) []bufCopy {
+func contiguousCopies(pl *abi.Placement, s abi.Shape, rows, stride int, packed []byte) []bufCopy {
 	if packed == nil {
-		packed = make([]byte, s.Batch*rows*s.KVHeads*pl.Width*pl.Elt) // placeholders, never written
+		packed, stride = make([]byte, s.Batch*rows*s.KVHeads*pl.Width*pl.Elt), rows // placeholders, never written
 	}
 	headBytes := int64(pl.Width) * int64(pl.Elt)
 	rowBytes := int64(s.KVHeads) * headBytes
 	if pl.Layout != abi.BHSD {
 		var out []bufCopy
-		for _, sp := range rowSpans(s, rows, rowBytes) {
+		for _, sp := range rowSpans(s, rows, stride, rowBytes) {
 			out = append(out, bufCopy{sp.dst, packed[sp.src : sp.src+sp.n]})
 		}
 		return out
@@ -111,7 +125,7 @@ func contiguousCopies(pl *abi.Placement, s abi.Shape, rows int, packed []byte) [
 		for h := range s.KVHeads {
 			x := make([]byte, int64(rows)*headBytes)
 			for r := range rows {
-				src := (int64(b)*int64(rows)+int64(r))*rowBytes + int64(h)*headBytes
+				src := (int64(b)*int64(stride)+int64(r))*rowBytes + int64(h)*headBytes
 				copy(x[int64(r)*headBytes:], packed[src:src+headBytes])
 			}
 			out = append(out, bufCopy{pl.Offset(b, 0, h, 0) * int64(pl.Elt), x})

@@ -54,40 +54,48 @@ func TestQUpload(t *testing.T) {
 }
 
 // TestKVCopies places packed rows [batch][rows][kv_heads][dim] into both
-// layouts; element values encode (sequence, row, head, dim).
+// layouts, from arrays of rows rows per sequence and from longer ones
+// (a set sharing its base's arrays); element values encode (sequence,
+// row, head, dim).
 func TestKVCopies(t *testing.T) {
 	s := abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 4, KVDtype: "f32", Batch: 2, Capacity: 5}
 	const rows = 3
-	packed := make([]byte, s.Batch*rows*s.KVHeads*s.HeadDim*4)
 	val := func(b, r, h, d int) uint32 { return uint32(1000*b + 100*r + 10*h + d) }
-	for b := range s.Batch {
-		for r := range rows {
-			for h := range s.KVHeads {
-				for d := range s.HeadDim {
-					i := ((b*rows+r)*s.KVHeads+h)*s.HeadDim + d
-					binary.LittleEndian.PutUint32(packed[4*i:], val(b, r, h, d))
+	for _, stride := range []int{rows, rows + 2} {
+		raw := make([]byte, s.Batch*stride*s.KVHeads*s.HeadDim*4)
+		for b := range s.Batch {
+			for r := range stride {
+				for h := range s.KVHeads {
+					for d := range s.HeadDim {
+						i := ((b*stride+r)*s.KVHeads+h)*s.HeadDim + d
+						binary.LittleEndian.PutUint32(raw[4*i:], val(b, r, h, d))
+					}
 				}
 			}
 		}
-	}
-	for _, lay := range []abi.KVLayout{abi.BSHD, abi.BHSD} {
-		dev := make([]byte, s.Batch*s.Capacity*s.KVHeads*s.HeadDim*4)
-		for _, cp := range (&workspace{l: layout{elt: 4, kvLayout: lay}}).kvCopies(s, rows, packed, packed) {
-			if !bytes.Equal(cp.k, cp.v) {
-				t.Fatalf("%s: K and V copies differ", lay)
+		for _, lay := range []abi.KVLayout{abi.BSHD, abi.BHSD} {
+			dev := make([]byte, s.Batch*s.Capacity*s.KVHeads*s.HeadDim*4)
+			for _, cp := range (&workspace{l: layout{elt: 4, kvLayout: lay}}).kvCopies(s, packed{rows, stride, stride, raw, raw}) {
+				if !bytes.Equal(cp.k, cp.v) {
+					t.Fatalf("%s: K and V copies differ", lay)
+				}
+				copy(dev[cp.dst:], cp.k)
 			}
-			copy(dev[cp.dst:], cp.k)
-		}
-		for b := range s.Batch {
-			for r := range rows {
-				for h := range s.KVHeads {
-					for d := range s.HeadDim {
-						i := ((b*s.Capacity+r)*s.KVHeads+h)*s.HeadDim + d
-						if lay == abi.BHSD {
-							i = ((b*s.KVHeads+h)*s.Capacity+r)*s.HeadDim + d
-						}
-						if got := binary.LittleEndian.Uint32(dev[4*i:]); got != val(b, r, h, d) {
-							t.Fatalf("%s: (%d,%d,%d,%d) holds %d", lay, b, r, h, d, got)
+			for b := range s.Batch {
+				for r := range s.Capacity {
+					for h := range s.KVHeads {
+						for d := range s.HeadDim {
+							i := ((b*s.Capacity+r)*s.KVHeads+h)*s.HeadDim + d
+							if lay == abi.BHSD {
+								i = ((b*s.KVHeads+h)*s.Capacity+r)*s.HeadDim + d
+							}
+							want := val(b, r, h, d)
+							if r >= rows {
+								want = 0 // past the set's rows: not written
+							}
+							if got := binary.LittleEndian.Uint32(dev[4*i:]); got != want {
+								t.Fatalf("%s, stride %d: (%d,%d,%d,%d) holds %d", lay, stride, b, r, h, d, got)
+							}
 						}
 					}
 				}

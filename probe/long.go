@@ -103,7 +103,7 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 		for b := range ranges {
 			ranges[b] = rowRange{b, in.Rows, s.Capacity}
 		}
-		src := packedRows(s, r.l.elt, in.Rows, in.KBytes, in.VBytes)
+		src := packedRows(s, r.l.elt, packedOf(in))
 		for _, cp := range w.pagedCopies(s, ranges, src, in.Rows, w.mirrorOf) {
 			if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
 				return fmt.Errorf("tiling K to the capacity: %w", err)
@@ -115,7 +115,7 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 		w.tiled = uploaded{keyOf(r.p), in.Rows}
 		return nil
 	}
-	for _, cp := range w.kvCopies(s, in.Rows, in.KBytes, in.VBytes) {
+	for _, cp := range w.kvCopies(s, packedOf(in)) {
 		for _, x := range []struct {
 			p   cuda.DevPtr
 			dst int64

@@ -103,12 +103,18 @@ func TestPagedPlacement(t *testing.T) {
 		r := &pointRun{b: bk, p: p, l: l, ws: w}
 		s := p.Config.Shape
 		const rows = 37 // two whole pages and a part
+		// V's array holds more rows per sequence than the set (a set
+		// sharing its base's V: oracle.Inputs.Strides).
+		const vStride = rows + 3
 		rb := s.KVHeads * s.HeadDim * 2
-		kb, vb := make([]byte, s.Batch*rows*rb), make([]byte, s.Batch*rows*rb)
-		for i := range kb {
-			kb[i], vb[i] = byte(i*7+1), byte(i*13+5)
+		kb, vb := make([]byte, s.Batch*rows*rb), make([]byte, s.Batch*vStride*rb)
+		for i := range vb {
+			if i < len(kb) {
+				kb[i] = byte(i*7 + 1)
+			}
+			vb[i] = byte(i*13 + 5)
 		}
-		for _, cp := range w.kvCopies(s, rows, kb, vb) {
+		for _, cp := range w.kvCopies(s, packed{rows, rows, vStride, kb, vb}) {
 			if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
 				t.Fatal(err)
 			}
@@ -147,8 +153,9 @@ func TestPagedPlacement(t *testing.T) {
 						if i := at(false, b, row, h, e); !bytes.Equal(dk[i:i+2], kb[src:src+2]) {
 							t.Fatalf("%s: K of sequence %d row %d head %d dim %d is %x, want %x", order, b, row, h, e, dk[i:i+2], kb[src:src+2])
 						}
-						if i := at(true, b, row, h, e); !bytes.Equal(dv[i:i+2], vb[src:src+2]) {
-							t.Fatalf("%s: V of sequence %d row %d head %d dim %d is %x, want %x", order, b, row, h, e, dv[i:i+2], vb[src:src+2])
+						vsrc := (b*vStride+row)*rb + 2*(h*D+e)
+						if i := at(true, b, row, h, e); !bytes.Equal(dv[i:i+2], vb[vsrc:vsrc+2]) {
+							t.Fatalf("%s: V of sequence %d row %d head %d dim %d is %x, want %x", order, b, row, h, e, dv[i:i+2], vb[vsrc:vsrc+2])
 						}
 					}
 				}

@@ -92,11 +92,11 @@ type rowSource func(b, r int) (k, v []byte)
 // packedRows is the rowSource of the oracle's packed rows, [batch][rows]
 // [kv_heads][width], row r of a sequence taken from row r mod rows: rows
 // past the set repeat it, as the long gates tile it (long.go).
-func packedRows(s abi.Shape, elt, rows int, kb, vb []byte) rowSource {
+func packedRows(s abi.Shape, elt int, p packed) rowSource {
 	rb := s.KVHeads * s.HeadDim * elt
 	return func(b, r int) ([]byte, []byte) {
-		at := (b*rows + r%rows) * rb
-		return kb[at : at+rb], vb[at : at+rb]
+		k, v := (b*p.kStride+r%p.rows)*rb, (b*p.vStride+r%p.rows)*rb
+		return p.k[k : k+rb], p.v[v : v+rb]
 	}
 }
 

@@ -38,6 +38,12 @@ type Inputs struct {
 	// query head, each an exact float32 (the kernel reads them as f32);
 	// nil when the shape has no such option.
 	Slopes, Sinks []float64
+	// KStride and VStride are the rows per sequence that K's and V's
+	// arrays hold (0: Rows): a set that leaves K or V as its base has
+	// them shares the base's longer arrays (FromBaseShared), of which
+	// it uses each sequence's first Rows rows. Read-only: no set or
+	// upload writes a shared array.
+	KStride, VStride int
 	// Tiled says that the device holds every sequence's rows up to the
 	// capacity with row r equal to row r mod Rows (see TileRows): the
 	// oracle then takes lengths up to the capacity. A gate at the
@@ -159,13 +165,30 @@ func (in *Inputs) RowBytes() int {
 	return in.Shape.KVHeads * in.Shape.HeadDim * in.Shape.KVType().Bytes
 }
 
-func (in *Inputs) row(x []float64, width, b, r, kh int) []float64 {
-	off := ((b*in.Rows+r)*in.Shape.KVHeads + kh) * width
+func (in *Inputs) row(x []float64, stride, width, b, r, kh int) []float64 {
+	off := ((b*stride+r)*in.Shape.KVHeads + kh) * width
 	return x[off : off+width]
 }
 
+// Strides are the rows per sequence of K's and V's arrays (KStride,
+// VStride): sequence b's row r of K starts at element
+// ((b·k + r)·kv_heads)·head_dim, its bytes at that times the element size.
+func (in *Inputs) Strides() (k, v int) {
+	k, v = in.KStride, in.VStride
+	if k == 0 {
+		k = in.Rows
+	}
+	if v == 0 {
+		v = in.Rows
+	}
+	return k, v
+}
+
 // KRow returns the key of sequence b, row r (< Rows), KV head kh.
-func (in *Inputs) KRow(b, r, kh int) []float64 { return in.row(in.K, in.Shape.HeadDim, b, r, kh) }
+func (in *Inputs) KRow(b, r, kh int) []float64 {
+	k, _ := in.Strides()
+	return in.row(in.K, k, in.Shape.HeadDim, b, r, kh)
+}
 
 // VRow returns the value of sequence b, row r (< Rows), KV head kh: dv
 // wide, and the first dv channels of the key in a latent cache.
@@ -174,7 +197,8 @@ func (in *Inputs) VRow(b, r, kh int) []float64 {
 	if a.Latent() {
 		return in.KRow(b, r, kh)[:a.VDim(in.Shape.HeadDim)]
 	}
-	return in.row(in.V, a.VDim(in.Shape.HeadDim), b, r, kh)
+	_, v := in.Strides()
+	return in.row(in.V, v, a.VDim(in.Shape.HeadDim), b, r, kh)
 }
 
 // QRow returns query token t of sequence b, head h.
@@ -195,31 +219,60 @@ func (in *Inputs) Prefix(rows int) *Inputs {
 	out := &Inputs{Shape: s, Seed: in.Seed, Rows: rows, Q: append([]float32(nil), in.Q...),
 		KScale: slices.Clone(in.KScale), VScale: slices.Clone(in.VScale),
 		Slopes: slices.Clone(in.Slopes), Sinks: slices.Clone(in.Sinks)}
-	elt := s.KVType().Bytes
-	prefix := func(x []float64, raw []byte, width int) ([]float64, []byte) {
-		if x == nil {
-			return nil, nil
-		}
-		per := s.KVHeads * width // elements of one row
-		vals, bytes := make([]float64, s.Batch*rows*per), make([]byte, s.Batch*rows*per*elt)
-		// In runs of rows on every core: a batch-16 prefix is a few
-		// hundred MB of copying (and of fresh pages), and one chunk per
-		// sequence left it to one core (parallel's grain is elements).
-		parallelN(s.Batch*rows, 64, func(lo, hi int) {
-			for j := lo; j < hi; {
-				b, r := j/rows, j%rows
-				n := min(hi-j, rows-r) * per // the chunk's elements of sequence b
-				src, dst := (b*in.Rows+r)*per, (b*rows+r)*per
-				copy(vals[dst:dst+n], x[src:src+n])
-				copy(bytes[dst*elt:(dst+n)*elt], raw[src*elt:(src+n)*elt])
-				j += n / per
-			}
-		})
-		return vals, bytes
-	}
-	out.K, out.KBytes = prefix(in.K, in.KBytes, s.HeadDim)
-	out.V, out.VBytes = prefix(in.V, in.VBytes, s.Attention.VDim(s.HeadDim))
+	kStride, vStride := in.Strides()
+	out.K, out.KBytes = in.prefixOf(in.K, in.KBytes, s.HeadDim, kStride, rows)
+	out.V, out.VBytes = in.prefixOf(in.V, in.VBytes, s.Attention.VDim(s.HeadDim), vStride, rows)
 	return out
+}
+
+// prefixOf copies the first rows rows of each sequence of one of in's
+// arrays (values x and their bytes raw, stride rows per sequence, rows
+// width wide per KV head) into packed new ones.
+func (in *Inputs) prefixOf(x []float64, raw []byte, width, stride, rows int) ([]float64, []byte) {
+	if x == nil {
+		return nil, nil
+	}
+	s := in.Shape
+	elt := s.KVType().Bytes
+	per := s.KVHeads * width // elements of one row
+	vals, bytes := make([]float64, s.Batch*rows*per), make([]byte, s.Batch*rows*per*elt)
+	// In runs of rows on every core: a batch-16 prefix is a few
+	// hundred MB of copying (and of fresh pages), and one chunk per
+	// sequence left it to one core (parallel's grain is elements).
+	parallelN(s.Batch*rows, 64, func(lo, hi int) {
+		for j := lo; j < hi; {
+			b, r := j/rows, j%rows
+			n := min(hi-j, rows-r) * per // the chunk's elements of sequence b
+			src, dst := (b*stride+r)*per, (b*rows+r)*per
+			copy(vals[dst:dst+n], x[src:src+n])
+			copy(bytes[dst*elt:(dst+n)*elt], raw[src*elt:(src+n)*elt])
+			j += n / per
+		}
+	})
+	return vals, bytes
+}
+
+// view returns in's first rows rows of each sequence (rows ≤ in.Rows)
+// with K and V shared, not copied: the same values as Prefix(rows) in
+// in's longer arrays (Strides). q, the scales, slopes and sinks are the
+// view's own, which a set rewrites (and an upload rounds) in place.
+func (in *Inputs) view(rows int) *Inputs {
+	rows = min(max(rows, 0), in.Rows)
+	k, v := in.Strides()
+	out := *in
+	out.Rows, out.KStride, out.VStride, out.Tiled = rows, k, v, false
+	out.Q = slices.Clone(in.Q)
+	out.KScale, out.VScale = slices.Clone(in.KScale), slices.Clone(in.VScale)
+	out.Slopes, out.Sinks = slices.Clone(in.Slopes), slices.Clone(in.Sinks)
+	return &out
+}
+
+// ownK gives a view its own packed copy of K (Prefix's), for a set that
+// rewrites K.
+func (in *Inputs) ownK() {
+	k, _ := in.Strides()
+	in.K, in.KBytes = in.prefixOf(in.K, in.KBytes, in.Shape.HeadDim, k, in.Rows)
+	in.KStride = 0
 }
 
 // encodeAll stores each of values[i] as element i of raw in the type and

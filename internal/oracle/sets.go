@@ -133,19 +133,49 @@ func GenerateSet(set InputSet, s abi.Shape, rows int, lengths []int, splits int,
 // uniform set at its own size), and the set's rewrites follow the same
 // seeded stream as GenerateSet's.
 func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (*Inputs, error) {
+	return fromBase(set, base, rows, lengths, splits, false)
+}
+
+// FromBaseShared makes the inputs FromBase makes, the same values and
+// bytes row for row, sharing with base the arrays the set leaves as the
+// base has them (Inputs.Strides): K and V for the uniform set, V for the
+// peaked and outlier sets of a type without scales. A copy of those is
+// most of what deriving a set costs at batch 16 (hundreds of MB of fresh
+// memory per set and length). base must not change while the set lives.
+func FromBaseShared(set InputSet, base *Inputs, rows int, lengths []int, splits int) (*Inputs, error) {
+	return fromBase(set, base, rows, lengths, splits, true)
+}
+
+// sharesV reports whether set leaves V as the base has it (and K too,
+// for the uniform set), so that FromBaseShared may share it.
+func (s InputSet) sharesV(t *kvtype.Type) bool {
+	return !t.Scaled && (s == SetUniform || s == SetPeaked || s == SetOutliers)
+}
+
+func fromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int, share bool) (*Inputs, error) {
+	s, seed := base.Shape, base.Seed
+	t := s.KVType()
+	share = share && set.sharesV(t)
 	if set == SetUniform {
-		if rows == base.Rows {
+		switch {
+		case share:
+			return base.view(rows), nil
+		case rows == base.Rows:
 			return base, nil
 		}
 		return base.Prefix(rows), nil
 	}
-	s, seed := base.Shape, base.Seed
-	in := base.Prefix(rows)
+	var in *Inputs
+	if share {
+		in = base.view(rows)
+		in.ownK() // every set past the uniform one rewrites K
+	} else {
+		in = base.Prefix(rows)
+	}
 	rows = in.Rows
 	if set.PerLength() && len(lengths) != s.Batch || set.PerSplits() && splits < 1 {
 		return nil, fmt.Errorf("oracle: the %s set needs one length per sequence (%d for batch %d) and SPLITS ≥ 1 (%d)", set, len(lengths), s.Batch, splits)
 	}
-	t := s.KVType()
 	g := &setGen{in: in, t: t, rng: rand.New(rand.NewPCG(seed, setStream(set)))}
 	// A scaled type's set is quantized once, at the end, with scales
 	// chosen from its values (nil) unless the set chooses them itself.
