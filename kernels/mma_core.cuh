@@ -162,24 +162,94 @@ __device__ __forceinline__ unsigned mma_trans(unsigned x) {
     return y;
 }
 
-// mma_rows gives, for each of the NR tiles of the step at logical row
-// base, the K/V row its first row is stored at: the logical row itself
-// when K/V are contiguous (the batch offset is in the base pointers), the
-// row in the paged cache otherwise, from one block-table entry per tile
-// (bt is the sequence's row of the table). A tile at or past hi has no
-// rows to read and gets 0 without a table load.
-__device__ __forceinline__ void mma_rows(int (&pr)[NR], const int* __restrict__ bt, int base, int hi) {
+// mma_tab is a warp's view of its sequence's block table when paged (bt:
+// sequence b's row of it). With PF (one block per SM, a step of loads
+// always in flight) it is also a window of the table: lane l holds the
+// page of the warp's tile n - n % 32 + l in cur and that of the tile 32
+// after it in nx, tile m being tile m % NR of the warp's step m / NR, so
+// one table load a lane serves 32 tiles and goes out 32 tiles before
+// their rows are wanted. With one table load per tile, made right behind
+// the next step's K/V loads (the form before the window, and the one
+// without PF), the one-split kernel at 16-row pages ran 1.14-1.37x the
+// contiguous one on the H200, with the same instructions as at 64-row
+// pages (FRONTIER.md). Without PF the
+// window's registers cost a block per SM (146 instead of 128 at 8 warps
+// under NVRTC 11.8, or 8 bytes of spills), so those forms keep a load
+// per tile, hidden by the other block's warps.
+#define MMA_TAB_WINDOW (PAGE_SIZE && PF)
+struct mma_tab {
+#if PAGE_SIZE
+    const int* bt;
+#endif
+#if MMA_TAB_WINDOW
+    int n;  // the warp's next tile (the first of the step mma_rows is called for next)
+    int cur, nx;
+#endif
+};
+
+#if MMA_TAB_WINDOW
+#if 32 % NR != 0
+#error "mma: a paged step's NR tiles must not straddle two windows of 32 tiles (NR must divide 32)"
+#endif
+// mma_page is the page of the tile d tiles after the first tile of the
+// step at logical row base, 0 at or past hi (no load).
+__device__ __forceinline__ int mma_page(const int* __restrict__ bt, int base, int d, int hi) {
+    const int row = base + (d / NR) * (WROWS * 16 * NR) + 16 * (d % NR);
+    return row < hi ? __ldg(bt + row / PAGE_SIZE) : 0;
+}
+#endif
+
+// mma_tab_start loads the first two windows of the table (PF) for a warp
+// whose first step is at logical row base. Called by the whole warp.
+__device__ __forceinline__ void mma_tab_start(mma_tab& tab, int base, int hi, int lane) {
+#if MMA_TAB_WINDOW
+    tab.n = 0;
+    tab.cur = mma_page(tab.bt, base, lane, hi);
+    tab.nx = mma_page(tab.bt, base, 32 + lane, hi);
+#else
+    (void)tab;
+    (void)base;
+    (void)hi;
+    (void)lane;
+#endif
+}
+
+// mma_rows gives, for each of the NR tiles of the warp's next step (at
+// logical row base; the calls go step by step), the K/V row its first row
+// is stored at: the logical row itself when K/V are contiguous (the batch
+// offset is in the base pointers), the row in the paged cache otherwise,
+// from the tile's page: one block-table entry per tile, or from the
+// warp's window (PF). A tile at or past hi has no rows to read and gets 0
+// without a table load. Called by the whole warp (the window's pages move
+// between lanes).
+__device__ __forceinline__ void mma_rows(int (&pr)[NR], mma_tab& tab, int base, int hi, int lane) {
+#if MMA_TAB_WINDOW
+    const int i = tab.n & 31;
+    if (i == 0 && tab.n > 0) {  // warp-uniform: the window moves on by 32 tiles
+        tab.cur = tab.nx;
+        tab.nx = mma_page(tab.bt, base, 32 + lane, hi);
+    }
+#pragma unroll
+    for (int u = 0; u < NR; u++) {
+        const int r0 = base + 16 * u;
+        const int page = __shfl_sync(0xffffffffu, tab.cur, i + u);
+        pr[u] = r0 < hi ? page * PAGE_SIZE + r0 % PAGE_SIZE : 0;
+    }
+    tab.n += NR;
+#else
+    (void)lane;
 #pragma unroll
     for (int u = 0; u < NR; u++) {
         const int r0 = base + 16 * u;
 #if PAGE_SIZE
-        pr[u] = r0 < hi ? __ldg(bt + r0 / PAGE_SIZE) * PAGE_SIZE + r0 % PAGE_SIZE : 0;
+        pr[u] = r0 < hi ? __ldg(tab.bt + r0 / PAGE_SIZE) * PAGE_SIZE + r0 % PAGE_SIZE : 0;
 #else
-        (void)bt;
+        (void)tab;
         (void)hi;
         pr[u] = r0;
 #endif
     }
+#endif
 }
 
 // mma_load issues the K and V loads of NR tiles starting at logical row
@@ -213,18 +283,18 @@ __device__ __forceinline__ void mma_load(mma_raw (&kr)[NR][2][MC], mma_raw (&vr)
 // mma_bases points kb and vb at this thread's first K and V element of
 // KV head hk (dims 8t and 8g of row 0: of sequence b when contiguous, of
 // page 0 when paged, where mma_rows turns each tile's logical row into its
-// page's) and bt at sequence b's row of the block table (paged) or null.
+// page's) and, when paged, tab at sequence b's row of the block table.
 template <typename A>
 __device__ __forceinline__ void mma_bases(const A& a, int b, int hk, int g, int t, const KV_T*& kb, const KV_T*& vb,
-                                          const int*& bt) {
+                                          mma_tab& tab) {
 #if PAGE_SIZE
     kb = a.k + (size_t)hk * HEAD_DIM + 8 * t;
     vb = a.v + (size_t)hk * HEAD_DIM + 8 * g;
-    bt = a.block_table + (size_t)b * a.max_pages;
+    tab.bt = a.block_table + (size_t)b * a.max_pages;
 #else
     kb = kt_kv_row(a.k, b, 0, hk, a.kv_heads, a.capacity) + 8 * t;
     vb = kt_kv_row(a.v, b, 0, hk, a.kv_heads, a.capacity) + 8 * g;
-    bt = nullptr;
+    (void)tab;
 #endif
 }
 
@@ -486,10 +556,11 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
     // 183 halve the resident warps, which matter more there), so it is off
     // by default and left for a sweep to find where it pays.
     //
-    // pr holds the stored rows of the next step to load; its block-table
-    // entries are read right after the loads of the step before go out, so
-    // a paged tile's table load waits behind a step of mma work, not in
-    // front of its K/V loads.
+    // pr holds the stored rows of the next step to load, made right after
+    // the loads of the step before go out, so that a paged tile's table
+    // load waits behind a step of mma work, not in front of its K/V loads
+    // (with PF its page comes from the warp's window of the table, loaded
+    // 32 tiles ahead: mma_tab).
     //
     // The range comes after q on purpose: both loads (positions and q) are
     // then in flight together, and the first K/V load waits for one memory
@@ -509,14 +580,14 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
     const int stride = WROWS * 16 * NR;
 #if FIXCHUNK
     const KV_T *kb, *vb;
-    const int* bt;
-    mma_bases(a, b, hk, g, t, kb, vb, bt);
+    mma_tab tab;
+    mma_bases(a, b, hk, g, t, kb, vb, tab);
     mma_raw kr[NR][2][MC], vr[NR][4][MV];
     int pr[NR];
     int base = sp * FIXCHUNK + wr * 16 * NR;
     {
         const int pre = min(a.capacity, sp * FIXCHUNK + FIXCHUNK);
-        mma_rows(pr, bt, base, pre);
+        mma_rows(pr, tab, base, pre, lane);  // contiguous: FIXCHUNK is not paged
         mma_load(kr, vr, kb, vb, rstride, pr, base, pre, g, t);
     }
     kt_range r;
@@ -575,36 +646,37 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
     }
 
 #if FIXCHUNK
-    mma_rows(pr, bt, base + stride, r.hi);  // the first step's loads are out
+    mma_rows(pr, tab, base + stride, r.hi, lane);  // the first step's loads are out
     bool loaded = true;
     (void)loaded;  // PF: the loop loads a step ahead and never asks
 #else
     const KV_T *kb, *vb;
-    const int* bt;
-    mma_bases(a, b, hk, g, t, kb, vb, bt);
+    mma_tab tab;
+    mma_bases(a, b, hk, g, t, kb, vb, tab);
     int base = r.lo + wr * 16 * NR;
     mma_raw kr[NR][2][MC], vr[NR][4][MV];
     int pr[NR];
-    mma_rows(pr, bt, base, r.hi);
+    mma_tab_start(tab, base, r.hi, lane);
+    mma_rows(pr, tab, base, r.hi, lane);
 #if PF
     mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
-    mma_rows(pr, bt, base + stride, r.hi);
+    mma_rows(pr, tab, base + stride, r.hi, lane);
 #endif
 #endif
     for (; base < r.hi; base += stride) {
 #if PF
         mma_raw kn[NR][2][MC], vn[NR][4][MV];
         mma_load(kn, vn, kb, vb, rstride, pr, base + stride, r.hi, g, t);  // rows past hi: no access, zeros
-        mma_rows(pr, bt, base + 2 * stride, r.hi);
+        mma_rows(pr, tab, base + 2 * stride, r.hi, lane);
 #elif FIXCHUNK
         if (!loaded) {
             mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
-            mma_rows(pr, bt, base + stride, r.hi);
+            mma_rows(pr, tab, base + stride, r.hi, lane);
         }
         loaded = false;
 #else
         mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
-        mma_rows(pr, bt, base + stride, r.hi);
+        mma_rows(pr, tab, base + stride, r.hi, lane);
 #endif
 #pragma unroll
         for (int u = 0; u < NR; u++) mma_tile<GNW>(kr[u], vr[u], base + 16 * u, lim, g, qb, ks, c2, cl, m, l, o);

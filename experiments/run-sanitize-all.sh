@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# compute-sanitizer over one point per compiled kernel of the seed
+# experiments, the frontier specs and the planted defects, on a GPU machine
+# with a prebuilt bin/ktune:
+#   TOOLS=memcheck,racecheck,synccheck,initcheck JOBS=3 TOTAL_S=400 \
+#     bash experiments/run-sanitize-all.sh OUTDIR [SPEC[:ONLY] ...]
+# Each spec runs as its own sweep (--sanitize, --probes cold) at its
+# smallest nkv, so every compiled kernel's first point is gated once per
+# tool under the sanitizer and then timed once; JOBS sweeps share the GPU
+# (the sanitized gates are not timed; the one cold sample each is not a
+# result). A sweep stopped by TOTAL_S is listed as such. Writes
+# OUTDIR/SPEC.log and .jsonl, OUTDIR/sanitize-logs.tgz (the sanitizer's
+# own reports) and OUTDIR/summary.txt: per spec, kernels x tools run,
+# clean, with errors, and every finding's line.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: run-sanitize-all.sh OUTDIR [SPEC[:ONLY] ...]}
+shift
+mkdir -p "$out"
+export PATH="$PATH:/usr/local/cuda/bin"
+k=./bin/ktune
+tools=${TOOLS:-memcheck,racecheck,synccheck,initcheck}
+jobs=("$@")
+if [ ${#jobs[@]} -eq 0 ]; then
+  jobs=(defects slice splits window staging multiwarp h200-frontier h200-fused
+        "h200-frontier3:shape=7b-f16-b1|8b-bf16-b1,variant=b1-s33-pdl|b1-s33-pdl-pg,nkv=8192"
+        "h200-frontier3:shape=8b-f16-b16|8b-bf16-b16,variant=b16-f1-pf|b16-f1-pf-pg,nkv=8192"
+        "h200-frontier3:shape=7b-bf16-b16,variant=b16-s8-w4-pdl|b16-s8-w4-pdl-pg,nkv=8192"
+        "h200-frontier3:shape=7b-f16-b1-q4,variant=b1-q4-s33-pdl,nkv=8192"
+        "h200-frontier3:shape=8b-f16-b16-q4,variant=b16-q4g2-f1-pf,nkv=8192")
+fi
+end=$((SECONDS + ${TOTAL_S:-400}))
+# A job's files are named by its spec and its place in the list.
+name() { echo "$2-$1" | tr -c 'a-zA-Z0-9.\n-' _; }
+one() {
+  local i=${1%% *} job=${1#* } spec only first left n
+  spec=${job%%:*}
+  n=$(name "$i" "$spec")
+  only=${job#*:}
+  if [ "$only" = "$job" ]; then
+    first=$(grep -m1 -A1 '^axes:' "experiments/$spec.yaml" | grep -o 'nkv: *\[[0-9]*' | grep -o '[0-9]*$')
+    only="nkv=$first"
+  fi
+  left=$((end - SECONDS))
+  if [ "$left" -le 10 ]; then echo "$job: not run (time limit)" > "$out/$n.log"; return; fi
+  timeout --signal=INT "$left" "$k" sweep "experiments/$spec.yaml" -o "$out/w-$n" \
+    --sanitize="$tools" --probes cold --only "$only" > "$out/$n.log" 2>&1
+  echo "exit $?" >> "$out/$n.log"
+  cp "$out/w-$n/results.jsonl" "$out/$n.jsonl" 2>/dev/null
+}
+export -f one name
+export out k tools end
+for i in "${!jobs[@]}"; do echo "$i ${jobs[$i]}"; done | xargs -P "${JOBS:-3}" -I{} bash -c 'one "$@"' _ {}
+ntools=$(echo "$tools" | tr ',' '\n' | wc -l)
+{
+  echo "tools: $tools"
+  for i in "${!jobs[@]}"; do
+    job=${jobs[$i]}
+    n=$(name "$i" "${job%%:*}")
+    runs=$(grep -cE '^sanitize [^ ]+: [a-z]+: ' "$out/$n.log")
+    clean=$(grep -cE '^sanitize [^ ]+: [a-z]+: [a-z]+: no errors' "$out/$n.log")
+    echo "$job: $((runs / ntools)) kernels x $ntools tools, $runs runs, $clean clean; $(tail -n 1 "$out/$n.log")"
+    grep -E '^sanitize [^ ]+: [a-z]+: ' "$out/$n.log" | grep -v 'no errors' | sed 's/^/  /'
+  done
+} > "$out/summary.txt"
+tar -C "$out" -czf "$out/sanitize-logs.tgz" $(cd "$out" && ls -d w-*/sanitize 2>/dev/null)
+cat "$out/summary.txt"
