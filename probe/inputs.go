@@ -52,6 +52,10 @@ type inputCopy struct {
 	// scan once per write.
 	page  int64
 	pages [][]byte
+	// fillChunks are pieces of the fill kept for pieces, by chunk
+	// (inputpieces.go); fillKept their bytes.
+	fillChunks map[int64][]byte
+	fillKept   int64
 }
 
 // An inputWrite is b written at byte offset off.

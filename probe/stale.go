@@ -105,17 +105,20 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 	}
 	t := c.Shape.KVType()
 	kp, vp := r.ws.placements(c.Shape)
+	// What each span held, as pieces of bytes the record keeps already
+	// (inputpieces.go), written back afterwards.
 	type saved struct {
-		buf *inputCopy
-		sp  span
-		b   []byte
+		buf    *inputCopy
+		pieces []inputWrite
 	}
 	var restore []saved
 	defer func() {
 		for _, s := range restore {
-			// Best effort on the error paths: the record keeps the
-			// stale bytes, so the next check finds any left behind.
-			_ = r.writeInput(s.buf.p, s.sp.dst, s.b)
+			for _, pc := range s.pieces {
+				// Best effort on the error paths: the record keeps the
+				// stale bytes, so the next check finds any left behind.
+				_ = r.writeInput(s.buf.p, pc.off, pc.b)
+			}
 		}
 	}()
 	if r.ws.paged() != nil {
@@ -137,7 +140,7 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 			}{{r.ws.k, cp.k}, {r.ws.v, cp.v}} {
 				buf := r.ws.input(x.p)
 				sp := span{dst: cp.dst, n: int64(len(x.b))}
-				restore = append(restore, saved{buf, sp, buf.bytesAt(sp.dst, sp.n)})
+				restore = append(restore, saved{buf, buf.pieces(sp.dst, sp.n)})
 				if err := r.writeInput(x.p, cp.dst, x.b); err != nil {
 					return fmt.Errorf("writing stale rows past the lengths: %w", err)
 				}
@@ -168,7 +171,7 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 				copy(pat[r*rowBytes:min(longest, (r+1)*rowBytes)], rows[r%int64(len(rows))])
 			}
 			for _, sp := range spans {
-				restore = append(restore, saved{buf, sp, buf.bytesAt(sp.dst, sp.n)})
+				restore = append(restore, saved{buf, buf.pieces(sp.dst, sp.n)})
 				if err := r.writeInput(p, sp.dst, pat[:sp.n]); err != nil {
 					return fmt.Errorf("writing stale rows past the lengths: %w", err)
 				}
