@@ -164,3 +164,33 @@ func TestInputCacheBound(t *testing.T) {
 		t.Errorf("a set larger than the bound was kept")
 	}
 }
+
+// A later kernel whose longest gate length passes the first's, as one of
+// another SPLITS does, derives its sets from the base the first drew
+// (drawn with rows to spare, baseRowsFor), and its gates read as on a
+// backend of its own, a defect's included.
+func TestBaseSharedAcrossSplits(t *testing.T) {
+	for _, m := range []string{"good", "readpast"} {
+		model := fakeModel{readPast: m == "readpast"}
+		f := newFakeDevice()
+		f.models[m] = model
+		shared := fakeBackend(t, f)
+		run(t, shared, fakePoint(m, 100))
+		base := shared.base.in
+		later := fakePoint(m, 100)
+		later.Hash, later.GateKey = later.Hash+"-s16", later.GateKey+"-s16"
+		later.Config.Splits, later.Config.Defines = 16, abi.Defines{{Name: "SPLITS", Value: "16"}}
+		later.GateNKV = append(slices.Clone(later.GateNKV), 200)
+		rec := run(t, shared, later)
+		if shared.base.in != base {
+			t.Errorf("%s: the later kernel drew its base again (%d rows, the first's %d)", m, shared.base.in.Rows, base.Rows)
+		}
+		alone := newFakeDevice()
+		alone.models[m] = model
+		want := run(t, fakeBackend(t, alone), later)
+		if rec.Status != want.Status || !reflect.DeepEqual(rec.Gates, want.Gates) {
+			t.Errorf("%s: on a shared backend %s, failed %v; alone %s, failed %v",
+				m, rec.Status, failedKinds(rec.Gates), want.Status, failedKinds(want.Gates))
+		}
+	}
+}
