@@ -81,7 +81,7 @@ func (w *workspace) kvCopies(s abi.Shape, src packed) []kvCopy {
 			out[i].v, out[i].vdst = vs[i].b, vs[i].dst
 		}
 	}
-	return out
+	return append(out, patchCopies(kp, s, src)...)
 }
 
 // packed are a set's rows as the oracle holds them: K's and V's bytes,
@@ -90,12 +90,32 @@ func (w *workspace) kvCopies(s abi.Shape, src packed) []kvCopy {
 type packed struct {
 	rows, kStride, vStride int
 	k, v                   []byte
+	// kPatch are rows of K in place of k's, by sequence and row
+	// (oracle.Inputs.KPatches).
+	kPatch []oracle.KPatch
 }
 
 // packedOf are in's rows.
 func packedOf(in *oracle.Inputs) packed {
 	k, v := in.Strides()
-	return packed{in.Rows, k, v, in.KBytes, in.VBytes}
+	return packed{in.Rows, k, v, in.KBytes, in.VBytes, in.KPatches()}
+}
+
+// patchCopies are the copies of K's patched rows (after the rows they
+// replace): one per row, or per row and KV head in bhsd.
+func patchCopies(kp *abi.Placement, s abi.Shape, src packed) []kvCopy {
+	var out []kvCopy
+	head := kp.Width * kp.Elt
+	for _, p := range src.kPatch {
+		if kp.Layout != abi.BHSD {
+			out = append(out, kvCopy{dst: kp.Offset(p.B, p.R, 0, 0) * int64(kp.Elt), k: p.Bytes})
+			continue
+		}
+		for h := range s.KVHeads {
+			out = append(out, kvCopy{dst: kp.Offset(p.B, p.R, h, 0) * int64(kp.Elt), k: p.Bytes[h*head : (h+1)*head]})
+		}
+	}
+	return out
 }
 
 // A bufCopy is b written at byte offset dst of one buffer.

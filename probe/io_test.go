@@ -73,13 +73,21 @@ func TestKVCopies(t *testing.T) {
 				}
 			}
 		}
+		// A patched row of K (oracle.Inputs.KPatches): K's copies put it
+		// in place of the row, V's leave V's.
+		patch := make([]byte, s.KVHeads*s.HeadDim*4)
+		for i := range s.KVHeads * s.HeadDim {
+			binary.LittleEndian.PutUint32(patch[4*i:], uint32(90000+i))
+		}
 		for _, lay := range []abi.KVLayout{abi.BSHD, abi.BHSD} {
 			dev := make([]byte, s.Batch*s.Capacity*s.KVHeads*s.HeadDim*4)
-			for _, cp := range (&workspace{l: layout{elt: 4, kvLayout: lay}}).kvCopies(s, packed{rows, stride, stride, raw, raw}) {
-				if !bytes.Equal(cp.k, cp.v) {
-					t.Fatalf("%s: K and V copies differ", lay)
-				}
+			devV := make([]byte, len(dev))
+			src := packed{rows, stride, stride, raw, raw, []oracle.KPatch{{B: 1, R: 2, Bytes: patch}}}
+			for _, cp := range (&workspace{l: layout{elt: 4, kvLayout: lay}}).kvCopies(s, src) {
 				copy(dev[cp.dst:], cp.k)
+				if cp.v != nil {
+					copy(devV[cp.vdst:], cp.v)
+				}
 			}
 			for b := range s.Batch {
 				for r := range s.Capacity {
@@ -93,8 +101,14 @@ func TestKVCopies(t *testing.T) {
 							if r >= rows {
 								want = 0 // past the set's rows: not written
 							}
+							if got := binary.LittleEndian.Uint32(devV[4*i:]); got != want {
+								t.Fatalf("%s, stride %d: V (%d,%d,%d,%d) holds %d", lay, stride, b, r, h, d, got)
+							}
+							if b == 1 && r == 2 {
+								want = uint32(90000 + h*s.HeadDim + d)
+							}
 							if got := binary.LittleEndian.Uint32(dev[4*i:]); got != want {
-								t.Fatalf("%s, stride %d: (%d,%d,%d,%d) holds %d", lay, stride, b, r, h, d, got)
+								t.Fatalf("%s, stride %d: K (%d,%d,%d,%d) holds %d", lay, stride, b, r, h, d, got)
 							}
 						}
 					}

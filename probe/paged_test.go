@@ -114,7 +114,7 @@ func TestPagedPlacement(t *testing.T) {
 			}
 			vb[i] = byte(i*13 + 5)
 		}
-		for _, cp := range w.kvCopies(s, packed{rows, rows, vStride, kb, vb}) {
+		for _, cp := range w.kvCopies(s, packed{rows, rows, vStride, kb, vb, nil}) {
 			if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
 				t.Fatal(err)
 			}

@@ -94,8 +94,15 @@ type rowSource func(b, r int) (k, v []byte)
 // past the set repeat it, as the long gates tile it (long.go).
 func packedRows(s abi.Shape, elt int, p packed) rowSource {
 	rb := s.KVHeads * s.HeadDim * elt
+	patched := map[[2]int][]byte{}
+	for _, pt := range p.kPatch {
+		patched[[2]int{pt.B, pt.R}] = pt.Bytes
+	}
 	return func(b, r int) ([]byte, []byte) {
 		k, v := (b*p.kStride+r%p.rows)*rb, (b*p.vStride+r%p.rows)*rb
+		if pk := patched[[2]int{b, r % p.rows}]; pk != nil {
+			return pk, p.v[v : v+rb]
+		}
 		return p.k[k : k+rb], p.v[v : v+rb]
 	}
 }

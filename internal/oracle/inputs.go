@@ -44,6 +44,9 @@ type Inputs struct {
 	// it uses each sequence's first Rows rows. Read-only: no set or
 	// upload writes a shared array.
 	KStride, VStride int
+	// kPatch holds the rows of K that differ from a shared K array, by
+	// b·Rows + r (KPatches); nil when K is the set's own.
+	kPatch map[int]*rowPatch
 	// Tiled says that the device holds every sequence's rows up to the
 	// capacity with row r equal to row r mod Rows (see TileRows): the
 	// oracle then takes lengths up to the capacity. A gate at the
@@ -186,8 +189,56 @@ func (in *Inputs) Strides() (k, v int) {
 
 // KRow returns the key of sequence b, row r (< Rows), KV head kh.
 func (in *Inputs) KRow(b, r, kh int) []float64 {
+	if in.kPatch != nil {
+		if p := in.kPatch[b*in.Rows+r]; p != nil {
+			d := in.Shape.HeadDim
+			return p.vals[kh*d : (kh+1)*d]
+		}
+	}
 	k, _ := in.Strides()
 	return in.row(in.K, k, in.Shape.HeadDim, b, r, kh)
+}
+
+// A rowPatch is one row of K, every KV head: its values and bytes.
+type rowPatch struct {
+	vals []float64
+	raw  []byte
+}
+
+// A KPatch is row R of sequence B of K as the set holds it, in place of
+// the shared array's: [kv_heads][head_dim] in the device representation.
+type KPatch struct {
+	B, R  int
+	Bytes []byte
+}
+
+// KPatches are the rows of K that differ from the K array the set shares
+// (its needles' rows for FromBaseShared's peaked set), by sequence and
+// row; nil when K is the set's own. The set's K is the array's rows with
+// these in their place.
+func (in *Inputs) KPatches() []KPatch {
+	var out []KPatch
+	for key, p := range in.kPatch {
+		out = append(out, KPatch{key / in.Rows, key % in.Rows, p.raw})
+	}
+	slices.SortFunc(out, func(a, b KPatch) int { return (a.B*in.Rows + a.R) - (b.B*in.Rows + b.R) })
+	return out
+}
+
+// patchRow returns row r of sequence b as a patch, made from the shared
+// array's row on first use.
+func (in *Inputs) patchRow(b, r int) *rowPatch {
+	key := b*in.Rows + r
+	if p := in.kPatch[key]; p != nil {
+		return p
+	}
+	k, _ := in.Strides()
+	per := in.Shape.KVHeads * in.Shape.HeadDim
+	elt := in.Shape.KVType().Bytes
+	at := (b*k + r) * per
+	p := &rowPatch{slices.Clone(in.K[at : at+per]), slices.Clone(in.KBytes[at*elt : (at+per)*elt])}
+	in.kPatch[key] = p
+	return p
 }
 
 // VRow returns the value of sequence b, row r (< Rows), KV head kh: dv
@@ -222,6 +273,14 @@ func (in *Inputs) Prefix(rows int) *Inputs {
 	kStride, vStride := in.Strides()
 	out.K, out.KBytes = in.prefixOf(in.K, in.KBytes, s.HeadDim, kStride, rows)
 	out.V, out.VBytes = in.prefixOf(in.V, in.VBytes, s.Attention.VDim(s.HeadDim), vStride, rows)
+	per, elt := s.KVHeads*s.HeadDim, s.KVType().Bytes
+	for _, p := range in.KPatches() {
+		if p.R < rows {
+			at := (p.B*rows + p.R) * per
+			copy(out.K[at:at+per], in.kPatch[p.B*in.Rows+p.R].vals)
+			copy(out.KBytes[at*elt:], p.Bytes)
+		}
+	}
 	return out
 }
 
@@ -260,7 +319,7 @@ func (in *Inputs) view(rows int) *Inputs {
 	rows = min(max(rows, 0), in.Rows)
 	k, v := in.Strides()
 	out := *in
-	out.Rows, out.KStride, out.VStride, out.Tiled = rows, k, v, false
+	out.Rows, out.KStride, out.VStride, out.Tiled, out.kPatch = rows, k, v, false, nil
 	out.Q = slices.Clone(in.Q)
 	out.KScale, out.VScale = slices.Clone(in.KScale), slices.Clone(in.VScale)
 	out.Slopes, out.Sinks = slices.Clone(in.Slopes), slices.Clone(in.Sinks)

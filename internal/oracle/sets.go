@@ -139,7 +139,8 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 // FromBaseShared makes the inputs FromBase makes, the same values and
 // bytes row for row, sharing with base the arrays the set leaves as the
 // base has them (Inputs.Strides): K and V for the uniform set, V for the
-// peaked and outlier sets of a type without scales. A copy of those is
+// peaked and outlier sets of a type without scales, and K too for the
+// peaked set but for its needles' rows (Inputs.KPatches). A copy of those is
 // most of what deriving a set costs at batch 16 (hundreds of MB of fresh
 // memory per set and length). base must not change while the set lives.
 func FromBaseShared(set InputSet, base *Inputs, rows int, lengths []int, splits int) (*Inputs, error) {
@@ -155,7 +156,7 @@ func (s InputSet) sharesV(t *kvtype.Type) bool {
 func fromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int, share bool) (*Inputs, error) {
 	s, seed := base.Shape, base.Seed
 	t := s.KVType()
-	share = share && set.sharesV(t)
+	share = share && set.sharesV(t) && base.kPatch == nil
 	if set == SetUniform {
 		switch {
 		case share:
@@ -168,7 +169,13 @@ func fromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int, s
 	var in *Inputs
 	if share {
 		in = base.view(rows)
-		in.ownK() // every set past the uniform one rewrites K
+		if set == SetPeaked {
+			// A few rows per sequence: those rows patched, the rest
+			// shared (Inputs.KPatches).
+			in.kPatch = map[int]*rowPatch{}
+		} else {
+			in.ownK()
+		}
 	} else {
 		in = base.Prefix(rows)
 	}
@@ -328,6 +335,14 @@ func (g *setGen) aim(b, r, kh int, score float64) {
 	}
 	c := score * math.Sqrt(float64(s.HeadDim)) / (0.8 * max(uu, 1e-3))
 	c = min(c, 1000) // a tiny head_dim: stay far inside the f16 range
+	if g.in.kPatch != nil {
+		p := g.in.patchRow(b, r)
+		for j, x := range u {
+			i := kh*s.HeadDim + j
+			p.vals[i] = encode(p.raw, g.t, i, c*x)
+		}
+		return
+	}
 	off := ((b*g.in.Rows+r)*s.KVHeads + kh) * s.HeadDim
 	for j, x := range u {
 		g.setK(off+j, c*x)
