@@ -10,7 +10,7 @@ package probe
 // bytes as slices of what the record already keeps (the uploads' bytes,
 // a page's bytes) and of the fill, generated once per chunk and kept.
 
-// fillChunk is the span of one kept piece of a buffer's fill.
+// fillChunk is the span of one kept piece of a contiguous buffer's fill.
 const fillChunk = 1 << 20
 
 // maxFillKept bounds the fill a buffer's record keeps; past it, pieces
@@ -75,15 +75,21 @@ func (c *inputCopy) pieces(off, n int64) []inputWrite {
 }
 
 // fillPieces are the fill of bytes [lo, hi), one piece per fill chunk
-// it touches, each a slice of the chunk kept for the buffer.
+// it touches, each a slice of the chunk kept for the buffer. A paged
+// buffer's chunk is a page: the stale rows of a shuffled pool are pages
+// scattered over the whole buffer, one per 1 MiB or more.
 func (c *inputCopy) fillPieces(lo, hi int64) []inputWrite {
+	size := int64(fillChunk)
+	if c.page > 0 {
+		size = c.page
+	}
 	var out []inputWrite
-	for ch := lo / fillChunk; ch*fillChunk < hi; ch++ {
-		base := ch * fillChunk
-		a, b := max(lo, base), min(hi, base+fillChunk)
+	for ch := lo / size; ch*size < hi; ch++ {
+		base := ch * size
+		a, b := max(lo, base), min(hi, base+size)
 		chunk := c.fillChunks[ch]
 		if chunk == nil {
-			chunk = make([]byte, min(fillChunk, c.n-base))
+			chunk = make([]byte, min(size, c.n-base))
 			c.fill(base, chunk)
 			if c.fillKept+int64(len(chunk)) <= maxFillKept {
 				if c.fillChunks == nil {

@@ -110,26 +110,30 @@ func packedRows(s abi.Shape, elt int, p packed) rowSource {
 // pagedCopies are the page writes that put the ranges' rows of src in
 // place: one copy of K and V per page a range touches. A page the ranges
 // cover only in part starts from what the record says it holds (mirror),
-// so that the rest of it is written back unchanged. tile, when above 0,
-// says that src repeats every tile rows: a whole page is then built once
-// per place in the cycle, and the copies share its bytes (a cache tiled to
-// its capacity would otherwise hold a second copy of itself on the host).
-func (w *workspace) pagedCopies(s abi.Shape, ranges []rowRange, src rowSource, tile int,
+// so that the rest of it is written back unchanged. same, when not nil,
+// names the whole pages that hold the same bytes (ok false: a page like
+// no other): such a page is built once and the copies share its bytes (a
+// cache tiled to its capacity would otherwise hold a second copy of
+// itself on the host, and the stale rows one page image per page).
+func (w *workspace) pagedCopies(s abi.Shape, ranges []rowRange, src rowSource, same pageKey,
 	mirror func(k bool, off, n int64) []byte) []kvCopy {
 	kp, vp := w.placements(s)
 	pool := w.paged()
 	P, elt := pool.PageSize, w.l.elt
 	pb := w.l.pageB
-	type key struct{ b, first int }
-	built := map[key]kvCopy{}
+	built := map[[2]int]kvCopy{}
 	var out []kvCopy
 	for _, rg := range ranges {
 		for j := rg.lo / P; j*P < rg.hi; j++ {
 			lo, hi := max(rg.lo, j*P), min(rg.hi, (j+1)*P)
 			dst := int64(pool.Page(rg.b, j)) * pb
 			whole := lo == j*P && hi == (j+1)*P
-			k := key{rg.b, (j * P) % max(tile, 1)}
-			if c, ok := built[k]; ok && whole && tile > 0 && k.first+P <= tile {
+			var k [2]int
+			shared := false
+			if whole && same != nil {
+				k, shared = same(rg.b, j*P)
+			}
+			if c, ok := built[k]; ok && shared {
 				out = append(out, kvCopy{dst: dst, k: c.k, v: c.v, vdst: dst})
 				continue
 			}
@@ -145,13 +149,26 @@ func (w *workspace) pagedCopies(s abi.Shape, ranges []rowRange, src rowSource, t
 				scatterRow(vimg, vp, r-j*P, vr, elt)
 			}
 			c := kvCopy{dst: dst, k: kimg, v: vimg, vdst: dst}
-			if whole && tile > 0 {
+			if shared {
 				built[k] = c
 			}
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// A pageKey names the bytes of the whole page of sequence b whose first
+// row is first: pages of one key hold the same bytes.
+type pageKey func(b, first int) (key [2]int, ok bool)
+
+// tiledPages is the pageKey of rows that repeat every tile rows: a page
+// is like the one a multiple of tile rows before it in its sequence,
+// unless it spans the cycle's end.
+func tiledPages(tile, pageRows int) pageKey {
+	return func(b, first int) ([2]int, bool) {
+		return [2]int{b, first % tile}, first%tile+pageRows <= tile
+	}
 }
 
 // scatterRow writes one logical row ([kv_heads][width], elt bytes each) at

@@ -133,7 +133,13 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 			row := rows[(rr-lengths[b])%len(rows)]
 			return row, row
 		}
-		for _, cp := range r.ws.pagedCopies(c.Shape, ranges, src, 0, r.ws.mirrorOf) {
+		// A whole page past a length holds the patterns from the phase
+		// of its first row: one image per phase, shared by every such
+		// page of every sequence.
+		phase := func(b, first int) ([2]int, bool) {
+			return [2]int{-1, (first - lengths[b]) % len(rows)}, first >= lengths[b]
+		}
+		for _, cp := range r.ws.pagedCopies(c.Shape, ranges, src, phase, r.ws.mirrorOf) {
 			for _, x := range []struct {
 				p cuda.DevPtr
 				b []byte
