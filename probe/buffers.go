@@ -241,6 +241,9 @@ type workspace struct {
 	// inputs are the host's record of what the read-only buffers hold
 	// (inputs.go), made when the workspace is filled.
 	inputs []*inputCopy
+	// images are a paged cache's page images shared across uploads
+	// (pageimages.go).
+	images *pageImages
 }
 
 // An uploaded names the uniform gate inputs of one shape and seed, rows

@@ -70,7 +70,7 @@ func (w *workspace) kvCopies(s abi.Shape, src packed) []kvCopy {
 		for b := range ranges {
 			ranges[b] = rowRange{b, 0, src.rows}
 		}
-		return w.pagedCopies(s, ranges, packedRows(s, l.elt, src), nil, w.mirrorOf)
+		return w.pagedCopies(s, ranges, packedRows(s, l.elt, src), nil, w.pageImages(src, w.paged().PageSize), w.mirrorOf)
 	}
 	kp, vp := w.placements(s)
 	ks, vs := contiguousCopies(kp, s, src.rows, src.kStride, src.k), contiguousCopies(vp, s, src.rows, src.vStride, src.v)

@@ -104,7 +104,7 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 			ranges[b] = rowRange{b, in.Rows, s.Capacity}
 		}
 		src := packedRows(s, r.l.elt, packedOf(in))
-		for _, cp := range w.pagedCopies(s, ranges, src, tiledPages(in.Rows, w.paged().PageSize), w.mirrorOf) {
+		for _, cp := range w.pagedCopies(s, ranges, src, tiledPages(in.Rows, w.paged().PageSize), nil, w.mirrorOf) {
 			if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
 				return fmt.Errorf("tiling K to the capacity: %w", err)
 			}

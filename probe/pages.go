@@ -115,7 +115,7 @@ func packedRows(s abi.Shape, elt int, p packed) rowSource {
 // no other): such a page is built once and the copies share its bytes (a
 // cache tiled to its capacity would otherwise hold a second copy of
 // itself on the host, and the stale rows one page image per page).
-func (w *workspace) pagedCopies(s abi.Shape, ranges []rowRange, src rowSource, same pageKey,
+func (w *workspace) pagedCopies(s abi.Shape, ranges []rowRange, src rowSource, same pageKey, imgs *imageSource,
 	mirror func(k bool, off, n int64) []byte) []kvCopy {
 	kp, vp := w.placements(s)
 	pool := w.paged()
@@ -138,15 +138,37 @@ func (w *workspace) pagedCopies(s abi.Shape, ranges []rowRange, src rowSource, s
 				continue
 			}
 			var kimg, vimg []byte
+			buildK, buildV := true, true
 			if whole {
-				kimg, vimg = make([]byte, pb), make([]byte, pb)
+				// An image an earlier upload built from the same rows,
+				// else a new one (pageimages.go).
+				kimg, vimg = w.image(imgs, true, rg.b, j), w.image(imgs, false, rg.b, j)
+				buildK, buildV = kimg == nil, vimg == nil
+				if buildK {
+					kimg = make([]byte, pb)
+				}
+				if buildV {
+					vimg = make([]byte, pb)
+				}
 			} else {
 				kimg, vimg = mirror(true, dst, pb), mirror(false, dst, pb)
 			}
-			for r := lo; r < hi; r++ {
+			for r := lo; r < hi && (buildK || buildV); r++ {
 				kr, vr := src(rg.b, r)
-				scatterRow(kimg, kp, r-j*P, kr, elt)
-				scatterRow(vimg, vp, r-j*P, vr, elt)
+				if buildK {
+					scatterRow(kimg, kp, r-j*P, kr, elt)
+				}
+				if buildV {
+					scatterRow(vimg, vp, r-j*P, vr, elt)
+				}
+			}
+			if whole {
+				if buildK {
+					w.keepImage(imgs, true, rg.b, j, kimg)
+				}
+				if buildV {
+					w.keepImage(imgs, false, rg.b, j, vimg)
+				}
 			}
 			c := kvCopy{dst: dst, k: kimg, v: vimg, vdst: dst}
 			if shared {

@@ -139,7 +139,7 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 		phase := func(b, first int) ([2]int, bool) {
 			return [2]int{-1, (first - lengths[b]) % len(rows)}, first >= lengths[b]
 		}
-		for _, cp := range r.ws.pagedCopies(c.Shape, ranges, src, phase, r.ws.mirrorOf) {
+		for _, cp := range r.ws.pagedCopies(c.Shape, ranges, src, phase, nil, r.ws.mirrorOf) {
 			for _, x := range []struct {
 				p cuda.DevPtr
 				b []byte
