@@ -1,13 +1,22 @@
 #!/usr/bin/env python3
 """Summarise re-runs of committed specs: status counts, the gate cost per
-compiled kernel (from each record's gate_sec) and every configuration whose
-status differs from the committed results of the same spec.
+compiled kernel (each kernel's records' gate_sec summed: its first point
+carries the gates, the later ones only the checks of their timed
+launches), by batch, and every configuration whose status differs from
+the committed results of the same spec.
 
     python3 experiments/verdicts.py NEW.jsonl COMMITTED.jsonl [NEW2 COMMITTED2 ...]
+
+A new record matches a committed one of the same variant, kernel, shape,
+batch and nkv whose defines agree on every name both records have: a
+define a kernel gained since (a new form's default, FIXCHUNK=0) does not
+make the configuration a new one. A record that matches none, or more
+than one, is counted and listed, never taken as agreeing.
 """
 import json
+import statistics
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 
 
 def read(path):
@@ -23,11 +32,40 @@ def read(path):
     return out
 
 
-def key(r):
+def defines(r):
+    return {d["name"]: d["value"] for d in r["config"].get("defines") or []}
+
+
+def place(r):
     c = r["config"]
     sh = c["shape"]
-    defs = ",".join(f'{d["name"]}={d["value"]}' for d in c.get("defines") or [])
-    return (c["variant"], c["kernel"], defs, sh["name"], sh["batch"], c["nkv"])
+    return (c["variant"], c["kernel"], sh["name"], sh["batch"], c["nkv"])
+
+
+def kernel(r):
+    c = r["config"]
+    return (c["variant"], c["kernel"], tuple(sorted(defines(r).items())), c["shape"]["name"])
+
+
+def match(r, olds):
+    """The committed records that agree with r on every shared define."""
+    d = defines(r)
+    return [o for o in olds if all(d[n] == v for n, v in defines(o).items() if n in d)]
+
+
+def cost(n):
+    per = defaultdict(float)
+    batch = {}
+    for r in n:
+        k = kernel(r)
+        per[k] += r.get("gate_sec", 0) or 0
+        batch[k] = r["config"]["shape"]["batch"]
+    lines = []
+    for b in sorted(set(batch.values())):
+        xs = sorted(v for k, v in per.items() if batch[k] == b)
+        lines.append(f"  gate cost per compiled kernel at batch {b}: {len(xs)} kernels, "
+                     f"median {statistics.median(xs):.2f} s, max {xs[-1]:.2f} s, {sum(xs):.1f} s in all")
+    return lines
 
 
 def main(args):
@@ -35,16 +73,29 @@ def main(args):
         sys.exit(__doc__)
     for new, old in zip(args[::2], args[1::2]):
         n, o = read(new), read(old)
-        gated = [r.get("gate_sec", 0) for r in n if r.get("gate_sec", 0) > 1e-3]
-        per = sum(gated) / len(gated) if gated else 0
-        print(f"{new}: {len(n)} points {dict(Counter(r['status'] for r in n))}; "
-              f"gates ran for {len(gated)} compiled kernels, {sum(gated):.2f} s in all, {per*1e3:.0f} ms each")
-        was = {key(r): r["status"] for r in o}
-        diff = [(k, was.get(k), r["status"]) for r in n for k in [key(r)] if was.get(k) not in (None, r["status"])]
-        missing = sum(1 for r in n if key(r) not in was)
-        print(f"  vs {old}: {len(diff)} verdicts differ, {missing} configurations not in the committed file")
+        print(f"{new}: {len(n)} points {dict(Counter(r['status'] for r in n))}")
+        for line in cost(n):
+            print(line)
+        by = defaultdict(list)
+        for r in o:
+            by[place(r)].append(r)
+        diff, missing, ambiguous, same = [], [], [], 0
+        for r in n:
+            m = match(r, by.get(place(r), []))
+            if not m:
+                missing.append(place(r))
+            elif len({x["status"] for x in m}) > 1 or len(m) > 1 and m[0]["status"] != r["status"]:
+                ambiguous.append(place(r))
+            elif m[0]["status"] != r["status"]:
+                diff.append((place(r), m[0]["status"], r["status"]))
+            else:
+                same += 1
+        print(f"  vs {old}: {same} verdicts equal, {len(diff)} differ, {len(missing)} configurations "
+              f"not in the committed file, {len(ambiguous)} ambiguous")
         for k, a, b in diff[:20]:
             print(f"    {k}: {a} -> {b}")
+        for k in (missing + ambiguous)[:10]:
+            print(f"    unmatched: {k}")
 
 
 if __name__ == "__main__":
