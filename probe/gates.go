@@ -351,7 +351,15 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 	}
 	// An earlier kernel of the shape may have derived the set already
 	// (inputcache.go).
-	in, err := r.b.inputCache().set(keyOfSet(key, set, rows, lengths, r.l.splits, r.l.qDtype), func() (*oracle.Inputs, error) {
+	sk := keyOfSet(key, set, rows, lengths, r.l.splits, r.l.qDtype)
+	in, err := r.b.inputCache().set(sk, func() (*oracle.Inputs, error) {
+		// A set whose rows nest, derived for a kernel of longer gate
+		// lengths (another SPLITS): its first rows.
+		if set != oracle.SetUniform && set.RowsNest(p.Config.Shape.KVType()) {
+			if l := r.b.inputCache().longer(sk); l != nil {
+				return l.View(rows), nil
+			}
+		}
 		// One uniform base per gated kernel, drawn once: the sets and the
 		// peaked set's per-length inputs derive from it (oracle.FromBase).
 		// The backend keeps the last base for the points after the first of

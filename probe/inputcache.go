@@ -100,6 +100,25 @@ func (c *inputCache) set(key setKey, derive func() (*oracle.Inputs, error)) (*or
 	return in, nil
 }
 
+// longer returns the cached set of key but for the fewest rows more than
+// key's, or nil (for a set whose rows nest, oracle.InputSet.RowsNest).
+func (c *inputCache) longer(key setKey) *oracle.Inputs {
+	var best *cachedSet
+	for k, e := range c.sets {
+		same := k
+		same.rows = key.rows
+		if same == key && k.rows > key.rows && (best == nil || k.rows < best.key.rows) {
+			best = e
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	c.tick++
+	best.last = c.tick
+	return best.in
+}
+
 // references returns the oracle's output on in at each of launches,
 // computing in one call only those the cache does not hold (all of them
 // when in is not a cached set).

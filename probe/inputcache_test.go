@@ -10,6 +10,7 @@ import (
 	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 )
 
 // Kernels that share a backend share its gate inputs, and nothing else:
@@ -185,12 +186,35 @@ func TestBaseSharedAcrossSplits(t *testing.T) {
 		if shared.base.in != base {
 			t.Errorf("%s: the later kernel drew its base again (%d rows, the first's %d)", m, shared.base.in.Rows, base.Rows)
 		}
-		alone := newFakeDevice()
-		alone.models[m] = model
-		want := run(t, fakeBackend(t, alone), later)
-		if rec.Status != want.Status || !reflect.DeepEqual(rec.Gates, want.Gates) {
-			t.Errorf("%s: on a shared backend %s, failed %v; alone %s, failed %v",
-				m, rec.Status, failedKinds(rec.Gates), want.Status, failedKinds(want.Gates))
+		// And one of shorter lengths: its large set is the first rows of
+		// the longer kernel's (oracle.InputSet.RowsNest).
+		shorter := fakePoint(m, 64)
+		shorter.Hash, shorter.GateKey = shorter.Hash+"-s4", shorter.GateKey+"-s4"
+		shorter.Config.Splits, shorter.Config.Defines = 4, abi.Defines{{Name: "SPLITS", Value: "4"}}
+		shorter.GateNKV = []int{1, 4, 5, 8, 9, 17, 29, 64}
+		recShort := run(t, shared, shorter)
+		l, err := pointLayout(shorter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := shared.inputs.sets[keyOfSet(keyOf(shorter), oracle.SetLarge, 64, nil, 4, l.qDtype)]
+		if e == nil {
+			t.Fatalf("%s: no large set of 64 rows cached", m)
+		}
+		if k, _ := e.in.Strides(); k != 100 {
+			t.Errorf("%s: the shorter kernel's large set has K of %d rows per sequence, want a view of the first kernel's 100-row set", m, k)
+		}
+		for _, c := range []struct {
+			p   *plan.Point
+			rec results.Record
+		}{{later, rec}, {shorter, recShort}} {
+			alone := newFakeDevice()
+			alone.models[m] = model
+			want := run(t, fakeBackend(t, alone), c.p)
+			if c.rec.Status != want.Status || !reflect.DeepEqual(c.rec.Gates, want.Gates) {
+				t.Errorf("%s %s: on a shared backend %s, failed %v; alone %s, failed %v",
+					m, c.p.Hash, c.rec.Status, failedKinds(c.rec.Gates), want.Status, failedKinds(want.Gates))
+			}
 		}
 	}
 }

@@ -326,6 +326,15 @@ func (in *Inputs) view(rows int) *Inputs {
 	return &out
 }
 
+// View returns in's first rows rows of each sequence, K and V shared
+// with in (view); a set with patched rows gets a copy (Prefix).
+func (in *Inputs) View(rows int) *Inputs {
+	if in.kPatch != nil {
+		return in.Prefix(rows)
+	}
+	return in.view(rows)
+}
+
 // ownK gives a view its own packed copy of K (Prefix's), for a set that
 // rewrites K.
 func (in *Inputs) ownK() {

@@ -147,6 +147,17 @@ func FromBaseShared(set InputSet, base *Inputs, rows int, lengths []int, splits 
 	return fromBase(set, base, rows, lengths, splits, true)
 }
 
+// RowsNest reports whether the set's inputs at fewer rows per sequence
+// are its inputs at more, row for row, so that the shorter may be a view
+// of the longer (Inputs.View): the uniform set and the large set of a
+// type without scales, whose rewrites are per element and per row and
+// whose draws come before them. The subnormal and outlier sets draw
+// over every element in order, and a scaled type's scales come from
+// every value.
+func (s InputSet) RowsNest(t *kvtype.Type) bool {
+	return !t.Scaled && (s == SetUniform || s == SetLarge)
+}
+
 // sharesV reports whether set leaves V as the base has it (and K too,
 // for the uniform set), so that FromBaseShared may share it.
 func (s InputSet) sharesV(t *kvtype.Type) bool {

@@ -64,6 +64,18 @@ func TestFromBaseSharedIsFromBase(t *testing.T) {
 					}
 				}
 				check("", got, want, launches)
+				if set.RowsNest(s.KVType()) && rows < base.Rows {
+					// A view of the set at more rows is the set.
+					longer, err := FromBaseShared(set, base, base.Rows, lengths, splits)
+					if err != nil {
+						t.Fatal(err)
+					}
+					v := longer.View(rows)
+					if g, w := inputsDigest(v.Prefix(v.Rows)), inputsDigest(want.Prefix(want.Rows)); g != w || v.Rows != want.Rows {
+						t.Errorf("%s %s rows %d: a view of %d rows %s, FromBase's %s", s.Name, set, rows, base.Rows, g, w)
+					}
+					check("view", v, want, launches)
+				}
 				if set == SetUniform {
 					tg, tw := *got, *want
 					tg.Tiled, tw.Tiled = true, true
