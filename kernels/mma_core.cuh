@@ -163,31 +163,34 @@ __device__ __forceinline__ unsigned mma_trans(unsigned x) {
 }
 
 // mma_tab is a warp's view of its sequence's block table when paged (bt:
-// sequence b's row of it). With PF (one block per SM, a step of loads
-// always in flight) it is also a window of the table: lane l holds the
-// page of the warp's tile n - n % 32 + l in cur and that of the tile 32
-// after it in nx, tile m being tile m % NR of the warp's step m / NR, so
-// one table load a lane serves 32 tiles and goes out 32 tiles before
-// their rows are wanted. With one table load per tile, made right behind
-// the next step's K/V loads (the form before the window, and the one
-// without PF), the one-split kernel at 16-row pages ran 1.14-1.37x the
-// contiguous one on the H200, with the same instructions as at 64-row
-// pages (FRONTIER.md). Without PF the
-// window's registers cost a block per SM (146 instead of 128 at 8 warps
-// under NVRTC 11.8, or 8 bytes of spills), so those forms keep a load
-// per tile, hidden by the other block's warps.
-#define MMA_TAB_WINDOW (PAGE_SIZE && PF)
+// sequence b's row of it). With PTW it is also a window of the table:
+// lane l holds the page of the warp's tile n - n % 32 + l in cur and that
+// of the tile 32 after it in nx, tile m being tile m % NR of the warp's
+// step m / NR, so one table load a lane serves 32 tiles and goes out 32
+// tiles before their rows are wanted. With one table load per tile, made
+// right behind the next step's K/V loads (PTW 0), the one-split PF kernel
+// at 16-row pages ran 1.14-1.37x the contiguous one on the H200, with the
+// same instructions as at 64-row pages; with the window, 1.02-1.03x
+// (FRONTIER.md). Without PF the window's registers cost a block per SM
+// (146 instead of 128 at 8 warps under NVRTC 11.8, or 8 bytes of
+// spills), so PTW is 1 by default only with PF.
+#ifndef PTW
+#define PTW (PAGE_SIZE&&PF)
+#endif
+#if PTW && !PAGE_SIZE
+#error "mma: PTW reads a block table: it needs PAGE_SIZE"
+#endif
 struct mma_tab {
 #if PAGE_SIZE
     const int* bt;
 #endif
-#if MMA_TAB_WINDOW
+#if PTW
     int n;  // the warp's next tile (the first of the step mma_rows is called for next)
     int cur, nx;
 #endif
 };
 
-#if MMA_TAB_WINDOW
+#if PTW
 #if 32 % NR != 0
 #error "mma: a paged step's NR tiles must not straddle two windows of 32 tiles (NR must divide 32)"
 #endif
@@ -202,7 +205,7 @@ __device__ __forceinline__ int mma_page(const int* __restrict__ bt, int base, in
 // mma_tab_start loads the first two windows of the table (PF) for a warp
 // whose first step is at logical row base. Called by the whole warp.
 __device__ __forceinline__ void mma_tab_start(mma_tab& tab, int base, int hi, int lane) {
-#if MMA_TAB_WINDOW
+#if PTW
     tab.n = 0;
     tab.cur = mma_page(tab.bt, base, lane, hi);
     tab.nx = mma_page(tab.bt, base, 32 + lane, hi);
@@ -223,7 +226,7 @@ __device__ __forceinline__ void mma_tab_start(mma_tab& tab, int base, int hi, in
 // without a table load. Called by the whole warp (the window's pages move
 // between lanes).
 __device__ __forceinline__ void mma_rows(int (&pr)[NR], mma_tab& tab, int base, int hi, int lane) {
-#if MMA_TAB_WINDOW
+#if PTW
     const int i = tab.n & 31;
     if (i == 0 && tab.n > 0) {  // warp-uniform: the window moves on by 32 tiles
         tab.cur = tab.nx;

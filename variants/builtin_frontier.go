@@ -69,6 +69,16 @@ var fixChunkDefine = catalog.DefineSpec{Name: "FIXCHUNK", Default: "0", Max: 1 <
 var pageSizeDefine = catalog.DefineSpec{Name: abi.DefinePageSize, Default: "0", Max: 1024, Unset: true,
 	Doc: "rows per page of a paged K/V cache (a multiple of 16: a tile never straddles two pages); 0: contiguous"}
 
+// pageWindowDefine chooses how a paged warp reads its block table
+// (mma_core.cuh mma_tab): 1, 32 tiles' pages at a time, one a lane, loaded
+// a window ahead; 0, one entry per tile right behind the next step's K/V
+// loads. Unset, the kernel takes 1 with PF and 0 without: on the H200 the
+// window brought the one-split PF kernel at 16-row pages from 1.14-1.37x
+// to 1.02-1.03x contiguous, and without PF its registers cost a block
+// per SM (frontier3/window).
+var pageWindowDefine = catalog.DefineSpec{Name: "PTW", Default: "(PAGE_SIZE&&PF)", Max: 1, Unset: true,
+	Doc: "paged: 1 reads the block table 32 tiles ahead, one entry a lane; 0 one entry per tile (unset: 1 with PF)"}
+
 // ldhDefine adds cache hints to the K/V loads. Measured slower on the H200
 // (up to 6% at batch 16), it stays off and sweepable.
 var ldhDefine = catalog.DefineSpec{Name: "LDH", Default: "0", Max: 1,
@@ -218,7 +228,13 @@ func checkMMA(s abi.Shape, defines map[string]string, dims ...int) error {
 	if err != nil {
 		return err
 	}
+	ptw, err := defineInt(defines, "PTW", 0)
+	if err != nil {
+		return err
+	}
 	switch {
+	case ptw == 1 && ps == 0:
+		return fmt.Errorf("PTW=1 reads a block table: it needs PAGE_SIZE")
 	case ps%16 != 0:
 		return fmt.Errorf("PAGE_SIZE=%d: a multiple of 16 (a 16-row tile never straddles two pages)", ps)
 	case ps > 0 && fc > 0:
@@ -333,6 +349,7 @@ func init() {
 			pdlEndDefine,
 			fixChunkDefine,
 			pageSizeDefine,
+			pageWindowDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class:     catalog.Tolerance,
@@ -360,6 +377,7 @@ func init() {
 			mmaPF,
 			ldhDefine,
 			pageSizeDefine,
+			pageWindowDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class:     catalog.Tolerance,
