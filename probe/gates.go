@@ -404,24 +404,6 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 	return in, nil
 }
 
-// baseGrain rounds the rows of a base drawn for a type without scales:
-// the kernels of a sweep differ in their longest gate length by a few
-// split boundaries (1642 rows at one split, 1649 at 8, 1665 at 32 for a
-// batch-16 frontier shape), and a kernel whose longest length passes the
-// base's rows drew all of it again. A set's bytes do not depend on the
-// base's rows (oracle.FromBase: a sequence's first rows do not depend on
-// how many are drawn), except a scaled type's, whose scales come from
-// every value drawn.
-const baseGrain = 256
-
-// baseRowsFor are the rows of the base drawn for a set of rows rows.
-func baseRowsFor(rows int, s abi.Shape) int {
-	if s.KVType().Scaled {
-		return rows
-	}
-	return min(s.Capacity, (rows+baseGrain-1)/baseGrain*baseGrain)
-}
-
 // An inputsKey is what gate inputs are drawn from: the shape (its label
 // aside) and the seed.
 type inputsKey struct {
