@@ -352,6 +352,9 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 	// An earlier kernel of the shape may have derived the set already
 	// (inputcache.go).
 	sk := keyOfSet(key, set, rows, lengths, r.l.splits, r.l.qDtype)
+	if p.Config.Shape.KVType().Scaled {
+		sk.baseRows = baseRows
+	}
 	in, err := r.b.inputCache().set(sk, func() (*oracle.Inputs, error) {
 		// A set whose rows nest, derived for a kernel of longer gate
 		// lengths (another SPLITS): its first rows.
@@ -366,8 +369,8 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 		// a group, which judge their own timed lengths (long.go): the bytes
 		// are a function of (shape, rows, seed) alone, and a sequence's first
 		// rows do not depend on how many are drawn.
-		if r.base == nil || r.base.Rows < baseRows {
-			if c := r.b.base; c != nil && c.key == key && c.in.Rows >= baseRows {
+		if r.base == nil || !baseServes(r.base.Rows, baseRows, p.Config.Shape) {
+			if c := r.b.base; c != nil && c.key == key && baseServes(c.in.Rows, baseRows, p.Config.Shape) {
 				r.base = c.in
 			} else {
 				base, err := oracle.Generate(p.Config.Shape, baseRows, p.Seed)

@@ -37,6 +37,10 @@ type setKey struct {
 	// qDtype is the dtype q was rounded to at its upload (qUpload rounds
 	// the set's Q in place, and the oracle computes with the rounded q).
 	qDtype abi.Dtype
+	// baseRows, for a scaled type only, are the rows of the base the set
+	// was derived from: its scales come from every value of the base, so
+	// a set derived from a longer base holds other bytes (baseServes).
+	baseRows int
 }
 
 func keyOfSet(in inputsKey, set oracle.InputSet, rows int, lengths []int, splits int, q abi.Dtype) setKey {
@@ -229,6 +233,19 @@ func sharedSet(in, base *oracle.Inputs) *oracle.Inputs {
 // how many are drawn), except a scaled type's, whose scales come from
 // every value drawn.
 const baseGrain = 256
+
+// baseServes says whether a base drawn with have rows serves a set that
+// needs a base of want rows (baseRowsFor): any longer one for a type
+// without scales, whose first rows do not depend on how many are drawn;
+// only one of exactly those rows for a scaled type, whose scales come
+// from every value drawn, so that a set's bytes never depend on which
+// kernel of the sweep drew the base before it.
+func baseServes(have, want int, s abi.Shape) bool {
+	if s.KVType().Scaled {
+		return have == want
+	}
+	return have >= want
+}
 
 // baseRowsFor are the rows of the base drawn for a set of rows rows.
 func baseRowsFor(rows int, s abi.Shape) int {

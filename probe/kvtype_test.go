@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,5 +81,29 @@ func TestKVBytesTypes(t *testing.T) {
 	s.KVDtype, s.KVScale = "fp8e4m3", "tensor"
 	if got := kvBytes(s, []int{100}); got != f16/2+2*2*4 {
 		t.Errorf("fp8: %d bytes, f16 %d", got, f16)
+	}
+}
+
+// TestScaledBaseNotShared: a scaled type's base is never a prefix of a
+// longer one drawn for an earlier kernel (its scales come from every value
+// drawn), so an fp8 kernel gated after one of longer gate lengths sees the
+// bytes it sees alone, and its gates say what they say alone.
+func TestScaledBaseNotShared(t *testing.T) {
+	f := newFakeDevice()
+	shared := fakeBackend(t, f)
+	longer := fp8Point("good")
+	longer.Hash, longer.GateKey = longer.Hash+"-long", longer.GateKey+"-long"
+	longer.GateNKV = append(slices.Clone(longer.GateNKV), 200)
+	if rec := run(t, shared, longer); rec.Status != "ok" {
+		t.Fatalf("longer fp8 kernel: %s, failed %v", rec.Status, failedKinds(rec.Gates))
+	}
+	later := fp8Point("good")
+	rec := run(t, shared, later)
+	want := run(t, fakeBackend(t, newFakeDevice()), fp8Point("good"))
+	if !reflect.DeepEqual(rec.Gates, want.Gates) {
+		t.Errorf("an fp8 kernel after one of longer gate lengths: gates %v, alone %v", rec.Gates, want.Gates)
+	}
+	if got := shared.base.in.Rows; got != baseRowsFor(100, later.Config.Shape) {
+		t.Errorf("the later kernel's base has %d rows, want its own %d", got, baseRowsFor(100, later.Config.Shape))
 	}
 }
