@@ -7,12 +7,15 @@ the committed results of the same spec.
 
     python3 experiments/verdicts.py NEW.jsonl COMMITTED.jsonl [NEW2 COMMITTED2 ...]
 
+Either file may be gzipped (.jsonl.gz).
+
 A new record matches a committed one of the same variant, kernel, shape,
 batch and nkv whose defines agree on every name both records have: a
 define a kernel gained since (a new form's default, FIXCHUNK=0) does not
 make the configuration a new one. A record that matches none, or more
 than one, is counted and listed, never taken as agreeing.
 """
+import gzip
 import json
 import statistics
 import sys
@@ -21,7 +24,7 @@ from collections import Counter, defaultdict
 
 def read(path):
     out = []
-    with open(path) as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         for line in f:
             line = line.strip()
             if line:

@@ -72,10 +72,13 @@ var pageSizeDefine = catalog.DefineSpec{Name: abi.DefinePageSize, Default: "0", 
 // pageWindowDefine chooses how a paged warp reads its block table
 // (mma_core.cuh mma_tab): 1, 32 tiles' pages at a time, one a lane, loaded
 // a window ahead; 0, one entry per tile right behind the next step's K/V
-// loads. Unset, the kernel takes 1 with PF and 0 without: on the H200 the
-// window brought the one-split PF kernel at 16-row pages from 1.14-1.37x
-// to 1.02-1.03x contiguous, and without PF its registers cost a block
-// per SM (frontier3/window).
+// loads. Unset, the kernel takes 1 with PF and 0 without (without PF the
+// window's registers cost a block per SM). Neither form is the faster
+// one: on the H200 the one-split PF kernel ran within 1-3% of contiguous
+// in one form and 1.14-1.40x in the other, which one depending on the
+// build (f16 at 64-row pages wants 0, both types at 16 rows want 1), by
+// where NVRTC put an address computation among the next step's loads
+// (FRONTIER.md). So it is a define to sweep, not a fixed choice.
 var pageWindowDefine = catalog.DefineSpec{Name: "PTW", Default: "(PAGE_SIZE&&PF)", Max: 1, Unset: true,
 	Doc: "paged: 1 reads the block table 32 tiles ahead, one entry a lane; 0 one entry per tile (unset: 1 with PF)"}
 
