@@ -2,13 +2,16 @@
 # compute-sanitizer over one point per compiled kernel of the seed
 # experiments, the frontier specs and the planted defects, on a GPU machine
 # with a prebuilt bin/ktune:
-#   TOOLS=memcheck,racecheck,synccheck,initcheck JOBS=3 TOTAL_S=400 \
+#   TOOLS=memcheck,racecheck,synccheck,initcheck JOBS=3 SAN_JOBS=2 TOTAL_S=400 \
 #     bash experiments/run-sanitize-all.sh OUTDIR [SPEC[:ONLY] ...]
 # Each spec runs as its own sweep (--sanitize, --probes cold) at its
 # smallest nkv, so every compiled kernel's first point is gated once per
 # tool under the sanitizer and then timed once; JOBS sweeps share the GPU
 # (the sanitized gates are not timed; the one cold sample each is not a
-# result). A sweep stopped by TOTAL_S is listed as such. Writes
+# result); SAN_JOBS sanitized workers at a time within each sweep
+# (--sanitize-jobs). A sweep stopped by TOTAL_S (INT, then KILL 10 s
+# later) keeps its finished runs in OUTDIR/w-*/sanitize/verdicts.jsonl,
+# and the same command into the same OUTDIR resumes it. Writes
 # OUTDIR/SPEC.log and .jsonl, OUTDIR/sanitize-logs.tgz (the sanitizer's
 # own reports) and OUTDIR/summary.txt: per spec, kernels x tools run,
 # clean, with errors, and every finding's line.
@@ -43,13 +46,13 @@ one() {
   fi
   left=$((end - SECONDS))
   if [ "$left" -le 10 ]; then echo "$job: not run (time limit)" > "$out/$n.log"; return; fi
-  timeout --signal=INT "$left" "$k" sweep "experiments/$spec.yaml" -o "$out/w-$n" \
-    --sanitize="$tools" --probes cold --only "$only" > "$out/$n.log" 2>&1
+  timeout -k 10 --signal=INT "$left" "$k" sweep "experiments/$spec.yaml" -o "$out/w-$n" \
+    --sanitize="$tools" --sanitize-jobs "${SAN_JOBS:-1}" --probes cold --only "$only" > "$out/$n.log" 2>&1
   echo "exit $?" >> "$out/$n.log"
   cp "$out/w-$n/results.jsonl" "$out/$n.jsonl" 2>/dev/null
 }
 export -f one name
-export out k tools end
+export out k tools end SAN_JOBS
 for i in "${!jobs[@]}"; do echo "$i ${jobs[$i]}"; done | xargs -P "${JOBS:-3}" -I{} bash -c 'one "$@"' _ {}
 ntools=$(echo "$tools" | tr ',' '\n' | wc -l)
 {

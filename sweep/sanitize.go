@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
@@ -25,7 +26,9 @@ import (
 // verdict as a gate and no timings; the other points run as usual and
 // carry their group's verdicts. One process per (tool, group) attributes
 // each report to one kernel, and a sanitizer's slowdown never reaches a
-// timed launch.
+// timed launch. Every finished run is kept in Dir (verdicts.go), so a
+// sanitize stopped part way (a time limit, Ctrl-C) loses only the runs
+// in flight and the next one starts where it stopped.
 
 // SanitizeOptions configure Sanitize.
 type SanitizeOptions struct {
@@ -43,6 +46,10 @@ type SanitizeOptions struct {
 	// Slowdown multiplies each point's time limit: the instrumented
 	// kernels run tens of times slower. Zero means 100.
 	Slowdown float64
+	// Jobs is how many sanitized workers run at once on the device (0:
+	// one): most of a sanitized run is the host's instrumentation, and
+	// no run is timed.
+	Jobs int
 	// Log receives a line per run.
 	Log io.Writer
 }
@@ -71,21 +78,92 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 			firsts = append(firsts, p)
 		}
 	}
-	out := map[string][]results.Gate{}
+	kept, err := openKept(opts.Dir, log)
+	if err != nil {
+		return nil, err
+	}
+	defer kept.close()
+	// Every (tool, first point) pair, in order; the verdicts go back in
+	// this order whatever order the runs finish in.
+	type run struct {
+		tool sanitizer.Tool
+		p    *plan.Point
+		g    results.Gate
+		done bool
+	}
+	var runs []*run
 	for _, tool := range opts.Tools {
 		for _, p := range firsts {
-			if err := ctx.Err(); err != nil {
-				return out, err
+			r := &run{tool: tool, p: p}
+			if g, ok := kept.get(tool, p.Hash); ok {
+				r.g, r.done = g, true
+				fmt.Fprintf(log, "sanitize %s: %s: %s (kept from an earlier run)\n", p.Config.Variant, tool, g.Detail)
 			}
-			g, err := sanitizePoint(ctx, p, tool, opts, slow)
-			if err != nil {
-				return out, err
-			}
-			fmt.Fprintf(log, "sanitize %s: %s: %s\n", p.Config.Variant, tool, g.Detail)
-			out[groupKey(p)] = append(out[groupKey(p)], g)
+			runs = append(runs, r)
 		}
 	}
-	return out, nil
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	todo := make(chan *run)
+	for range max(1, opts.Jobs) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range todo {
+				g, complete, err := sanitizePoint(ctx, r.p, r.tool, opts, slow)
+				mu.Lock()
+				switch {
+				case err != nil:
+					if first == nil {
+						first = err
+					}
+					cancel()
+				default:
+					r.g, r.done = g, true
+					fmt.Fprintf(log, "sanitize %s: %s: %s\n", r.p.Config.Variant, r.tool, g.Detail)
+					// A run without a whole report (the worker died, a
+					// time limit) is not kept: the next sanitize runs it
+					// again rather than inherit a verdict nobody read.
+					if !complete {
+						break
+					}
+					if werr := kept.put(r.tool, r.p.Hash, g); werr != nil && first == nil {
+						first = werr
+						cancel()
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, r := range runs {
+		if r.done {
+			continue
+		}
+		select {
+		case todo <- r:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(todo)
+	wg.Wait()
+	out := map[string][]results.Gate{}
+	for _, r := range runs {
+		if r.done {
+			out[groupKey(r.p)] = append(out[groupKey(r.p)], r.g)
+		}
+	}
+	if first != nil {
+		return out, first
+	}
+	return out, ctx.Err()
 }
 
 // groupKey is the gate group of a point; a point without one is its own.
@@ -96,11 +174,12 @@ func groupKey(p *plan.Point) string {
 	return p.Hash
 }
 
-// sanitizePoint gates p once in a worker under tool.
-func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts SanitizeOptions, slow float64) (results.Gate, error) {
+// sanitizePoint gates p once in a worker under tool; complete says the
+// sanitizer wrote its whole report.
+func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts SanitizeOptions, slow float64) (g results.Gate, complete bool, err error) {
 	logFile := filepath.Join(opts.Dir, fmt.Sprintf("%s-%s.log", tool, p.Hash))
 	if err := os.Remove(logFile); err != nil && !os.IsNotExist(err) {
-		return results.Gate{}, fmt.Errorf("removing an old sanitizer log: %w", err)
+		return results.Gate{}, false, fmt.Errorf("removing an old sanitizer log: %w", err)
 	}
 	pool, err := NewPool(PoolOptions{
 		Devices: []int{opts.Device},
@@ -116,7 +195,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		StartTimeout: 30 * time.Minute,
 	})
 	if err != nil {
-		return results.Gate{}, err
+		return results.Gate{}, false, err
 	}
 	pt := *p
 	pt.Probes = nil // gates only
@@ -124,25 +203,25 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	rec, runErr := pool.Run(ctx, &pt)
 	pool.Close() // the summary is written when the worker exits
 	if ctx.Err() != nil {
-		return results.Gate{}, ctx.Err()
+		return results.Gate{}, false, ctx.Err()
 	}
-	g := results.Gate{Kind: results.GateSanitizer, NKV: p.Config.NKV, Seed: p.Seed, FirstDiff: -1}
+	g = results.Gate{Kind: results.GateSanitizer, NKV: p.Config.NKV, Seed: p.Seed, FirstDiff: -1}
 	f, err := os.Open(logFile)
 	if err != nil {
 		g.Detail = fmt.Sprintf("%s: no report (%v); the worker: %s %s", tool, err, rec.Status, errText(rec, runErr))
-		return g, nil
+		return g, false, nil
 	}
 	defer f.Close()
 	rep, err := sanitizer.Parse(tool, f)
 	if err != nil {
-		return results.Gate{}, err
+		return results.Gate{}, false, err
 	}
 	g.Pass = !rep.Failed()
 	g.Detail = rep.Detail()
 	if !g.Pass && !rep.Complete {
 		g.Detail += fmt.Sprintf("; the worker: %s %s", rec.Status, errText(rec, runErr))
 	}
-	return g, nil
+	return g, rep.Complete, nil
 }
 
 func errText(rec results.Record, err error) string {

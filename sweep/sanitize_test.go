@@ -2,10 +2,12 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -18,6 +20,10 @@ import (
 // envFakeSanMark names a file the fake worker writes when it runs a
 // "badaccess" point; the fake sanitizer then reports memcheck errors.
 const envFakeSanMark = "KTUNE_TEST_FAKE_SANITIZER_MARK"
+
+// envFakeSanCount names a file the fake sanitizer appends a line to for
+// every run (its tool), so that a test counts the runs.
+const envFakeSanCount = "KTUNE_TEST_FAKE_SANITIZER_COUNT"
 
 // fakeSanitizerMain is compute-sanitizer as Args calls it: options, then
 // the program. It runs the program with this process's standard streams
@@ -37,6 +43,13 @@ func fakeSanitizerMain() int {
 	}
 	mark := os.Getenv(envFakeSanMark)
 	os.Remove(mark)
+	if c := os.Getenv(envFakeSanCount); c != "" {
+		f, err := os.OpenFile(c, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, opt["--tool"])
+			f.Close()
+		}
+	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = os.Environ()
@@ -156,4 +169,106 @@ type countingBackend struct {
 func (c *countingBackend) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
 	c.runs++
 	return c.Backend.Run(ctx, p)
+}
+
+// sanitizeRuns is the number of sanitized runs the fake sanitizer counted.
+func sanitizeRuns(t *testing.T, count string) int {
+	t.Helper()
+	b, err := os.ReadFile(count)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// cleanSanitizePlan is four points in three gate groups, every kernel clean.
+func cleanSanitizePlan() []*plan.Point {
+	pl := testPlan(4)
+	for i, p := range pl.Points {
+		p.GateKey = []string{"g-a", "g-a", "g-b", "g-c"}[i]
+		p.Measure.TimeoutSec = 60
+	}
+	return pl.Points
+}
+
+// TestSanitizeKeepsRuns: every finished run is kept in the log directory,
+// so a second sanitize over the same points runs nothing and gives the
+// same verdicts; a damaged line is not taken for a run (that run happens
+// again); a run that left no summary is not kept; and several runs at a
+// time give the verdicts one at a time gives, in the same order.
+func TestSanitizeKeepsRuns(t *testing.T) {
+	points := cleanSanitizePlan()
+	dir := t.TempDir()
+	count := filepath.Join(dir, "count")
+	opts := SanitizeOptions{
+		Tools:  []sanitizer.Tool{sanitizer.Memcheck, sanitizer.Racecheck},
+		Binary: os.Args[0],
+		Dir:    filepath.Join(dir, "sanitize"),
+		Worker: fakeCommand(envFakeSanMark+"="+filepath.Join(dir, "mark"), envFakeSanCount+"="+count),
+	}
+	first, err := Sanitize(context.Background(), points, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sanitizeRuns(t, count); n != 6 {
+		t.Fatalf("%d sanitized runs, want 2 tools x 3 groups", n)
+	}
+	again, err := Sanitize(context.Background(), points, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sanitizeRuns(t, count); n != 6 {
+		t.Errorf("the second sanitize ran %d more", n-6)
+	}
+	if !reflect.DeepEqual(again, first) {
+		t.Errorf("kept verdicts %v, first %v", again, first)
+	}
+
+	// Damage: a line cut short, a line that is not a sanitizer verdict.
+	path := filepath.Join(opts.Dir, keptFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	lines[0] = lines[0][:len(lines[0])/2] + "\n"
+	lines[1] = strings.Replace(lines[1], `"kind":"sanitizer"`, `"kind":"tolerance"`, 1)
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repaired, err := Sanitize(context.Background(), points, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sanitizeRuns(t, count); n != 8 {
+		t.Errorf("after two damaged lines %d runs happened again, want 2", n-6)
+	}
+	if !reflect.DeepEqual(repaired, first) {
+		t.Errorf("verdicts after the damage %v, first %v", repaired, first)
+	}
+
+	// A run without a summary (the fake's initcheck) is run every time.
+	opts.Tools = []sanitizer.Tool{sanitizer.Initcheck}
+	for range 2 {
+		if _, err := Sanitize(context.Background(), points[:1], opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := sanitizeRuns(t, count); n != 10 {
+		t.Errorf("an initcheck run without a summary ran %d times in two sanitizes, want 2", n-8)
+	}
+
+	// Three at a time, into a directory of its own.
+	opts.Tools = []sanitizer.Tool{sanitizer.Memcheck, sanitizer.Racecheck}
+	opts.Dir, opts.Jobs = filepath.Join(dir, "parallel"), 3
+	parallel, err := Sanitize(context.Background(), points, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(parallel, first) {
+		t.Errorf("three at a time %v, one at a time %v", parallel, first)
+	}
 }

@@ -88,3 +88,24 @@ variants:
 		}
 	}
 }
+
+// TestSanitizeJobsUsage: --sanitize-jobs below one, or without --sanitize,
+// is a usage error before anything is planned or started.
+func TestSanitizeJobsUsage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sweep", "../../experiments/slice.yaml", "-o", out, "--sanitize", "--sanitize-jobs", "0"}, "at least one worker"},
+		{[]string{"sweep", "../../experiments/slice.yaml", "-o", out, "--sanitize-jobs", "3"}, "without --sanitize"},
+	} {
+		err := run(new(strings.Builder), new(strings.Builder), tc.args)
+		if code := exitCode(err); err == nil || code != exitUsage || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: exit %d, err %v; want %d and %q", tc.args, code, err, exitUsage, tc.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a refused sweep made %s", out)
+	}
+}

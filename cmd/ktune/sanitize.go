@@ -51,7 +51,7 @@ func checkSanitize(s sanitizeFlag, bs backendSpec) error {
 // sanitize runs the gate points of todo under compute-sanitizer
 // (sweep.Sanitize) and returns the sweep's backend wrapped with the
 // verdicts; the logs go to DIR/sanitize.
-func sanitize(ctx context.Context, stderr io.Writer, s sanitizeFlag, dir string, bs backendSpec, b plan.Backend, todo []*plan.Point) (plan.Backend, error) {
+func sanitize(ctx context.Context, stderr io.Writer, s sanitizeFlag, jobs int, dir string, bs backendSpec, b plan.Backend, todo []*plan.Point) (plan.Backend, error) {
 	bin, err := sanitizer.Binary(os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("--sanitize: %w", err)
@@ -68,6 +68,7 @@ func sanitize(ctx context.Context, stderr io.Writer, s sanitizeFlag, dir string,
 		s.tools, bin, filepath.Join(dir, "sanitize"))
 	gates, err := sweep.Sanitize(ctx, todo, sweep.SanitizeOptions{
 		Tools: s.tools, Binary: bin, Dir: filepath.Join(dir, "sanitize"), Worker: command, Device: dev, Log: stderr,
+		Jobs: jobs,
 	})
 	if err != nil {
 		return nil, interruptedOr(ctx, fmt.Errorf("--sanitize: %w", err))

@@ -110,7 +110,16 @@ sanitizer in every record of its kernel; a kernel any run found errors in
 no timings. compute-sanitizer comes from $KTUNE_COMPUTE_SANITIZER, PATH,
 $CUDA_HOME/bin or /usr/local/cuda/bin; its logs go to DIR/sanitize.
 
+Every finished run is kept in DIR/sanitize/verdicts.jsonl as it ends, so
+a sanitize stopped part way (a time limit, Ctrl-C) resumes where it
+stopped when the same command runs again; a run that left no whole report
+is not kept and runs again. --sanitize-jobs N runs N sanitized workers at
+a time on the device: under the sanitizer most of a run is the host's
+instrumentation (a batch-16 kernel takes minutes per tool), and none is
+timed, so they share the GPU; each needs its point's device memory.
+
   $ ktune sweep experiments/defects.yaml -o out/defects --sanitize=memcheck,racecheck
+  $ ktune sweep experiments/h200-frontier2.yaml -o out/f2 --sanitize --sanitize-jobs 4
 
 # Without a GPU: the replay backend
 
@@ -150,6 +159,7 @@ type sweepFlags struct {
 	force, noGates bool
 	shard          string
 	sanitize       sanitizeFlag
+	sanitizeJobs   int
 }
 
 func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps sweepDeps) error {
@@ -165,6 +175,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	var devOver plan.Override
 	deviceFlags(fs, &devOver)
 	fs.Var(&f.sanitize, "sanitize", "before the sweep, gate the first point of each compiled kernel under compute-sanitizer: bare for every tool, or =`TOOLS` (memcheck,racecheck,synccheck,initcheck)")
+	fs.IntVar(&f.sanitizeJobs, "sanitize-jobs", 1, "with --sanitize, run `N` sanitized workers at a time on the device")
 	pos, help, err := parseArgs(fs, args, sweepUsage, sweepExit)
 	if help || err != nil {
 		return err
@@ -191,6 +202,12 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	bs, err := f.backend(fs, stderr)
 	if err != nil {
 		return err
+	}
+	switch {
+	case f.sanitizeJobs < 1:
+		return usageErrorf("--sanitize-jobs %d: at least one worker", f.sanitizeJobs)
+	case f.sanitizeJobs != 1 && f.sanitize.tools == nil:
+		return usageErrorf("--sanitize-jobs without --sanitize: there are no sanitized runs to spread")
 	}
 	if err := checkSanitize(f.sanitize, bs); err != nil {
 		return err
@@ -271,7 +288,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 				todo = append(todo, p)
 			}
 		}
-		if backend, err = sanitize(ctx, stderr, f.sanitize, f.out, bs, backend, todo); err != nil {
+		if backend, err = sanitize(ctx, stderr, f.sanitize, f.sanitizeJobs, f.out, bs, backend, todo); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,107 @@
+package sweep
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/sanitizer"
+)
+
+// keptFile, in a sanitize's Dir, holds one line per finished run: the
+// tool, the point's hash (which covers its kernel's source, defines,
+// shape and gates) and the verdict, appended as each run ends.
+const keptFile = "verdicts.jsonl"
+
+// A keptRun is one line of keptFile.
+type keptRun struct {
+	Tool sanitizer.Tool `json:"tool"`
+	Hash string         `json:"hash"`
+	Gate results.Gate   `json:"gate"`
+}
+
+// kept is the verdicts of the sanitized runs that finished, earlier ones
+// read back and this sanitize's appended.
+type kept struct {
+	f    *os.File
+	runs map[string]results.Gate
+}
+
+func keptKey(tool sanitizer.Tool, hash string) string { return string(tool) + " " + hash }
+
+// openKept reads dir's kept runs and opens the file for more. A line that
+// does not read back as a sanitizer verdict of a known tool for a hash is
+// skipped with a warning, so that its run happens again: a damaged line
+// never stands for a run.
+func openKept(dir string, log io.Writer) (*kept, error) {
+	path := filepath.Join(dir, keptFile)
+	k := &kept{runs: map[string]results.Gate{}}
+	if f, err := os.Open(path); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<16), 1<<24)
+		for n := 1; sc.Scan(); n++ {
+			var r keptRun
+			err := json.Unmarshal(sc.Bytes(), &r)
+			if err == nil {
+				err = r.check()
+			}
+			if err != nil {
+				fmt.Fprintf(log, "sanitize: %s:%d: %v: that run happens again\n", path, n, err)
+				continue
+			}
+			k.runs[keptKey(r.Tool, r.Hash)] = r.Gate
+		}
+		err := sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading the kept sanitizer verdicts: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading the kept sanitizer verdicts: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the kept sanitizer verdicts: %w", err)
+	}
+	k.f = f
+	return k, nil
+}
+
+func (r keptRun) check() error {
+	if !slices.Contains(sanitizer.Tools, r.Tool) {
+		return fmt.Errorf("tool %q", r.Tool)
+	}
+	if r.Hash == "" {
+		return errors.New("no point hash")
+	}
+	if r.Gate.Kind != results.GateSanitizer || r.Gate.Detail == "" {
+		return fmt.Errorf("not a sanitizer verdict (kind %q)", r.Gate.Kind)
+	}
+	return nil
+}
+
+func (k *kept) get(tool sanitizer.Tool, hash string) (results.Gate, bool) {
+	g, ok := k.runs[keptKey(tool, hash)]
+	return g, ok
+}
+
+// put appends one finished run, on disk before the next run is told of.
+func (k *kept) put(tool sanitizer.Tool, hash string, g results.Gate) error {
+	line, err := json.Marshal(keptRun{Tool: tool, Hash: hash, Gate: g})
+	if err != nil {
+		return err
+	}
+	if _, err := k.f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("keeping a sanitizer verdict: %w", err)
+	}
+	k.runs[keptKey(tool, hash)] = g
+	return nil
+}
+
+func (k *kept) close() { k.f.Close() }
