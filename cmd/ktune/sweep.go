@@ -115,7 +115,7 @@ a sanitize stopped part way (a time limit, Ctrl-C) resumes where it
 stopped when the same command runs again; a run that left no whole report
 is not kept and runs again. --sanitize-jobs N runs N sanitized workers at
 a time on the device: under the sanitizer most of a run is the host's
-instrumentation (a batch-16 kernel takes minutes per tool), and none is
+instrumentation (a one-split batch-16 kernel can take minutes per tool), and none is
 timed, so they share the GPU; each needs its point's device memory.
 
   $ ktune sweep experiments/defects.yaml -o out/defects --sanitize=memcheck,racecheck
