@@ -86,24 +86,49 @@ func (w *workspace) placements(s abi.Shape) (k, v *abi.Placement) {
 type rowRange struct{ b, lo, hi int }
 
 // A rowSource gives logical row r of sequence b: K's and V's bytes of the
-// row, [kv_heads][width] each.
-type rowSource func(b, r int) (k, v []byte)
+// row, [kv_heads][width] each; block, when not nil, gives rows [lo, hi)
+// of sequence b as one run of bytes each where they lie one after another
+// in the source (ok false where they do not), so that a token-major page
+// of them is those bytes as they are, not a copy built row by row.
+type rowSource struct {
+	row   func(b, r int) (k, v []byte)
+	block func(b, lo, hi int) (k, v []byte, ok bool)
+}
 
 // packedRows is the rowSource of the oracle's packed rows, [batch][rows]
 // [kv_heads][width], row r of a sequence taken from row r mod rows: rows
-// past the set repeat it, as the long gates tile it (long.go).
+// past the set repeat it, as the long gates tile it (long.go). A block
+// lies in one run unless it wraps past the set's rows or holds a patched
+// row of K (a needle of the peaked set, Inputs.KPatches).
 func packedRows(s abi.Shape, elt int, p packed) rowSource {
 	rb := s.KVHeads * s.HeadDim * elt
 	patched := map[[2]int][]byte{}
+	patchedRows := map[[2]int]bool{} // sequence, row: any patched row in it
 	for _, pt := range p.kPatch {
 		patched[[2]int{pt.B, pt.R}] = pt.Bytes
+		patchedRows[[2]int{pt.B, pt.R}] = true
 	}
-	return func(b, r int) ([]byte, []byte) {
-		k, v := (b*p.kStride+r%p.rows)*rb, (b*p.vStride+r%p.rows)*rb
-		if pk := patched[[2]int{b, r % p.rows}]; pk != nil {
-			return pk, p.v[v : v+rb]
-		}
-		return p.k[k : k+rb], p.v[v : v+rb]
+	return rowSource{
+		row: func(b, r int) ([]byte, []byte) {
+			k, v := (b*p.kStride+r%p.rows)*rb, (b*p.vStride+r%p.rows)*rb
+			if pk := patched[[2]int{b, r % p.rows}]; pk != nil {
+				return pk, p.v[v : v+rb]
+			}
+			return p.k[k : k+rb], p.v[v : v+rb]
+		},
+		block: func(b, lo, hi int) ([]byte, []byte, bool) {
+			if lo/p.rows != (hi-1)/p.rows {
+				return nil, nil, false // wraps past the set's rows
+			}
+			r0 := lo % p.rows
+			for r := r0; len(patchedRows) > 0 && r < r0+hi-lo; r++ {
+				if patchedRows[[2]int{b, r}] {
+					return nil, nil, false
+				}
+			}
+			k, v := (b*p.kStride+r0)*rb, (b*p.vStride+r0)*rb
+			return p.k[k : k+(hi-lo)*rb], p.v[v : v+(hi-lo)*rb], true
+		},
 	}
 }
 
@@ -140,9 +165,22 @@ func (w *workspace) pagedCopies(s abi.Shape, ranges []rowRange, src rowSource, s
 			var kimg, vimg []byte
 			buildK, buildV := true, true
 			if whole {
-				// An image an earlier upload built from the same rows,
-				// else a new one (pageimages.go).
+				// An image an earlier upload built from the same rows;
+				// else, token-major, the rows themselves where they lie
+				// in one run (nothing writes into an image: the record
+				// keeps it, inputCopy.wrote, and a later partial write
+				// starts from a copy, bytesAt); else a new one.
 				kimg, vimg = w.image(imgs, true, rg.b, j), w.image(imgs, false, rg.b, j)
+				if src.block != nil && (kimg == nil || vimg == nil) {
+					if kb, vb, ok := src.block(rg.b, lo, hi); ok {
+						if kimg == nil && kp.Order == abi.PageNHD && int64(len(kb)) == pb {
+							kimg = kb
+						}
+						if vimg == nil && vp.Order == abi.PageNHD && int64(len(vb)) == pb {
+							vimg = vb
+						}
+					}
+				}
 				buildK, buildV = kimg == nil, vimg == nil
 				if buildK {
 					kimg = make([]byte, pb)
@@ -154,7 +192,7 @@ func (w *workspace) pagedCopies(s abi.Shape, ranges []rowRange, src rowSource, s
 				kimg, vimg = mirror(true, dst, pb), mirror(false, dst, pb)
 			}
 			for r := lo; r < hi && (buildK || buildV); r++ {
-				kr, vr := src(rg.b, r)
+				kr, vr := src.row(rg.b, r)
 				if buildK {
 					scatterRow(kimg, kp, r-j*P, kr, elt)
 				}

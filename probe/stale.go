@@ -129,10 +129,10 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 			ranges = append(ranges, rowRange{b, n, n + staleRowsPast(r.l, c.Shape, n)})
 		}
 		rows := patternRows(t, int64(c.Shape.KVHeads)*int64(kp.Width)*int64(t.Bytes))
-		src := func(b, rr int) ([]byte, []byte) {
+		src := rowSource{row: func(b, rr int) ([]byte, []byte) {
 			row := rows[(rr-lengths[b])%len(rows)]
 			return row, row
-		}
+		}}
 		// A whole page past a length holds the patterns from the phase
 		// of its first row: one image per phase, shared by every such
 		// page of every sequence.
