@@ -351,10 +351,7 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 	}
 	// An earlier kernel of the shape may have derived the set already
 	// (inputcache.go).
-	sk := keyOfSet(key, set, rows, lengths, r.l.splits, r.l.qDtype)
-	if p.Config.Shape.KVType().Scaled {
-		sk.baseRows = baseRows
-	}
+	sk := keyOfSet(key, set, rows, baseRows, lengths, r.l.splits, r.l.qDtype)
 	in, err := r.b.inputCache().set(sk, func() (*oracle.Inputs, error) {
 		// A set whose rows nest, derived for a kernel of longer gate
 		// lengths (another SPLITS): its first rows.

@@ -43,8 +43,13 @@ type setKey struct {
 	baseRows int
 }
 
-func keyOfSet(in inputsKey, set oracle.InputSet, rows int, lengths []int, splits int, q abi.Dtype) setKey {
+// keyOfSet is the key of set derived with rows rows per sequence from a
+// base of baseRows rows, for the gate lengths, splits and q dtype.
+func keyOfSet(in inputsKey, set oracle.InputSet, rows, baseRows int, lengths []int, splits int, q abi.Dtype) setKey {
 	k := setKey{inputs: in, set: set, rows: rows, qDtype: q}
+	if in.shape.KVType().Scaled {
+		k.baseRows = baseRows
+	}
 	if set.PerLength() {
 		k.lengths = fmt.Sprint(lengths)
 	}

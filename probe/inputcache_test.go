@@ -83,7 +83,7 @@ func TestSetKeyCoversTheSet(t *testing.T) {
 					t.Fatal(err)
 				}
 				ins = append(ins, in)
-				keys = append(keys, keyOfSet(inputsKey{s, 5}, set, rows, v.lengths, v.splits, abi.F32))
+				keys = append(keys, keyOfSet(inputsKey{s, 5}, set, rows, base.Rows, v.lengths, v.splits, abi.F32))
 			}
 			for i := range ins {
 				for j := range i {
@@ -197,7 +197,7 @@ func TestBaseSharedAcrossSplits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := shared.inputs.sets[keyOfSet(keyOf(shorter), oracle.SetLarge, 64, nil, 4, l.qDtype)]
+		e := shared.inputs.sets[keyOfSet(keyOf(shorter), oracle.SetLarge, 64, baseRowsFor(64, shorter.Config.Shape), nil, 4, l.qDtype)]
 		if e == nil {
 			t.Fatalf("%s: no large set of 64 rows cached", m)
 		}

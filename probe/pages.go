@@ -103,10 +103,8 @@ type rowSource struct {
 func packedRows(s abi.Shape, elt int, p packed) rowSource {
 	rb := s.KVHeads * s.HeadDim * elt
 	patched := map[[2]int][]byte{}
-	patchedRows := map[[2]int]bool{} // sequence, row: any patched row in it
 	for _, pt := range p.kPatch {
 		patched[[2]int{pt.B, pt.R}] = pt.Bytes
-		patchedRows[[2]int{pt.B, pt.R}] = true
 	}
 	return rowSource{
 		row: func(b, r int) ([]byte, []byte) {
@@ -121,8 +119,8 @@ func packedRows(s abi.Shape, elt int, p packed) rowSource {
 				return nil, nil, false // wraps past the set's rows
 			}
 			r0 := lo % p.rows
-			for r := r0; len(patchedRows) > 0 && r < r0+hi-lo; r++ {
-				if patchedRows[[2]int{b, r}] {
+			for r := r0; len(patched) > 0 && r < r0+hi-lo; r++ {
+				if _, ok := patched[[2]int{b, r}]; ok {
 					return nil, nil, false
 				}
 			}

@@ -26,7 +26,7 @@ import (
 // verdict as a gate and no timings; the other points run as usual and
 // carry their group's verdicts. One process per (tool, group) attributes
 // each report to one kernel, and a sanitizer's slowdown never reaches a
-// timed launch. Every finished run is kept in Dir (verdicts.go), so a
+// timed launch. Every finished run is kept in Dir (sanitizekept.go), so a
 // sanitize stopped part way (a time limit, Ctrl-C) loses only the runs
 // in flight and the next one starts where it stopped.
 

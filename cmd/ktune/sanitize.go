@@ -37,9 +37,14 @@ func (s *sanitizeFlag) Set(v string) error {
 func (s *sanitizeFlag) IsBoolFlag() bool { return true }
 
 // checkSanitize refuses --sanitize where there are no workers to start
-// under compute-sanitizer.
-func checkSanitize(s sanitizeFlag, bs backendSpec) error {
-	if s.tools == nil {
+// under compute-sanitizer, and a --sanitize-jobs with nothing to spread.
+func checkSanitize(s sanitizeFlag, jobs int, bs backendSpec) error {
+	switch {
+	case jobs < 1:
+		return usageErrorf("--sanitize-jobs %d: at least one worker", jobs)
+	case jobs != 1 && s.tools == nil:
+		return usageErrorf("--sanitize-jobs without --sanitize: there are no sanitized runs to spread")
+	case s.tools == nil:
 		return nil
 	}
 	if bs.replay != nil || bs.inProcess {

@@ -203,13 +203,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	if err != nil {
 		return err
 	}
-	switch {
-	case f.sanitizeJobs < 1:
-		return usageErrorf("--sanitize-jobs %d: at least one worker", f.sanitizeJobs)
-	case f.sanitizeJobs != 1 && f.sanitize.tools == nil:
-		return usageErrorf("--sanitize-jobs without --sanitize: there are no sanitized runs to spread")
-	}
-	if err := checkSanitize(f.sanitize, bs); err != nil {
+	if err := checkSanitize(f.sanitize, f.sanitizeJobs, bs); err != nil {
 		return err
 	}
 	var shard *sweep.Shard
