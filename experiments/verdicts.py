@@ -56,18 +56,41 @@ def match(r, olds):
     return [o for o in olds if all(d[n] == v for n, v in defines(o).items() if n in d)]
 
 
+PARTS = ("inputs", "oracle", "upload", "device", "host")
+
+
 def cost(n):
+    """Gate cost per compiled kernel by batch and K/V form (contiguous, or
+    paged at its PAGE_SIZE), and, where the records split it (gate_cost),
+    the median of each part."""
     per = defaultdict(float)
-    batch = {}
+    parts = defaultdict(lambda: dict.fromkeys(PARTS, 0.0))
+    split = defaultdict(bool)
+    group = {}
     for r in n:
         k = kernel(r)
         per[k] += r.get("gate_sec", 0) or 0
-        batch[k] = r["config"]["shape"]["batch"]
+        gc = r.get("gate_cost")
+        if gc:
+            split[k] = True
+            for p in PARTS:
+                parts[k][p] += gc.get(p + "_sec", 0) or 0
+        page = defines(r).get("PAGE_SIZE", "0")
+        group[k] = (r["config"]["shape"]["batch"], int(page))
     lines = []
-    for b in sorted(set(batch.values())):
-        xs = sorted(v for k, v in per.items() if batch[k] == b)
-        lines.append(f"  gate cost per compiled kernel at batch {b}: {len(xs)} kernels, "
-                     f"median {statistics.median(xs):.2f} s, max {xs[-1]:.2f} s, {sum(xs):.1f} s in all")
+    for b, page in sorted(set(group.values())):
+        ks = [k for k in per if group[k] == (b, page)]
+        xs = sorted(per[k] for k in ks)
+        form = f"paged {page}" if page else "contiguous"
+        line = (f"  gate cost per compiled kernel at batch {b}, {form}: {len(xs)} kernels, "
+                f"median {statistics.median(xs):.2f} s, max {xs[-1]:.2f} s, {sum(xs):.1f} s in all")
+        sk = [k for k in ks if split[k]]
+        if sk:
+            line += "; medians of " + ", ".join(
+                f"{p} {statistics.median(parts[k][p] for k in sk):.2f}" for p in PARTS)
+            if len(sk) < len(ks):
+                line += f" ({len(sk)} kernels split)"
+        lines.append(line)
     return lines
 
 

@@ -256,9 +256,11 @@ func (r *pointRun) run(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	gateStart := time.Now()
-	pass, err := r.gate(ctx)
-	r.rec.GateSec = time.Since(gateStart).Seconds()
+	var pass bool
+	r.rec.GateSec, r.rec.GateCost, err = r.timeGates(func() (err error) {
+		pass, err = r.gate(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}

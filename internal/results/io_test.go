@@ -54,6 +54,7 @@ func fullRecord(hash string) Record {
 			Converged: true, Note: "n", Bytes: 1 << 20, GBps: 12.4, PctBW: 0.3, ClockMHz: 1980, Throttled: 1, Batch: 20,
 		}},
 		WallSec: 3.25, GateSec: 0.5,
+		GateCost:  &GateCost{Inputs: 0.125, Oracle: 0.0625, Upload: 0.1, Device: 0.2, Host: 0.0125},
 		Landed:    true,
 		Replayed:  &Replay{Match: ReplayConfig, Hash: "0123456789abcdef"},
 		GateSuite: "r1: tolerance",

@@ -278,6 +278,9 @@ type Record struct {
 	// compiled kernel was already gated copies the verdict and shows ~0, so
 	// the sum over a file is the gate cost per compiled kernel.
 	GateSec float64 `json:"gate_sec,omitempty"`
+	// GateCost splits GateSec by where the time went; nil in records
+	// written before it was kept.
+	GateCost *GateCost `json:"gate_cost,omitempty"`
 	// Landed marks the configuration the engine ships today (the spec's
 	// landed variant and defines): the baseline of every comparison.
 	Landed bool `json:"landed,omitempty"`
@@ -291,6 +294,19 @@ type Record struct {
 	// (plan.GateSuite); empty in records written before it was recorded.
 	// A resumed sweep runs a point again whose record names another.
 	GateSuite string `json:"gate_suite,omitempty"`
+}
+
+// A GateCost is where a point's gate time went, in seconds: the host
+// drawing and deriving the inputs, the float64 oracle, the uploads to the
+// device, the device's work (launches, waits on the stream, read-backs,
+// the read-only checks' digests), and the host's comparisons and
+// bookkeeping between them. The five add up to the record's gate_sec.
+type GateCost struct {
+	Inputs float64 `json:"inputs_sec"`
+	Oracle float64 `json:"oracle_sec"`
+	Upload float64 `json:"upload_sec"`
+	Device float64 `json:"device_sec"`
+	Host   float64 `json:"host_sec"`
 }
 
 // A Replay says where a replayed record's content came from.
