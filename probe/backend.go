@@ -69,6 +69,9 @@ type Backend struct {
 	// hostFlags is mapped host memory: word 0 is the stream blocker's
 	// release flag, word 1 its timed-out flag.
 	hostFlags []byte
+	// staging is pinned host memory the coalesced uploads write from
+	// (cudaDevice.stage), allocated at the first.
+	staging []byte
 	flagsDev  cuda.DevPtr
 	scratch   cuda.DevPtr // 16 bytes: ktune_clock's output, ktune_read_bw's sink
 
@@ -300,6 +303,10 @@ func (b *Backend) Close() error {
 	}
 	if b.scratch != 0 {
 		b.ctx.Free(b.scratch)
+	}
+	if b.staging != nil {
+		b.ctx.FreeHost(b.staging)
+		b.staging = nil
 	}
 	if b.hostFlags != nil {
 		b.ctx.FreeHost(b.hostFlags)

@@ -56,6 +56,10 @@ type device interface {
 	// copies src into b after waiting for the stream; fill32 enqueues a
 	// fill of n bytes at p with the word v.
 	write(dst cuda.DevPtr, b []byte) error
+	// stage returns n bytes (n ≤ stageMax) of host memory to write from
+	// (writeInputs): pinned on a GPU, so that a write from it is one DMA;
+	// the same memory every call, valid until the next.
+	stage(n int64) ([]byte, error)
 	read(b []byte, src cuda.DevPtr) error
 	fill32(p cuda.DevPtr, v uint32, n int64) error
 	// sync waits for the stream.
@@ -173,6 +177,20 @@ func (d cudaDevice) write(dst cuda.DevPtr, b []byte) error {
 		return fmt.Errorf("waiting for the stream: %w", err)
 	}
 	return d.b.ctx.CopyHtoD(dst, b)
+}
+
+func (d cudaDevice) stage(n int64) ([]byte, error) {
+	if n > stageMax {
+		return nil, fmt.Errorf("staging %d bytes: more than %d", n, stageMax)
+	}
+	if d.b.staging == nil {
+		host, _, err := d.b.ctx.HostAllocMapped(stageMax)
+		if err != nil {
+			return nil, fmt.Errorf("allocating the upload staging buffer: %w", err)
+		}
+		d.b.staging = host
+	}
+	return d.b.staging[:n], nil
 }
 
 func (d cudaDevice) read(b []byte, src cuda.DevPtr) error {

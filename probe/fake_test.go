@@ -94,6 +94,7 @@ type fakeDevice struct {
 
 	freeMem  int64
 	allocErr error
+	staging  []byte
 	bw, mhz  float64
 	// sample returns the i-th timed sample (ns per pair) and whether the
 	// blocker timed out; nil: 1000 ns.
@@ -321,6 +322,16 @@ func (f *fakeDevice) write(dst cuda.DevPtr, b []byte) error {
 	f.written = append(f.written, dst)
 	copy(f.at(dst), b)
 	return nil
+}
+
+func (f *fakeDevice) stage(n int64) ([]byte, error) {
+	if n > stageMax {
+		return nil, fmt.Errorf("staging %d bytes", n)
+	}
+	if f.staging == nil {
+		f.staging = make([]byte, stageMax)
+	}
+	return f.staging[:n], nil
 }
 
 func (f *fakeDevice) read(b []byte, src cuda.DevPtr) error {

@@ -447,18 +447,28 @@ func (r *pointRun) upload(in *oracle.Inputs) error {
 			return fmt.Errorf("uploading head_params: %w", err)
 		}
 	}
-	for _, cp := range w.kvCopies(s, packedOf(in)) {
-		if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
-			return fmt.Errorf("uploading K: %w", err)
-		}
-		if cp.v == nil {
-			continue // a latent mla cache: V is K's
-		}
-		if err := r.writeInput(w.v, cp.vdst, cp.v); err != nil {
-			return fmt.Errorf("uploading V: %w", err)
-		}
+	ks, vs := splitKV(w.kvCopies(s, packedOf(in)))
+	if err := r.writeInputs(w.k, ks); err != nil {
+		return fmt.Errorf("uploading K: %w", err)
+	}
+	if err := r.writeInputs(w.v, vs); err != nil {
+		return fmt.Errorf("uploading V: %w", err)
 	}
 	return nil
+}
+
+// splitKV are the K and the V writes of cs, each in cs's order; a copy
+// without V (a latent mla cache: V is K's) writes K only.
+func splitKV(cs []kvCopy) (ks, vs []bufCopy) {
+	ks = make([]bufCopy, 0, len(cs))
+	vs = make([]bufCopy, 0, len(cs))
+	for _, c := range cs {
+		ks = append(ks, bufCopy{c.dst, c.k})
+		if c.v != nil {
+			vs = append(vs, bufCopy{c.vdst, c.v})
+		}
+	}
+	return ks, vs
 }
 
 // A span is one copy: n bytes from offset src of the oracle's K or V to

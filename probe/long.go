@@ -104,33 +104,31 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 			ranges[b] = rowRange{b, in.Rows, s.Capacity}
 		}
 		src := packedRows(s, r.l.elt, packedOf(in))
-		for _, cp := range w.pagedCopies(s, ranges, src, tiledPages(in.Rows, w.paged().PageSize), nil, w.mirrorOf) {
-			if err := r.writeInput(w.k, cp.dst, cp.k); err != nil {
-				return fmt.Errorf("tiling K to the capacity: %w", err)
-			}
-			if err := r.writeInput(w.v, cp.vdst, cp.v); err != nil {
-				return fmt.Errorf("tiling V to the capacity: %w", err)
-			}
+		ks, vs := splitKV(w.pagedCopies(s, ranges, src, tiledPages(in.Rows, w.paged().PageSize), nil, w.mirrorOf))
+		if err := r.writeInputs(w.k, ks); err != nil {
+			return fmt.Errorf("tiling K to the capacity: %w", err)
+		}
+		if err := r.writeInputs(w.v, vs); err != nil {
+			return fmt.Errorf("tiling V to the capacity: %w", err)
 		}
 		w.tiled = uploaded{keyOf(r.p), in.Rows}
 		return nil
 	}
-	for _, cp := range w.kvCopies(s, packedOf(in)) {
-		for _, x := range []struct {
-			p   cuda.DevPtr
-			dst int64
-			b   []byte
-		}{{w.k, cp.dst, cp.k}, {w.v, cp.vdst, cp.v}} {
-			if x.b == nil {
-				continue // a latent mla cache: V is K's
-			}
-			unit := int64(len(x.b) / in.Rows) // one row's bytes in this copy
+	ks, vs := splitKV(w.kvCopies(s, packedOf(in)))
+	for _, x := range []struct {
+		p  cuda.DevPtr
+		cs []bufCopy
+	}{{w.k, ks}, {w.v, vs}} {
+		var tiles []bufCopy
+		for _, c := range x.cs {
+			unit := int64(len(c.b) / in.Rows) // one row's bytes in this copy
 			for k := int64(1); k*int64(in.Rows) < int64(s.Capacity); k++ {
 				n := min(int64(in.Rows), int64(s.Capacity)-k*int64(in.Rows)) * unit
-				if err := r.writeInput(x.p, x.dst+k*int64(in.Rows)*unit, x.b[:n]); err != nil {
-					return fmt.Errorf("tiling K and V to the capacity: %w", err)
-				}
+				tiles = append(tiles, bufCopy{c.dst + k*int64(in.Rows)*unit, c.b[:n]})
 			}
+		}
+		if err := r.writeInputs(x.p, tiles); err != nil {
+			return fmt.Errorf("tiling K and V to the capacity: %w", err)
 		}
 	}
 	w.tiled = uploaded{keyOf(r.p), in.Rows}
