@@ -188,10 +188,31 @@ func TestSweepDeviceFlags(t *testing.T) {
 		{"x.yaml", "-o", "d", "--sanitize", "--in-process"},
 		{"x.yaml", "-o", "d", "--sanitize=racecheck", "--backend", "replay", "--replay-from", "r.jsonl"},
 		{"x.yaml", "-o", "d", "--sanitize=memchek"},
+		{"x.yaml", "-o", "d", "--cpuprofile", "cpu.prof"},
+		{"x.yaml", "-o", "d", "--cpuprofile", "cpu.prof", "--backend", "replay", "--replay-from", "r.jsonl"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if err := runSweep(context.Background(), &stdout, &stderr, args, deps); exitCode(err) != exitUsage {
 			t.Errorf("%q: exit %d (%v), want %d", args, exitCode(err), err, exitUsage)
 		}
+	}
+}
+
+// TestStartCPUProfile: the profile --cpuprofile writes is one pprof reads
+// back (a gzipped protocol buffer), and a path it cannot create is an
+// error, not a silent sweep without one.
+func TestStartCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	stop, err := startCPUProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("profile %q: %d bytes, err %v", path, len(b), err)
+	}
+	if _, err := startCPUProfile(filepath.Join(t.TempDir(), "no", "such", "dir", "cpu.prof")); err == nil {
+		t.Error("a profile path in no directory was accepted")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
@@ -160,6 +162,7 @@ type sweepFlags struct {
 	shard          string
 	sanitize       sanitizeFlag
 	sanitizeJobs   int
+	cpuProfile     string
 }
 
 func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps sweepDeps) error {
@@ -176,6 +179,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	deviceFlags(fs, &devOver)
 	fs.Var(&f.sanitize, "sanitize", "before the sweep, gate the first point of each compiled kernel under compute-sanitizer: bare for every tool, or =`TOOLS` (memcheck,racecheck,synccheck,initcheck)")
 	fs.IntVar(&f.sanitizeJobs, "sanitize-jobs", 1, "with --sanitize, run `N` sanitized workers at a time on the device")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "with --in-process, write a Go CPU profile of the sweep to `FILE` (go tool pprof): where the host's share of the gates goes")
 	pos, help, err := parseArgs(fs, args, sweepUsage, sweepExit)
 	if help || err != nil {
 		return err
@@ -205,6 +209,16 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	}
 	if err := checkSanitize(f.sanitize, f.sanitizeJobs, bs); err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		if !bs.inProcess || bs.replay != nil {
+			return usageErrorf("--cpuprofile profiles this process: the points run in it only with --in-process (and the CUDA backend)")
+		}
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	var shard *sweep.Shard
 	if f.shard != "" {
@@ -327,4 +341,21 @@ func printRunSummary(stdout, stderr io.Writer, sum sweep.Summary, dir string, ta
 	if sum.Compile.Kernels > 0 {
 		fmt.Fprintln(stdout, sum.Compile)
 	}
+}
+
+// startCPUProfile starts a CPU profile into path; stop ends it and closes
+// the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
