@@ -69,11 +69,11 @@ type Backend struct {
 	// hostFlags is mapped host memory: word 0 is the stream blocker's
 	// release flag, word 1 its timed-out flag.
 	hostFlags []byte
+	flagsDev  cuda.DevPtr
+	scratch   cuda.DevPtr // 16 bytes: ktune_clock's output, ktune_read_bw's sink
 	// staging is pinned host memory the coalesced uploads write from
 	// (cudaDevice.stage), allocated at the first.
 	staging []byte
-	flagsDev  cuda.DevPtr
-	scratch   cuda.DevPtr // 16 bytes: ktune_clock's output, ktune_read_bw's sink
 
 	// gpu is what the orchestration uses of the device: cudaDevice{b} on a
 	// real one, a model of the kernels in tests.

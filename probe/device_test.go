@@ -23,7 +23,7 @@ func TestFakeDeviceErrors(t *testing.T) {
 	}{
 		{"write", 1, "uploading q"},
 		{"write", 2, "uploading K"},
-		{"write", 4, "uploading V"}, // after K of both sequences
+		{"write", 4, "uploading V"},         // after K of both sequences
 		{"write", 6, "uploading positions"}, // after q and K, V of two sequences
 		{"fill32", 1, "clearing the L2 flush buffer"},
 		{"fill32", 2, "poisoning partial"},
