@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/ebitengine/purego"
@@ -28,7 +29,12 @@ type dlopener struct{}
 // itself (the PTX JIT, libnvidia-ptxjitcompiler), as the CUDA runtime does.
 const dlFlags = purego.RTLD_NOW | purego.RTLD_GLOBAL
 
+// open holds its OS thread: purego reads dlerror after dlopen in a call of
+// its own, and dlerror's text is per thread, so a goroutine moved between
+// the two reads another thread's (none: an empty reason).
 func (dlopener) open(path string) (library, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	h, err := purego.Dlopen(path, dlFlags)
 	if err != nil {
 		return nil, err
@@ -38,7 +44,10 @@ func (dlopener) open(path string) (library, error) {
 
 type dlhandle uintptr
 
+// lookup holds its OS thread for the same reason as open.
 func (h dlhandle) lookup(symbol string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	return purego.Dlsym(uintptr(h), symbol)
 }
 
