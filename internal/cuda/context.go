@@ -30,7 +30,9 @@ type Context struct {
 // and stream made in it, when its last holder releases it.
 func (dev Device) NewContext() (*Context, error) {
 	var h uintptr
-	if err := dev.d.check("cuDevicePrimaryCtxRetain", dev.d.cuDevicePrimaryCtxRetain(&h, dev.dev)); err != nil {
+	err := dev.d.check("cuDevicePrimaryCtxRetain", dev.d.cuDevicePrimaryCtxRetain(&h, dev.dev))
+	onSignalStack() // a context's start may install handlers too
+	if err != nil {
 		return nil, fmt.Errorf("retaining the primary context of device %d: %w", dev.dev, err)
 	}
 	args, err := newOffHeap(argBufSize + launchConfigSize)

@@ -184,7 +184,9 @@ func openDriver(o opener) (*Driver, error) {
 	// Optional: bound when the driver has it, without failing the load.
 	_ = bind(lib, libcudaName, []binding{{&d.cuFuncGetParamInfo, names("cuFuncGetParamInfo")}})
 	_ = bind(lib, libcudaName, []binding{{&d.cuTensorMapEncodeTiled, names("cuTensorMapEncodeTiled")}})
-	if err := d.check("cuInit", d.cuInit(0)); err != nil {
+	err := d.check("cuInit", d.cuInit(0))
+	onSignalStack() // the driver's own handlers (sigstack_linux.go)
+	if err != nil {
 		return nil, fmt.Errorf("initialising the CUDA driver (%s): %w", libcudaName, err)
 	}
 	return d, nil

@@ -39,6 +39,7 @@ func (dlopener) open(path string) (library, error) {
 	if err != nil {
 		return nil, err
 	}
+	onSignalStack() // handlers a library's constructors installed (sigstack_linux.go)
 	return dlhandle(h), nil
 }
 
