@@ -229,6 +229,7 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 		return c.d.cuModuleLoadData(&h, unsafe.Pointer(unsafe.SliceData(image)))
 	})
 	runtime.KeepAlive(image)
+	onSignalStack()
 	if err != nil {
 		return nil, fmt.Errorf("loading a %d-byte module: %w", len(image), err)
 	}

@@ -78,6 +78,7 @@ func (c *Context) LoadImage(image []byte) (*Module, error) {
 		return c.d.cuModuleLoadDataEx(&h, base+uintptr(img), 2, base+uintptr(opts), base+uintptr(vals))
 	})
 	runtime.KeepAlive(arena)
+	onSignalStack() // the PTX JIT is a compiler too
 	if err != nil {
 		log := string(arena.mem[logOff : logOff+jitLogBytes])
 		if i := strings.IndexByte(log, 0); i >= 0 {

@@ -274,6 +274,7 @@ func (n *NVRTC) CompileNamed(src, name string, headers map[string]string, opts, 
 
 	cerr := n.check("nvrtcCompileProgram", n.nvrtcCompileProgram(prog, int32(len(opts)), optsP))
 	runtime.KeepAlive(arena)
+	onSignalStack() // NVRTC's first compile puts SIGINT's handler back without the flag (sigstack_linux.go)
 	log, lerr := n.programLog(prog)
 	if cerr != nil {
 		return nil, log, nil, &CompileError{Name: name, Log: log, Err: cerr}

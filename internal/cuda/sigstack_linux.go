@@ -5,15 +5,19 @@ import (
 	"unsafe"
 )
 
-// The CUDA driver installs signal handlers of its own (SIGINT among them)
-// without SA_ONSTACK, and they call on to the Go runtime's. A signal then
-// reaches Go's handler on a goroutine's stack instead of the signal
-// stack, and the runtime dies ("non-Go code set up signal handler without
-// SA_ONSTACK flag"): a Ctrl-C, or the INT of a time limit, ended an
-// in-process sweep so on an H200, before it could close its files.
-// onSignalStack, called after each step that loads or initialises the
-// driver or NVRTC, adds SA_ONSTACK to every installed handler that lacks
-// it and leaves the handlers themselves as they are.
+// On an H200 an in-process sweep died at its time limit's INT: "signal 2
+// received but handler not on signal stack; fatal error: non-Go code set
+// up signal handler without SA_ONSTACK flag". The kernel had called Go's
+// own handler, put back without the flag (as saving a handler and
+// restoring it with signal(2) does), so the signal landed on a
+// goroutine's stack. NVRTC's first compile in a process does that (NVRTC
+// 11.8 here: SIGINT, SIGTERM and SIGXFSZ), and a sweep compiles in its own
+// process, in-process or not. onSignalStack
+// adds SA_ONSTACK to every installed handler that lacks it, handlers and
+// masks left as they are; it runs after the steps that load or run CUDA's
+// libraries' own setup and compilers: dlopen, cuInit, a context's retain,
+// an NVRTC compile and a module load (the PTX JIT). A signal in the middle
+// of one of those calls can still meet the handler without the flag.
 
 // sigaction is the kernel's struct for rt_sigaction on linux/amd64 and
 // linux/arm64.

@@ -51,3 +51,26 @@ func TestOnSignalStack(t *testing.T) {
 		t.Errorf("SIGWINCH changed: %+v -> %+v", dfl, after)
 	}
 }
+
+// TestCompileKeepsSignalStack: NVRTC's first compile in a process puts
+// SIGINT's handler back without SA_ONSTACK (seen with NVRTC 11.8: SIGINT,
+// SIGTERM and SIGXFSZ), and a Ctrl-C then kills the process; after
+// Compile every handler has the flag. Needs NVRTC, not a GPU.
+func TestCompileKeepsSignalStack(t *testing.T) {
+	nv, err := OpenNVRTC()
+	if err != nil {
+		t.Skipf("no NVRTC here: %v", err)
+	}
+	if _, log, err := nv.Compile(`extern "C" __global__ void k(int *p) { *p = 1; }`, "k.cu", nil, []string{"-arch=sm_90"}); err != nil {
+		t.Skipf("NVRTC does not build for sm_90 here: %v\n%s", err, log)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		var a sigaction
+		if err := rtSigaction(int(sig), nil, &a); err != nil {
+			t.Fatal(err)
+		}
+		if a.handler != sigDfl && a.handler != sigIgn && a.flags&saOnStack == 0 {
+			t.Errorf("%v: handler %#x without SA_ONSTACK after a compile", sig, a.handler)
+		}
+	}
+}
