@@ -72,8 +72,10 @@ type Backend struct {
 	flagsDev  cuda.DevPtr
 	scratch   cuda.DevPtr // 16 bytes: ktune_clock's output, ktune_read_bw's sink
 	// staging is pinned host memory the coalesced uploads write from
-	// (cudaDevice.stage), allocated at the first.
-	staging []byte
+	// (cudaDevice.stage), stagingDev the device memory scattered pieces
+	// go through (stageDevice); each allocated at its first use.
+	staging    []byte
+	stagingDev cuda.DevPtr
 
 	// gpu is what the orchestration uses of the device: cudaDevice{b} on a
 	// real one, a model of the kernels in tests.
@@ -307,6 +309,10 @@ func (b *Backend) Close() error {
 	if b.staging != nil {
 		b.ctx.FreeHost(b.staging)
 		b.staging = nil
+	}
+	if b.stagingDev != 0 {
+		b.ctx.Free(b.stagingDev)
+		b.stagingDev = 0
 	}
 	if b.hostFlags != nil {
 		b.ctx.FreeHost(b.hostFlags)

@@ -35,6 +35,7 @@ func (n nullDevice) allocWorkspace(l layout) (*workspace, error) {
 	return w, nil
 }
 func (n nullDevice) write(cuda.DevPtr, []byte) error { return nil }
+func (n nullDevice) copyAsync(_, _ cuda.DevPtr, _ int64) error { return nil }
 func (n nullDevice) read(b []byte, _ cuda.DevPtr) error {
 	clear(b)
 	return nil

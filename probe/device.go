@@ -60,6 +60,11 @@ type device interface {
 	// (writeInputs): pinned on a GPU, so that a write from it is one DMA;
 	// the same memory every call, valid until the next.
 	stage(n int64) ([]byte, error)
+	// stageDevice is stageMax bytes of device memory that scattered
+	// pieces are uploaded to packed (writeInputs), the same every call;
+	// copyAsync enqueues a copy of n bytes from src to dst on the stream.
+	stageDevice() (cuda.DevPtr, error)
+	copyAsync(dst, src cuda.DevPtr, n int64) error
 	read(b []byte, src cuda.DevPtr) error
 	fill32(p cuda.DevPtr, v uint32, n int64) error
 	// sync waits for the stream.
@@ -191,6 +196,21 @@ func (d cudaDevice) stage(n int64) ([]byte, error) {
 		d.b.staging = host
 	}
 	return d.b.staging[:n], nil
+}
+
+func (d cudaDevice) stageDevice() (cuda.DevPtr, error) {
+	if d.b.stagingDev == 0 {
+		p, err := d.b.ctx.Alloc(stageMax)
+		if err != nil {
+			return 0, fmt.Errorf("allocating the upload staging buffer on the device: %w", err)
+		}
+		d.b.stagingDev = p
+	}
+	return d.b.stagingDev, nil
+}
+
+func (d cudaDevice) copyAsync(dst, src cuda.DevPtr, n int64) error {
+	return d.b.ctx.CopyDtoDAsync(dst, src, n, d.b.stream)
 }
 
 func (d cudaDevice) read(b []byte, src cuda.DevPtr) error {

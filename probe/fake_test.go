@@ -95,6 +95,10 @@ type fakeDevice struct {
 	freeMem  int64
 	allocErr error
 	staging  []byte
+	// stagingDev is the device staging buffer (stageDevice); copies
+	// counts the device-to-device copies from it.
+	stagingDev cuda.DevPtr
+	copies     int
 	bw, mhz  float64
 	// sample returns the i-th timed sample (ns per pair) and whether the
 	// blocker timed out; nil: 1000 ns.
@@ -332,6 +336,22 @@ func (f *fakeDevice) stage(n int64) ([]byte, error) {
 		f.staging = make([]byte, stageMax)
 	}
 	return f.staging[:n], nil
+}
+
+func (f *fakeDevice) stageDevice() (cuda.DevPtr, error) {
+	if f.stagingDev == 0 {
+		f.stagingDev = f.allocBytes(stageMax)
+	}
+	return f.stagingDev, nil
+}
+
+func (f *fakeDevice) copyAsync(dst, src cuda.DevPtr, n int64) error {
+	if err := f.hit("copyAsync"); err != nil {
+		return err
+	}
+	f.copies++
+	copy(f.at(dst)[:n], f.at(src)[:n])
+	return nil
 }
 
 func (f *fakeDevice) read(b []byte, src cuda.DevPtr) error {

@@ -38,6 +38,11 @@ func (c *clockedDevice) write(dst cuda.DevPtr, b []byte) error {
 	return c.device.write(dst, b)
 }
 
+func (c *clockedDevice) copyAsync(dst, src cuda.DevPtr, n int64) error {
+	defer c.charge(&c.upload, time.Now())
+	return c.device.copyAsync(dst, src, n)
+}
+
 func (c *clockedDevice) read(b []byte, src cuda.DevPtr) error {
 	defer c.charge(&c.run, time.Now())
 	return c.device.read(b, src)

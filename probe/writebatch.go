@@ -2,6 +2,7 @@ package probe
 
 import (
 	"cmp"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -94,18 +95,40 @@ func (run writeRun) fill(dst []byte, cs []bufCopy) {
 	wg.Wait()
 }
 
+// Runs of at most scatterMax bytes, when an upload has at least
+// scatterRuns of them, are packed into the pinned stage, uploaded to the
+// device's stage in one write and copied to their places there, each an
+// asynchronous device copy: a set's pages in a paged pool lie shuffled
+// over the whole pool (1664 pages among 131072 at batch 16), so that no
+// two touch and coalescing alone left a write per page.
+const (
+	scatterMax  = 1 << 20
+	scatterRuns = 8
+)
+
 // writeInputs writes every piece of cs to the buffer at p (offsets from
-// p) as writeInput would one by one, in one device write per run
-// (coalesce). The record of a read-only buffer takes the pieces in
-// order.
+// p) as writeInput would one by one: in one device write per run
+// (coalesce), the small runs of a scattered upload through the device's
+// stage. The record of a read-only buffer takes the pieces in order.
 func (r *pointRun) writeInputs(p cuda.DevPtr, cs []bufCopy) error {
 	if c := r.ws.input(p); c != nil {
 		for _, x := range cs {
 			c.wrote(x.dst, x.b)
 		}
 	}
-	for _, run := range coalesce(cs, stageMax) {
+	runs := coalesce(cs, stageMax)
+	var small []writeRun
+	for _, run := range runs {
+		if run.hi-run.lo <= scatterMax {
+			small = append(small, run)
+		}
+	}
+	scatter := len(small) >= scatterRuns
+	for _, run := range runs {
 		n := run.hi - run.lo
+		if scatter && n <= scatterMax {
+			continue // below
+		}
 		var b []byte
 		switch {
 		case len(run.members) == 1:
@@ -123,6 +146,53 @@ func (r *pointRun) writeInputs(p cuda.DevPtr, cs []bufCopy) error {
 		if err := r.b.gpu.write(p+devOff(run.lo), b); err != nil {
 			return err
 		}
+	}
+	if scatter {
+		return r.scatterRuns(p, small, cs)
+	}
+	return nil
+}
+
+// scatterRuns writes runs (each at most scatterMax bytes) of cs to the
+// buffer at p: as many as fit in stageMax are packed into the pinned
+// stage, written to the device's stage at once, and copied from there to
+// their places on the stream. The next batch's write waits for the
+// stream, so the device's stage is not overwritten before its copies ran.
+func (r *pointRun) scatterRuns(p cuda.DevPtr, runs []writeRun, cs []bufCopy) error {
+	d := r.b.gpu
+	dev, err := d.stageDevice()
+	if err != nil {
+		return err
+	}
+	for len(runs) > 0 {
+		var used int64
+		k := 0
+		for k < len(runs) && used+(runs[k].hi-runs[k].lo) <= stageMax {
+			used += runs[k].hi - runs[k].lo
+			k++
+		}
+		host, err := d.stage(used)
+		if err != nil {
+			return err
+		}
+		var off int64
+		for _, run := range runs[:k] {
+			n := run.hi - run.lo
+			run.fill(host[off:off+n], cs)
+			off += n
+		}
+		if err := d.write(dev, host); err != nil {
+			return err
+		}
+		off = 0
+		for _, run := range runs[:k] {
+			n := run.hi - run.lo
+			if err := d.copyAsync(p+devOff(run.lo), dev+devOff(off), n); err != nil {
+				return fmt.Errorf("copying %d bytes from the device's stage: %w", n, err)
+			}
+			off += n
+		}
+		runs = runs[k:]
 	}
 	return nil
 }

@@ -85,3 +85,60 @@ func TestCoalesceJoinsPages(t *testing.T) {
 		t.Errorf("%d runs for %d pages of %d bytes under a limit of 8 pages", len(runs), pages, page)
 	}
 }
+
+// TestWriteInputsScattered: pieces apart from one another (a set's pages
+// shuffled over a pool), touching and overlapping ones among them, land
+// on the device as one by one, the small runs through the device's stage
+// in few writes, each a copy of its own from there; stageMax bytes of
+// small runs take more than one batch.
+func TestWriteInputsScattered(t *testing.T) {
+	const page = 4096
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, pages := range []int{5, 300, 2*stageMax/page + 40} {
+		f := newFakeDevice()
+		b := fakeBackend(t, f)
+		pool := int64(2 * pages * page)
+		buf := f.allocBytes(pool)
+		r := &pointRun{b: b, ws: &workspace{}}
+		var cs []bufCopy
+		for _, slot := range rng.Perm(2 * pages)[:pages] {
+			pg := make([]byte, page)
+			for i := range pg {
+				pg[i] = byte(rng.Uint32())
+			}
+			cs = append(cs, bufCopy{int64(slot) * page, pg})
+		}
+		// Two pieces over one another and one across a page boundary.
+		cs = append(cs, bufCopy{cs[0].dst + 100, []byte{1, 2, 3}}, bufCopy{cs[0].dst + 101, []byte{9}},
+			bufCopy{cs[1].dst + page - 2, []byte{7, 7, 7, 7}})
+		want := make([]byte, pool)
+		for _, c := range cs {
+			copy(want[c.dst:], c.b)
+		}
+		writes0 := len(f.written)
+		if err := r.writeInputs(buf, cs); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.at(buf)[:pool]; !bytes.Equal(got, want) {
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%d pages: byte %d is %#x, one by one %#x", pages, i, got[i], want[i])
+				}
+			}
+		}
+		runs := len(coalesce(cs, stageMax))
+		writes := len(f.written) - writes0
+		switch {
+		case runs < scatterRuns:
+			if f.copies != 0 || writes != runs {
+				t.Errorf("%d runs: %d writes, %d device copies; want a write a run", runs, writes, f.copies)
+			}
+		default:
+			batches := int((int64(pages)*page + stageMax - 1) / stageMax)
+			if f.copies != runs || writes > batches+1 {
+				t.Errorf("%d runs of %d pages: %d writes, %d device copies; want %d copies in about %d writes",
+					runs, pages, writes, f.copies, runs, batches)
+			}
+		}
+	}
+}
