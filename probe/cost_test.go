@@ -34,7 +34,7 @@ func (n nullDevice) allocWorkspace(l layout) (*workspace, error) {
 	w.initInputs()
 	return w, nil
 }
-func (n nullDevice) write(cuda.DevPtr, []byte) error { return nil }
+func (n nullDevice) write(cuda.DevPtr, []byte) error           { return nil }
 func (n nullDevice) copyAsync(_, _ cuda.DevPtr, _ int64) error { return nil }
 func (n nullDevice) read(b []byte, _ cuda.DevPtr) error {
 	clear(b)

@@ -87,6 +87,13 @@ type fakeLaunch struct {
 // fakeDevice is a device with Go memory and Go kernels. It counts what
 // the orchestration asks of it, so tests can assert on the calls.
 type fakeDevice struct {
+	// staging and stagingDev are the host and device upload stages
+	// (stage, stageDevice); copies counts the device-to-device copies
+	// from the latter.
+	staging    []byte
+	stagingDev cuda.DevPtr
+	copies     int
+
 	models  map[string]fakeModel // by variant; absent: correct
 	kernels map[*kernelPair]*fakeKernel
 	allocs  []fakeAlloc
@@ -94,11 +101,6 @@ type fakeDevice struct {
 
 	freeMem  int64
 	allocErr error
-	staging  []byte
-	// stagingDev is the device staging buffer (stageDevice); copies
-	// counts the device-to-device copies from it.
-	stagingDev cuda.DevPtr
-	copies     int
 	bw, mhz  float64
 	// sample returns the i-th timed sample (ns per pair) and whether the
 	// blocker timed out; nil: 1000 ns.
