@@ -13,8 +13,8 @@
 # later) keeps its finished runs in OUTDIR/w-*/sanitize/verdicts.jsonl,
 # and the same command into the same OUTDIR resumes it. Writes
 # OUTDIR/SPEC.log and .jsonl, OUTDIR/sanitize-logs.tgz (the sanitizer's
-# own reports) and OUTDIR/summary.txt: per spec, kernels x tools run,
-# clean, with errors, and every finding's line.
+# own reports) and OUTDIR/summary.txt: per spec, its kernels, the runs
+# finished per tool, how many were clean, and every finding's line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: run-sanitize-all.sh OUTDIR [SPEC[:ONLY] ...]}
@@ -62,7 +62,13 @@ ntools=$(echo "$tools" | tr ',' '\n' | wc -l)
     n=$(name "$i" "${job%%:*}")
     runs=$(grep -cE '^sanitize [^ ]+: [a-z]+: ' "$out/$n.log")
     clean=$(grep -cE '^sanitize [^ ]+: [a-z]+: [a-z]+: no errors' "$out/$n.log")
-    echo "$job: $((runs / ntools)) kernels x $ntools tools, $runs runs, $clean clean; $(tail -n 1 "$out/$n.log")"
+    # Kernels: the points the sweep selected (one nkv, so one point a
+    # kernel); runs finished per tool, kept ones from an earlier call
+    # included.
+    kernels=$(grep -m1 -o '[0-9]* selected' "$out/$n.log" | grep -o '[0-9]*')
+    per=$(for t in $(echo "$tools" | tr ',' ' '); do
+      echo "$t $(grep -cE "^sanitize [^ ]+: $t: " "$out/$n.log")"; done | paste -sd, | sed 's/,/, /g')
+    echo "$job: ${kernels:-?} kernels; runs finished: $per; $runs runs, $clean clean; $(tail -n 1 "$out/$n.log")"
     grep -E '^sanitize [^ ]+: [a-z]+: ' "$out/$n.log" | grep -v 'no errors' | sed 's/^/  /'
   done
 } > "$out/summary.txt"
