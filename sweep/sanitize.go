@@ -132,7 +132,7 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 					if !complete {
 						break
 					}
-					if werr := kept.put(r.tool, r.p.Hash, g); werr != nil && first == nil {
+					if werr := kept.put(r.tool, r.p.Hash, keptKernel(r.p), g); werr != nil && first == nil {
 						first = werr
 						cancel()
 					}
@@ -164,6 +164,13 @@ feed:
 		return out, first
 	}
 	return out, ctx.Err()
+}
+
+// keptKernel names p's kernel for a kept verdict: variant, shape and
+// defines.
+func keptKernel(p *plan.Point) string {
+	c := &p.Config
+	return fmt.Sprintf("%s %s %s", c.Variant, c.Shape.Name, c.Defines.String())
 }
 
 // groupKey is the gate group of a point; a point without one is its own.

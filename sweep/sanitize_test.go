@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -232,6 +233,20 @@ func TestSanitizeKeepsRuns(t *testing.T) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Each line names its kernel, as the plan has it.
+	kernels := map[string]string{}
+	for _, p := range points {
+		kernels[p.Hash] = keptKernel(p)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r keptRun
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if want := kernels[r.Hash]; r.Kernel == "" || r.Kernel != want {
+			t.Errorf("kept %s for %s names kernel %q, want %q", r.Tool, r.Hash, r.Kernel, want)
+		}
 	}
 	lines := strings.SplitAfter(string(b), "\n")
 	lines[0] = lines[0][:len(lines[0])/2] + "\n"

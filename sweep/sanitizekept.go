@@ -24,6 +24,10 @@ type keptRun struct {
 	Tool sanitizer.Tool `json:"tool"`
 	Hash string         `json:"hash"`
 	Gate results.Gate   `json:"gate"`
+	// Kernel names the point the hash stands for (variant, shape and
+	// defines), so that the file says by itself which kernels a sanitize
+	// covered; it is not read back.
+	Kernel string `json:"kernel,omitempty"`
 }
 
 // kept is the verdicts of the sanitized runs that finished, earlier ones
@@ -92,8 +96,8 @@ func (k *kept) get(tool sanitizer.Tool, hash string) (results.Gate, bool) {
 }
 
 // put appends one finished run, on disk before the next run is told of.
-func (k *kept) put(tool sanitizer.Tool, hash string, g results.Gate) error {
-	line, err := json.Marshal(keptRun{Tool: tool, Hash: hash, Gate: g})
+func (k *kept) put(tool sanitizer.Tool, hash, kernel string, g results.Gate) error {
+	line, err := json.Marshal(keptRun{Tool: tool, Hash: hash, Gate: g, Kernel: kernel})
 	if err != nil {
 		return err
 	}
