@@ -77,17 +77,7 @@ func fillValues(dst []byte, t *kvtype.Type, seed uint64, first int64) {
 		fillSerial(dst, t, seed, first)
 		return
 	}
-	per := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += per {
-		hi := min(n, lo+per)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fillSerial(dst[lo*elt:hi*elt], t, seed, first+int64(lo))
-		}()
-	}
-	wg.Wait()
+	onCores(n, func(lo, hi int) { fillSerial(dst[lo*elt:hi*elt], t, seed, first+int64(lo)) })
 }
 
 func fillSerial(dst []byte, t *kvtype.Type, seed uint64, first int64) {
@@ -172,4 +162,24 @@ func scaleFill(n int64) []byte {
 // in [−1, 1).
 func fillF32(seed uint64, i int64) float32 {
 	return float32(int64(fillHash(seed, i)>>40)-1<<23) / (1 << 23)
+}
+
+// onCores splits [0, n) into one range per CPU and runs f on each at
+// once, returning when all are done.
+func onCores(n int, f func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	workers := runtime.GOMAXPROCS(0)
+	per := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += per {
+		hi := min(n, lo+per)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
 }

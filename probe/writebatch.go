@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/ktune/ktune/internal/cuda"
 )
@@ -80,19 +79,11 @@ func (run writeRun) fill(dst []byte, cs []bufCopy) {
 		}
 		return
 	}
-	per := (len(run.members) + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(run.members); lo += per {
-		ms := run.members[lo:min(lo+per, len(run.members))]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, i := range ms {
-				put(i)
-			}
-		}()
-	}
-	wg.Wait()
+	onCores(len(run.members), func(lo, hi int) {
+		for _, i := range run.members[lo:hi] {
+			put(i)
+		}
+	})
 }
 
 // Runs of at most scatterMax bytes, when an upload has at least

@@ -166,11 +166,10 @@ feed:
 	return out, ctx.Err()
 }
 
-// keptKernel names p's kernel for a kept verdict: variant, shape and
-// defines.
+// keptKernel names p's kernel for a kept verdict: its variant, then
+// shape, defines and nkv as messages name a point (describeConfig).
 func keptKernel(p *plan.Point) string {
-	c := &p.Config
-	return fmt.Sprintf("%s %s %s", c.Variant, c.Shape.Name, c.Defines.String())
+	return p.Config.Variant + " " + describeConfig(&p.Config)
 }
 
 // groupKey is the gate group of a point; a point without one is its own.
