@@ -149,13 +149,13 @@ func FromBaseShared(set InputSet, base *Inputs, rows int, lengths []int, splits 
 
 // RowsNest reports whether the set's inputs at fewer rows per sequence
 // are its inputs at more, row for row, so that the shorter may be a view
-// of the longer (Inputs.View): the uniform set and the large set of a
-// type without scales, whose rewrites are per element and per row and
-// whose draws come before them. The subnormal and outlier sets draw
-// over every element in order, and a scaled type's scales come from
-// every value.
+// of the longer (Inputs.View): every set of a type without scales whose
+// data does not depend on the lengths. Their rewrites are per element and
+// per row, and their draws per block of rows (setGen.blocks), so a row's
+// values do not depend on how many rows follow it. A scaled type's
+// scales come from every value, so its sets do not nest.
 func (s InputSet) RowsNest(t *kvtype.Type) bool {
-	return !t.Scaled && (s == SetUniform || s == SetLarge)
+	return !t.Scaled && !s.PerLength() && (s == SetUniform || s == SetLarge || s == SetSubnormal || s == SetOutliers)
 }
 
 // sharesV reports whether set leaves V as the base has it (and K too,
@@ -229,31 +229,32 @@ func fromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int, s
 			kScales, vScales = g.subnormalE4M3()
 			break
 		}
-		// Drawn in stream order, stored on every core (encodeAll); NaN
-		// marks a K element the set leaves as it is. V is rewritten
-		// whole, so its draws go straight into the set's own copy.
-		for i := range in.V {
-			in.V[i] = g.subnormal()
-		}
-		encodeAll(in.VBytes, in.V, t, in.V)
-		ks := make([]float64, len(in.K))
-		for i := range ks {
-			ks[i] = math.NaN()
-			if g.rng.IntN(2) == 0 {
-				ks[i] = g.subnormal()
+		// Every V element, and K's where a coin says so, drawn and
+		// stored block by block on every core (blocks).
+		g.blocks(set, 'V', in.V, func(rng *rand.Rand, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				in.V[i] = encode(in.VBytes, t, i, subnormal(rng))
 			}
-		}
-		encodeAll(in.KBytes, in.K, t, ks)
+		})
+		g.blocks(set, 'K', in.K, func(rng *rand.Rand, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				if rng.IntN(2) == 0 {
+					in.K[i] = encode(in.KBytes, t, i, subnormal(rng))
+				}
+			}
+		})
 	case SetOutliers:
 		sign := make([]float64, s.HeadDim)
 		for i := range sign {
 			sign[i] = float64(1 - 2*g.rng.IntN(2))
 		}
-		for i := range in.K {
-			if c := i % s.HeadDim; c%outlierEvery == 5 {
-				g.setK(i, sign[c]*outlierScale*(0.5+0.5*g.rng.Float64()))
+		g.blocks(set, 'K', in.K, func(rng *rand.Rand, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				if c := i % s.HeadDim; c%outlierEvery == 5 {
+					g.setK(i, sign[c]*outlierScale*(0.5+0.5*rng.Float64()))
+				}
 			}
-		}
+		})
 	default:
 		if err := g.optionSet(set, lengths); err != nil {
 			return nil, err
@@ -361,12 +362,50 @@ func (g *setGen) aim(b, r, kh int, score float64) {
 }
 
 // subnormal draws an f16 subnormal of random sign: m·2^-24, m in 1..1023.
-func (g *setGen) subnormal() float64 {
-	m := float64(1 + g.rng.IntN(1023))
-	if g.rng.IntN(2) == 0 {
+func subnormal(rng *rand.Rand) float64 {
+	m := float64(1 + rng.IntN(1023))
+	if rng.IntN(2) == 0 {
 		m = -m
 	}
 	return m / (1 << 24)
+}
+
+// blocks runs draw over the set's own array x of K or V (tensor 'K' or
+// 'V', Rows rows per sequence) a block of drawBlock rows of one sequence
+// at a time, on every core, each block with a random stream of its own: a
+// function of (seed, set, tensor, sequence, block) alone, as Generate's
+// blocks are (drawRows). A row's draws then depend neither on the number
+// of rows after it nor on the cores, which is what lets a set at fewer
+// rows be a view of the set at more (RowsNest), and lets a batch-16 set's
+// tens of millions of draws run on every core.
+func (g *setGen) blocks(set InputSet, tensor byte, x []float64, draw func(rng *rand.Rand, lo, hi int)) {
+	s, rows := g.in.Shape, g.in.Rows
+	if rows == 0 || len(x) == 0 {
+		return
+	}
+	row := len(x) / (s.Batch * rows)
+	nblk := (rows + drawBlock - 1) / drawBlock
+	parallelN(s.Batch*nblk, 1, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			b, blk := j/nblk, j%nblk
+			rng := rand.New(rand.NewPCG(g.in.Seed, set.blockStream(tensor, b, blk)))
+			draw(rng, (b*rows+blk*drawBlock)*row, (b*rows+min(rows, (blk+1)*drawBlock))*row)
+		}
+	})
+}
+
+// blockStream is the PCG stream of one block of the set's draws (blocks):
+// FNV-1a over the set's name, the tensor, the sequence and the block, so
+// that no two blocks, sets or tensors share a stream, nor any of them
+// Generate's (blockStream, whose constant this does not take).
+func (s InputSet) blockStream(tensor byte, b, blk int) uint64 {
+	h := setStream(s)
+	for _, x := range []uint64{uint64(tensor), uint64(b), uint64(blk)} {
+		for i := range 8 {
+			h = (h ^ (x >> (8 * i) & 0xff)) * 0x100000001b3
+		}
+	}
+	return h
 }
 
 // subnormalE4M3 is the subnormal set of fp8e4m3: every V element and
@@ -382,22 +421,26 @@ func (g *setGen) subnormalE4M3() (kScales, vScales []float64) {
 	if s.KVScale == kvtype.ScaleShared {
 		kScales = vScales // one scale: V's codes must stay codes
 	}
-	code := func() float64 {
-		m := float64(1 + g.rng.IntN(7))
-		if g.rng.IntN(2) == 0 {
+	code := func(rng *rand.Rand) float64 {
+		m := float64(1 + rng.IntN(7))
+		if rng.IntN(2) == 0 {
 			m = -m
 		}
 		return m * 0x1p-9
 	}
 	dv := s.Attention.VDim(s.HeadDim)
-	for i := range in.V {
-		in.V[i] = code() * vScales[(i/dv)%s.KVHeads]
-	}
-	for i := range in.K {
-		if g.rng.IntN(2) == 0 {
-			in.K[i] = code() * kScales[(i/s.HeadDim)%s.KVHeads]
+	g.blocks(SetSubnormal, 'V', in.V, func(rng *rand.Rand, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			in.V[i] = code(rng) * vScales[(i/dv)%s.KVHeads]
 		}
-	}
+	})
+	g.blocks(SetSubnormal, 'K', in.K, func(rng *rand.Rand, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if rng.IntN(2) == 0 {
+				in.K[i] = code(rng) * kScales[(i/s.HeadDim)%s.KVHeads]
+			}
+		}
+	})
 	return kScales, vScales
 }
 
