@@ -60,12 +60,20 @@ func keyOfSet(in inputsKey, set oracle.InputSet, rows, baseRows int, lengths []i
 }
 
 // An inputCache keeps derived sets and their references, least recently
-// used evicted first once the bytes pass limit.
+// used evicted first once the bytes pass limit. The bytes are the host
+// memory the cached sets hold: an array of K or V that several sets
+// share (a base and its views, oracle.FromBaseShared) counts once, for as
+// long as one of them is cached. Counting it once per set made the
+// per-length peaked sets of one kernel, views of one base, look like
+// gigabytes, and they pushed out every other set of the shape.
 type inputCache struct {
 	limit, used int64
 	tick        uint64
 	sets        map[setKey]*cachedSet
 	byInputs    map[*oracle.Inputs]*cachedSet
+	// arrays are the K and V arrays the cached sets hold, by their first
+	// element, with the bytes each holds and how many sets hold it.
+	arrays map[*float64]*heldArray
 	// hits and misses count set lookups (tests, the gate log).
 	hits, misses int
 }
@@ -77,12 +85,70 @@ type cachedSet struct {
 	refs map[string]oracle.Output // by the launch's lengths (refsKey)
 	// tiled is in marked Tiled, the long gates' view of the uniform set.
 	tiled *oracle.Inputs
+	// bytes are the set's own host memory but its K and V arrays
+	// (arrays), its references included.
 	bytes int64
 	last  uint64
 }
 
+// A heldArray is one K or V array of cached sets (inputCache.arrays).
+type heldArray struct {
+	bytes int64
+	users int
+}
+
 func newInputCache(limit int64) *inputCache {
-	return &inputCache{limit: limit, sets: map[setKey]*cachedSet{}, byInputs: map[*oracle.Inputs]*cachedSet{}}
+	return &inputCache{limit: limit, sets: map[setKey]*cachedSet{}, byInputs: map[*oracle.Inputs]*cachedSet{},
+		arrays: map[*float64]*heldArray{}}
+}
+
+// A kvArray is one K or V value array of a set, by its first element,
+// with the bytes it holds (the values and their device bytes).
+type kvArray struct {
+	first *float64
+	bytes int64
+}
+
+// kvArrays lists in's K and V arrays: the arrays a set may share.
+func kvArrays(in *oracle.Inputs) []kvArray {
+	var out []kvArray
+	if len(in.K) > 0 {
+		out = append(out, kvArray{&in.K[0], int64(8*len(in.K) + len(in.KBytes))})
+	}
+	if len(in.V) > 0 {
+		out = append(out, kvArray{&in.V[0], int64(8*len(in.V) + len(in.VBytes))})
+	}
+	return out
+}
+
+// hold counts in's K and V arrays as held by one more set and returns
+// the bytes that adds to what the cache holds.
+func (c *inputCache) hold(in *oracle.Inputs) int64 {
+	var added int64
+	for _, a := range kvArrays(in) {
+		h := c.arrays[a.first]
+		if h == nil {
+			h = &heldArray{bytes: a.bytes}
+			c.arrays[a.first] = h
+			added += a.bytes
+		}
+		h.users++
+	}
+	return added
+}
+
+// release undoes hold and returns the bytes the cache no longer holds.
+func (c *inputCache) release(in *oracle.Inputs) int64 {
+	var freed int64
+	for _, a := range kvArrays(in) {
+		if h := c.arrays[a.first]; h != nil {
+			if h.users--; h.users == 0 {
+				delete(c.arrays, a.first)
+				freed += h.bytes
+			}
+		}
+	}
+	return freed
 }
 
 // set returns the set of key, deriving it with derive on a miss. A set
@@ -99,12 +165,12 @@ func (c *inputCache) set(key setKey, derive func() (*oracle.Inputs, error)) (*or
 	if err != nil {
 		return nil, err
 	}
-	e := &cachedSet{key: key, in: in, refs: map[string]oracle.Output{}, bytes: inputsBytes(in), last: c.tick}
-	if e.bytes > c.limit {
+	e := &cachedSet{key: key, in: in, refs: map[string]oracle.Output{}, bytes: ownBytes(in), last: c.tick}
+	if inputsBytes(in) > c.limit {
 		return in, nil
 	}
 	c.sets[key], c.byInputs[in] = e, e
-	c.used += e.bytes
+	c.used += e.bytes + c.hold(in)
 	c.evict()
 	return in, nil
 }
@@ -198,14 +264,27 @@ func (c *inputCache) evict() {
 		delete(c.sets, old.key)
 		delete(c.byInputs, old.in)
 		delete(c.byInputs, old.tiled)
-		c.used -= old.bytes
+		c.used -= old.bytes + c.release(old.in)
 	}
 }
 
-// inputsBytes is the host memory of a set's arrays.
+// inputsBytes is the host memory of a set's arrays, shared ones included.
 func inputsBytes(in *oracle.Inputs) int64 {
-	n := 8*(len(in.K)+len(in.V)+len(in.KScale)+len(in.VScale)+len(in.Slopes)+len(in.Sinks)) + 4*len(in.Q)
-	return int64(n + len(in.KBytes) + len(in.VBytes))
+	n := ownBytes(in)
+	for _, a := range kvArrays(in) {
+		n += a.bytes
+	}
+	return n
+}
+
+// ownBytes is the host memory of a set's arrays but K's and V's: q, the
+// scales, the option values and the patched rows of a shared K.
+func ownBytes(in *oracle.Inputs) int64 {
+	n := 8*(len(in.KScale)+len(in.VScale)+len(in.Slopes)+len(in.Sinks)) + 4*len(in.Q)
+	for _, p := range in.KPatches() {
+		n += len(p.Bytes) * (1 + 8/max(1, in.Shape.KVType().Bytes))
+	}
+	return int64(n)
 }
 
 // inputCache returns the backend's cache, made on first use.

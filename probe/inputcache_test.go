@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -216,5 +217,53 @@ func TestBaseSharedAcrossSplits(t *testing.T) {
 					m, c.p.Hash, c.rec.Status, failedKinds(c.rec.Gates), want.Status, failedKinds(want.Gates))
 			}
 		}
+	}
+}
+
+// The cache counts an array that several cached sets share once, while
+// one of them holds it: views of one base fit where copies would not,
+// and the count is always what the cached sets hold, through evictions.
+func TestInputCacheCountsSharedOnce(t *testing.T) {
+	s := abi.Shape{Heads: 4, KVHeads: 2, HeadDim: 16, KVDtype: "f16", Batch: 2, Capacity: 512}
+	base, err := oracle.Generate(s, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrays := inputsBytes(base) - ownBytes(base)
+	c := newInputCache(arrays + 64<<10)
+	held := func(what string) {
+		t.Helper()
+		want, seen := int64(0), map[*float64]bool{}
+		for _, e := range c.sets {
+			want += e.bytes
+			for _, a := range kvArrays(e.in) {
+				if !seen[a.first] {
+					seen[a.first] = true
+					want += a.bytes
+				}
+			}
+		}
+		if c.used != want || c.used > c.limit {
+			t.Errorf("%s: %d bytes counted, the cached sets hold %d (limit %d)", what, c.used, want, c.limit)
+		}
+	}
+	for rows := 10; rows <= 60; rows += 10 {
+		v := base.View(rows)
+		if _, err := c.set(setKey{inputs: inputsKey{s, 1}, rows: rows}, func() (*oracle.Inputs, error) { return v, nil }); err != nil {
+			t.Fatal(err)
+		}
+		held(fmt.Sprintf("view of %d rows", rows))
+	}
+	if len(c.sets) != 6 {
+		t.Errorf("%d of 6 views of one base kept within one base's bytes", len(c.sets))
+	}
+	// A set of its own arrays as large as the base: every view goes, and
+	// the base's arrays with them.
+	if _, err := c.set(setKey{inputs: inputsKey{s, 2}, rows: 100}, func() (*oracle.Inputs, error) { return oracle.Generate(s, 100, 2) }); err != nil {
+		t.Fatal(err)
+	}
+	held("after a set of its own arrays")
+	if len(c.sets) != 1 || len(c.arrays) != 2 {
+		t.Errorf("%d sets and %d arrays held, want the new set and its K and V", len(c.sets), len(c.arrays))
 	}
 }
