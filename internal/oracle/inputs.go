@@ -343,16 +343,29 @@ func (in *Inputs) ownK() {
 	in.KStride = 0
 }
 
-// encodeAll stores each of values[i] as element i of raw in the type and
-// the value its bits hold in vals, on every core; math.NaN in values
-// leaves element i as it is (a set that rewrites some elements only). A
-// scaled type only records the values: its scales depend on all of them,
-// so quantize encodes them once the set is complete.
-func encodeAll(raw []byte, vals []float64, t *kvtype.Type, values []float64) {
-	parallel(len(values), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			if f := values[i]; !math.IsNaN(f) {
-				vals[i] = encode(raw, t, i, f)
+// ownV gives a view its own packed V, each element f of the shared V's
+// rows (nil f: zeros, for a set that draws all of V anew), stored in the
+// type, in one pass on every core rather than a copy and a rewrite.
+func (in *Inputs) ownV(f func(x float64) float64) {
+	s := in.Shape
+	t := s.KVType()
+	_, stride := in.Strides()
+	per := s.KVHeads * s.Attention.VDim(s.HeadDim)
+	x := in.V
+	if x == nil {
+		return // a latent cache: V is K's first channels
+	}
+	in.V, in.VBytes = make([]float64, s.Batch*in.Rows*per), make([]byte, s.Batch*in.Rows*per*t.Bytes)
+	in.VStride = 0
+	if f == nil {
+		return
+	}
+	parallelN(s.Batch*in.Rows, 64, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			b, r := j/in.Rows, j%in.Rows
+			src, dst := (b*stride+r)*per, j*per
+			for i := range per {
+				in.V[dst+i] = encode(in.VBytes, t, dst+i, f(x[src+i]))
 			}
 		}
 	})

@@ -139,8 +139,10 @@ func FromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int) (
 // FromBaseShared makes the inputs FromBase makes, the same values and
 // bytes row for row, sharing with base the arrays the set leaves as the
 // base has them (Inputs.Strides): K and V for the uniform set, V for the
-// peaked and outlier sets of a type without scales, and K too for the
-// peaked set but for its needles' rows (Inputs.KPatches). A copy of those is
+// peaked and outlier sets of a type without scales, and K for the peaked
+// and large sets but for the rows they aim (Inputs.KPatches); the large
+// set's V is the base's scaled in one pass, and the subnormal set's V is
+// drawn without a copy of the base's first (InputSet.shares). A copy is
 // most of what deriving a set costs at batch 16 (hundreds of MB of fresh
 // memory per set and length). base must not change while the set lives.
 func FromBaseShared(set InputSet, base *Inputs, rows int, lengths []int, splits int) (*Inputs, error) {
@@ -164,10 +166,19 @@ func (s InputSet) sharesV(t *kvtype.Type) bool {
 	return !t.Scaled && (s == SetUniform || s == SetPeaked || s == SetOutliers)
 }
 
+// shares reports whether FromBaseShared derives set from views of its
+// base's arrays, copying only what the set rewrites: K patched at the
+// rows it aims (peaked, large) or copied (outliers, subnormal), V shared
+// (sharesV), mapped (large) or drawn anew (subnormal). A scaled type's
+// sets are quantized whole, and the option sets copy both.
+func (s InputSet) shares(t *kvtype.Type) bool {
+	return s.sharesV(t) || !t.Scaled && (s == SetLarge || s == SetSubnormal)
+}
+
 func fromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int, share bool) (*Inputs, error) {
 	s, seed := base.Shape, base.Seed
 	t := s.KVType()
-	share = share && set.sharesV(t) && base.kPatch == nil
+	share = share && set.shares(t) && base.kPatch == nil
 	if set == SetUniform {
 		switch {
 		case share:
@@ -180,12 +191,19 @@ func fromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int, s
 	var in *Inputs
 	if share {
 		in = base.view(rows)
-		if set == SetPeaked {
+		switch set {
+		case SetPeaked, SetLarge:
 			// A few rows per sequence: those rows patched, the rest
 			// shared (Inputs.KPatches).
 			in.kPatch = map[int]*rowPatch{}
-		} else {
+		default:
 			in.ownK()
+		}
+		switch set {
+		case SetLarge:
+			in.ownV(func(x float64) float64 { return x * largeV })
+		case SetSubnormal:
+			in.ownV(nil)
 		}
 	} else {
 		in = base.Prefix(rows)
@@ -210,12 +228,15 @@ func fromBase(set InputSet, base *Inputs, rows int, lengths []int, splits int, s
 		}
 	case SetLarge:
 		g.groupQueries()
-		// In place, on every core: V is the set's own copy.
-		parallel(len(in.V), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				in.V[i] = encode(in.VBytes, t, i, in.V[i]*largeV)
-			}
-		})
+		if !share {
+			// In place, on every core: V is the set's own copy (shared,
+			// ownV scaled it as it copied).
+			parallel(len(in.V), func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					in.V[i] = encode(in.VBytes, t, i, in.V[i]*largeV)
+				}
+			})
+		}
 		for b := range s.Batch {
 			for r := 17; r < rows; r += largeEvery {
 				level := (r / largeEvery) % 3

@@ -43,6 +43,9 @@ func TestFromBaseSharedIsFromBase(t *testing.T) {
 				if k, v := got.Strides(); set.sharesV(s.KVType()) && rows < base.Rows && (v != base.Rows || set == SetUniform && k != base.Rows) {
 					t.Errorf("%s %s rows %d: strides %d, %d: nothing shared", s.Name, set, rows, k, v)
 				}
+				if k, _ := got.Strides(); set == SetLarge && !s.KVType().Scaled && rows < base.Rows && k != base.Rows {
+					t.Errorf("%s large rows %d: K of stride %d, want the base's %d rows but for the spike rows", s.Name, rows, k, base.Rows)
+				}
 				if g, w := inputsDigest(got.Prefix(got.Rows)), inputsDigest(want.Prefix(want.Rows)); g != w || got.Rows != want.Rows {
 					t.Errorf("%s %s rows %d: shared inputs %s (%d rows), FromBase's %s (%d rows)", s.Name, set, rows, g, got.Rows, w, want.Rows)
 				}
