@@ -202,8 +202,10 @@ func TestBaseSharedAcrossSplits(t *testing.T) {
 		if e == nil {
 			t.Fatalf("%s: no large set of 64 rows cached", m)
 		}
-		if k, _ := e.in.Strides(); k != 100 {
-			t.Errorf("%s: the shorter kernel's large set has K of %d rows per sequence, want a view of the first kernel's 100-row set", m, k)
+		// Its V is the longer set's (scaled from the base's once), its K
+		// the base's with the spike rows patched.
+		if k, v := e.in.Strides(); v != 100 || k != base.Rows {
+			t.Errorf("%s: the shorter kernel's large set has K of %d rows per sequence and V of %d, want the base's K (%d) and a view of the first kernel's 100-row V", m, k, v, base.Rows)
 		}
 		for _, c := range []struct {
 			p   *plan.Point

@@ -327,12 +327,19 @@ func (in *Inputs) view(rows int) *Inputs {
 }
 
 // View returns in's first rows rows of each sequence, K and V shared
-// with in (view); a set with patched rows gets a copy (Prefix).
+// with in (view), and of a set with patched rows the patches of those
+// rows, shared too (no set rewrites a patch once derived).
 func (in *Inputs) View(rows int) *Inputs {
+	out := in.view(rows)
 	if in.kPatch != nil {
-		return in.Prefix(rows)
+		out.kPatch = map[int]*rowPatch{}
+		for key, p := range in.kPatch {
+			if b, r := key/in.Rows, key%in.Rows; r < out.Rows {
+				out.kPatch[b*out.Rows+r] = p
+			}
+		}
 	}
-	return in.view(rows)
+	return out
 }
 
 // ownK gives a view its own packed copy of K (Prefix's), for a set that
