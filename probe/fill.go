@@ -80,20 +80,31 @@ func fillValues(dst []byte, t *kvtype.Type, seed uint64, first int64) {
 	onCores(n, func(lo, hi int) { fillSerial(dst[lo*elt:hi*elt], t, seed, first+int64(lo)) })
 }
 
+// fillSerial writes elements first, first+1, … of the fill into dst on
+// the calling goroutine: one loop per type, so that the loop body is the
+// element's function and a little-endian store, with no per-element
+// dispatch on the type.
 func fillSerial(dst []byte, t *kvtype.Type, seed uint64, first int64) {
-	for i := 0; i < len(dst)/t.Bytes; i++ {
-		var bits uint32
-		switch t {
-		case kvtype.F16:
-			bits = uint32(fillF16(seed, first+int64(i)))
-		case kvtype.BF16:
-			bits = uint32(fillBF16(seed, first+int64(i)))
-		case kvtype.FP8E4M3:
-			bits = uint32(fillE4M3(seed, first+int64(i)))
-		default:
-			bits = math.Float32bits(fillF32(seed, first+int64(i)))
+	switch t {
+	case kvtype.F16:
+		fillGridLoop(dst, &f16Grid, seed, first)
+	case kvtype.BF16:
+		fillGridLoop(dst, &bf16Grid, seed, first)
+	case kvtype.FP8E4M3:
+		for i := range dst {
+			dst[i] = fillE4M3(seed, first+int64(i))
 		}
-		t.PutBits(dst, i, bits)
+	default:
+		for i := 0; i+4 <= len(dst); i += 4 {
+			binary.LittleEndian.PutUint32(dst[i:], math.Float32bits(fillF32(seed, first+int64(i/4))))
+		}
+	}
+}
+
+// fillGridLoop is fillSerial for a type drawn from a 2048-entry grid.
+func fillGridLoop(dst []byte, grid *[2048]uint16, seed uint64, first int64) {
+	for i := 0; i+2 <= len(dst); i += 2 {
+		binary.LittleEndian.PutUint16(dst[i:], fillGrid(grid, seed, first+int64(i/2)))
 	}
 }
 
@@ -109,17 +120,14 @@ func fillHash(seed uint64, i int64) uint64 {
 
 // f16Grid holds the binary16 bits of k/1024 for k in [−1024, 1024): every
 // one of them is an exact half (a multiple of 2^-10 below 1 in magnitude),
-// so no rounding is involved and a table lookup is the conversion.
+// so no rounding is involved and a table lookup is the conversion. An f16
+// fill is uniform over it: the same range as the oracle's inputs.
 var f16Grid = func() (t [2048]uint16) {
 	for k := range t {
 		t[k] = kvtype.F32ToF16(float32(k-1024) / 1024)
 	}
 	return t
 }()
-
-// fillF16 is element i of an f16 fill: uniform over the 2048 multiples of
-// 2^-10 in [−1, 1), the same range as the oracle's inputs.
-func fillF16(seed uint64, i int64) uint16 { return f16Grid[fillHash(seed, i)>>53] }
 
 // bf16Grid holds the bfloat16 bits of k/1024 for k in [−1024, 1024),
 // rounded (bf16 keeps 8 significant bits): finite, in [−1, 1].
@@ -130,8 +138,9 @@ var bf16Grid = func() (t [2048]uint16) {
 	return t
 }()
 
-// fillBF16 is element i of a bf16 fill.
-func fillBF16(seed uint64, i int64) uint16 { return bf16Grid[fillHash(seed, i)>>53] }
+// fillGrid is element i of an f16 or bf16 fill (grid f16Grid or
+// bf16Grid): the top 11 bits of the hash pick the entry.
+func fillGrid(grid *[2048]uint16, seed uint64, i int64) uint16 { return grid[fillHash(seed, i)>>53] }
 
 // fillE4M3 is element i of an fp8e4m3 fill: a uniformly drawn finite
 // code. Random bytes would hold the NaN codes S.1111.111, which the fill

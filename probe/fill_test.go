@@ -149,7 +149,7 @@ func TestFillDistribution(t *testing.T) {
 	var sum, sq float64
 	seen := map[uint16]bool{}
 	for i := int64(0); i < n; i++ {
-		h := fillF16(fillSeed, i)
+		h := fillGrid(&f16Grid, fillSeed, i)
 		v := kvtype.F16ToF64(h)
 		if kvtype.F32ToF16(float32(v)) != h {
 			t.Fatalf("element %d: %v does not round-trip through f16", i, v)
@@ -284,5 +284,51 @@ func TestFillNewKVTypes(t *testing.T) {
 	bf.Shape.KVDtype = "bf16"
 	if l16, _ := layoutOf(&f16); func() bool { lb, _ := layoutOf(&bf); return lb == l16 }() {
 		t.Error("f16 and bf16 layouts share a workspace")
+	}
+}
+
+// fillReference is the fill written out element by element from its
+// definition, with no table shared with fill.go but the bf16 rounding's
+// (kvtype): splitmix64 over the index, then the type's mapping.
+func fillReference(dst []byte, t *kvtype.Type, seed uint64, first int64) {
+	for i := range len(dst) / t.Bytes {
+		h := fillHash(seed, first+int64(i))
+		grid := float32(int64(h>>53)-1024) / 1024
+		var bits uint32
+		switch t {
+		case kvtype.F16:
+			bits = uint32(kvtype.F32ToF16(grid))
+		case kvtype.BF16:
+			bits = uint32(kvtype.F32ToBF16(grid))
+		case kvtype.FP8E4M3:
+			if bits = uint32(h >> 56); bits&0x7f == 0x7f {
+				bits ^= 1
+			}
+		default:
+			bits = math.Float32bits(float32(int64(h>>40)-1<<23) / (1 << 23))
+		}
+		t.PutBits(dst, i, bits)
+	}
+}
+
+// TestFillLoopsMatchReference: the per-type loops of fillSerial, alone
+// and split over goroutines (fillValues), write what the reference does,
+// from odd first elements and for odd counts.
+func TestFillLoopsMatchReference(t *testing.T) {
+	for _, ty := range kvtype.All {
+		for _, c := range []struct{ first, n int64 }{{0, 1}, {1, 7}, {12345, 333}, {(1 << 40) + 3, 1001}, {5, fillParallelMin + 17}} {
+			want := make([]byte, c.n*int64(ty.Bytes))
+			fillReference(want, ty, fillSeed+1, c.first)
+			got := make([]byte, len(want))
+			fillSerial(got, ty, fillSeed+1, c.first)
+			if i := firstDiff(want, got); i >= 0 {
+				t.Errorf("%s from %d, %d elements: fillSerial's byte %d is %#x, the reference's %#x", ty, c.first, c.n, i, got[i], want[i])
+			}
+			clear(got)
+			fillValues(got, ty, fillSeed+1, c.first)
+			if i := firstDiff(want, got); i >= 0 {
+				t.Errorf("%s from %d, %d elements: fillValues's byte %d is %#x, the reference's %#x", ty, c.first, c.n, i, got[i], want[i])
+			}
+		}
 	}
 }
