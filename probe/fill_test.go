@@ -3,7 +3,9 @@ package probe
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ktune/ktune/internal/abi"
@@ -330,5 +332,59 @@ func TestFillLoopsMatchReference(t *testing.T) {
 				t.Errorf("%s from %d, %d elements: fillValues's byte %d is %#x, the reference's %#x", ty, c.first, c.n, i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// TestFillGridBytes: the tables ktune_fill is given are the grids, f16
+// then bf16, little-endian.
+func TestFillGridBytes(t *testing.T) {
+	b := fillGridBytes()
+	if len(b) != 2*2*2048 {
+		t.Fatalf("%d bytes of tables, want %d", len(b), 2*2*2048)
+	}
+	for k := range 2048 {
+		if got := binary.LittleEndian.Uint16(b[2*k:]); got != f16Grid[k] {
+			t.Errorf("f16 entry %d: %#x, the grid holds %#x", k, got, f16Grid[k])
+		}
+		if got := binary.LittleEndian.Uint16(b[2*(2048+k):]); got != bf16Grid[k] {
+			t.Errorf("bf16 entry %d: %#x, the grid holds %#x", k, got, bf16Grid[k])
+		}
+	}
+}
+
+// TestDeviceFillChecked: a device fill that differs from fillValues in one
+// byte, at the start, the middle or the end of a buffer, fails the
+// workspace's allocation with an error naming the buffer and the byte:
+// the host's record of the buffer would otherwise be wrong.
+func TestDeviceFillChecked(t *testing.T) {
+	c := sevenB(1, 1024, 32)
+	l, err := layoutOf(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.K <= 3*fillCheckBytes || l.Q > 3*fillCheckBytes {
+		t.Fatalf("K %d and q %d bytes: the test needs a K checked in spans and a q checked whole", l.K, l.Q)
+	}
+	for _, tc := range []struct {
+		name string
+		seed uint64
+		byte int64
+	}{{"q", fillSeed, 7}, {"k", fillSeed + 1, 0}, {"k", fillSeed + 1, l.K / 2}, {"v", fillSeed + 2, l.V - 1}, {"q_alt", fillSeed + 3, l.Q - 2}} {
+		f := newFakeDevice()
+		f.fillModel = func(dst []byte, ty *kvtype.Type, seed uint64, first int64) {
+			fillValues(dst, ty, seed, first)
+			if seed == tc.seed {
+				dst[tc.byte-first*int64(ty.Bytes)] ^= 0x10
+			}
+		}
+		_, err := f.allocWorkspace(l)
+		want := fmt.Sprintf("the device fill of %s differs from the host's (fillValues) at byte %d of", tc.name, tc.byte)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s byte %d wrong on the device: error %v, want one containing %q", tc.name, tc.byte, err, want)
+		}
+	}
+	f := newFakeDevice()
+	if _, err := f.allocWorkspace(l); err != nil {
+		t.Errorf("the faithful device fill: %v", err)
 	}
 }
