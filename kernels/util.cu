@@ -9,6 +9,8 @@
 //   ktune_clock    samples the SM clock: cycles over wall time.
 //   ktune_digest   digests a buffer in segments: the gates' check that a
 //                  launch left its read-only inputs as uploaded.
+//   ktune_fill     writes the seeded random fill of a workspace's q, K and
+//                  V (probe/fill.go) where the data lives.
 //
 // None of them follows the attention ABI; package probe launches each with
 // the geometry stated in its comment.
@@ -132,5 +134,95 @@ extern "C" __global__ void ktune_digest(const uint4* __restrict__ src, unsigned 
             out[s] = d;
         }
         __syncthreads();
+    }
+}
+
+// kt_fill_bits is element i of the fill of kvtype code CODE
+// (kvtype.Type.Code: 0 f32, 1 f16, 2 bf16, 3 fp8e4m3), bit for bit what
+// probe/fill.go's fillValues writes: splitmix64's finalizer over
+// seed + i·golden, then f32: the multiple of 2^-23 (h>>40 − 2^23)·2^-23,
+// exact in float; f16 and bf16: entry h>>53 of the type's grid (the Go
+// tables, copied to the device, so that their rounding has one home);
+// fp8e4m3: the top byte, a NaN code S.1111.111 turned into ±448.
+template <int CODE>
+__device__ __forceinline__ unsigned kt_fill_bits(const unsigned short* grid, unsigned long long seed,
+                                                 unsigned long long i) {
+    const unsigned long long h = kt_mix(seed + i * 0x9e3779b97f4a7c15ull);
+    if (CODE == 0) {
+        return __float_as_uint((float)((long long)(h >> 40) - (1ll << 23)) * (1.0f / 8388608.0f));
+    }
+    if (CODE == 3) {
+        unsigned b = (unsigned)(h >> 56);
+        return (b & 0x7fu) == 0x7fu ? b ^ 1u : b;
+    }
+    return grid[h >> 53];
+}
+
+// kt_fill writes elements [first, first+n) of the fill, ELT bytes each,
+// into dst (element 0 at dst). Thread t of the grid owns 16-byte words
+// t, t+stride, ...: a word wholly inside the range is one 16-byte store of
+// 16/ELT elements, the (at most two) words it only partly covers are
+// written element by element, so bytes outside the range are not touched.
+template <int CODE, int ELT>
+__device__ __forceinline__ void kt_fill(unsigned char* __restrict__ dst, unsigned long long first,
+                                        unsigned long long n, unsigned long long seed,
+                                        const unsigned short* grid) {
+    const int PER = 16 / ELT;
+    const unsigned long long end = first + n;
+    const unsigned long long hi = (end + PER - 1) / PER;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long w = first / PER + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; w < hi;
+         w += stride) {
+        const unsigned long long e0 = w * PER;
+        if (e0 >= first && e0 + PER <= end) {
+            unsigned v[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+            for (int j = 0; j < PER; j++) {
+                v[j * ELT / 4] |= kt_fill_bits<CODE>(grid, seed, e0 + j) << (8 * ((j * ELT) % 4));
+            }
+            reinterpret_cast<uint4*>(dst)[w] = make_uint4(v[0], v[1], v[2], v[3]);
+            continue;
+        }
+        for (int j = 0; j < PER; j++) {
+            const unsigned long long e = e0 + j;
+            if (e < first || e >= end) {
+                continue;
+            }
+            const unsigned b = kt_fill_bits<CODE>(grid, seed, e);
+            if (ELT == 1) {
+                dst[e] = (unsigned char)b;
+            } else if (ELT == 2) {
+                reinterpret_cast<unsigned short*>(dst)[e] = (unsigned short)b;
+            } else {
+                reinterpret_cast<unsigned*>(dst)[e] = b;
+            }
+        }
+    }
+}
+
+// ktune_fill writes elements [first, first+n) of the seeded random fill of
+// kvtype code `code` into the buffer at dst (16-byte aligned; element 0 at
+// dst), as kt_fill maps them. grids holds the f16 grid's 2048 entries,
+// then the bf16 grid's (probe/fill.go); the block copies the one it needs
+// to shared memory first, because the lookups are random and a warp's 32
+// of them would otherwise be up to 32 L1 wavefronts.
+// Launch: grid = any number of blocks (they stride over the words),
+// block = 256.
+extern "C" __global__ void ktune_fill(unsigned char* __restrict__ dst, unsigned long long first,
+                                      unsigned long long n, unsigned long long seed, int code,
+                                      const unsigned short* __restrict__ grids) {
+    __shared__ unsigned short grid[2048];
+    if (code == 1 || code == 2) {
+        const unsigned short* src = grids + (code - 1) * 2048;
+        for (int k = threadIdx.x; k < 2048; k += blockDim.x) {
+            grid[k] = src[k];
+        }
+        __syncthreads();
+    }
+    switch (code) {
+    case 0: kt_fill<0, 4>(dst, first, n, seed, grid); break;
+    case 1: kt_fill<1, 2>(dst, first, n, seed, grid); break;
+    case 2: kt_fill<2, 2>(dst, first, n, seed, grid); break;
+    case 3: kt_fill<3, 1>(dst, first, n, seed, grid); break;
     }
 }

@@ -301,6 +301,7 @@ func (b *Backend) Close() error {
 		if b.util.digestOut != 0 {
 			b.ctx.Free(b.util.digestOut)
 		}
+		b.ctx.Free(b.util.grids)
 		b.util.mod.Unload()
 	}
 	if b.scratch != 0 {

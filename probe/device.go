@@ -169,7 +169,11 @@ func (d cudaDevice) alloc(n int64) (cuda.DevPtr, error) { return d.b.ctx.Alloc(n
 func (d cudaDevice) free(p cuda.DevPtr) error           { return d.b.ctx.Free(p) }
 
 func (d cudaDevice) allocWorkspace(l layout) (*workspace, error) {
-	return allocWorkspace(d.b.ctx, l, d.b.stream)
+	var fill deviceFill
+	if d.b.util != nil {
+		fill = d.b.fillDevice
+	}
+	return allocWorkspace(d.b.ctx, l, d.b.stream, fill)
 }
 
 func (d cudaDevice) freeWorkspace(w *workspace) error { return w.free(d.b.ctx) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
@@ -145,6 +146,10 @@ type fakeDevice struct {
 	// blocksPerSM is the first launch's occupancy resources reports
 	// (cuOccupancyMaxActiveBlocksPerMultiprocessor).
 	blocksPerSM int
+	// fillModel, when set, is what the device fill writes in place of
+	// fillValues (elements first, first+1, … into dst): a test plants a
+	// kernel that disagrees with the host.
+	fillModel func(dst []byte, t *kvtype.Type, seed uint64, first int64)
 }
 
 func (f *fakeDevice) symbol(_ *kernelPair, name string) ([]byte, error) {
@@ -255,8 +260,14 @@ func (f *fakeDevice) allocWorkspace(l layout) (*workspace, error) {
 			binary.LittleEndian.PutUint32(buf[guardBytes+e.n+i:], canary)
 		}
 	}
+	read := func(b []byte, src cuda.DevPtr) error {
+		copy(b, f.at(src))
+		return nil
+	}
 	for _, fl := range w.fills() {
-		fillValues(f.at(fl.p)[:fl.n], fl.t, fl.seed, 0)
+		if err := fillOnDevice(fl, f.deviceFill, read); err != nil {
+			return nil, err
+		}
 	}
 	if l.KVScale > 0 {
 		copy(f.at(w.kvScale), scaleFill(l.KVScale))
@@ -269,6 +280,19 @@ func (f *fakeDevice) allocWorkspace(l layout) (*workspace, error) {
 	}
 	w.initInputs()
 	return w, nil
+}
+
+// deviceFill is the fake's ktune_fill: fillModel, or else fillValues,
+// over the range of elements asked for.
+func (f *fakeDevice) deviceFill(p cuda.DevPtr, first, n int64, t *kvtype.Type, seed uint64) error {
+	elt := int64(t.Bytes)
+	dst := f.at(p)[first*elt:][:n*elt]
+	if f.fillModel != nil {
+		f.fillModel(dst, t, seed, first)
+		return nil
+	}
+	fillValues(dst, t, seed, first)
+	return nil
 }
 
 // holeCopy is an allocation of exactly n bytes with nothing mapped after

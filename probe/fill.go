@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/kvtype"
 )
 
@@ -25,24 +26,33 @@ import (
 // The values are a function of (seed, element index) alone: the bytes do
 // not depend on the chunk size or on how many goroutines generate them, so
 // a workspace of one layout always holds the same data.
+//
+// Where the fill is made: on a GPU, by ktune_fill (kernels/util.cu) in
+// the buffer itself, at device bandwidth (fillOnDevice); generating
+// gigabytes a workspace on the host and copying them over the bus cost
+// seconds of every kernel of a sweep. fillValues is the definition the
+// kernel reproduces bit for bit: the host's record of the read-only
+// buffers (inputs.go) draws the fill's bytes from it, so every device fill
+// is read back in a few spans and compared with it. A device without the
+// measurement kernels fills from the host (fillBuffer).
 
 // fillSeed seeds the fill. It is fixed rather than taken from a point:
 // a workspace outlives the point that allocated it, and one layout must
 // always time on the same bytes.
 const fillSeed uint64 = 0x6b74756e652d6b76 // "ktune-kv"
 
-// fillChunkBytes is the host buffer the fill generates into between two
-// copies: large enough that the copies run at PCIe speed, small enough
-// that a 4 GiB K buffer does not need 4 GiB of host memory.
+// fillChunkBytes is the host buffer a fill from the host generates into
+// between two copies: large enough that the copies run at PCIe speed,
+// small enough that a 4 GiB K buffer does not need 4 GiB of host memory.
 const fillChunkBytes = 32 << 20
 
 // A writeFunc copies b to byte offset off of one device buffer.
 type writeFunc func(off int64, b []byte) error
 
-// fillBuffer fills n bytes of one buffer with random elements of type t
-// (f32, f16, bf16 or fp8e4m3 codes), generating and writing chunk bytes
-// at a time. n must be a multiple of the element size (every buffer is a
-// multiple of 16 bytes).
+// fillBuffer fills n bytes of one buffer from the host with random
+// elements of type t (f32, f16, bf16 or fp8e4m3 codes), generating and
+// writing chunk bytes at a time. n must be a multiple of the element size
+// (every buffer is a multiple of 16 bytes).
 func fillBuffer(write writeFunc, n int64, t *kvtype.Type, seed uint64, chunk int64) error {
 	elt := int64(t.Bytes)
 	if n%elt != 0 {
@@ -63,6 +73,64 @@ func fillBuffer(write writeFunc, n int64, t *kvtype.Type, seed uint64, chunk int
 	return nil
 }
 
+// fillCheckBytes is each span of a device fill that fillOnDevice reads
+// back and compares with fillValues, at the buffer's start, middle and
+// end: enough to catch a kernel that computes another function (every
+// element differs) or mishandles the ends of the range, at a cost of
+// microseconds.
+const fillCheckBytes = 64 << 10
+
+// A deviceFill enqueues elements [first, first+n) of the fill of type t
+// and seed into the buffer at p, element 0 at p (ktune_fill on a GPU).
+type deviceFill func(p cuda.DevPtr, first, n int64, t *kvtype.Type, seed uint64) error
+
+// A readFunc copies the device bytes at src into b, after the stream's
+// earlier work.
+type readFunc func(b []byte, src cuda.DevPtr) error
+
+// fillOnDevice fills the whole of buffer f with fill, then checks that
+// the device holds what fillValues says: a device fill the host's record
+// disagrees with would make every read-only check of the buffer wrong.
+func fillOnDevice(f bufferFill, fill deviceFill, read readFunc) error {
+	if err := fill(f.p, 0, f.n/int64(f.t.Bytes), f.t, f.seed); err != nil {
+		return fmt.Errorf("filling %s on the device: %w", f.name, err)
+	}
+	return checkFill(f, read)
+}
+
+// checkFill compares fillCheckSpans of buffer f on the device with
+// fillValues and names the first byte that differs.
+func checkFill(f bufferFill, read readFunc) error {
+	for _, sp := range fillCheckSpans(f.n) {
+		got := make([]byte, sp[1]-sp[0])
+		if err := read(got, f.p+devOff(sp[0])); err != nil {
+			return fmt.Errorf("reading back the device fill of %s: %w", f.name, err)
+		}
+		want := make([]byte, len(got))
+		fillValues(want, f.t, f.seed, sp[0]/int64(f.t.Bytes))
+		for i := range got {
+			if got[i] != want[i] {
+				return fmt.Errorf("the device fill of %s differs from the host's (fillValues) at byte %d of %d: %#04x on the device, %#04x expected (%s elements, seed %#x)",
+					f.name, sp[0]+int64(i), f.n, got[i], want[i], f.t, f.seed)
+			}
+		}
+	}
+	return nil
+}
+
+// fillCheckSpans are the byte ranges [lo, hi) of an n-byte buffer that
+// checkFill reads: all of it when it is small, else fillCheckBytes at its
+// start, its middle and its end. n is a multiple of 16 (every buffer is),
+// and so is every bound, hence a whole number of elements of any type.
+func fillCheckSpans(n int64) [][2]int64 {
+	const c = fillCheckBytes
+	if n <= 3*c {
+		return [][2]int64{{0, n}}
+	}
+	mid := (n/2 - c/2) &^ 15
+	return [][2]int64{{0, c}, {mid, mid + c}, {n - c, n}}
+}
+
 // fillParallelMin is the element count below which fillValues does not
 // bother to start goroutines.
 const fillParallelMin = 1 << 16
@@ -80,26 +148,39 @@ func fillValues(dst []byte, t *kvtype.Type, seed uint64, first int64) {
 	onCores(n, func(lo, hi int) { fillSerial(dst[lo*elt:hi*elt], t, seed, first+int64(lo)) })
 }
 
+// fillSerial writes elements first, first+1, … of the fill into dst on
+// the calling goroutine: one loop per type, so that the loop body is the
+// element's function and a little-endian store, with no per-element
+// dispatch on the type.
 func fillSerial(dst []byte, t *kvtype.Type, seed uint64, first int64) {
-	for i := 0; i < len(dst)/t.Bytes; i++ {
-		var bits uint32
-		switch t {
-		case kvtype.F16:
-			bits = uint32(fillF16(seed, first+int64(i)))
-		case kvtype.BF16:
-			bits = uint32(fillBF16(seed, first+int64(i)))
-		case kvtype.FP8E4M3:
-			bits = uint32(fillE4M3(seed, first+int64(i)))
-		default:
-			bits = math.Float32bits(fillF32(seed, first+int64(i)))
+	switch t {
+	case kvtype.F16:
+		fillGridLoop(dst, &f16Grid, seed, first)
+	case kvtype.BF16:
+		fillGridLoop(dst, &bf16Grid, seed, first)
+	case kvtype.FP8E4M3:
+		for i := range dst {
+			dst[i] = fillE4M3(seed, first+int64(i))
 		}
-		t.PutBits(dst, i, bits)
+	default:
+		for i := 0; i+4 <= len(dst); i += 4 {
+			binary.LittleEndian.PutUint32(dst[i:], math.Float32bits(fillF32(seed, first+int64(i/4))))
+		}
+	}
+}
+
+// fillGridLoop is fillSerial for a type drawn from a 2048-entry grid.
+func fillGridLoop(dst []byte, grid *[2048]uint16, seed uint64, first int64) {
+	for i := 0; i+2 <= len(dst); i += 2 {
+		binary.LittleEndian.PutUint16(dst[i:], fillGrid(grid, seed, first+int64(i/2)))
 	}
 }
 
 // fillHash is splitmix64's finalizer over the element index: a counter
 // based generator, so any element can be produced without its
-// predecessors (which is what lets chunks and goroutines split the work).
+// predecessors (which is what lets chunks, goroutines and the threads of
+// ktune_fill split the work). kernels/util.cu's kt_fill_bits repeats it
+// and the element mappings below in CUDA: a change here is a change there.
 func fillHash(seed uint64, i int64) uint64 {
 	z := seed + uint64(i)*0x9e3779b97f4a7c15
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
@@ -109,17 +190,14 @@ func fillHash(seed uint64, i int64) uint64 {
 
 // f16Grid holds the binary16 bits of k/1024 for k in [−1024, 1024): every
 // one of them is an exact half (a multiple of 2^-10 below 1 in magnitude),
-// so no rounding is involved and a table lookup is the conversion.
+// so no rounding is involved and a table lookup is the conversion. An f16
+// fill is uniform over it: the same range as the oracle's inputs.
 var f16Grid = func() (t [2048]uint16) {
 	for k := range t {
 		t[k] = kvtype.F32ToF16(float32(k-1024) / 1024)
 	}
 	return t
 }()
-
-// fillF16 is element i of an f16 fill: uniform over the 2048 multiples of
-// 2^-10 in [−1, 1), the same range as the oracle's inputs.
-func fillF16(seed uint64, i int64) uint16 { return f16Grid[fillHash(seed, i)>>53] }
 
 // bf16Grid holds the bfloat16 bits of k/1024 for k in [−1024, 1024),
 // rounded (bf16 keeps 8 significant bits): finite, in [−1, 1].
@@ -130,8 +208,23 @@ var bf16Grid = func() (t [2048]uint16) {
 	return t
 }()
 
-// fillBF16 is element i of a bf16 fill.
-func fillBF16(seed uint64, i int64) uint16 { return bf16Grid[fillHash(seed, i)>>53] }
+// fillGrid is element i of an f16 or bf16 fill (grid f16Grid or
+// bf16Grid): the top 11 bits of the hash pick the entry.
+func fillGrid(grid *[2048]uint16, seed uint64, i int64) uint16 { return grid[fillHash(seed, i)>>53] }
+
+// fillGridBytes is f16Grid then bf16Grid, little-endian: the tables
+// ktune_fill looks its f16 and bf16 elements up in (kernels/util.cu), so
+// that the grids' values, bf16's rounding included, have their one home
+// here.
+func fillGridBytes() []byte {
+	out := make([]byte, 0, 2*(len(f16Grid)+len(bf16Grid)))
+	for _, g := range []*[2048]uint16{&f16Grid, &bf16Grid} {
+		for _, v := range g {
+			out = binary.LittleEndian.AppendUint16(out, v)
+		}
+	}
+	return out
+}
 
 // fillE4M3 is element i of an fp8e4m3 fill: a uniformly drawn finite
 // code. Random bytes would hold the NaN codes S.1111.111, which the fill

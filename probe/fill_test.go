@@ -3,7 +3,9 @@ package probe
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ktune/ktune/internal/abi"
@@ -149,7 +151,7 @@ func TestFillDistribution(t *testing.T) {
 	var sum, sq float64
 	seen := map[uint16]bool{}
 	for i := int64(0); i < n; i++ {
-		h := fillF16(fillSeed, i)
+		h := fillGrid(&f16Grid, fillSeed, i)
 		v := kvtype.F16ToF64(h)
 		if kvtype.F32ToF16(float32(v)) != h {
 			t.Fatalf("element %d: %v does not round-trip through f16", i, v)
@@ -284,5 +286,105 @@ func TestFillNewKVTypes(t *testing.T) {
 	bf.Shape.KVDtype = "bf16"
 	if l16, _ := layoutOf(&f16); func() bool { lb, _ := layoutOf(&bf); return lb == l16 }() {
 		t.Error("f16 and bf16 layouts share a workspace")
+	}
+}
+
+// fillReference is the fill written out element by element from its
+// definition, with no table shared with fill.go but the bf16 rounding's
+// (kvtype): splitmix64 over the index, then the type's mapping.
+func fillReference(dst []byte, t *kvtype.Type, seed uint64, first int64) {
+	for i := range len(dst) / t.Bytes {
+		h := fillHash(seed, first+int64(i))
+		grid := float32(int64(h>>53)-1024) / 1024
+		var bits uint32
+		switch t {
+		case kvtype.F16:
+			bits = uint32(kvtype.F32ToF16(grid))
+		case kvtype.BF16:
+			bits = uint32(kvtype.F32ToBF16(grid))
+		case kvtype.FP8E4M3:
+			if bits = uint32(h >> 56); bits&0x7f == 0x7f {
+				bits ^= 1
+			}
+		default:
+			bits = math.Float32bits(float32(int64(h>>40)-1<<23) / (1 << 23))
+		}
+		t.PutBits(dst, i, bits)
+	}
+}
+
+// TestFillLoopsMatchReference: the per-type loops of fillSerial, alone
+// and split over goroutines (fillValues), write what the reference does,
+// from odd first elements and for odd counts.
+func TestFillLoopsMatchReference(t *testing.T) {
+	for _, ty := range kvtype.All {
+		for _, c := range []struct{ first, n int64 }{{0, 1}, {1, 7}, {12345, 333}, {(1 << 40) + 3, 1001}, {5, fillParallelMin + 17}} {
+			want := make([]byte, c.n*int64(ty.Bytes))
+			fillReference(want, ty, fillSeed+1, c.first)
+			got := make([]byte, len(want))
+			fillSerial(got, ty, fillSeed+1, c.first)
+			if i := firstDiff(want, got); i >= 0 {
+				t.Errorf("%s from %d, %d elements: fillSerial's byte %d is %#x, the reference's %#x", ty, c.first, c.n, i, got[i], want[i])
+			}
+			clear(got)
+			fillValues(got, ty, fillSeed+1, c.first)
+			if i := firstDiff(want, got); i >= 0 {
+				t.Errorf("%s from %d, %d elements: fillValues's byte %d is %#x, the reference's %#x", ty, c.first, c.n, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestFillGridBytes: the tables ktune_fill is given are the grids, f16
+// then bf16, little-endian.
+func TestFillGridBytes(t *testing.T) {
+	b := fillGridBytes()
+	if len(b) != 2*2*2048 {
+		t.Fatalf("%d bytes of tables, want %d", len(b), 2*2*2048)
+	}
+	for k := range 2048 {
+		if got := binary.LittleEndian.Uint16(b[2*k:]); got != f16Grid[k] {
+			t.Errorf("f16 entry %d: %#x, the grid holds %#x", k, got, f16Grid[k])
+		}
+		if got := binary.LittleEndian.Uint16(b[2*(2048+k):]); got != bf16Grid[k] {
+			t.Errorf("bf16 entry %d: %#x, the grid holds %#x", k, got, bf16Grid[k])
+		}
+	}
+}
+
+// TestDeviceFillChecked: a device fill that differs from fillValues in one
+// byte, at the start, the middle or the end of a buffer, fails the
+// workspace's allocation with an error naming the buffer and the byte:
+// the host's record of the buffer would otherwise be wrong.
+func TestDeviceFillChecked(t *testing.T) {
+	c := sevenB(1, 1024, 32)
+	l, err := layoutOf(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.K <= 3*fillCheckBytes || l.Q > 3*fillCheckBytes {
+		t.Fatalf("K %d and q %d bytes: the test needs a K checked in spans and a q checked whole", l.K, l.Q)
+	}
+	for _, tc := range []struct {
+		name string
+		seed uint64
+		byte int64
+	}{{"q", fillSeed, 7}, {"k", fillSeed + 1, 0}, {"k", fillSeed + 1, l.K / 2}, {"v", fillSeed + 2, l.V - 1}, {"q_alt", fillSeed + 3, l.Q - 2}} {
+		f := newFakeDevice()
+		f.fillModel = func(dst []byte, ty *kvtype.Type, seed uint64, first int64) {
+			fillValues(dst, ty, seed, first)
+			if seed == tc.seed {
+				dst[tc.byte-first*int64(ty.Bytes)] ^= 0x10
+			}
+		}
+		_, err := f.allocWorkspace(l)
+		want := fmt.Sprintf("the device fill of %s differs from the host's (fillValues) at byte %d of", tc.name, tc.byte)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s byte %d wrong on the device: error %v, want one containing %q", tc.name, tc.byte, err, want)
+		}
+	}
+	f := newFakeDevice()
+	if _, err := f.allocWorkspace(l); err != nil {
+		t.Errorf("the faithful device fill: %v", err)
 	}
 }

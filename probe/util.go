@@ -8,17 +8,20 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/stats"
 )
 
 // The measurement kernels of kernels/util.cu.
 type utilKernels struct {
-	mod                          *cuda.Module
-	readBW, block, clock, digest *cuda.Function
+	mod                                *cuda.Module
+	readBW, block, clock, digest, fill *cuda.Function
 	// digestOut holds ktune_digest's output, digestCap segments; it grows
 	// to the largest buffer digested.
 	digestOut cuda.DevPtr
 	digestCap int64
+	// grids holds ktune_fill's tables (fillGridBytes), written once.
+	grids cuda.DevPtr
 }
 
 const (
@@ -36,6 +39,18 @@ const (
 	bwBlock = 256
 )
 
+// A utilEntry is one kernel of util.cu and the field it is loaded into.
+type utilEntry struct {
+	fn   **cuda.Function
+	name string
+}
+
+// entries lists the kernels loadUtil looks up in util.cu.
+func (u *utilKernels) entries() []utilEntry {
+	return []utilEntry{{&u.readBW, "ktune_read_bw"}, {&u.block, "ktune_block"}, {&u.clock, "ktune_clock"},
+		{&u.digest, "ktune_digest"}, {&u.fill, "ktune_fill"}}
+}
+
 func (b *Backend) loadUtil() (*utilKernels, error) {
 	src, err := utilSource()
 	if err != nil {
@@ -52,14 +67,21 @@ func (b *Backend) loadUtil() (*utilKernels, error) {
 	if u.mod, err = b.ctx.LoadModule(bld.cubin); err != nil {
 		return nil, fmt.Errorf("loading the measurement kernels: %w", err)
 	}
-	for _, f := range []struct {
-		fn   **cuda.Function
-		name string
-	}{{&u.readBW, "ktune_read_bw"}, {&u.block, "ktune_block"}, {&u.clock, "ktune_clock"}, {&u.digest, "ktune_digest"}} {
+	for _, f := range u.entries() {
 		if *f.fn, err = u.mod.Function(f.name); err != nil {
 			u.mod.Unload()
 			return nil, fmt.Errorf("finding %s in util.cu: %w", f.name, err)
 		}
+	}
+	grids := fillGridBytes()
+	if u.grids, err = b.ctx.Alloc(int64(len(grids))); err != nil {
+		u.mod.Unload()
+		return nil, fmt.Errorf("allocating the fill's tables: %w", err)
+	}
+	if err := b.ctx.CopyHtoD(u.grids, grids); err != nil {
+		b.ctx.Free(u.grids)
+		u.mod.Unload()
+		return nil, fmt.Errorf("writing the fill's tables: %w", err)
 	}
 	return u, nil
 }
@@ -273,4 +295,31 @@ func (b *Backend) digest(p cuda.DevPtr, n, seg int64) ([]uint64, error) {
 		out[i] = binary.LittleEndian.Uint64(raw[8*i:])
 	}
 	return out, nil
+}
+
+// fillBlock is ktune_fill's block size.
+const fillBlock = 256
+
+// fillDevice enqueues ktune_fill: elements [first, first+n) of the random
+// fill of type t and seed (fill.go) into the buffer at p, element 0 at p,
+// with as many blocks as are resident at once (the kernel strides over
+// the rest). p must be 16-byte aligned, as every allocation is: the
+// kernel stores whole 16-byte words.
+func (b *Backend) fillDevice(p cuda.DevPtr, first, n int64, t *kvtype.Type, seed uint64) error {
+	if p%16 != 0 {
+		return fmt.Errorf("filling at %#x: not 16-byte aligned", p)
+	}
+	if first < 0 || n < 0 {
+		return fmt.Errorf("filling elements %d..%d: a negative index", first, first+n)
+	}
+	if n == 0 {
+		return nil
+	}
+	grid := [3]int{b.env.SMs * max(1, b.maxThreadsPerSM/fillBlock), 1, 1}
+	err := b.ctx.Launch(b.util.fill, grid, [3]int{fillBlock, 1, 1}, 0, b.stream,
+		p, uint64(first), uint64(n), seed, t.Code, b.util.grids)
+	if err != nil {
+		return fmt.Errorf("launching the fill kernel: %w", err)
+	}
+	return nil
 }
