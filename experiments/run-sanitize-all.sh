@@ -11,7 +11,9 @@
 # result); SAN_JOBS sanitized workers at a time within each sweep
 # (--sanitize-jobs). A sweep stopped by TOTAL_S (INT, then KILL 10 s
 # later) keeps its finished runs in OUTDIR/w-*/sanitize/verdicts.jsonl,
-# and the same command into the same OUTDIR resumes it. Writes
+# and the same command into the same OUTDIR resumes it; KEPT="FILE ..."
+# seeds every job with the verdicts of earlier runs (a committed
+# verdicts.jsonl), whose kernels are then not run again. Writes
 # OUTDIR/SPEC.log and .jsonl, OUTDIR/sanitize-logs.tgz (the sanitizer's
 # own reports) and OUTDIR/summary.txt: per spec, its kernels, the runs
 # finished per tool, how many were clean, and every finding's line.
@@ -46,13 +48,19 @@ one() {
   fi
   left=$((end - SECONDS))
   if [ "$left" -le 10 ]; then echo "$job: not run (time limit)" > "$out/$n.log"; return; fi
+  if [ -n "${KEPT:-}" ]; then
+    mkdir -p "$out/w-$n/sanitize"
+    # shellcheck disable=SC2086 # KEPT is a list of files
+    cat $KEPT "$out/w-$n/sanitize/verdicts.jsonl" 2>/dev/null | sort -u > "$out/w-$n/sanitize/kept.tmp" &&
+      mv "$out/w-$n/sanitize/kept.tmp" "$out/w-$n/sanitize/verdicts.jsonl"
+  fi
   timeout -k 10 --signal=INT "$left" "$k" sweep "experiments/$spec.yaml" -o "$out/w-$n" \
     --sanitize="$tools" --sanitize-jobs "${SAN_JOBS:-1}" --probes cold --only "$only" > "$out/$n.log" 2>&1
   echo "exit $?" >> "$out/$n.log"
   cp "$out/w-$n/results.jsonl" "$out/$n.jsonl" 2>/dev/null
 }
 export -f one name
-export out k tools end SAN_JOBS
+export out k tools end SAN_JOBS KEPT
 for i in "${!jobs[@]}"; do echo "$i ${jobs[$i]}"; done | xargs -P "${JOBS:-3}" -I{} bash -c 'one "$@"' _ {}
 ntools=$(echo "$tools" | tr ',' '\n' | wc -l)
 {

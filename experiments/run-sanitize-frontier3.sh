@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# compute-sanitizer over one point per compiled kernel of h200-frontier3
+# (396 kernels at nkv 2048: 198 at batch 1, 198 at batch 16), on a GPU
+# machine with a prebuilt bin/ktune, all four tools:
+#   TOTAL_S=500 bash experiments/run-sanitize-frontier3.sh OUTDIR [1|16 ...]
+# One run-sanitize-all.sh job per shape, batch 1 first (the default is
+# both batches; name one to run only its shapes), JOBS=8 jobs of
+# SAN_JOBS=2 sanitized workers each, so that sixteen share the GPU and
+# the host's sixteen cores. The runs committed in
+# experiments/results/h200/verdicts/ are kept (KEPT): their kernels do not
+# run again, and a stopped call resumes when run again into OUTDIR.
+# On the H200, with the workspace filled on the device, a batch-1 kernel
+# took about a minute of one worker over the four tools, a batch-16 one
+# several (racecheck the longest); see NOTES-gates.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: run-sanitize-frontier3.sh OUTDIR [1|16 ...]}
+shift
+batches=("$@")
+[ ${#batches[@]} -eq 0 ] && batches=(1 16)
+spec=experiments/h200-frontier3.yaml
+v=experiments/results/h200/verdicts
+jobs=()
+for b in "${batches[@]}"; do
+  for s in $(grep -oE "name: [a-z0-9]+-[a-z0-9]+-b$b(-[a-z0-9]+)?," "$spec" | sed 's/name: //; s/,//'); do
+    jobs+=("h200-frontier3:shape=$s,nkv=2048")
+  done
+done
+export KEPT="${KEPT:-$v/sanitize-r3/verdicts-frontier3.jsonl $v/sanitize-frontier2/verdicts.jsonl}"
+TOOLS=${TOOLS:-memcheck,initcheck,racecheck,synccheck} JOBS=${JOBS:-8} SAN_JOBS=${SAN_JOBS:-2} \
+  TOTAL_S=${TOTAL_S:-500} bash experiments/run-sanitize-all.sh "$out" "${jobs[@]}"
