@@ -113,20 +113,14 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 	}
 	var restore []saved
 	defer func() {
-		var back pendingWrites
 		for _, s := range restore {
 			for _, pc := range s.pieces {
-				back.add(s.buf.p, pc.off, pc.b)
+				// Best effort on the error paths: the record keeps the
+				// stale bytes, so the next check finds any left behind.
+				_ = r.writeInput(s.buf.p, pc.off, pc.b)
 			}
 		}
-		// Best effort on the error paths: the record keeps the stale
-		// bytes, so the next check finds any left behind.
-		_ = r.flush(&back)
 	}()
-	// The stale rows, written once every span's bytes are saved (the
-	// spans do not overlap).
-	var writes pendingWrites
-	stage := writes.add
 	if r.ws.paged() != nil {
 		// A paged cache: the stale rows go in page by page, the same
 		// patterns in K and V (pages.go).
@@ -153,7 +147,9 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 				buf := r.ws.input(x.p)
 				sp := span{dst: cp.dst, n: int64(len(x.b))}
 				restore = append(restore, saved{buf, buf.pieces(sp.dst, sp.n)})
-				stage(x.p, cp.dst, x.b)
+				if err := r.writeInput(x.p, cp.dst, x.b); err != nil {
+					return fmt.Errorf("writing stale rows past the lengths: %w", err)
+				}
 			}
 		}
 	} else {
@@ -182,12 +178,11 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 			}
 			for _, sp := range spans {
 				restore = append(restore, saved{buf, buf.pieces(sp.dst, sp.n)})
-				stage(p, sp.dst, pat[:sp.n])
+				if err := r.writeInput(p, sp.dst, pat[:sp.n]); err != nil {
+					return fmt.Errorf("writing stale rows past the lengths: %w", err)
+				}
 			}
 		}
-	}
-	if err := r.flush(&writes); err != nil {
-		return fmt.Errorf("writing stale rows past the lengths: %w", err)
 	}
 	stale, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
 	if err != nil {
@@ -197,39 +192,5 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 		"NaN, Inf and large values in the rows past each length changed the outputs (they reached them)")
 	g.Inputs = string(oracle.SetUniform)
 	log.add(g)
-	return nil
-}
-
-// pendingWrites are writes to read-only buffers gathered to be made
-// together: one coalesced upload a buffer (writeInputs) rather than a
-// write a piece, where the pieces are the pages of a paged cache, tens
-// of thousands at batch 16.
-type pendingWrites struct {
-	order []cuda.DevPtr
-	by    map[cuda.DevPtr][]bufCopy
-}
-
-// add queues b for byte offset dst of the buffer at p, after the writes
-// queued before it.
-func (pw *pendingWrites) add(p cuda.DevPtr, dst int64, b []byte) {
-	if pw.by == nil {
-		pw.by = map[cuda.DevPtr][]bufCopy{}
-	}
-	if _, ok := pw.by[p]; !ok {
-		pw.order = append(pw.order, p)
-	}
-	pw.by[p] = append(pw.by[p], bufCopy{dst, b})
-}
-
-// flush makes pw's writes, a buffer at a time in the order first
-// queued, each buffer's as writeInput would one by one, and returns the
-// first error.
-func (r *pointRun) flush(pw *pendingWrites) error {
-	for _, p := range pw.order {
-		if err := r.writeInputs(p, pw.by[p]); err != nil {
-			return err
-		}
-	}
-	*pw = pendingWrites{}
 	return nil
 }
