@@ -101,19 +101,29 @@ func drawRows(s abi.Shape, rows, width int, t *kvtype.Type, seed uint64, tensor 
 	row := s.KVHeads * width
 	vals := make([]float64, s.Batch*rows*row)
 	raw := make([]byte, len(vals)*t.Bytes)
-	blocks := (rows + drawBlock - 1) / drawBlock
-	parallelN(s.Batch*blocks, 1, func(lo, hi int) {
-		for j := lo; j < hi; j++ {
-			b, blk := j/blocks, j%blocks
-			rng := rand.New(rand.NewPCG(seed, blockStream(tensor, b, blk)))
-			first := (b*rows + blk*drawBlock) * row
-			last := (b*rows + min(rows, (blk+1)*drawBlock)) * row
+	eachBlock(s.Batch, rows, row, seed, func(b, blk int) uint64 { return blockStream(tensor, b, blk) },
+		func(rng *rand.Rand, first, last int) {
 			for i := first; i < last; i++ {
 				vals[i] = encode(raw, t, i, float64(uniform(rng)))
 			}
+		})
+	return vals, raw
+}
+
+// eachBlock runs draw over an array of batch sequences of rows rows, row
+// elements a row, a block of drawBlock rows of one sequence at a time, on
+// every core, each block with the random stream of (seed, stream(b, blk))
+// and its elements [first, last) of the array: a block's draws depend
+// neither on the rows after it nor on the cores.
+func eachBlock(batch, rows, row int, seed uint64, stream func(b, blk int) uint64, draw func(rng *rand.Rand, first, last int)) {
+	blocks := (rows + drawBlock - 1) / drawBlock
+	parallelN(batch*blocks, 1, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			b, blk := j/blocks, j%blocks
+			rng := rand.New(rand.NewPCG(seed, stream(b, blk)))
+			draw(rng, (b*rows+blk*drawBlock)*row, (b*rows+min(rows, (blk+1)*drawBlock))*row)
 		}
 	})
-	return vals, raw
 }
 
 // blockStream is the PCG stream of one block, apart from every other

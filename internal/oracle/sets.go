@@ -157,7 +157,7 @@ func FromBaseShared(set InputSet, base *Inputs, rows int, lengths []int, splits 
 // values do not depend on how many rows follow it. A scaled type's
 // scales come from every value, so its sets do not nest.
 func (s InputSet) RowsNest(t *kvtype.Type) bool {
-	return !t.Scaled && !s.PerLength() && (s == SetUniform || s == SetLarge || s == SetSubnormal || s == SetOutliers)
+	return !t.Scaled && (s == SetUniform || s == SetLarge || s == SetSubnormal || s == SetOutliers)
 }
 
 // sharesV reports whether set leaves V as the base has it (and K too,
@@ -404,15 +404,8 @@ func (g *setGen) blocks(set InputSet, tensor byte, x []float64, draw func(rng *r
 	if rows == 0 || len(x) == 0 {
 		return
 	}
-	row := len(x) / (s.Batch * rows)
-	nblk := (rows + drawBlock - 1) / drawBlock
-	parallelN(s.Batch*nblk, 1, func(lo, hi int) {
-		for j := lo; j < hi; j++ {
-			b, blk := j/nblk, j%nblk
-			rng := rand.New(rand.NewPCG(g.in.Seed, set.blockStream(tensor, b, blk)))
-			draw(rng, (b*rows+blk*drawBlock)*row, (b*rows+min(rows, (blk+1)*drawBlock))*row)
-		}
-	})
+	eachBlock(s.Batch, rows, len(x)/(s.Batch*rows), g.in.Seed,
+		func(b, blk int) uint64 { return set.blockStream(tensor, b, blk) }, draw)
 }
 
 // blockStream is the PCG stream of one block of the set's draws (blocks):
