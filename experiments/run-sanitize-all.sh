@@ -34,7 +34,8 @@ if [ ${#jobs[@]} -eq 0 ]; then
         "h200-frontier3:shape=7b-f16-b1-q4,variant=b1-q4-s33-pdl,nkv=8192"
         "h200-frontier3:shape=8b-f16-b16-q4,variant=b16-q4g2-f1-pf,nkv=8192")
 fi
-end=$((SECONDS + ${TOTAL_S:-400}))
+# An epoch second: each job runs in a new shell, whose SECONDS start at 0.
+end=$(( $(date +%s) + ${TOTAL_S:-400} ))
 # A job's files are named by its spec and its place in the list.
 name() { echo "$2-$1" | tr -c 'a-zA-Z0-9.\n-' _; }
 one() {
@@ -46,7 +47,7 @@ one() {
     first=$(grep -m1 -A1 '^axes:' "experiments/$spec.yaml" | grep -o 'nkv: *\[[0-9]*' | grep -o '[0-9]*$')
     only="nkv=$first"
   fi
-  left=$((end - SECONDS))
+  left=$((end - $(date +%s)))
   if [ "$left" -le 10 ]; then echo "$job: not run (time limit)" > "$out/$n.log"; return; fi
   if [ -n "${KEPT:-}" ]; then
     mkdir -p "$out/w-$n/sanitize"
