@@ -13,7 +13,10 @@
 # later) keeps its finished runs in OUTDIR/w-*/sanitize/verdicts.jsonl,
 # and the same command into the same OUTDIR resumes it; KEPT="FILE ..."
 # seeds every job with the verdicts of earlier runs (a committed
-# verdicts.jsonl), whose kernels are then not run again. Writes
+# verdicts.jsonl), whose kernels are then not run again. GPUS=N spreads
+# the jobs over devices 0..N-1 (job i on device i mod N; the sanitized
+# runs are mostly the host's work, so JOBS*SAN_JOBS workers want about
+# as many cores). Writes
 # OUTDIR/SPEC.log and .jsonl, OUTDIR/sanitize-logs.tgz (the sanitizer's
 # own reports) and OUTDIR/summary.txt: per spec, its kernels, the runs
 # finished per tool, how many were clean, and every finding's line.
@@ -56,12 +59,12 @@ one() {
       mv "$out/w-$n/sanitize/kept.tmp" "$out/w-$n/sanitize/verdicts.jsonl"
   fi
   timeout -k 10 --signal=INT "$left" "$k" sweep "experiments/$spec.yaml" -o "$out/w-$n" \
-    --sanitize="$tools" --sanitize-jobs "${SAN_JOBS:-1}" --probes cold --only "$only" > "$out/$n.log" 2>&1
+    ${GPUS:+--devices $((i % GPUS))} --sanitize="$tools" --sanitize-jobs "${SAN_JOBS:-1}" --probes cold --only "$only" > "$out/$n.log" 2>&1
   echo "exit $?" >> "$out/$n.log"
   cp "$out/w-$n/results.jsonl" "$out/$n.jsonl" 2>/dev/null
 }
 export -f one name
-export out k tools end SAN_JOBS KEPT
+export out k tools end SAN_JOBS KEPT GPUS
 for i in "${!jobs[@]}"; do echo "$i ${jobs[$i]}"; done | xargs -P "${JOBS:-3}" -I{} bash -c 'one "$@"' _ {}
 ntools=$(echo "$tools" | tr ',' '\n' | wc -l)
 {
