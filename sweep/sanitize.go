@@ -92,11 +92,13 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 		done bool
 	}
 	var runs []*run
+	done := 0 // runs with a verdict, kept ones included
 	for _, tool := range opts.Tools {
 		for _, p := range firsts {
 			r := &run{tool: tool, p: p}
 			if g, ok := kept.get(tool, p.Hash); ok {
 				r.g, r.done = g, true
+				done++
 				fmt.Fprintf(log, "sanitize %s: %s: %s (kept from an earlier run)\n", p.Config.Variant, tool, g.Detail)
 			}
 			runs = append(runs, r)
@@ -115,6 +117,7 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 		go func() {
 			defer wg.Done()
 			for r := range todo {
+				start := time.Now()
 				g, complete, err := sanitizePoint(ctx, r.p, r.tool, opts, slow)
 				mu.Lock()
 				switch {
@@ -125,7 +128,9 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 					cancel()
 				default:
 					r.g, r.done = g, true
-					fmt.Fprintf(log, "sanitize %s: %s: %s\n", r.p.Config.Variant, r.tool, g.Detail)
+					done++
+					fmt.Fprintf(log, "sanitize %s: %s: %s (%.0f s; %d of %d runs done)\n",
+						r.p.Config.Variant, r.tool, g.Detail, time.Since(start).Seconds(), done, len(runs))
 					// A run without a whole report (the worker died, a
 					// time limit) is not kept: the next sanitize runs it
 					// again rather than inherit a verdict nobody read.

@@ -254,9 +254,26 @@ func TestSanitizeKeepsRuns(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var log strings.Builder
+	opts.Log = &log
 	repaired, err := Sanitize(context.Background(), points, opts)
+	opts.Log = nil
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Progress counts the kept runs: the two run again are the fifth
+	// and sixth of six, each with its time.
+	var progress []string
+	for _, line := range strings.Split(log.String(), "\n") {
+		if _, tail, ok := strings.Cut(line, " s; "); ok && strings.HasPrefix(line, "sanitize ") {
+			progress = append(progress, tail)
+		}
+	}
+	if want := []string{"5 of 6 runs done)", "6 of 6 runs done)"}; !reflect.DeepEqual(progress, want) {
+		t.Errorf("progress %q, want %q; the log:\n%s", progress, want, log.String())
+	}
+	if n := strings.Count(log.String(), "(kept from an earlier run)"); n != 4 {
+		t.Errorf("%d kept runs logged, want 4", n)
 	}
 	if n := sanitizeRuns(t, count); n != 8 {
 		t.Errorf("after two damaged lines %d runs happened again, want 2", n-6)
