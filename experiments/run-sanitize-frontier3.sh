@@ -11,9 +11,10 @@
 # run again, and a stopped call resumes when run again into OUTDIR.
 # On the H200, with the workspace filled on the device, a batch-1 kernel
 # took about a minute of one worker over the four tools, a batch-16 one
-# several (memcheck alone 70-115 s); see NOTES-gates.md. Every batch-1
-# kernel is committed; for the batch-16 ones on an eight-GPU machine
-# (128 cores), GPUS=8 JOBS=8 SAN_JOBS=8 ... OUTDIR 16.
+# several (memcheck alone about a minute, initcheck and racecheck two);
+# see NOTES-gates.md. Every batch-1 kernel is committed; the sixteen
+# workers keep one GPU at 100%, so for the batch-16 rest on an eight-GPU
+# machine (128 cores), GPUS=8 JOBS=8 SAN_JOBS=8 ... OUTDIR 16.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: run-sanitize-frontier3.sh OUTDIR [1|16 ...]}
@@ -28,6 +29,6 @@ for b in "${batches[@]}"; do
     jobs+=("h200-frontier3:shape=$s,nkv=2048")
   done
 done
-export KEPT="${KEPT:-$v/sanitize-frontier3/verdicts.jsonl $v/sanitize-r3/verdicts-frontier3.jsonl $v/sanitize-frontier2/verdicts.jsonl}"
+export KEPT="${KEPT:-$v/sanitize-frontier3/verdicts.jsonl $v/sanitize-frontier3-b16/verdicts.jsonl $v/sanitize-r3/verdicts-frontier3.jsonl $v/sanitize-frontier2/verdicts.jsonl}"
 TOOLS=${TOOLS:-memcheck,initcheck,racecheck,synccheck} JOBS=${JOBS:-8} SAN_JOBS=${SAN_JOBS:-2} \
   TOTAL_S=${TOTAL_S:-500} bash experiments/run-sanitize-all.sh "$out" "${jobs[@]}"
