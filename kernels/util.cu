@@ -11,6 +11,9 @@
 //                  launch left its read-only inputs as uploaded.
 //   ktune_fill     writes the seeded random fill of a workspace's q, K and
 //                  V (probe/fill.go) where the data lives.
+//   ktune_copies   runs a list of device-to-device copies in one launch:
+//                  the repeated pages of a paged cache tiled to its
+//                  capacity (probe/long.go).
 //
 // None of them follows the attention ABI; package probe launches each with
 // the geometry stated in its comment.
@@ -224,5 +227,37 @@ extern "C" __global__ void ktune_fill(unsigned char* __restrict__ dst, unsigned 
     case 1: kt_fill<1, 2>(dst, first, n, seed, grid); break;
     case 2: kt_fill<2, 2>(dst, first, n, seed, grid); break;
     case 3: kt_fill<3, 1>(dst, first, n, seed, grid); break;
+    }
+}
+
+// One copy of ktune_copies' list: n bytes from src to dst (device
+// addresses). probe/util.go writes the list as three little-endian
+// 64-bit words a copy, in this order.
+struct ktune_copy {
+    unsigned long long dst, src, n;
+};
+
+// ktune_copies runs the count copies of list, a block a copy at a time
+// (blocks stride over the list), in 16-byte words where dst, src and n are
+// all multiples of 16 and byte by byte otherwise. No copy's destination
+// may overlap another copy's source or destination: the copies run in no
+// order. Launch: grid = any number of blocks, block = 256.
+extern "C" __global__ void ktune_copies(const ktune_copy* __restrict__ list,
+                                        unsigned long long count) {
+    for (unsigned long long i = blockIdx.x; i < count; i += gridDim.x) {
+        const ktune_copy c = list[i];
+        if (((c.dst | c.src | c.n) & 15ull) == 0) {
+            uint4* d = reinterpret_cast<uint4*>(c.dst);
+            const uint4* s = reinterpret_cast<const uint4*>(c.src);
+            for (unsigned long long j = threadIdx.x; j < c.n / 16; j += blockDim.x) {
+                d[j] = s[j];
+            }
+        } else {
+            unsigned char* d = reinterpret_cast<unsigned char*>(c.dst);
+            const unsigned char* s = reinterpret_cast<const unsigned char*>(c.src);
+            for (unsigned long long j = threadIdx.x; j < c.n; j += blockDim.x) {
+                d[j] = s[j];
+            }
+        }
     }
 }

@@ -36,6 +36,7 @@ func (n nullDevice) allocWorkspace(l layout) (*workspace, error) {
 }
 func (n nullDevice) write(cuda.DevPtr, []byte) error           { return nil }
 func (n nullDevice) copyAsync(_, _ cuda.DevPtr, _ int64) error { return nil }
+func (n nullDevice) copyList([]devCopy) error                  { return nil }
 func (n nullDevice) read(b []byte, _ cuda.DevPtr) error {
 	clear(b)
 	return nil

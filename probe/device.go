@@ -65,6 +65,10 @@ type device interface {
 	// copyAsync enqueues a copy of n bytes from src to dst on the stream.
 	stageDevice() (cuda.DevPtr, error)
 	copyAsync(dst, src cuda.DevPtr, n int64) error
+	// copyList enqueues the copies of cs on the stream, in one launch of
+	// ktune_copies (per stage-full of the list) however many there are;
+	// no copy's destination overlaps another copy's source or destination.
+	copyList(cs []devCopy) error
 	read(b []byte, src cuda.DevPtr) error
 	fill32(p cuda.DevPtr, v uint32, n int64) error
 	// sync waits for the stream.
@@ -216,6 +220,8 @@ func (d cudaDevice) stageDevice() (cuda.DevPtr, error) {
 func (d cudaDevice) copyAsync(dst, src cuda.DevPtr, n int64) error {
 	return d.b.ctx.CopyDtoDAsync(dst, src, n, d.b.stream)
 }
+
+func (d cudaDevice) copyList(cs []devCopy) error { return d.b.copyList(cs) }
 
 func (d cudaDevice) read(b []byte, src cuda.DevPtr) error {
 	if err := d.b.stream.Synchronize(); err != nil {

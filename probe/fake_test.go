@@ -90,10 +90,11 @@ type fakeLaunch struct {
 type fakeDevice struct {
 	// staging and stagingDev are the host and device upload stages
 	// (stage, stageDevice); copies counts the device-to-device copies
-	// from the latter.
+	// from the latter, listCopies those of copyList.
 	staging    []byte
 	stagingDev cuda.DevPtr
 	copies     int
+	listCopies int
 
 	models  map[string]fakeModel // by variant; absent: correct
 	kernels map[*kernelPair]*fakeKernel
@@ -377,6 +378,20 @@ func (f *fakeDevice) copyAsync(dst, src cuda.DevPtr, n int64) error {
 	}
 	f.copies++
 	copy(f.at(dst)[:n], f.at(src)[:n])
+	return nil
+}
+
+func (f *fakeDevice) copyList(cs []devCopy) error {
+	if err := f.hit("copyList"); err != nil {
+		return err
+	}
+	if err := disjointCopies(cs); err != nil {
+		return err
+	}
+	f.listCopies += len(cs)
+	for _, c := range cs {
+		copy(f.at(c.dst)[:c.n], f.at(c.src)[:c.n])
+	}
 	return nil
 }
 

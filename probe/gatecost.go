@@ -43,6 +43,11 @@ func (c *clockedDevice) copyAsync(dst, src cuda.DevPtr, n int64) error {
 	return c.device.copyAsync(dst, src, n)
 }
 
+func (c *clockedDevice) copyList(cs []devCopy) error {
+	defer c.charge(&c.upload, time.Now())
+	return c.device.copyList(cs)
+}
+
 func (c *clockedDevice) read(b []byte, src cuda.DevPtr) error {
 	defer c.charge(&c.run, time.Now())
 	return c.device.read(b, src)

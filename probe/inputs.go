@@ -153,6 +153,15 @@ func (c *inputCopy) bytesAt(off, n int64) []byte {
 	return out
 }
 
+// pageAt returns what the n bytes at off hold: where they are a page of
+// a paged record written whole, that page's bytes, shared, not a copy.
+func (c *inputCopy) pageAt(off, n int64) []byte {
+	if c.page == n && off%n == 0 && c.pages[off/n] != nil {
+		return c.pages[off/n]
+	}
+	return c.bytesAt(off, n)
+}
+
 // expected returns what segment i of the buffer must hold.
 func (c *inputCopy) expected(i int64) []byte {
 	lo := i * digestSeg

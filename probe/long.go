@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
@@ -40,6 +41,12 @@ func (r *pointRun) longGates(ctx context.Context, launches [][]int, log *gateLog
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	// In a paged pool the set is a whole number of pages (as far as the
+	// capacity allows), so that every tiled page repeats one of the
+	// set's and none spans the cycle's end (uploadTiled).
+	if pool := r.ws.paged(); pool != nil {
+		rows = min(s.Capacity, (rows+pool.PageSize-1)/pool.PageSize*pool.PageSize)
 	}
 	in, err := r.uploadSet(oracle.SetUniform, rows, shapeLengths(rows, s))
 	if err != nil {
@@ -97,19 +104,9 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 		return nil
 	}
 	w.tiled = uploaded{}
-	if w.paged() != nil {
-		// Whole pages, each built once per place in the cycle of in.Rows.
-		ranges := make([]rowRange, s.Batch)
-		for b := range ranges {
-			ranges[b] = rowRange{b, in.Rows, s.Capacity}
-		}
-		src := packedRows(s, r.l.elt, packedOf(in))
-		ks, vs := splitKV(w.pagedCopies(s, ranges, src, tiledPages(in.Rows, w.paged().PageSize), nil, w.mirrorOf))
-		if err := r.writeInputs(w.k, ks); err != nil {
-			return fmt.Errorf("tiling K to the capacity: %w", err)
-		}
-		if err := r.writeInputs(w.v, vs); err != nil {
-			return fmt.Errorf("tiling V to the capacity: %w", err)
+	if pool := w.paged(); pool != nil {
+		if err := r.tilePages(in, pool); err != nil {
+			return err
 		}
 		w.tiled = uploaded{keyOf(r.p), in.Rows}
 		return nil
@@ -130,6 +127,57 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 		}
 	}
 	w.tiled = uploaded{keyOf(r.p), in.Rows}
+	return nil
+}
+
+// tilePages tiles the set in a paged pool. Where the set is whole pages
+// (longGates rounds it up to them), every page past it holds the bytes
+// of one of the set's pages, which uploadSet left on the device: each is
+// copied from there, all of them in one copyList (8 GiB at batch 16,
+// which staged through pinned host memory was most of the gate's time),
+// and the records take the set's page as it. The rest (a last page
+// partly past the capacity, or a set not of whole pages) is built on the
+// host, each page once per place in the cycle of in.Rows.
+func (r *pointRun) tilePages(in *oracle.Inputs, pool *abi.Pool) error {
+	w, s := r.ws, r.p.Config.Shape
+	P, pb := pool.PageSize, r.l.pageB
+	whole := 0 // pages of each sequence copied on the device
+	if in.Rows%P == 0 {
+		whole = s.Capacity / P
+	}
+	set := in.Rows / P
+	var cs []devCopy
+	rk, rv := w.input(w.k), w.input(w.v)
+	for b := range s.Batch {
+		for j := set; j < whole; j++ {
+			dst, src := int64(pool.Page(b, j))*pb, int64(pool.Page(b, j%set))*pb
+			cs = append(cs, devCopy{w.k + devOff(dst), w.k + devOff(src), pb}, devCopy{w.v + devOff(dst), w.v + devOff(src), pb})
+			for _, rec := range []*inputCopy{rk, rv} {
+				if rec != nil {
+					rec.wrote(dst, rec.pageAt(src, pb))
+				}
+			}
+		}
+	}
+	if err := r.b.gpu.copyList(cs); err != nil {
+		return fmt.Errorf("tiling K and V to the capacity: %w", err)
+	}
+	lo := max(in.Rows, whole*P)
+	if lo >= s.Capacity {
+		return nil
+	}
+	ranges := make([]rowRange, s.Batch)
+	for b := range ranges {
+		ranges[b] = rowRange{b, lo, s.Capacity}
+	}
+	src := packedRows(s, r.l.elt, packedOf(in))
+	ks, vs := splitKV(w.pagedCopies(s, ranges, src, tiledPages(in.Rows, P), nil, w.mirrorOf))
+	if err := r.writeInputs(w.k, ks); err != nil {
+		return fmt.Errorf("tiling K to the capacity: %w", err)
+	}
+	if err := r.writeInputs(w.v, vs); err != nil {
+		return fmt.Errorf("tiling V to the capacity: %w", err)
+	}
 	return nil
 }
 

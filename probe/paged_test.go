@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
@@ -205,5 +208,95 @@ func TestPagedRecord(t *testing.T) {
 		if got, want := paged.bytesAt(r[0], r[1]), plain.bytesAt(r[0], r[1]); !bytes.Equal(got, want) {
 			t.Errorf("bytes %d..%d: %x, want %x", r[0], r[0]+r[1], got, want)
 		}
+	}
+}
+
+// TestPagedLongLengths: in a paged pool the uniform set is tiled to the
+// capacity as whole pages, each of the set's pages crossing the bus once
+// and every repeat of it copied on the device in one list; the tiled
+// cache is what the record says (the read-only gate passes), a correct
+// kernel passes at the capacity and one wrong past 128 rows fails there.
+func TestPagedLongLengths(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		m        fakeModel
+		capacity int
+		ok       bool
+	}{
+		{"correct", fakeModel{}, 256, true},
+		{"drift", fakeModel{driftPast: 128}, 256, false},
+		// The last page partly past the capacity is built on the host.
+		{"capacity inside a page", fakeModel{}, 250, true},
+		{"capacity inside a page, drift", fakeModel{driftPast: 128}, 250, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models["k"] = c.m
+			b := fakeBackend(t, f)
+			if _, err := b.Env(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			p := pagedPoint("k", abi.PageNHD, abi.PagesShuffled)
+			p.Config.Shape.Capacity = c.capacity
+			p.ReplayNKV = []int{7, 9, 17, 100, c.capacity, 9}
+			rec, err := b.Run(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := failedKinds(rec.Gates)
+			if c.ok != (rec.Status == results.StatusOK) || !c.ok && !slices.Equal(failed, []string{"tolerance/uniform"}) {
+				t.Fatalf("status %s (%s), failed %v", rec.Status, rec.Error, failed)
+			}
+			tiled := 0
+			for _, g := range rec.Gates {
+				if g.Kind == results.GateTolerance && g.NKV == c.capacity && strings.Contains(g.Detail, "rows past 112 tiled") {
+					tiled++
+					if g.Pass != c.ok {
+						t.Errorf("tiled gate at %d: pass %v", c.capacity, g.Pass)
+					}
+				}
+			}
+			if tiled == 0 {
+				t.Error("no gate at the capacity on the set tiled from 112 rows (100 rounded up to whole 16-row pages)")
+			}
+			// 16 pages a sequence (15 whole at 250), 7 of them the set's:
+			// 9 (8) repeats each of K and V in each of the 2 sequences.
+			if want := 2 * 2 * (c.capacity/16 - 112/16); f.listCopies != want {
+				t.Errorf("%d pages copied on the device, want %d", f.listCopies, want)
+			}
+			for _, in := range b.ws.inputs {
+				if !bytes.Equal(in.bytesAt(0, in.n), f.at(in.p)[:in.n]) {
+					t.Errorf("the record of %s differs from the device", in.name)
+				}
+			}
+		})
+	}
+}
+
+// TestDisjointCopies: a copy list is refused exactly when a destination
+// overlaps another copy's source or destination (its own source too),
+// as the pairwise check says, over random lists.
+func TestDisjointCopies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	overlap := func(a, b cuda.DevPtr, n, m int64) bool { return a < b+devOff(m) && b < a+devOff(n) }
+	for range 5000 {
+		cs := make([]devCopy, 1+rng.IntN(5))
+		for i := range cs {
+			cs[i] = devCopy{cuda.DevPtr(rng.IntN(64)), cuda.DevPtr(rng.IntN(64)), int64(rng.IntN(8))}
+		}
+		want := false
+		for i, a := range cs {
+			for j, b := range cs {
+				if a.n > 0 && b.n > 0 && (overlap(a.dst, b.dst, a.n, b.n) && i != j || overlap(a.dst, b.src, a.n, b.n)) {
+					want = true
+				}
+			}
+		}
+		if got := disjointCopies(cs) != nil; got != want {
+			t.Fatalf("%+v: refused %v, want %v", cs, got, want)
+		}
+	}
+	if disjointCopies([]devCopy{{0, 16, -1}}) == nil {
+		t.Error("a negative length accepted")
 	}
 }

@@ -1,9 +1,11 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -14,8 +16,8 @@ import (
 
 // The measurement kernels of kernels/util.cu.
 type utilKernels struct {
-	mod                                *cuda.Module
-	readBW, block, clock, digest, fill *cuda.Function
+	mod                                        *cuda.Module
+	readBW, block, clock, digest, fill, copies *cuda.Function
 	// digestOut holds ktune_digest's output, digestCap segments; it grows
 	// to the largest buffer digested.
 	digestOut cuda.DevPtr
@@ -48,7 +50,7 @@ type utilEntry struct {
 // entries lists the kernels loadUtil looks up in util.cu.
 func (u *utilKernels) entries() []utilEntry {
 	return []utilEntry{{&u.readBW, "ktune_read_bw"}, {&u.block, "ktune_block"}, {&u.clock, "ktune_clock"},
-		{&u.digest, "ktune_digest"}, {&u.fill, "ktune_fill"}}
+		{&u.digest, "ktune_digest"}, {&u.fill, "ktune_fill"}, {&u.copies, "ktune_copies"}}
 }
 
 func (b *Backend) loadUtil() (*utilKernels, error) {
@@ -322,4 +324,103 @@ func (b *Backend) fillDevice(p cuda.DevPtr, first, n int64, t *kvtype.Type, seed
 		return fmt.Errorf("launching the fill kernel: %w", err)
 	}
 	return nil
+}
+
+// A devCopy is one device-to-device copy of copyList: n bytes from src to
+// dst.
+type devCopy struct {
+	dst, src cuda.DevPtr
+	n        int64
+}
+
+// copyBytes is the size of one copy in ktune_copies' list (struct
+// ktune_copy: dst, src, n).
+const copyBytes = 24
+
+// copyList enqueues cs as ktune_copies launches, as many copies a launch
+// as the device's stage holds: the list is written there (after the
+// stream's earlier work, so the stage's last use has run) and the kernel
+// reads it. A copy's destination overlaps no other copy's source or
+// destination (the kernel runs them in no order), which copyList checks.
+func (b *Backend) copyList(cs []devCopy) error {
+	if err := disjointCopies(cs); err != nil {
+		return err
+	}
+	d := cudaDevice{b} // not b.gpu: a clocked device charges copyList once
+	dev, err := d.stageDevice()
+	if err != nil {
+		return err
+	}
+	const per = stageMax / copyBytes
+	for len(cs) > 0 {
+		n := min(len(cs), per)
+		host, err := d.stage(int64(n) * copyBytes)
+		if err != nil {
+			return err
+		}
+		for i, c := range cs[:n] {
+			binary.LittleEndian.PutUint64(host[copyBytes*i:], uint64(c.dst))
+			binary.LittleEndian.PutUint64(host[copyBytes*i+8:], uint64(c.src))
+			binary.LittleEndian.PutUint64(host[copyBytes*i+16:], uint64(c.n))
+		}
+		if err := d.write(dev, host); err != nil {
+			return err
+		}
+		grid := [3]int{int(min(int64(n), int64(b.env.SMs*max(1, b.maxThreadsPerSM/copiesBlock)))), 1, 1}
+		if err := b.ctx.Launch(b.util.copies, grid, [3]int{copiesBlock, 1, 1}, 0, b.stream, dev, uint64(n)); err != nil {
+			return fmt.Errorf("launching the copy kernel: %w", err)
+		}
+		cs = cs[n:]
+	}
+	return nil
+}
+
+// copiesBlock is ktune_copies' block size.
+const copiesBlock = 256
+
+// disjointCopies reports a copy of cs whose destination overlaps another
+// copy's source or destination, or whose length is negative.
+func disjointCopies(cs []devCopy) error {
+	type span struct {
+		lo, hi cuda.DevPtr
+		dst    bool
+		i      int
+	}
+	spans := make([]span, 0, 2*len(cs))
+	for i, c := range cs {
+		if c.n < 0 {
+			return fmt.Errorf("copy %d: %d bytes", i, c.n)
+		}
+		if c.n == 0 {
+			continue
+		}
+		spans = append(spans, span{c.dst, c.dst + devOff(c.n), true, i}, span{c.src, c.src + devOff(c.n), false, i})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	// Sources may overlap each other; a destination may overlap nothing.
+	// In order of start, an earlier span overlaps s when it ends past
+	// s.lo, so the one of each kind that ends furthest is the one to ask.
+	var any, dst *span
+	for k := range spans {
+		s := &spans[k]
+		for _, e := range []*span{dst, any} {
+			if e != nil && s.lo < e.hi && (s.dst || e.dst) {
+				return fmt.Errorf("copy %d's %s overlaps copy %d's %s", s.i, role(s.dst), e.i, role(e.dst))
+			}
+		}
+		if any == nil || s.hi > any.hi {
+			any = s
+		}
+		if s.dst && (dst == nil || s.hi > dst.hi) {
+			dst = s
+		}
+	}
+	return nil
+}
+
+func role(dst bool) string {
+	if dst {
+		return "destination"
+	}
+	return "source"
 }

@@ -12,9 +12,10 @@ import (
 // Coalesced uploads.
 //
 // An upload of K or V is many pieces: a page each in a paged pool (a
-// batch-16 cache tiled to a capacity of 131072 rows in 16-row pages is
-// 131072 pages a buffer), a tile of rows each in a contiguous cache
-// tiled to the capacity. One device write per piece costs a synchronous
+// set's 1664 pages among 131072 at batch 16 in 16-row pages; the pages
+// of the cache tiled to the capacity are copied on the device from the
+// set's, long.go), a tile of rows each in a contiguous cache tiled to
+// the capacity. One device write per piece costs a synchronous
 // copy and two stream waits each, which made the uploads most of a paged
 // kernel's gate time on the H200 (5.8 of 9.3 s at 16-row pages). So
 // writeInputs stages the pieces that touch or overlap into runs of at
