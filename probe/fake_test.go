@@ -95,6 +95,7 @@ type fakeDevice struct {
 	stagingDev cuda.DevPtr
 	copies     int
 	listCopies int
+	lists      []int // the length of every copy list, in order
 
 	models  map[string]fakeModel // by variant; absent: correct
 	kernels map[*kernelPair]*fakeKernel
@@ -103,7 +104,11 @@ type fakeDevice struct {
 
 	freeMem  int64
 	allocErr error
-	bw, mhz  float64
+	// allocOOM, when not nil, says which allocations fail out of
+	// memory (a device without room for the stale gate's scratch).
+	allocOOM  func(n int64) bool
+	allocOOMs int // allocations that failed by allocOOM
+	bw, mhz   float64
 	// sample returns the i-th timed sample (ns per pair) and whether the
 	// blocker timed out; nil: 1000 ns.
 	sample  func(i int) (float64, bool)
@@ -335,11 +340,19 @@ func (f *fakeDevice) alloc(n int64) (cuda.DevPtr, error) {
 	if f.allocErr != nil {
 		return 0, f.allocErr
 	}
+	if f.allocOOM != nil && f.allocOOM(n) {
+		f.allocOOMs++
+		return 0, errOOM
+	}
 	f.buffers++
-	// Unbacked: the bandwidth and flush buffers are gigabytes that only
-	// the (modelled) read kernel touches.
+	// Past 64 MiB unbacked: the bandwidth and flush buffers are
+	// gigabytes that only the (modelled) read kernel touches.
 	p := f.next
-	f.allocs = append(f.allocs, fakeAlloc{base: p, size: n})
+	a := fakeAlloc{base: p, size: n}
+	if n <= 64<<20 {
+		a.data = make([]byte, n)
+	}
+	f.allocs = append(f.allocs, a)
 	f.next += cuda.DevPtr(n+0xffff) &^ 0xffff
 	return p, f.dead
 }
@@ -389,6 +402,7 @@ func (f *fakeDevice) copyList(cs []devCopy) error {
 		return err
 	}
 	f.listCopies += len(cs)
+	f.lists = append(f.lists, len(cs))
 	for _, c := range cs {
 		copy(f.at(c.dst)[:c.n], f.at(c.src)[:c.n])
 	}

@@ -162,6 +162,15 @@ func (c *inputCopy) pageAt(off, n int64) []byte {
 	return c.bytesAt(off, n)
 }
 
+// pageSlot is the record of the whole page at off of a paged record: its
+// bytes, or nil where it holds the fill. setPage puts such a record back.
+func (c *inputCopy) pageSlot(off int64) []byte { return c.pages[off/c.page] }
+
+func (c *inputCopy) setPage(off int64, b []byte) {
+	c.pages[off/c.page] = b
+	c.ref = nil
+}
+
 // expected returns what segment i of the buffer must hold.
 func (c *inputCopy) expected(i int64) []byte {
 	lo := i * digestSeg

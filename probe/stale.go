@@ -105,20 +105,13 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 	}
 	t := c.Shape.KVType()
 	kp, vp := r.ws.placements(c.Shape)
-	// What each span held, as pieces of bytes the record keeps already
-	// (inputpieces.go), written back afterwards.
-	type saved struct {
-		buf    *inputCopy
-		pieces []inputWrite
-	}
-	var restore []saved
+	// undo puts K and V back as they were, on every path. Best effort on
+	// the error paths: the record keeps the stale bytes where they were
+	// not put back, so the next check finds any left behind.
+	var undo func()
 	defer func() {
-		for _, s := range restore {
-			for _, pc := range s.pieces {
-				// Best effort on the error paths: the record keeps the
-				// stale bytes, so the next check finds any left behind.
-				_ = r.writeInput(s.buf.p, pc.off, pc.b)
-			}
+		if undo != nil {
+			undo()
 		}
 	}()
 	if r.ws.paged() != nil {
@@ -139,20 +132,22 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 		phase := func(b, first int) ([2]int, bool) {
 			return [2]int{-1, (first - lengths[b]) % len(rows)}, first >= lengths[b]
 		}
-		for _, cp := range r.ws.pagedCopies(c.Shape, ranges, src, phase, nil, r.ws.mirrorOf) {
-			for _, x := range []struct {
-				p cuda.DevPtr
-				b []byte
-			}{{r.ws.k, cp.k}, {r.ws.v, cp.v}} {
-				buf := r.ws.input(x.p)
-				sp := span{dst: cp.dst, n: int64(len(x.b))}
-				restore = append(restore, saved{buf, buf.pieces(sp.dst, sp.n)})
-				if err := r.writeInput(x.p, cp.dst, x.b); err != nil {
-					return fmt.Errorf("writing stale rows past the lengths: %w", err)
-				}
+		cps := r.ws.pagedCopies(c.Shape, ranges, src, phase, nil, r.ws.mirrorOf)
+		var err error
+		if undo, err = r.stalePagesOnDevice(cps); err != nil {
+			return fmt.Errorf("writing stale rows past the lengths: %w", err)
+		}
+		if undo == nil {
+			undo, err = r.writeStalePages(cps)
+			if err != nil {
+				return fmt.Errorf("writing stale rows past the lengths: %w", err)
 			}
 		}
 	} else {
+		// What each span held, as pieces of bytes the record keeps
+		// already (inputpieces.go), written back afterwards.
+		var restore []savedPieces
+		undo = func() { restorePieces(r, restore) }
 		bufs := []struct {
 			p  cuda.DevPtr
 			pl *abi.Placement
@@ -177,7 +172,7 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 				copy(pat[r*rowBytes:min(longest, (r+1)*rowBytes)], rows[r%int64(len(rows))])
 			}
 			for _, sp := range spans {
-				restore = append(restore, saved{buf, buf.pieces(sp.dst, sp.n)})
+				restore = append(restore, savedPieces{buf, buf.pieces(sp.dst, sp.n)})
 				if err := r.writeInput(p, sp.dst, pat[:sp.n]); err != nil {
 					return fmt.Errorf("writing stale rows past the lengths: %w", err)
 				}
@@ -192,5 +187,202 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 		"NaN, Inf and large values in the rows past each length changed the outputs (they reached them)")
 	g.Inputs = string(oracle.SetUniform)
 	log.add(g)
+	return nil
+}
+
+// savedPieces are what a range of a read-only buffer held before the
+// stale gate wrote over it, as pieces of bytes its record keeps.
+type savedPieces struct {
+	buf    *inputCopy
+	pieces []inputWrite
+}
+
+// restorePieces writes saved back, best effort.
+func restorePieces(r *pointRun, saved []savedPieces) {
+	for _, s := range saved {
+		for _, pc := range s.pieces {
+			_ = r.writeInput(s.buf.p, pc.off, pc.b)
+		}
+	}
+}
+
+// writeStalePages writes the stale pages cps (pagedCopies) into K and V
+// one device write a page, and returns what writes back what they held.
+// It is the stale gate's way where stalePagesOnDevice has no room.
+func (r *pointRun) writeStalePages(cps []kvCopy) (func(), error) {
+	var restore []savedPieces
+	undo := func() { restorePieces(r, restore) }
+	for _, x := range r.ws.pageWrites(cps) {
+		buf := r.ws.input(x.p)
+		restore = append(restore, savedPieces{buf, buf.pieces(x.dst, int64(len(x.img)))})
+		if err := r.writeInput(x.p, x.dst, x.img); err != nil {
+			return undo, err
+		}
+	}
+	return undo, nil
+}
+
+// A pageWrite is one page image of a kvCopy and where it goes.
+type pageWrite struct {
+	p   cuda.DevPtr // K's buffer or V's
+	dst int64
+	img []byte
+}
+
+// pageWrites are the writes of cps, K's and V's, without a missing V.
+func (w *workspace) pageWrites(cps []kvCopy) []pageWrite {
+	var out []pageWrite
+	for _, cp := range cps {
+		out = append(out, pageWrite{w.k, cp.dst, cp.k})
+		if len(cp.v) > 0 {
+			out = append(out, pageWrite{w.v, cp.vdst, cp.v})
+		}
+	}
+	return out
+}
+
+// stalePagesOnDevice writes the stale pages cps (whole pages of K and V,
+// pagedCopies) on the device. One synchronous write a page and one a
+// page to put it back was most of a paged kernel's gate time at batch 16
+// in 16-row pages (thousands of pages past the lengths at every gate
+// length): here the pages the copies cover are first saved by device
+// copies into scratch memory, the few distinct images (one per phase of
+// the patterns, shared by every whole page past a length, and one per
+// sequence for the page its length ends in) are uploaded there once, and
+// ktune_copies copies them out. The function it returns copies the saved
+// pages back, puts the record back as it was and frees the scratch.
+//
+// nil, nil: the way does not apply (a copy not one whole page of its
+// record, or the scratch, which is the pages under the stale rows and
+// their images, more than half the device memory left past the
+// headroom, or more than the device can allocate) and the caller writes
+// the pages itself.
+func (r *pointRun) stalePagesOnDevice(cps []kvCopy) (func(), error) {
+	type slot struct {
+		pageWrite
+		rec *inputCopy
+	}
+	var slots []slot
+	for _, x := range r.ws.pageWrites(cps) {
+		rec := r.ws.input(x.p)
+		if rec == nil || rec.page != int64(len(x.img)) || x.dst%rec.page != 0 {
+			return nil, nil
+		}
+		slots = append(slots, slot{x, rec})
+	}
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	// The distinct images, by their first byte: pagedCopies shares one
+	// slice among the pages of the same bytes. Scratch holds them, then
+	// one saved page per slot.
+	at := map[*byte]int64{}
+	var imgs [][]byte
+	var n int64
+	for _, s := range slots {
+		if _, ok := at[&s.img[0]]; !ok {
+			at[&s.img[0]] = n
+			imgs = append(imgs, s.img)
+			n += int64(len(s.img))
+		}
+	}
+	saveAt := n
+	for _, s := range slots {
+		n += int64(len(s.img))
+	}
+	d := r.b.gpu
+	free, err := d.memFree()
+	if err != nil {
+		return nil, fmt.Errorf("reading free device memory: %w", err)
+	}
+	if n > (free-headroom)/2 {
+		return nil, nil
+	}
+	scratch, err := d.alloc(n)
+	if cuda.IsOutOfMemory(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("allocating %s for the stale pages: %w", gib(n), err)
+	}
+	release := func() {
+		// The copies from and to scratch are on the stream.
+		_ = d.sync()
+		_ = d.free(scratch)
+	}
+	if err := r.uploadImages(scratch, imgs); err != nil {
+		release()
+		return nil, err
+	}
+	save := make([]devCopy, len(slots))
+	stale := make([]devCopy, len(slots))
+	back := make([]devCopy, len(slots))
+	before := make([][]byte, len(slots))
+	off := saveAt
+	for i, s := range slots {
+		m := int64(len(s.img))
+		page, kept := scratch+devOff(off), s.p+devOff(s.dst)
+		save[i] = devCopy{page, kept, m}
+		stale[i] = devCopy{kept, scratch + devOff(at[&s.img[0]]), m}
+		back[i] = devCopy{kept, page, m}
+		before[i] = s.rec.pageSlot(s.dst)
+		off += m
+	}
+	if err := d.copyList(save); err != nil {
+		release()
+		return nil, fmt.Errorf("saving the pages under the stale rows: %w", err)
+	}
+	undo := func() {
+		if d.copyList(back) == nil {
+			for i, s := range slots {
+				s.rec.setPage(s.dst, before[i])
+			}
+		}
+		release()
+	}
+	// The record takes the stale pages before the copy, so that a copy
+	// that failed part way is found by the next check.
+	for _, s := range slots {
+		s.rec.wrote(s.dst, s.img)
+	}
+	if err := d.copyList(stale); err != nil {
+		return undo, err
+	}
+	return undo, nil
+}
+
+// uploadImages writes imgs one after another at p: as many as fit in the
+// pinned stage in one write.
+func (r *pointRun) uploadImages(p cuda.DevPtr, imgs [][]byte) error {
+	d := r.b.gpu
+	for len(imgs) > 0 {
+		k, n := 0, int64(0)
+		for k < len(imgs) && n+int64(len(imgs[k])) <= stageMax {
+			n += int64(len(imgs[k]))
+			k++
+		}
+		if k <= 1 {
+			// One image, or one past the stage: as it is.
+			if err := d.write(p, imgs[0]); err != nil {
+				return fmt.Errorf("uploading the stale page images: %w", err)
+			}
+			p += devOff(int64(len(imgs[0])))
+			imgs = imgs[1:]
+			continue
+		}
+		host, err := d.stage(n)
+		if err != nil {
+			return err
+		}
+		var o int64
+		for _, b := range imgs[:k] {
+			o += int64(copy(host[o:], b))
+		}
+		if err := d.write(p, host); err != nil {
+			return fmt.Errorf("uploading the stale page images: %w", err)
+		}
+		p += devOff(n)
+		imgs = imgs[k:]
+	}
 	return nil
 }
