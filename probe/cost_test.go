@@ -34,7 +34,13 @@ func (n nullDevice) allocWorkspace(l layout) (*workspace, error) {
 	w.initInputs()
 	return w, nil
 }
-func (n nullDevice) write(cuda.DevPtr, []byte) error           { return nil }
+
+// write counts the writes: on a GPU each is a synchronous copy and two
+// stream waits, tens of microseconds however small.
+func (n nullDevice) write(dst cuda.DevPtr, _ []byte) error {
+	n.written = append(n.written, dst)
+	return nil
+}
 func (n nullDevice) copyAsync(_, _ cuda.DevPtr, _ int64) error { return nil }
 func (n nullDevice) copyList([]devCopy) error                  { return nil }
 func (n nullDevice) read(b []byte, _ cuda.DevPtr) error {
@@ -132,7 +138,7 @@ func benchPoint(b *testing.B, pl *plan.Plan, variant string, batch, page int) *p
 // benchGates measures the gates of p's kernel on a fresh backend, after
 // those of first's (nil: p is the first kernel of its shape).
 func benchGates(b *testing.B, first, p *plan.Point) {
-	var inputs, oracleT, cpu float64
+	var inputs, oracleT, cpu, writes float64
 	for range b.N {
 		bk := &Backend{log: io.Discard, loaded: map[string]*kernelPair{}, gates: map[string]*gateVerdict{},
 			env: results.Env{Device: "null", SMs: 132, L2Bytes: 50 << 20, ClockMHz: 1980, Arch: "sm_90"}}
@@ -145,6 +151,7 @@ func benchGates(b *testing.B, first, p *plan.Point) {
 		cpu0 := cpuSeconds()
 		r := gateHost(b, bk, p)
 		cpu += cpuSeconds() - cpu0
+		writes += float64(len(bk.gpu.(nullDevice).written))
 		inputs += r.tInputs.Seconds()
 		oracleT += r.tOracle.Seconds()
 		b.ReportMetric(float64(r.pairs), "pairs")
@@ -154,6 +161,7 @@ func benchGates(b *testing.B, first, p *plan.Point) {
 	b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
 	b.ReportMetric(inputs/float64(b.N), "s-inputs")
 	b.ReportMetric(oracleT/float64(b.N), "s-oracle")
+	b.ReportMetric(writes/float64(b.N), "writes/op")
 }
 
 // gateHost runs the gates of one compiled kernel of p on a null device
