@@ -94,7 +94,6 @@ type fakeDevice struct {
 	staging    []byte
 	stagingDev cuda.DevPtr
 	copies     int
-	listCopies int
 	lists      []int // the length of every copy list, in order
 
 	models  map[string]fakeModel // by variant; absent: correct
@@ -401,7 +400,6 @@ func (f *fakeDevice) copyList(cs []devCopy) error {
 	if err := disjointCopies(cs); err != nil {
 		return err
 	}
-	f.listCopies += len(cs)
 	f.lists = append(f.lists, len(cs))
 	for _, c := range cs {
 		copy(f.at(c.dst)[:c.n], f.at(c.src)[:c.n])

@@ -277,12 +277,12 @@ func (r *pointRun) stalePagesOnDevice(cps []kvCopy) (func(), error) {
 	// slice among the pages of the same bytes. Scratch holds them, then
 	// one saved page per slot.
 	at := map[*byte]int64{}
-	var imgs [][]byte
+	var imgs []bufCopy
 	var n int64
 	for _, s := range slots {
 		if _, ok := at[&s.img[0]]; !ok {
 			at[&s.img[0]] = n
-			imgs = append(imgs, s.img)
+			imgs = append(imgs, bufCopy{n, s.img})
 			n += int64(len(s.img))
 		}
 	}
@@ -310,9 +310,11 @@ func (r *pointRun) stalePagesOnDevice(cps []kvCopy) (func(), error) {
 		_ = d.sync()
 		_ = d.free(scratch)
 	}
-	if err := r.uploadImages(scratch, imgs); err != nil {
+	// One after another, so that they go in as few writes as the stage
+	// allows (writeInputs).
+	if err := r.writeInputs(scratch, imgs); err != nil {
 		release()
-		return nil, err
+		return nil, fmt.Errorf("uploading the stale page images: %w", err)
 	}
 	save := make([]devCopy, len(slots))
 	stale := make([]devCopy, len(slots))
@@ -349,40 +351,4 @@ func (r *pointRun) stalePagesOnDevice(cps []kvCopy) (func(), error) {
 		return undo, err
 	}
 	return undo, nil
-}
-
-// uploadImages writes imgs one after another at p: as many as fit in the
-// pinned stage in one write.
-func (r *pointRun) uploadImages(p cuda.DevPtr, imgs [][]byte) error {
-	d := r.b.gpu
-	for len(imgs) > 0 {
-		k, n := 0, int64(0)
-		for k < len(imgs) && n+int64(len(imgs[k])) <= stageMax {
-			n += int64(len(imgs[k]))
-			k++
-		}
-		if k <= 1 {
-			// One image, or one past the stage: as it is.
-			if err := d.write(p, imgs[0]); err != nil {
-				return fmt.Errorf("uploading the stale page images: %w", err)
-			}
-			p += devOff(int64(len(imgs[0])))
-			imgs = imgs[1:]
-			continue
-		}
-		host, err := d.stage(n)
-		if err != nil {
-			return err
-		}
-		var o int64
-		for _, b := range imgs[:k] {
-			o += int64(copy(host[o:], b))
-		}
-		if err := d.write(p, host); err != nil {
-			return fmt.Errorf("uploading the stale page images: %w", err)
-		}
-		p += devOff(n)
-		imgs = imgs[k:]
-	}
-	return nil
 }
