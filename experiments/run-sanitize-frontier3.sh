@@ -13,9 +13,14 @@
 # took about a minute of one worker over the four tools, a batch-16 one
 # several (memcheck alone about a minute, initcheck and racecheck two);
 # see NOTES-gates.md. Every batch-1 kernel is committed, and every
-# batch-16 one under memcheck (initcheck 144 of 198); the sixteen
-# workers keep one GPU at 100%, so for the batch-16 rest on an eight-GPU
-# machine (128 cores), GPUS=8 JOBS=8 SAN_JOBS=8 ... OUTDIR 16.
+# batch-16 one under memcheck (initcheck 160 of 198, racecheck 76,
+# synccheck 34); the sixteen workers keep one GPU at 100%, so for the
+# batch-16 rest on an eight-GPU machine (128 cores), GPUS=8 JOBS=8
+# SAN_JOBS=8 ... OUTDIR 16. Each job takes the tools in TOOLS' order,
+# every kernel under one before the next, and a run a call stops is lost,
+# so the cheapest go first: at batch 16 with sixteen workers, synccheck
+# took 9-12 s a run, memcheck about a minute, racecheck 28-151 s and
+# initcheck 73-477 s.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: run-sanitize-frontier3.sh OUTDIR [1|16 ...]}
@@ -31,5 +36,5 @@ for b in "${batches[@]}"; do
   done
 done
 export KEPT="${KEPT:-$v/sanitize-frontier3/verdicts.jsonl $v/sanitize-frontier3-b16/verdicts.jsonl $v/sanitize-r3/verdicts-frontier3.jsonl $v/sanitize-frontier2/verdicts.jsonl}"
-TOOLS=${TOOLS:-memcheck,initcheck,racecheck,synccheck} JOBS=${JOBS:-8} SAN_JOBS=${SAN_JOBS:-2} \
+TOOLS=${TOOLS:-synccheck,memcheck,racecheck,initcheck} JOBS=${JOBS:-8} SAN_JOBS=${SAN_JOBS:-2} \
   TOTAL_S=${TOTAL_S:-500} bash experiments/run-sanitize-all.sh "$out" "${jobs[@]}"

@@ -107,9 +107,11 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
+		mu      sync.Mutex
+		first   error
+		wg      sync.WaitGroup
+		stopped int           // runs cut short by the context
+		lost    time.Duration // the time they had had
 	)
 	todo := make(chan *run)
 	for range max(1, opts.Jobs) {
@@ -121,6 +123,17 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 				g, complete, err := sanitizePoint(ctx, r.p, r.tool, opts, slow)
 				mu.Lock()
 				switch {
+				case err != nil && ctx.Err() != nil:
+					// Stopped (a time limit, Ctrl-C, another run's
+					// error): the time it had is lost, and says how long
+					// a call must be for the run to finish.
+					stopped++
+					lost += time.Since(start)
+					fmt.Fprintf(log, "sanitize %s: %s: stopped after %.0f s, not kept (it runs again next time)\n",
+						r.p.Config.Variant, r.tool, time.Since(start).Seconds())
+					if first == nil {
+						first = err
+					}
 				case err != nil:
 					if first == nil {
 						first = err
@@ -159,6 +172,10 @@ feed:
 	}
 	close(todo)
 	wg.Wait()
+	if stopped > 0 {
+		fmt.Fprintf(log, "sanitize stopped: %d of %d runs done, %d in flight lost (%.0f s of worker time)\n",
+			done, len(runs), stopped, lost.Seconds())
+	}
 	out := map[string][]results.Gate{}
 	for _, r := range runs {
 		if r.done {

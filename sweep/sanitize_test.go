@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/sanitizer"
@@ -302,5 +303,58 @@ func TestSanitizeKeepsRuns(t *testing.T) {
 	}
 	if !reflect.DeepEqual(parallel, first) {
 		t.Errorf("three at a time %v, one at a time %v", parallel, first)
+	}
+}
+
+// TestSanitizeStopped: a sanitize stopped while runs are in flight says
+// which runs it lost and how long each had had, keeps none of them, and
+// the next sanitize runs them again.
+func TestSanitizeStopped(t *testing.T) {
+	points := cleanSanitizePlan()
+	dir := t.TempDir()
+	count := filepath.Join(dir, "count")
+	var log strings.Builder
+	opts := SanitizeOptions{
+		Tools:  []sanitizer.Tool{sanitizer.Memcheck},
+		Binary: os.Args[0],
+		Dir:    filepath.Join(dir, "sanitize"),
+		Jobs:   2,
+		Log:    &log,
+		Worker: fakeCommand(envFakeSanCount+"="+count, envFakeDelay+"=20s"),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	// Cancel once both workers have started their runs.
+	go func() {
+		for b, _ := os.ReadFile(count); strings.Count(string(b), "\n") < 2; b, _ = os.ReadFile(count) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond)
+		cancel()
+	}()
+	start := time.Now()
+	got, err := Sanitize(ctx, points, opts)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a stopped sanitize returned %v, want context.Canceled", err)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the stopped sanitize took %v: it waited for its runs", took)
+	}
+	if len(got) != 0 {
+		t.Errorf("verdicts %v from runs that never finished", got)
+	}
+	if n := strings.Count(log.String(), "stopped after"); n != 2 {
+		t.Errorf("%d runs logged stopped, want the 2 in flight; the log:\n%s", n, log.String())
+	}
+	if !strings.Contains(log.String(), "sanitize stopped: 0 of 3 runs done, 2 in flight lost (") {
+		t.Errorf("no summary of the loss; the log:\n%s", log.String())
+	}
+	// Nothing was kept: the runs happen again.
+	opts.Worker = fakeCommand(envFakeSanCount + "=" + count)
+	opts.Log = nil
+	if _, err := Sanitize(context.Background(), points, opts); err != nil {
+		t.Fatal(err)
+	}
+	if n := sanitizeRuns(t, count); n != 2+3 {
+		t.Errorf("%d runs in all, want the 2 stopped and then 3", n)
 	}
 }

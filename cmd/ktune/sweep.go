@@ -105,8 +105,9 @@ a Kubernetes indexed Job that do this.
 --sanitize first gates the first point of each compiled kernel (gates
 only, no timing) once per tool in a worker started under NVIDIA
 compute-sanitizer, one worker per kernel and tool so that each report
-names one kernel; --sanitize=racecheck,memcheck picks the tools (bare:
-memcheck, racecheck, synccheck and initcheck). Each run is a gate of kind
+names one kernel; --sanitize=racecheck,memcheck picks the tools and
+their order, each over every kernel before the next (bare: memcheck,
+racecheck, synccheck and initcheck). Each run is a gate of kind
 sanitizer in every record of its kernel; a kernel any run found errors in
 (or whose run left no summary) has every point recorded gate_failed with
 no timings. compute-sanitizer comes from $KTUNE_COMPUTE_SANITIZER, PATH,
@@ -115,7 +116,8 @@ $CUDA_HOME/bin or /usr/local/cuda/bin; its logs go to DIR/sanitize.
 Every finished run is kept in DIR/sanitize/verdicts.jsonl as it ends, so
 a sanitize stopped part way (a time limit, Ctrl-C) resumes where it
 stopped when the same command runs again; a run that left no whole report
-is not kept and runs again. --sanitize-jobs N runs N sanitized workers at
+is not kept and runs again (the log says what each stopped run had
+had). --sanitize-jobs N runs N sanitized workers at
 a time on the device: under the sanitizer most of a run is the host's
 instrumentation (a one-split batch-16 kernel can take minutes per tool), and none is
 timed, so they share the GPU; each needs its point's device memory.
