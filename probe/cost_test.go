@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"syscall"
 	"testing"
@@ -41,8 +42,17 @@ func (n nullDevice) write(dst cuda.DevPtr, _ []byte) error {
 	n.written = append(n.written, dst)
 	return nil
 }
-func (n nullDevice) copyAsync(_, _ cuda.DevPtr, _ int64) error { return nil }
-func (n nullDevice) copyList([]devCopy) error                  { return nil }
+
+// copyAsync and copyList count the copies: each copyAsync is a driver
+// call, a copy list one launch however long.
+func (n nullDevice) copyAsync(_, _ cuda.DevPtr, _ int64) error {
+	n.copies++
+	return nil
+}
+func (n nullDevice) copyList(cs []devCopy) error {
+	n.lists = append(n.lists, len(cs))
+	return nil
+}
 func (n nullDevice) read(b []byte, _ cuda.DevPtr) error {
 	clear(b)
 	return nil
@@ -78,9 +88,9 @@ func (nullGraph) destroy()      {}
 // sweep's later kernel of other SPLITS, hence other gate lengths (the
 // plan puts them across each kernel's split boundaries): the tunings of
 // experiments/h200-frontier3.yaml at batch 16, b16-s8-w4-pdl then
-// b16-f1-pf, contiguous and paged (PAGE_SIZE 16); only the second kernel
-// is measured. Targets on the H200 host's 16 cores: 1 s at batch 1, 2 s at
-// batch 16.
+// b16-f1-pf, contiguous and paged (PAGE_SIZE 16 and 64); only the second
+// kernel is measured. Targets on the H200 host's 16 cores: 1 s at batch 1,
+// 2 s at batch 16.
 //
 //	go test ./probe -run '^$' -bench GateHost -benchtime 1x
 func BenchmarkGateHost(b *testing.B) {
@@ -97,11 +107,11 @@ func BenchmarkGateHost(b *testing.B) {
 		}
 	}
 	f3 := benchPlan(b, "../experiments/h200-frontier3.yaml")
-	for _, page := range []int{0, 16} {
+	for _, page := range []int{0, 16, 64} {
 		first, later := "b16-s8-w4-pdl", "b16-f1-pf"
 		name := "b16/splits"
 		if page > 0 {
-			first, later, name = first+"-pg", later+"-pg", "b16/splits-paged16"
+			first, later, name = first+"-pg", later+"-pg", fmt.Sprintf("b16/splits-paged%d", page)
 		}
 		p0, p1 := benchPoint(b, f3, first, 16, page), benchPoint(b, f3, later, 16, page)
 		b.Run(name, func(b *testing.B) { benchGates(b, p0, p1) })
@@ -138,7 +148,7 @@ func benchPoint(b *testing.B, pl *plan.Plan, variant string, batch, page int) *p
 // benchGates measures the gates of p's kernel on a fresh backend, after
 // those of first's (nil: p is the first kernel of its shape).
 func benchGates(b *testing.B, first, p *plan.Point) {
-	var inputs, oracleT, cpu, writes float64
+	var inputs, oracleT, cpu, writes, copies, listed float64
 	for range b.N {
 		bk := &Backend{log: io.Discard, loaded: map[string]*kernelPair{}, gates: map[string]*gateVerdict{},
 			env: results.Env{Device: "null", SMs: 132, L2Bytes: 50 << 20, ClockMHz: 1980, Arch: "sm_90"}}
@@ -151,7 +161,12 @@ func benchGates(b *testing.B, first, p *plan.Point) {
 		cpu0 := cpuSeconds()
 		r := gateHost(b, bk, p)
 		cpu += cpuSeconds() - cpu0
-		writes += float64(len(bk.gpu.(nullDevice).written))
+		f := bk.gpu.(nullDevice).fakeDevice
+		writes += float64(len(f.written))
+		copies += float64(f.copies)
+		for _, n := range f.lists {
+			listed += float64(n)
+		}
 		inputs += r.tInputs.Seconds()
 		oracleT += r.tOracle.Seconds()
 		b.ReportMetric(float64(r.pairs), "pairs")
@@ -162,6 +177,10 @@ func benchGates(b *testing.B, first, p *plan.Point) {
 	b.ReportMetric(inputs/float64(b.N), "s-inputs")
 	b.ReportMetric(oracleT/float64(b.N), "s-oracle")
 	b.ReportMetric(writes/float64(b.N), "writes/op")
+	// Device-to-device copies: copyAsync's driver calls, and the copies
+	// that ride in copy lists.
+	b.ReportMetric(copies/float64(b.N), "copies/op")
+	b.ReportMetric(listed/float64(b.N), "listed/op")
 }
 
 // gateHost runs the gates of one compiled kernel of p on a null device

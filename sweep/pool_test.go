@@ -28,6 +28,7 @@ const (
 	envFakeArch   = "KTUNE_TEST_FAKE_ARCH"   // architecture per device, comma-separated
 	envFakeDelay  = "KTUNE_TEST_FAKE_DELAY"  // time each good point takes
 	envFakeSweep  = "KTUNE_TEST_FAKE_SWEEP"  // sweep testPlan(fakeSweepPoints) into this directory
+	envFakeGates  = "KTUNE_TEST_FAKE_GATES"  // every record's gate_sec, split evenly into its gate_cost
 )
 
 const fakeSweepPoints = 12
@@ -126,7 +127,12 @@ func (f *fakeBackend) Run(ctx context.Context, p *plan.Point) (results.Record, e
 		return rec, err
 	}
 	time.Sleep(f.delay)
-	return f.replay.Run(ctx, p)
+	rec, err := f.replay.Run(ctx, p)
+	if s, perr := strconv.ParseFloat(os.Getenv(envFakeGates), 64); perr == nil {
+		rec.GateSec = s
+		rec.GateCost = &results.GateCost{Inputs: s / 5, Oracle: s / 5, Upload: s / 5, Device: s / 5, Host: s / 5}
+	}
+	return rec, err
 }
 
 // fakeCommand returns a pool's command factory running this test binary as

@@ -120,7 +120,7 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 			defer wg.Done()
 			for r := range todo {
 				start := time.Now()
-				g, complete, err := sanitizePoint(ctx, r.p, r.tool, opts, slow)
+				g, complete, split, err := sanitizePoint(ctx, r.p, r.tool, opts, slow)
 				mu.Lock()
 				switch {
 				case err != nil && ctx.Err() != nil:
@@ -142,8 +142,8 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 				default:
 					r.g, r.done = g, true
 					done++
-					fmt.Fprintf(log, "sanitize %s: %s: %s (%.0f s; %d of %d runs done)\n",
-						r.p.Config.Variant, r.tool, g.Detail, time.Since(start).Seconds(), done, len(runs))
+					fmt.Fprintf(log, "sanitize %s: %s: %s (%.0f s; %d of %d runs done%s)\n",
+						r.p.Config.Variant, r.tool, g.Detail, time.Since(start).Seconds(), done, len(runs), split)
 					// A run without a whole report (the worker died, a
 					// time limit) is not kept: the next sanitize runs it
 					// again rather than inherit a verdict nobody read.
@@ -203,11 +203,12 @@ func groupKey(p *plan.Point) string {
 }
 
 // sanitizePoint gates p once in a worker under tool; complete says the
-// sanitizer wrote its whole report.
-func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts SanitizeOptions, slow float64) (g results.Gate, complete bool, err error) {
+// sanitizer wrote its whole report, and split where the instrumented
+// gates' time went (gateSplit).
+func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts SanitizeOptions, slow float64) (g results.Gate, complete bool, split string, err error) {
 	logFile := filepath.Join(opts.Dir, fmt.Sprintf("%s-%s.log", tool, p.Hash))
 	if err := os.Remove(logFile); err != nil && !os.IsNotExist(err) {
-		return results.Gate{}, false, fmt.Errorf("removing an old sanitizer log: %w", err)
+		return results.Gate{}, false, "", fmt.Errorf("removing an old sanitizer log: %w", err)
 	}
 	pool, err := NewPool(PoolOptions{
 		Devices: []int{opts.Device},
@@ -223,7 +224,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		StartTimeout: 30 * time.Minute,
 	})
 	if err != nil {
-		return results.Gate{}, false, err
+		return results.Gate{}, false, "", err
 	}
 	pt := *p
 	pt.Probes = nil // gates only
@@ -231,25 +232,39 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	rec, runErr := pool.Run(ctx, &pt)
 	pool.Close() // the summary is written when the worker exits
 	if ctx.Err() != nil {
-		return results.Gate{}, false, ctx.Err()
+		return results.Gate{}, false, "", ctx.Err()
 	}
 	g = results.Gate{Kind: results.GateSanitizer, NKV: p.Config.NKV, Seed: p.Seed, FirstDiff: -1}
 	f, err := os.Open(logFile)
 	if err != nil {
 		g.Detail = fmt.Sprintf("%s: no report (%v); the worker: %s %s", tool, err, rec.Status, errText(rec, runErr))
-		return g, false, nil
+		return g, false, gateSplit(rec), nil
 	}
 	defer f.Close()
 	rep, err := sanitizer.Parse(tool, f)
 	if err != nil {
-		return results.Gate{}, false, err
+		return results.Gate{}, false, "", err
 	}
 	g.Pass = !rep.Failed()
 	g.Detail = rep.Detail()
 	if !g.Pass && !rep.Complete {
 		g.Detail += fmt.Sprintf("; the worker: %s %s", rec.Status, errText(rec, runErr))
 	}
-	return g, rep.Complete, nil
+	return g, rep.Complete, gateSplit(rec), nil
+}
+
+// gateSplit says where a sanitized worker's gates spent their time, as
+// its record's gate_cost has it, for the run's log line: under the
+// instrumentation the split differs from an ordinary run's, and says
+// whether the kernel, ktune's own device work or the host made a run
+// slow. Empty for a record without one.
+func gateSplit(rec results.Record) string {
+	c := rec.GateCost
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf("; gates %.0f s: inputs %.0f, oracle %.0f, upload %.0f, device %.0f, host %.0f",
+		rec.GateSec, c.Inputs, c.Oracle, c.Upload, c.Device, c.Host)
 }
 
 func errText(rec results.Record, err error) string {

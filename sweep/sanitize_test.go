@@ -97,11 +97,17 @@ func TestSanitize(t *testing.T) {
 		Tools:  []sanitizer.Tool{sanitizer.Memcheck, sanitizer.Racecheck},
 		Binary: os.Args[0],
 		Dir:    filepath.Join(dir, "sanitize"),
-		Worker: fakeCommand(envFakeSanMark + "=" + mark),
+		Worker: fakeCommand(envFakeSanMark+"="+mark, envFakeGates+"=150"),
 	}
+	var log strings.Builder
+	opts.Log = &log
 	gates, err := Sanitize(context.Background(), pl.Points, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Each run's line says where its worker's gates spent their time.
+	if n := strings.Count(log.String(), " runs done; gates 150 s: inputs 30, oracle 30, upload 30, device 30, host 30)\n"); n != 4 {
+		t.Errorf("%d of 4 run lines carry the gates' split; the log:\n%s", n, log.String())
 	}
 	verdicts := func(key string) string {
 		var s []string
