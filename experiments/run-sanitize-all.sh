@@ -72,16 +72,19 @@ ntools=$(echo "$tools" | tr ',' '\n' | wc -l)
   for i in "${!jobs[@]}"; do
     job=${jobs[$i]}
     n=$(name "$i" "${job%%:*}")
-    runs=$(grep -cE '^sanitize [^ ]+: [a-z]+: ' "$out/$n.log")
+    # A finished run's line is "sanitize VARIANT: TOOL: TOOL: DETAIL";
+    # one the time limit stopped, "sanitize VARIANT: TOOL: stopped after".
+    runs=$(grep -cE '^sanitize [^ ]+: [a-z]+: [a-z]+: ' "$out/$n.log")
     clean=$(grep -cE '^sanitize [^ ]+: [a-z]+: [a-z]+: no errors' "$out/$n.log")
+    stopped=$(grep -cE '^sanitize [^ ]+: [a-z]+: stopped after ' "$out/$n.log")
     # Kernels: the points the sweep selected (one nkv, so one point a
     # kernel); runs finished per tool, kept ones from an earlier call
     # included.
     kernels=$(grep -m1 -o '[0-9]* selected' "$out/$n.log" | grep -o '[0-9]*')
     per=$(for t in $(echo "$tools" | tr ',' ' '); do
-      echo "$t $(grep -cE "^sanitize [^ ]+: $t: " "$out/$n.log")"; done | paste -sd, | sed 's/,/, /g')
-    echo "$job: ${kernels:-?} kernels; runs finished: $per; $runs runs, $clean clean; $(tail -n 1 "$out/$n.log")"
-    grep -E '^sanitize [^ ]+: [a-z]+: ' "$out/$n.log" | grep -v 'no errors' | sed 's/^/  /'
+      echo "$t $(grep -cE "^sanitize [^ ]+: $t: $t: " "$out/$n.log")"; done | paste -sd, | sed 's/,/, /g')
+    echo "$job: ${kernels:-?} kernels; runs finished: $per; $runs runs, $clean clean; $stopped stopped and lost; $(tail -n 1 "$out/$n.log")"
+    grep -E '^sanitize [^ ]+: [a-z]+: [a-z]+: ' "$out/$n.log" | grep -v 'no errors' | sed 's/^/  /'
   done
 } > "$out/summary.txt"
 tar -C "$out" -czf "$out/sanitize-logs.tgz" $(cd "$out" && ls -d w-*/sanitize 2>/dev/null)

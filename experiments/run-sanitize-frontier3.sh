@@ -20,7 +20,10 @@
 # every kernel under one before the next, and a run a call stops is lost,
 # so the cheapest go first: at batch 16 with sixteen workers, synccheck
 # took 9-12 s a run, memcheck about a minute, racecheck 28-151 s and
-# initcheck 73-477 s.
+# initcheck 73-477 s. Jobs of a shape each leave workers idle once their
+# shape is done while another's runs wait; ONE_QUEUE=1 makes each batch
+# one job whose SAN_JOBS workers share one queue, the way for one GPU
+# when the shapes' rests differ (ONE_QUEUE=1 JOBS=1 SAN_JOBS=16 ... 16).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: run-sanitize-frontier3.sh OUTDIR [1|16 ...]}
@@ -31,7 +34,12 @@ spec=experiments/h200-frontier3.yaml
 v=experiments/results/h200/verdicts
 jobs=()
 for b in "${batches[@]}"; do
-  for s in $(grep -oE "name: [a-z0-9]+-[a-z0-9]+-b$b(-[a-z0-9]+)?," "$spec" | sed 's/name: //; s/,//'); do
+  shapes=$(grep -oE "name: [a-z0-9]+-[a-z0-9]+-b$b(-[a-z0-9]+)?," "$spec" | sed 's/name: //; s/,//')
+  if [ -n "${ONE_QUEUE:-}" ]; then
+    jobs+=("h200-frontier3:shape=$(echo $shapes | tr ' ' '|'),nkv=2048")
+    continue
+  fi
+  for s in $shapes; do
     jobs+=("h200-frontier3:shape=$s,nkv=2048")
   done
 done
