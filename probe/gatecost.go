@@ -16,7 +16,7 @@ import (
 // pointRun's own clocks), the uploads (host-to-device copies, pages
 // included), the device's work (launches, waiting for the stream, the
 // read-backs, the digests of the read-only checks, fills, fresh module
-// loads), and the rest, the host's comparisons and bookkeeping. The
+// loads, allocations and frees), and the rest, the host's comparisons and bookkeeping. The
 // device's share is read off every call the gates make through the
 // device interface while a clockedDevice stands in for it.
 
@@ -81,6 +81,51 @@ func (c *clockedDevice) launch(k *kernelPair, cfg *results.Config, g geometry, w
 func (c *clockedDevice) reload(src plan.Source, k *kernelPair) (*kernelPair, error) {
 	defer c.charge(&c.run, time.Now())
 	return c.device.reload(src, k)
+}
+
+// alloc and free are the stale gate's scratch (a free waits for the
+// device), symbol a read-back of a module's variables, unload and
+// beginCapture the fresh and replay gates' driver calls, memFree a
+// query: the device's, not the host's.
+func (c *clockedDevice) alloc(n int64) (cuda.DevPtr, error) {
+	defer c.charge(&c.run, time.Now())
+	return c.device.alloc(n)
+}
+
+func (c *clockedDevice) free(p cuda.DevPtr) error {
+	defer c.charge(&c.run, time.Now())
+	return c.device.free(p)
+}
+
+func (c *clockedDevice) memFree() (int64, error) {
+	defer c.charge(&c.run, time.Now())
+	return c.device.memFree()
+}
+
+func (c *clockedDevice) symbol(k *kernelPair, name string) ([]byte, error) {
+	defer c.charge(&c.run, time.Now())
+	return c.device.symbol(k, name)
+}
+
+func (c *clockedDevice) unload(k *kernelPair) {
+	defer c.charge(&c.run, time.Now())
+	c.device.unload(k)
+}
+
+func (c *clockedDevice) beginCapture() error {
+	defer c.charge(&c.run, time.Now())
+	return c.device.beginCapture()
+}
+
+// stage and stageDevice are the uploads' (the first call allocates).
+func (c *clockedDevice) stage(n int64) ([]byte, error) {
+	defer c.charge(&c.upload, time.Now())
+	return c.device.stage(n)
+}
+
+func (c *clockedDevice) stageDevice() (cuda.DevPtr, error) {
+	defer c.charge(&c.upload, time.Now())
+	return c.device.stageDevice()
 }
 
 func (c *clockedDevice) waitStop() error {

@@ -94,3 +94,72 @@ func TestGateCostSplit(t *testing.T) {
 		t.Errorf("second point: parts add up to %.6f, gate_sec %.6f", sum, rec2.GateSec)
 	}
 }
+
+// sleepyDevice is the fake device with every call but the one under test
+// free of cost, and that one slept for.
+type sleepyDevice struct {
+	*fakeDevice
+	slow string
+}
+
+const sleepy = 5 * time.Millisecond
+
+func (s *sleepyDevice) nap(call string) {
+	if call == s.slow {
+		time.Sleep(sleepy)
+	}
+}
+func (s *sleepyDevice) alloc(n int64) (cuda.DevPtr, error) {
+	s.nap("alloc")
+	return s.fakeDevice.alloc(n)
+}
+func (s *sleepyDevice) free(p cuda.DevPtr) error { s.nap("free"); return s.fakeDevice.free(p) }
+func (s *sleepyDevice) memFree() (int64, error)  { s.nap("memFree"); return s.fakeDevice.memFree() }
+func (s *sleepyDevice) symbol(k *kernelPair, name string) ([]byte, error) {
+	s.nap("symbol")
+	return s.fakeDevice.symbol(k, name)
+}
+func (s *sleepyDevice) unload(k *kernelPair) { s.nap("unload"); s.fakeDevice.unload(k) }
+func (s *sleepyDevice) beginCapture() error {
+	s.nap("beginCapture")
+	return s.fakeDevice.beginCapture()
+}
+func (s *sleepyDevice) stage(n int64) ([]byte, error) {
+	s.nap("stage")
+	return s.fakeDevice.stage(n)
+}
+func (s *sleepyDevice) stageDevice() (cuda.DevPtr, error) {
+	s.nap("stageDevice")
+	return s.fakeDevice.stageDevice()
+}
+
+// TestGateCostCharges: each driver call the gates make outside launches
+// and writes is charged to the device or the uploads, not left to the
+// host's share.
+func TestGateCostCharges(t *testing.T) {
+	calls := map[string]struct {
+		call   func(d device)
+		upload bool
+	}{
+		"alloc":        {func(d device) { d.alloc(64) }, false},
+		"free":         {func(d device) { d.free(0) }, false},
+		"memFree":      {func(d device) { d.memFree() }, false},
+		"symbol":       {func(d device) { d.symbol(nil, "x") }, false},
+		"unload":       {func(d device) { d.unload(nil) }, false},
+		"beginCapture": {func(d device) { d.beginCapture(); d.endCapture() }, false},
+		"stage":        {func(d device) { d.stage(64) }, true},
+		"stageDevice":  {func(d device) { d.stageDevice() }, true},
+	}
+	for name, c := range calls {
+		s := &sleepyDevice{fakeDevice: newFakeDevice(), slow: name}
+		cd := &clockedDevice{device: s}
+		c.call(cd)
+		got, other := cd.run, cd.upload
+		if c.upload {
+			got, other = cd.upload, cd.run
+		}
+		if got < sleepy || other >= sleepy {
+			t.Errorf("%s: %v charged where it belongs, %v elsewhere; want at least %v and less", name, got, other, sleepy)
+		}
+	}
+}
