@@ -59,6 +59,7 @@ func (n nullDevice) read(b []byte, _ cuda.DevPtr) error {
 }
 func (n nullDevice) fill32(cuda.DevPtr, uint32, int64) error { return nil }
 func (n nullDevice) digest(_ cuda.DevPtr, size, seg int64) ([]uint64, error) {
+	n.digested += size
 	return make([]uint64, (size+seg-1)/seg), nil
 }
 func (n nullDevice) holeCopy(p cuda.DevPtr, _ int64) (cuda.DevPtr, func(), error) {
@@ -148,7 +149,7 @@ func benchPoint(b *testing.B, pl *plan.Plan, variant string, batch, page int) *p
 // benchGates measures the gates of p's kernel on a fresh backend, after
 // those of first's (nil: p is the first kernel of its shape).
 func benchGates(b *testing.B, first, p *plan.Point) {
-	var inputs, oracleT, cpu, writes, copies, listed float64
+	var inputs, oracleT, cpu, writes, copies, listed, digested float64
 	for range b.N {
 		bk := &Backend{log: io.Discard, loaded: map[string]*kernelPair{}, gates: map[string]*gateVerdict{},
 			env: results.Env{Device: "null", SMs: 132, L2Bytes: 50 << 20, ClockMHz: 1980, Arch: "sm_90"}}
@@ -164,6 +165,7 @@ func benchGates(b *testing.B, first, p *plan.Point) {
 		f := bk.gpu.(nullDevice).fakeDevice
 		writes += float64(len(f.written))
 		copies += float64(f.copies)
+		digested += float64(f.digested)
 		for _, n := range f.lists {
 			listed += float64(n)
 		}
@@ -181,6 +183,8 @@ func benchGates(b *testing.B, first, p *plan.Point) {
 	// that ride in copy lists.
 	b.ReportMetric(copies/float64(b.N), "copies/op")
 	b.ReportMetric(listed/float64(b.N), "listed/op")
+	// The read-only checks' digests read these bytes on the device.
+	b.ReportMetric(digested/1e9/float64(b.N), "digest-GB/op")
 }
 
 // gateHost runs the gates of one compiled kernel of p on a null device

@@ -130,6 +130,7 @@ type fakeDevice struct {
 	holeErr                                                      error         // holeCopy fails with it
 	graphs                                                       int           // captured and not destroyed
 	digests                                                      int
+	digested                                                     int64 // bytes digested
 	pairs, workspaces, frees, buffers, passes, reloads, captures int
 	// clusters counts the steps run by the cluster of each launch (zero
 	// for a launch without one), replayed the steps a graph replayed.
@@ -323,6 +324,7 @@ func (f *fakeDevice) digest(p cuda.DevPtr, n, seg int64) ([]uint64, error) {
 		return nil, err
 	}
 	f.digests++
+	f.digested += n
 	b := f.at(p)[:n]
 	var out []uint64
 	for lo := int64(0); lo < n; lo += seg {
