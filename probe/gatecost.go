@@ -16,9 +16,10 @@ import (
 // pointRun's own clocks), the uploads (host-to-device copies, pages
 // included), the device's work (launches, waiting for the stream, the
 // read-backs, the digests of the read-only checks, fills, fresh module
-// loads, allocations and frees), and the rest, the host's comparisons and bookkeeping. The
-// device's share is read off every call the gates make through the
-// device interface while a clockedDevice stands in for it.
+// loads, allocations and frees), and the rest, the host's comparisons
+// and bookkeeping. The device's share is read off every call the gates
+// make through the device interface while a clockedDevice stands in for
+// it.
 
 // A clockedDevice is a device whose calls the gates are charged for:
 // upload for writes, run for every call that waits on or works the

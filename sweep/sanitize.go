@@ -127,10 +127,11 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 					// Stopped (a time limit, Ctrl-C, another run's
 					// error): the time it had is lost, and says how long
 					// a call must be for the run to finish.
+					had := time.Since(start)
 					stopped++
-					lost += time.Since(start)
+					lost += had
 					fmt.Fprintf(log, "sanitize %s: %s: stopped after %.0f s, not kept (it runs again next time)\n",
-						r.p.Config.Variant, r.tool, time.Since(start).Seconds())
+						r.p.Config.Variant, r.tool, had.Seconds())
 					if first == nil {
 						first = err
 					}

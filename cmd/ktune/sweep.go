@@ -117,8 +117,7 @@ Every finished run is kept in DIR/sanitize/verdicts.jsonl as it ends, so
 a sanitize stopped part way (a time limit, Ctrl-C) resumes where it
 stopped when the same command runs again; a run that left no whole report
 is not kept and runs again (the log says what each stopped run had
-had). --sanitize-jobs N runs N sanitized workers at
-a time on the device: under the sanitizer most of a run is the host's
+had). --sanitize-jobs N runs N sanitized workers at a time on the device: under the sanitizer most of a run is the host's
 instrumentation (a one-split batch-16 kernel can take minutes per tool), and none is
 timed, so they share the GPU; each needs its point's device memory.
 

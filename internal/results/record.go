@@ -299,8 +299,9 @@ type Record struct {
 // A GateCost is where a point's gate time went, in seconds: the host
 // drawing and deriving the inputs, the float64 oracle, the uploads to the
 // device, the device's work (launches, waits on the stream, read-backs,
-// the read-only checks' digests, allocations), and the host's comparisons and
-// bookkeeping between them. The five add up to the record's gate_sec.
+// the read-only checks' digests, allocations), and the host's
+// comparisons and bookkeeping between them. The five add up to the
+// record's gate_sec.
 type GateCost struct {
 	Inputs float64 `json:"inputs_sec"`
 	Oracle float64 `json:"oracle_sec"`
