@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,9 @@ const (
 	envFakeDelay  = "KTUNE_TEST_FAKE_DELAY"  // time each good point takes
 	envFakeSweep  = "KTUNE_TEST_FAKE_SWEEP"  // sweep testPlan(fakeSweepPoints) into this directory
 	envFakeGates  = "KTUNE_TEST_FAKE_GATES"  // every record's gate_sec, split evenly into its gate_cost
+	// envFakeStartFail is a directory of tokens (takeToken): a worker
+	// that takes one fails its start for want of device memory.
+	envFakeStartFail = "KTUNE_TEST_FAKE_START_FAIL"
 )
 
 const fakeSweepPoints = 12
@@ -51,6 +55,9 @@ func TestMain(m *testing.M) {
 func fakeWorkerMain() int {
 	dev, _ := strconv.Atoi(os.Getenv(envFakeDevice))
 	err := Serve(context.Background(), func() (plan.Backend, error) {
+		if takeToken(os.Getenv(envFakeStartFail)) {
+			return nil, errors.New("making a context on device 0: cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory (fake)")
+		}
 		return newFakeBackend(dev), nil
 	}, os.Stdin, os.Stdout, ServeOptions{})
 	if err != nil {
@@ -133,6 +140,35 @@ func (f *fakeBackend) Run(ctx context.Context, p *plan.Point) (results.Record, e
 		rec.GateCost = &results.GateCost{Inputs: s / 5, Oracle: s / 5, Upload: s / 5, Device: s / 5, Host: s / 5}
 	}
 	return rec, err
+}
+
+// takeToken takes one of the tokens in dir, files named token-N, by
+// removing it: true when this process got one. Removal is atomic, so of
+// processes racing for the tokens each wins at most one and no token
+// serves twice. An empty dir has none.
+func takeToken(dir string) bool {
+	if dir == "" {
+		return false
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "token-*"))
+	for _, n := range names {
+		if os.Remove(n) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// makeTokens puts n tokens in a new directory for takeToken.
+func makeTokens(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("token-%d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // fakeCommand returns a pool's command factory running this test binary as

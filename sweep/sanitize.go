@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,13 +55,33 @@ type SanitizeOptions struct {
 	Log io.Writer
 }
 
+// Verdicts are what Sanitize decided, by gate key.
+type Verdicts struct {
+	// Gates are the decided runs: a finding, or a clean report of a run
+	// whose worker gated the point.
+	Gates map[string][]results.Gate
+	// Undecided says, for each run that decided nothing in its tries,
+	// why: the worker never gated the point, the sanitizer failed, the
+	// report was cut short. Such a run is no verdict either way, and is
+	// not kept: the next sanitize runs it again.
+	Undecided map[string][]string
+}
+
+// maxTries is how many times a run that decided nothing is tried before
+// it is left undecided.
+const maxTries = 3
+
 // Sanitize runs the first point of every gate group among points under
 // each tool and returns the verdicts by gate key. A report is read after
-// its worker has exited, when compute-sanitizer has written its summary;
-// a run that leaves none fails its gate.
-func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (map[string][]results.Gate, error) {
+// its worker has exited, and is a pass only when it is clean and the
+// worker's record shows that it gated the point; a run that decided
+// nothing (see Verdicts.Undecided) goes to the back of the queue, up to
+// maxTries times, and a worker that could not start for want of device
+// memory leaves the pool, so that fewer run at once from then on.
+func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (Verdicts, error) {
+	v := Verdicts{Gates: map[string][]results.Gate{}, Undecided: map[string][]string{}}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("making the sanitizer log directory: %w", err)
+		return v, fmt.Errorf("making the sanitizer log directory: %w", err)
 	}
 	slow := opts.Slowdown
 	if slow == 0 {
@@ -80,16 +101,18 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 	}
 	kept, err := openKept(opts.Dir, log)
 	if err != nil {
-		return nil, err
+		return v, err
 	}
 	defer kept.close()
 	// Every (tool, first point) pair, in order; the verdicts go back in
 	// this order whatever order the runs finish in.
 	type run struct {
-		tool sanitizer.Tool
-		p    *plan.Point
-		g    results.Gate
-		done bool
+		tool  sanitizer.Tool
+		p     *plan.Point
+		g     results.Gate
+		done  bool
+		tries int
+		why   string // the last try's reason, while undecided
 	}
 	var runs []*run
 	done := 0 // runs with a verdict, kept ones included
@@ -106,32 +129,61 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The queue holds each run not yet ended at most once, so a run put
+	// back never blocks; it is closed when every run has ended.
+	todo := make(chan *run, len(runs))
+	pending := 0
+	for _, r := range runs {
+		if !r.done {
+			todo <- r
+			pending++
+		}
+	}
+	if pending == 0 {
+		close(todo)
+	}
 	var (
 		mu      sync.Mutex
 		first   error
 		wg      sync.WaitGroup
 		stopped int           // runs cut short by the context
 		lost    time.Duration // the time they had had
+		workers = max(1, opts.Jobs)
 	)
-	todo := make(chan *run)
-	for range max(1, opts.Jobs) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range todo {
+	end := func() { // under mu: r has ended, decided or not
+		if pending--; pending == 0 {
+			close(todo)
+		}
+	}
+	for range workers {
+		wg.Go(func() {
+			for {
+				var r *run
+				select {
+				case next, ok := <-todo:
+					if !ok {
+						return
+					}
+					r = next
+				case <-ctx.Done():
+					return
+				}
+				if ctx.Err() != nil {
+					return
+				}
 				start := time.Now()
-				g, complete, split, err := sanitizePoint(ctx, r.p, r.tool, opts, slow)
+				o, err := sanitizePoint(ctx, r.p, r.tool, opts, slow)
 				mu.Lock()
+				took := time.Since(start).Seconds()
 				switch {
 				case err != nil && ctx.Err() != nil:
 					// Stopped (a time limit, Ctrl-C, another run's
 					// error): the time it had is lost, and says how long
 					// a call must be for the run to finish.
-					had := time.Since(start)
 					stopped++
-					lost += had
+					lost += time.Since(start)
 					fmt.Fprintf(log, "sanitize %s: %s: stopped after %.0f s, not kept (it runs again next time)\n",
-						r.p.Config.Variant, r.tool, had.Seconds())
+						r.p.Config.Variant, r.tool, took)
 					if first == nil {
 						first = err
 					}
@@ -140,53 +192,68 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 						first = err
 					}
 					cancel()
-				default:
-					r.g, r.done = g, true
-					done++
-					fmt.Fprintf(log, "sanitize %s: %s: %s (%.0f s; %d of %d runs done%s)\n",
-						r.p.Config.Variant, r.tool, g.Detail, time.Since(start).Seconds(), done, len(runs), split)
-					// A run without a whole report (the worker died, a
-					// time limit) is not kept: the next sanitize runs it
-					// again rather than inherit a verdict nobody read.
-					if !complete {
+				case !o.decided:
+					r.tries++
+					r.why = o.why
+					if r.tries < maxTries {
+						fmt.Fprintf(log, "sanitize %s: %s: undecided, tried again later (try %d of %d): %s (%.0f s%s)\n",
+							r.p.Config.Variant, r.tool, r.tries, maxTries, o.why, took, o.split)
+						todo <- r
+						if o.memoryShort && workers > 1 {
+							workers--
+							fmt.Fprintf(log, "sanitize: the device's memory is short: %d sanitized workers at a time from now on\n", workers)
+							mu.Unlock()
+							return
+						}
 						break
 					}
-					if werr := kept.put(r.tool, r.p.Hash, keptKernel(r.p), g); werr != nil && first == nil {
+					fmt.Fprintf(log, "sanitize %s: %s: undecided after %d tries, no verdict: %s (%.0f s%s)\n",
+						r.p.Config.Variant, r.tool, r.tries, o.why, took, o.split)
+					end()
+				default:
+					r.g, r.done = o.g, true
+					done++
+					end()
+					fmt.Fprintf(log, "sanitize %s: %s: %s (%.0f s; %d of %d runs done%s)\n",
+						r.p.Config.Variant, r.tool, o.g.Detail, took, done, len(runs), o.split)
+					// A finding without a whole report (the worker died, a
+					// time limit) is not kept: the next sanitize runs it
+					// again rather than inherit a verdict nobody read.
+					if !o.keep {
+						break
+					}
+					if werr := kept.put(r.tool, r.p.Hash, keptKernel(r.p), o.g); werr != nil && first == nil {
 						first = werr
 						cancel()
 					}
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
-feed:
-	for _, r := range runs {
-		if r.done {
-			continue
-		}
-		select {
-		case todo <- r:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(todo)
 	wg.Wait()
 	if stopped > 0 {
 		fmt.Fprintf(log, "sanitize stopped: %d of %d runs done, %d in flight lost (%.0f s of worker time)\n",
 			done, len(runs), stopped, lost.Seconds())
 	}
-	out := map[string][]results.Gate{}
+	undecided := 0
 	for _, r := range runs {
-		if r.done {
-			out[groupKey(r.p)] = append(out[groupKey(r.p)], r.g)
+		switch {
+		case r.done:
+			v.Gates[groupKey(r.p)] = append(v.Gates[groupKey(r.p)], r.g)
+		case r.tries >= maxTries:
+			undecided++
+			v.Undecided[groupKey(r.p)] = append(v.Undecided[groupKey(r.p)], r.why)
 		}
 	}
-	if first != nil {
-		return out, first
+	if undecided > 0 {
+		fmt.Fprintf(log, "sanitize: %d of %d runs undecided after %d tries each: their kernels get no verdict and are not measured\n",
+			undecided, len(runs), maxTries)
 	}
-	return out, ctx.Err()
+	if first != nil {
+		return v, first
+	}
+	return v, ctx.Err()
 }
 
 // keptKernel names p's kernel for a kept verdict: its variant, then
@@ -203,13 +270,33 @@ func groupKey(p *plan.Point) string {
 	return p.Hash
 }
 
-// sanitizePoint gates p once in a worker under tool; complete says the
-// sanitizer wrote its whole report, and split where the instrumented
-// gates' time went (gateSplit).
-func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts SanitizeOptions, slow float64) (g results.Gate, complete bool, split string, err error) {
+// A sanRun is what one sanitized run showed.
+type sanRun struct {
+	// decided: g is a verdict, a finding or a clean run of a worker that
+	// gated the point.
+	decided bool
+	g       results.Gate
+	// keep: the whole report was read, so the verdict may be kept.
+	keep bool
+	// why the run decided nothing, when it did not.
+	why string
+	// memoryShort: the worker could not start or gate the point for want
+	// of device memory, which fewer workers at once may leave.
+	memoryShort bool
+	// split is where the instrumented gates' time went (gateSplit).
+	split string
+}
+
+// sanitizePoint gates p once in a worker under tool. A report is a pass
+// only when it is clean and the worker's record shows it gated p: a
+// worker that never started, or failed the point before its gates,
+// leaves a clean-looking report of a run in which the kernel never ran
+// (on the H200 a sanitizer run whose worker the device's memory refused
+// said "0 errors"). A finding fails whatever the worker did.
+func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts SanitizeOptions, slow float64) (sanRun, error) {
 	logFile := filepath.Join(opts.Dir, fmt.Sprintf("%s-%s.log", tool, p.Hash))
 	if err := os.Remove(logFile); err != nil && !os.IsNotExist(err) {
-		return results.Gate{}, false, "", fmt.Errorf("removing an old sanitizer log: %w", err)
+		return sanRun{}, fmt.Errorf("removing an old sanitizer log: %w", err)
 	}
 	pool, err := NewPool(PoolOptions{
 		Devices: []int{opts.Device},
@@ -225,7 +312,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		StartTimeout: 30 * time.Minute,
 	})
 	if err != nil {
-		return results.Gate{}, false, "", err
+		return sanRun{}, err
 	}
 	pt := *p
 	pt.Probes = nil // gates only
@@ -233,25 +320,67 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	rec, runErr := pool.Run(ctx, &pt)
 	pool.Close() // the summary is written when the worker exits
 	if ctx.Err() != nil {
-		return results.Gate{}, false, "", ctx.Err()
+		return sanRun{}, ctx.Err()
 	}
-	g = results.Gate{Kind: results.GateSanitizer, NKV: p.Config.NKV, Seed: p.Seed, FirstDiff: -1}
+	o := sanRun{split: gateSplit(rec)}
+	notRan := workerMissed(p, rec, runErr)
+	if notRan != "" {
+		o.memoryShort = rec.Status == results.StatusOOM || memoryText(notRan)
+		notRan = "the worker did not gate the point: " + notRan
+	}
 	f, err := os.Open(logFile)
 	if err != nil {
-		g.Detail = fmt.Sprintf("%s: no report (%v); the worker: %s %s", tool, err, rec.Status, errText(rec, runErr))
-		return g, false, gateSplit(rec), nil
+		o.why = fmt.Sprintf("%s: no report (%v)", tool, err)
+		if notRan != "" {
+			o.why += "; " + notRan
+		}
+		return o, nil
 	}
 	defer f.Close()
 	rep, err := sanitizer.Parse(tool, f)
 	if err != nil {
-		return results.Gate{}, false, "", err
+		return sanRun{}, err
 	}
-	g.Pass = !rep.Failed()
-	g.Detail = rep.Detail()
-	if !g.Pass && !rep.Complete {
-		g.Detail += fmt.Sprintf("; the worker: %s %s", rec.Status, errText(rec, runErr))
+	g := results.Gate{Kind: results.GateSanitizer, NKV: p.Config.NKV, Seed: p.Seed, FirstDiff: -1, Detail: rep.Detail()}
+	switch {
+	case rep.Found():
+		if !rep.Complete {
+			g.Detail += fmt.Sprintf("; the worker: %s %s", rec.Status, errText(rec, runErr))
+		}
+		o.decided, o.g, o.keep = true, g, rep.Complete
+	case notRan != "":
+		o.why = g.Detail + "; " + notRan
+	case !rep.Clean():
+		o.why = g.Detail
+	default:
+		g.Pass = true
+		o.decided, o.g, o.keep = true, g, true
 	}
-	return g, rep.Complete, gateSplit(rec), nil
+	return o, nil
+}
+
+// workerMissed says why the worker's answer shows no gating of p, or ""
+// when it gated p: it answered with p's record, of a status gates end in,
+// holding gates.
+func workerMissed(p *plan.Point, rec results.Record, err error) string {
+	switch {
+	case err != nil:
+		return err.Error()
+	case rec.Status != results.StatusOK && rec.Status != results.StatusGateFailed:
+		return fmt.Sprintf("%s: %s", rec.Status, errText(rec, nil))
+	case rec.Hash != p.Hash:
+		return fmt.Sprintf("it answered with the record of point %q", rec.Hash)
+	case len(rec.Gates) == 0:
+		return "its record holds no gate"
+	}
+	return ""
+}
+
+// memoryText reports an error text that blames the device's memory.
+func memoryText(s string) bool {
+	s = strings.ToLower(s)
+	return strings.Contains(s, "out of memory") || strings.Contains(s, "out_of_memory") ||
+		strings.Contains(s, "of device memory is free")
 }
 
 // gateSplit says where a sanitized worker's gates spent their time, as
@@ -282,8 +411,8 @@ func errText(rec results.Record, err error) string {
 // found errors is recorded gate_failed, with those verdicts and no
 // timings, without running; any other point runs on b and its record
 // carries its group's verdicts.
-func Sanitized(b plan.Backend, gates map[string][]results.Gate) plan.Backend {
-	s := &sanitized{Backend: b, gates: gates}
+func Sanitized(b plan.Backend, v Verdicts) plan.Backend {
+	s := &sanitized{Backend: b, gates: v.Gates, undecided: v.Undecided}
 	if c, ok := b.(Concurrent); ok {
 		return sanitizedConcurrent{s, c}
 	}
@@ -292,32 +421,45 @@ func Sanitized(b plan.Backend, gates map[string][]results.Gate) plan.Backend {
 
 type sanitized struct {
 	plan.Backend
-	gates map[string][]results.Gate
+	gates     map[string][]results.Gate
+	undecided map[string][]string
 }
 
 func (s *sanitized) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
 	gs := s.gates[groupKey(p)]
 	if slices.ContainsFunc(gs, func(g results.Gate) bool { return !g.Pass }) {
-		rec := results.Record{Schema: results.SchemaVersion, Hash: p.Hash, Time: time.Now().UTC(), Config: p.Config,
-			Landed: p.Landed, Status: results.StatusGateFailed, Gates: slices.Clone(gs)}
-		if env, err := s.Backend.Env(ctx); err == nil {
-			rec.Env = env
-		}
-		n := 0
+		n, detail := 0, ""
 		for _, g := range gs {
 			if !g.Pass {
 				n++
-				if rec.Error == "" {
-					rec.Error = g.Detail
+				if detail == "" {
+					detail = g.Detail
 				}
 			}
 		}
-		rec.Error = fmt.Sprintf("%d sanitizer run(s) found errors: %s", n, rec.Error)
-		return rec, nil
+		return s.unrun(ctx, p, results.StatusGateFailed, fmt.Sprintf("%d sanitizer run(s) found errors: %s", n, detail)), nil
+	}
+	if why := s.undecided[groupKey(p)]; len(why) > 0 {
+		// No verdict is no pass: the point is not measured, and its
+		// record says why rather than claim the kernel failed.
+		return s.unrun(ctx, p, results.StatusError, fmt.Sprintf(
+			"%d sanitizer run(s) undecided, so the kernel has no sanitizer verdict and is not measured: %s (sweep --force runs it again)",
+			len(why), why[0])), nil
 	}
 	rec, err := s.Backend.Run(ctx, p)
 	rec.Gates = append(rec.Gates, gs...)
 	return rec, err
+}
+
+// unrun is the record of a point the sanitizer's runs keep from running:
+// its group's verdicts, no timings.
+func (s *sanitized) unrun(ctx context.Context, p *plan.Point, status results.Status, why string) results.Record {
+	rec := results.Record{Schema: results.SchemaVersion, Hash: p.Hash, Time: time.Now().UTC(), Config: p.Config,
+		Landed: p.Landed, Status: status, Gates: slices.Clone(s.gates[groupKey(p)]), Error: why}
+	if env, err := s.Backend.Env(ctx); err == nil {
+		rec.Env = env
+	}
+	return rec
 }
 
 type sanitizedConcurrent struct {

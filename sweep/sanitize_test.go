@@ -27,6 +27,17 @@ const envFakeSanMark = "KTUNE_TEST_FAKE_SANITIZER_MARK"
 // every run (its tool), so that a test counts the runs.
 const envFakeSanCount = "KTUNE_TEST_FAKE_SANITIZER_COUNT"
 
+// envFakeSanEarly makes the fake sanitizer write a clean report before it
+// runs the program, whatever the program then does: the report of a run
+// whose worker never gated its point (on the H200, "0 errors" from runs
+// whose workers the device's memory refused).
+const envFakeSanEarly = "KTUNE_TEST_FAKE_SANITIZER_EARLY"
+
+// envFakeSanInternal is a directory of tokens (takeToken): a fake
+// sanitizer run that takes one reports its own failure, as
+// compute-sanitizer's "Internal Sanitizer Error" lines do.
+const envFakeSanInternal = "KTUNE_TEST_FAKE_SANITIZER_INTERNAL"
+
 // fakeSanitizerMain is compute-sanitizer as Args calls it: options, then
 // the program. It runs the program with this process's standard streams
 // and, when it has exited, writes the log: memcheck errors if the worker
@@ -52,6 +63,12 @@ func fakeSanitizerMain() int {
 			f.Close()
 		}
 	}
+	if os.Getenv(envFakeSanEarly) != "" {
+		if err := os.WriteFile(opt["--log-file"], []byte("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "fake sanitizer:", err)
+			return 1
+		}
+	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = os.Environ()
@@ -59,6 +76,11 @@ func fakeSanitizerMain() int {
 	tool := opt["--tool"]
 	log := "========= COMPUTE-SANITIZER\n"
 	switch _, err := os.Stat(mark); {
+	case os.Getenv(envFakeSanEarly) != "":
+		return 0
+	case takeToken(os.Getenv(envFakeSanInternal)):
+		log += "========= Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception.\n" +
+			"========= \n========= Target application returned an error\n========= ERROR SUMMARY: 1 error\n"
 	case tool == string(sanitizer.Initcheck):
 		log += "========= Uninitialized __global__ memory read of size 4 bytes\n"
 	case err == nil && tool == string(sanitizer.Memcheck):
@@ -111,7 +133,7 @@ func TestSanitize(t *testing.T) {
 	}
 	verdicts := func(key string) string {
 		var s []string
-		for _, g := range gates[key] {
+		for _, g := range gates.Gates[key] {
 			if g.Kind != results.GateSanitizer {
 				t.Errorf("kind %q", g.Kind)
 			}
@@ -164,7 +186,7 @@ func TestSanitize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := gates["g-a"]; len(g) != 1 || g[0].Pass || !strings.Contains(g[0].Detail, "no summary") {
+	if g := gates.Gates["g-a"]; len(g) != 1 || g[0].Pass || !strings.Contains(g[0].Detail, "no summary") {
 		t.Errorf("initcheck without a summary: %+v", g)
 	}
 }
@@ -345,7 +367,7 @@ func TestSanitizeStopped(t *testing.T) {
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("the stopped sanitize took %v: it waited for its runs", took)
 	}
-	if len(got) != 0 {
+	if len(got.Gates) != 0 {
 		t.Errorf("verdicts %v from runs that never finished", got)
 	}
 	if n := strings.Count(log.String(), "stopped after"); n != 2 {
@@ -363,4 +385,106 @@ func TestSanitizeStopped(t *testing.T) {
 	if n := sanitizeRuns(t, count); n != 2+3 {
 		t.Errorf("%d runs in all, want the 2 stopped and then 3", n)
 	}
+}
+
+// TestSanitizeUndecided: a run passes only on a clean report of a worker
+// that gated its point. A worker the device's memory refused, a point
+// the worker failed before its gates, and the sanitizer's own failure
+// each leave a report that found nothing, and each decides nothing: the
+// run goes to the back of the queue, a memory shortage takes a worker out
+// of the pool, and a run undecided after its tries gets no verdict, is
+// not kept, and keeps its kernel from being measured without being
+// called wrong.
+func TestSanitizeUndecided(t *testing.T) {
+	memcheck := []sanitizer.Tool{sanitizer.Memcheck}
+	run := func(t *testing.T, points []*plan.Point, jobs int, env ...string) (Verdicts, string, SanitizeOptions) {
+		t.Helper()
+		var log strings.Builder
+		opts := SanitizeOptions{Tools: memcheck, Binary: os.Args[0], Dir: filepath.Join(t.TempDir(), "sanitize"),
+			Jobs: jobs, Log: &log, Worker: fakeCommand(append(env, envFakeGates+"=10")...)}
+		v, err := Sanitize(context.Background(), points, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, log.String(), opts
+	}
+	passes := func(v Verdicts, key string) bool {
+		gs := v.Gates[key]
+		return len(gs) == 1 && gs[0].Pass && len(v.Undecided[key]) == 0
+	}
+
+	t.Run("worker never started", func(t *testing.T) {
+		points := cleanSanitizePlan()[:1]
+		// A pool tries a start twice (slot.ensure): one try refused, then a
+		// clean run; the pass is the second try's.
+		v, log, _ := run(t, points, 1, envFakeSanEarly+"=1", envFakeStartFail+"="+makeTokens(t, 2))
+		if !passes(v, "g-a") || !strings.Contains(log, "undecided, tried again later (try 1 of 3)") ||
+			!strings.Contains(log, "CUDA_ERROR_OUT_OF_MEMORY") {
+			t.Errorf("verdicts %+v; the log:\n%s", v, log)
+		}
+		// Every start refused: no verdict, whatever the report says.
+		v, log, opts := run(t, points, 1, envFakeSanEarly+"=1", envFakeStartFail+"="+makeTokens(t, 2*maxTries))
+		if len(v.Gates["g-a"]) != 0 || len(v.Undecided["g-a"]) != 1 || !strings.Contains(v.Undecided["g-a"][0], "did not gate the point") {
+			t.Fatalf("every start refused: verdicts %+v; the log:\n%s", v, log)
+		}
+		if !strings.Contains(log, "undecided after 3 tries, no verdict") || !strings.Contains(log, "1 of 1 runs undecided") {
+			t.Errorf("the log:\n%s", log)
+		}
+		// Not kept: a later sanitize runs it again and decides.
+		opts.Worker = fakeCommand()
+		opts.Log = nil
+		again, err := Sanitize(context.Background(), points, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !passes(again, "g-a") {
+			t.Errorf("after an undecided run, a good one: %+v", again)
+		}
+		// The sweep over no verdict: an error record, not a gate failure
+		// and not a measured point.
+		inner := &countingBackend{Backend: replay.New(recordsFor(testPlan(4)))}
+		rec, err := Sanitized(inner, v).Run(context.Background(), points[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Status != results.StatusError || len(rec.Probes) != 0 || inner.runs != 0 || !strings.Contains(rec.Error, "undecided") {
+			t.Errorf("undecided point: %s %q, %d probes, %d runs", rec.Status, rec.Error, len(rec.Probes), inner.runs)
+		}
+	})
+
+	t.Run("point failed before its gates", func(t *testing.T) {
+		points := cleanSanitizePlan()[:1]
+		points[0].Config.Variant = "oom" // the fake worker's record: oom, no gates
+		v, log, _ := run(t, points, 1)
+		if len(v.Gates["g-a"]) != 0 || len(v.Undecided["g-a"]) != 1 || !strings.Contains(v.Undecided["g-a"][0], "oom: allocating") {
+			t.Errorf("verdicts %+v; the log:\n%s", v, log)
+		}
+	})
+
+	t.Run("the sanitizer failed", func(t *testing.T) {
+		points := cleanSanitizePlan()[:1]
+		v, log, _ := run(t, points, 1, envFakeSanInternal+"="+makeTokens(t, 1))
+		if !passes(v, "g-a") || !strings.Contains(log, "compute-sanitizer failed: Internal Sanitizer Error") {
+			t.Errorf("verdicts %+v; the log:\n%s", v, log)
+		}
+		v, _, _ = run(t, points, 1, envFakeSanInternal+"="+makeTokens(t, maxTries))
+		if len(v.Gates["g-a"]) != 0 || len(v.Undecided["g-a"]) != 1 {
+			t.Errorf("the sanitizer failing every try: %+v", v)
+		}
+	})
+
+	t.Run("fewer workers after a memory shortage", func(t *testing.T) {
+		// Three groups, three workers: the three first starts refused, and
+		// one of their second starts.
+		points := cleanSanitizePlan()
+		v, log, _ := run(t, points, 3, envFakeSanEarly+"=1", envFakeStartFail+"="+makeTokens(t, 4))
+		for _, key := range []string{"g-a", "g-b", "g-c"} {
+			if !passes(v, key) {
+				t.Errorf("%s: %+v", key, v)
+			}
+		}
+		if !strings.Contains(log, "sanitize: the device's memory is short: 2 sanitized workers at a time from now on") {
+			t.Errorf("no shrink; the log:\n%s", log)
+		}
+	})
 }

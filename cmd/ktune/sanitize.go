@@ -71,12 +71,12 @@ func sanitize(ctx context.Context, stderr io.Writer, s sanitizeFlag, jobs int, d
 	}
 	fmt.Fprintf(stderr, "sanitize: the first point of each compiled kernel under %v (%s), logs in %s\n",
 		s.tools, bin, filepath.Join(dir, "sanitize"))
-	gates, err := sweep.Sanitize(ctx, todo, sweep.SanitizeOptions{
+	verdicts, err := sweep.Sanitize(ctx, todo, sweep.SanitizeOptions{
 		Tools: s.tools, Binary: bin, Dir: filepath.Join(dir, "sanitize"), Worker: command, Device: dev, Log: stderr,
 		Jobs: jobs,
 	})
 	if err != nil {
 		return nil, interruptedOr(ctx, fmt.Errorf("--sanitize: %w", err))
 	}
-	return sweep.Sanitized(b, gates), nil
+	return sweep.Sanitized(b, verdicts), nil
 }

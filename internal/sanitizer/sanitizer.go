@@ -112,6 +112,16 @@ type Report struct {
 	// Complete says the summary line was there: the run ended normally.
 	// A run that crashed or was killed leaves none, and proves nothing.
 	Complete bool
+	// Internal are compute-sanitizer's own failures ("Internal Sanitizer
+	// Error: ..."), in order, repeats dropped. The summary counts each as
+	// an error, but it is the tool's failure, not the kernel's: a run with
+	// one checked nothing after it (on the H200, sixteen instrumented
+	// workers at once filled the device's memory and some runs of each
+	// tool ended so).
+	Internal []string
+	// TargetFailed says the program under the sanitizer (the worker)
+	// ended with an error: what it was to check may never have run.
+	TargetFailed bool
 }
 
 // maxFindings is how many distinct findings a Report keeps.
@@ -154,6 +164,16 @@ func Parse(tool Tool, r io.Reader) (Report, error) {
 		if text == "" || strings.HasPrefix(text, " ") || strings.HasPrefix(text, "\t") || info(text) {
 			continue
 		}
+		if strings.HasPrefix(text, internalPrefix) {
+			if !slices.Contains(rep.Internal, text) {
+				rep.Internal = append(rep.Internal, text)
+			}
+			continue
+		}
+		if targetFailed(text) {
+			rep.TargetFailed = true
+			continue
+		}
 		if len(rep.Findings) < maxFindings && !slices.Contains(rep.Findings, text) {
 			rep.Findings = append(rep.Findings, text)
 		}
@@ -164,9 +184,20 @@ func Parse(tool Tool, r io.Reader) (Report, error) {
 	return rep, nil
 }
 
+// internalPrefix starts a line that reports compute-sanitizer's own
+// failure.
+const internalPrefix = "Internal Sanitizer Error"
+
+// targetFailed reports a line saying that the program under the
+// sanitizer failed, not what it ran.
+func targetFailed(text string) bool {
+	return strings.HasPrefix(text, "Target application returned an error") ||
+		strings.HasPrefix(text, "Error: process didn't terminate successfully")
+}
+
 // info reports a line that is no finding.
 func info(text string) bool {
-	for _, p := range []string{"COMPUTE-SANITIZER", "Target application returned", "LEAK SUMMARY", "Note:", "Warning: "} {
+	for _, p := range []string{"COMPUTE-SANITIZER", "LEAK SUMMARY", "Note:", "Warning: "} {
 		if strings.HasPrefix(text, p) {
 			return true
 		}
@@ -174,12 +205,31 @@ func info(text string) bool {
 	return false
 }
 
-// Failed reports whether the run found errors or did not finish.
-func (r Report) Failed() bool { return !r.Complete || r.Errors > 0 }
+// Found reports whether the run saw the program do something wrong: a
+// finding of the tool's, or more errors in the summary than the tool's
+// own failures account for. A report that found something fails its
+// kernel whether or not it is complete.
+func (r Report) Found() bool { return len(r.Findings) > 0 || r.Errors > len(r.Internal) }
+
+// Clean reports whether the report, on its own, says the run checked
+// everything and found nothing: complete, no errors, no failure of the
+// tool's or of the program's. Whether the program ran the kernel at all
+// the report cannot say; the sweep checks that apart (sweep/sanitize.go).
+func (r Report) Clean() bool {
+	return r.Complete && r.Errors == 0 && len(r.Findings) == 0 && len(r.Internal) == 0 && !r.TargetFailed
+}
+
+// Failed reports whether the run is not a clean one: it found errors, or
+// did not check everything (Found and Clean tell the two apart).
+func (r Report) Failed() bool { return !r.Clean() }
 
 // Detail says what the run found, for a gate's detail.
 func (r Report) Detail() string {
 	switch {
+	case !r.Found() && len(r.Internal) > 0:
+		return fmt.Sprintf("%s: compute-sanitizer failed: %s", r.Tool, strings.Join(r.Internal, "; "))
+	case !r.Found() && r.Complete && r.TargetFailed:
+		return fmt.Sprintf("%s: no errors, but the program under it ended with an error", r.Tool)
 	case !r.Complete:
 		s := fmt.Sprintf("%s: the run left no summary (the worker crashed, hung or was killed, or compute-sanitizer refused its options)", r.Tool)
 		if len(r.Findings) > 0 {

@@ -44,6 +44,10 @@ func TestParse(t *testing.T) {
 		}, true},
 		{Synccheck, "synccheck-clean.log", 0, true, nil, false},
 		{Initcheck, "initcheck-killed.log", 0, false, []string{"Uninitialized __global__ memory read of size 4 bytes"}, true},
+		// The H200's: the sanitizer's own failure, counted as an error,
+		// and a clean summary of a program that ended with an error.
+		{Racecheck, "racecheck-internal.log", 1, true, nil, true},
+		{Initcheck, "initcheck-target-failed.log", 0, true, nil, true},
 	} {
 		rep := parseFile(t, c.tool, c.file)
 		if rep.Errors != c.errors || rep.Complete != c.complete || !slices.Equal(rep.Findings, c.findings) || rep.Failed() != c.failed {
@@ -51,7 +55,7 @@ func TestParse(t *testing.T) {
 				c.file, rep, rep.Failed(), c.errors, c.complete, c.findings, c.failed)
 		}
 		d := rep.Detail()
-		if !strings.HasPrefix(d, string(c.tool)+": ") || (c.failed && c.complete && !strings.Contains(d, c.findings[0])) {
+		if !strings.HasPrefix(d, string(c.tool)+": ") || (len(c.findings) > 0 && c.complete && !strings.Contains(d, c.findings[0])) {
 			t.Errorf("%s: detail %q", c.file, d)
 		}
 	}
@@ -92,5 +96,79 @@ func TestArgsAndBinary(t *testing.T) {
 	env = map[string]string{"CUDA_HOME": dir}
 	if _, err := Binary(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), BinaryEnv) {
 		t.Errorf("none installed: %v", err)
+	}
+}
+
+// TestParseToolFailures: compute-sanitizer's own failure and the failure
+// of the program under it are neither a finding nor a clean run: the
+// report found nothing (Found), is not clean, and says which failed.
+func TestParseToolFailures(t *testing.T) {
+	rep := parseFile(t, Racecheck, "racecheck-internal.log")
+	if rep.Found() || rep.Clean() || !rep.TargetFailed ||
+		!slices.Equal(rep.Internal, []string{"Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception."}) {
+		t.Errorf("internal error: %+v (found %v, clean %v)", rep, rep.Found(), rep.Clean())
+	}
+	if d := rep.Detail(); !strings.HasPrefix(d, "racecheck: compute-sanitizer failed: Internal Sanitizer Error") {
+		t.Errorf("detail %q", d)
+	}
+	rep = parseFile(t, Initcheck, "initcheck-target-failed.log")
+	if rep.Found() || rep.Clean() || !rep.TargetFailed {
+		t.Errorf("target failed: %+v", rep)
+	}
+	if d := rep.Detail(); !strings.Contains(d, "the program under it ended with an error") {
+		t.Errorf("detail %q", d)
+	}
+	// A summary of no errors does not outweigh an internal error line.
+	rep, err := Parse(Memcheck, strings.NewReader("========= COMPUTE-SANITIZER\n========= Internal Sanitizer Error: out of shadow memory\n========= ERROR SUMMARY: 0 errors\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Clean() || rep.Found() {
+		t.Errorf("internal error under a clean summary: %+v", rep)
+	}
+}
+
+// TestParseDamageNeverCleans is the property behind a pass: a report that
+// is not clean never becomes clean by damage. Every report of testdata,
+// cut after any line, or with a tool or program failure line put in at
+// any place, is clean only if the whole report is; and a finding line put
+// in anywhere makes it fail.
+func TestParseDamageNeverCleans(t *testing.T) {
+	names, err := filepath.Glob(filepath.Join("testdata", "*.log"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("testdata: %v %v", names, err)
+	}
+	damage := []string{
+		"========= Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception.",
+		"========= Target application returned an error",
+		"========= Error: process didn't terminate successfully",
+		"========= Invalid __global__ read of size 16 bytes",
+	}
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool := Tool(strings.SplitN(filepath.Base(name), "-", 2)[0])
+		lines := strings.SplitAfter(string(b), "\n")
+		parse := func(text string) Report {
+			rep, err := Parse(tool, strings.NewReader(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rep
+		}
+		whole := parse(string(b)).Clean()
+		for i := range lines {
+			if parse(strings.Join(lines[:i], "")).Clean() && !whole {
+				t.Errorf("%s cut after line %d is clean, the whole report is not", name, i)
+			}
+			for _, d := range damage {
+				with := strings.Join(lines[:i], "") + d + "\n" + strings.Join(lines[i:], "")
+				if parse(with).Clean() {
+					t.Errorf("%s with %q before line %d is clean", name, d, i)
+				}
+			}
+		}
 	}
 }
