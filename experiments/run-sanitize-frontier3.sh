@@ -13,17 +13,20 @@
 # took about a minute of one worker over the four tools, a batch-16 one
 # several (memcheck alone about a minute, initcheck and racecheck two);
 # see NOTES-gates.md. Every batch-1 kernel is committed, and every
-# batch-16 one under memcheck (initcheck 160 of 198, racecheck 76,
+# batch-16 one under memcheck (initcheck 178 of 198, racecheck 77,
 # synccheck 34); the sixteen workers keep one GPU at 100%, so for the
 # batch-16 rest on an eight-GPU machine (128 cores), GPUS=8 JOBS=8
-# SAN_JOBS=8 ... OUTDIR 16. Each job takes the tools in TOOLS' order,
+# SAN_JOBS=8 ... OUTDIR 16. Sixteen 8b batch-16 workers under initcheck
+# and racecheck at once fill an H200's memory: a worker the device then
+# refuses leaves the pool (sweep/sanitize.go), but fewer from the start,
+# SAN_JOBS=12, waste no tries. Each job takes the tools in TOOLS' order,
 # every kernel under one before the next, and a run a call stops is lost,
 # so the cheapest go first: at batch 16 with sixteen workers, synccheck
 # took 9-12 s a run, memcheck about a minute, racecheck 28-151 s and
 # initcheck 73-477 s. Jobs of a shape each leave workers idle once their
 # shape is done while another's runs wait; ONE_QUEUE=1 makes each batch
 # one job whose SAN_JOBS workers share one queue, the way for one GPU
-# when the shapes' rests differ (ONE_QUEUE=1 JOBS=1 SAN_JOBS=16 ... 16).
+# when the shapes' rests differ (ONE_QUEUE=1 JOBS=1 SAN_JOBS=12 ... 16).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: run-sanitize-frontier3.sh OUTDIR [1|16 ...]}
