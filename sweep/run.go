@@ -22,6 +22,11 @@ type RunOptions struct {
 	// Force re-runs points already recorded in Dir (the new record
 	// supersedes the old one).
 	Force bool
+	// Again, if set, picks recorded points that run again although
+	// recorded (the new record supersedes): records that are no result,
+	// such as those of points the sanitizer left undecided
+	// (SanitizeUndecided).
+	Again func(results.Record) bool
 	// Filter, if set, selects the points to consider; the others are
 	// neither run nor counted.
 	Filter func(*plan.Point) bool
@@ -112,13 +117,17 @@ func Run(ctx context.Context, b plan.Backend, pl *plan.Plan, opts RunOptions) (s
 
 	var todo []*plan.Point
 	queued := map[string]bool{}
-	regate := 0
+	regate, again := 0, 0
 	for _, p := range points {
 		r, done := recorded[p.Hash]
-		if done && r.GateSuite != plan.GateSuite {
+		switch {
+		case done && r.GateSuite != plan.GateSuite:
 			// Gated by an older suite: the gates added since never saw it.
 			done = false
 			regate++
+		case done && opts.Again != nil && opts.Again(r):
+			done = false
+			again++
 		}
 		if (done && !opts.Force) || queued[p.Hash] {
 			sum.Skipped++
@@ -129,6 +138,9 @@ func Run(ctx context.Context, b plan.Backend, pl *plan.Plan, opts RunOptions) (s
 	}
 	if regate > 0 {
 		fmt.Fprintf(logw, "%d recorded point(s) were gated by another gate suite than this build's: they run again\n", regate)
+	}
+	if again > 0 {
+		fmt.Fprintf(logw, "%d recorded point(s) hold no result (their sanitizer runs were undecided): they run again\n", again)
 	}
 	if sum.Skipped > 0 {
 		fmt.Fprintf(logw, "%d of %d points already recorded in %s: skipped", sum.Skipped, sum.Planned, path)

@@ -182,6 +182,39 @@ func TestRunResumeSkipsRecorded(t *testing.T) {
 	same(t, "file", fileHashes(t, e.dir), planHashes(pl, 0, 1, 2, 3))
 }
 
+// TestRunAgain: a recorded point that RunOptions.Again picks (a record
+// that is no result) runs again and its new record supersedes; the other
+// recorded points are skipped, and without Again none runs.
+func TestRunAgain(t *testing.T) {
+	pl := testPlan(3)
+	e := newRunEnv(t)
+	recs := recordsFor(pl)
+	undecided := recs[1]
+	undecided.Status, undecided.Probes = results.StatusError, nil
+	undecided.Error = undecidedError + ": 1 sanitizer run(s) decided nothing (test)"
+	if _, err := Run(context.Background(), replay.New([]results.Record{recs[0], undecided, recs[2]}), pl, e.opts()); err != nil {
+		t.Fatal(err)
+	}
+	rp := replay.New(recs)
+	if sum, err := Run(context.Background(), rp, pl, e.opts()); err != nil || sum.Ran != 0 {
+		t.Fatalf("without Again: ran %d (%v), want none", sum.Ran, err)
+	}
+	opts := e.opts()
+	opts.Again = SanitizeUndecided
+	e.log.Reset()
+	sum, err := Run(context.Background(), rp, pl, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Ran != 1 || sum.Skipped != 2 || sum.Records[1].Status != results.StatusOK {
+		t.Errorf("ran %d, skipped %d, point 1 now %s; want 1, 2, ok", sum.Ran, sum.Skipped, sum.Records[1].Status)
+	}
+	if !strings.Contains(e.log.String(), "1 recorded point(s) hold no result") {
+		t.Errorf("the log: %q", e.log.String())
+	}
+	same(t, "file", fileHashes(t, e.dir), planHashes(pl, 0, 1, 2, 1))
+}
+
 func TestRunForceRuns(t *testing.T) {
 	pl := testPlan(3)
 	e := newRunEnv(t)

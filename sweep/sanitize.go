@@ -443,12 +443,23 @@ func (s *sanitized) Run(ctx context.Context, p *plan.Point) (results.Record, err
 		// No verdict is no pass: the point is not measured, and its
 		// record says why rather than claim the kernel failed.
 		return s.unrun(ctx, p, results.StatusError, fmt.Sprintf(
-			"%d sanitizer run(s) undecided, so the kernel has no sanitizer verdict and is not measured: %s (sweep --force runs it again)",
-			len(why), why[0])), nil
+			"%s: %d sanitizer run(s) decided nothing, so the kernel has no sanitizer verdict and is not measured: %s (the next sweep --sanitize runs it again)",
+			undecidedError, len(why), why[0])), nil
 	}
 	rec, err := s.Backend.Run(ctx, p)
 	rec.Gates = append(rec.Gates, gs...)
 	return rec, err
+}
+
+// undecidedError starts the error of a record Sanitized wrote for a
+// point its sanitizer runs left undecided.
+const undecidedError = "sanitizer undecided"
+
+// SanitizeUndecided reports a record Sanitized wrote for a point its
+// sanitizer runs left undecided: no result, so a later sweep with
+// --sanitize runs it again (RunOptions.Again).
+func SanitizeUndecided(r results.Record) bool {
+	return r.Status == results.StatusError && strings.HasPrefix(r.Error, undecidedError+": ")
 }
 
 // unrun is the record of a point the sanitizer's runs keep from running:

@@ -447,8 +447,14 @@ func TestSanitizeUndecided(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.Status != results.StatusError || len(rec.Probes) != 0 || inner.runs != 0 || !strings.Contains(rec.Error, "undecided") {
+		if rec.Status != results.StatusError || len(rec.Probes) != 0 || inner.runs != 0 || !SanitizeUndecided(rec) {
 			t.Errorf("undecided point: %s %q, %d probes, %d runs", rec.Status, rec.Error, len(rec.Probes), inner.runs)
+		}
+		// A decided point's record is a result, not to run again.
+		for _, r := range recordsFor(testPlan(4)) {
+			if SanitizeUndecided(r) {
+				t.Errorf("a %s record taken for an undecided one", r.Status)
+			}
 		}
 	})
 

@@ -323,12 +323,15 @@ func (res *GateResult) checkNumerics(cand []report.Row, failures []evidence.Fail
 		switch {
 		case a.fail != "":
 			n.Reason = a.fail
+		case a.errText != "":
+			// A point that ended in an error (compile, OOM, a sanitizer
+			// run that decided nothing) has no gates to show: the row is
+			// incomplete, not a numerics failure it never had.
+			n.Error, n.Reason = true, a.errText
 		case twin != "" && !a.kinds[results.GateBitwise]:
 			n.Reason = "declared byte-identical to " + twin + " but no bitwise gate was recorded"
 		case twin == "" && !a.kinds[results.GateTolerance]:
 			n.Reason = "tolerance class but no tolerance gate was recorded"
-		case a.errText != "":
-			n.Error, n.Reason = true, a.errText
 		default:
 			n.Pass = true
 			n.Reason = "gates passed: " + strings.Join(sortedKeys(a.kinds), ", ")

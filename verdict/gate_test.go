@@ -139,4 +139,43 @@ func TestGateMissingAndErrors(t *testing.T) {
 	if res.Verdict != VerdictNumerics {
 		t.Errorf("verdict %s without gate evidence, want numerics", res.Verdict)
 	}
+	// Every point of the candidate ended in an error that says nothing
+	// of its numerics (an OOM; a sanitizer run that decided nothing, with
+	// the runs that passed): incomplete, not a pass and not a numerics
+	// failure. A failed gate anywhere still outweighs the errors.
+	for _, c := range []struct {
+		status results.Status
+		gates  []results.Gate
+	}{
+		{results.StatusOOM, nil},
+		{results.StatusError, []results.Gate{{Kind: results.GateSanitizer, Pass: true, Detail: "memcheck: no errors"}}},
+	} {
+		var errored []results.Record
+		for _, r := range recs {
+			if r.Config.Variant == "same" {
+				r.Status, r.Gates, r.Probes, r.Error = c.status, c.gates, nil, "the point ended in an error (test)"
+			}
+			errored = append(errored, r)
+		}
+		res, err = Gate(errored, GateOptions{Candidate: "same", Threshold: 0.02})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != VerdictIncomplete {
+			t.Errorf("%s candidate: verdict %s, want incomplete", c.status, res.Verdict)
+		}
+		for i := range errored {
+			if errored[i].Config.Variant == "same" {
+				errored[i].Gates = []results.Gate{{Kind: results.GateTolerance, NKV: errored[i].Config.NKV, Pass: false}}
+				break
+			}
+		}
+		res, err = Gate(errored, GateOptions{Candidate: "same", Threshold: 0.02})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != VerdictNumerics {
+			t.Errorf("%s candidate with a failed gate: verdict %s, want numerics", c.status, res.Verdict)
+		}
+	}
 }

@@ -74,7 +74,8 @@ Exit codes:
   0  pass
   1  error: unreadable files, no candidate or baseline records, points or
      probes missing on one side or from the plan, points that ended in
-     compile/OOM/timeout errors
+     compile/OOM/timeout errors or whose sanitizer runs decided nothing
+     (a configuration whose points all ended so has no gates to fail)
   2  usage: bad command line, or a SPEC mistake (file:line:col)
   3  numerics: the candidate fails its numerics class somewhere
   4  regression: significantly slower than the baseline beyond the threshold

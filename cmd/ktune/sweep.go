@@ -116,8 +116,9 @@ failed before its gates, compute-sanitizer's own failure ("Internal
 Sanitizer Error") or a report cut short decide nothing. Such a run goes to
 the back of the queue, up to three tries; a worker refused for want of
 memory leaves the pool, so fewer run at once. A kernel with a run still
-undecided has every point recorded error ("undecided"), neither passed
-nor failed, and is not measured. compute-sanitizer comes from
+undecided has every point recorded error ("sanitizer undecided"), neither
+passed nor failed, and not measured; the next sweep with --sanitize runs
+those again. compute-sanitizer comes from
 $KTUNE_COMPUTE_SANITIZER, PATH, $CUDA_HOME/bin or /usr/local/cuda/bin;
 its logs go to DIR/sanitize.
 
@@ -311,6 +312,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 		if backend, err = sanitize(ctx, stderr, f.sanitize, f.sanitizeJobs, f.out, bs, backend, todo); err != nil {
 			return err
 		}
+		opts.Again = sweep.SanitizeUndecided
 	}
 	sum, runErr := sweep.Run(ctx, backend, pl, opts)
 	printRunSummary(stdout, stderr, sum, f.out, true)
