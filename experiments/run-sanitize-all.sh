@@ -19,7 +19,9 @@
 # as many cores). Writes
 # OUTDIR/SPEC.log and .jsonl, OUTDIR/sanitize-logs.tgz (the sanitizer's
 # own reports) and OUTDIR/summary.txt: per spec, its kernels, the runs
-# finished per tool, how many were clean, and every finding's line.
+# finished per tool, how many were clean, and the line of every finding and of every run
+# left undecided (its worker never gated the point, or the sanitizer
+# failed, in every try: no verdict).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: run-sanitize-all.sh OUTDIR [SPEC[:ONLY] ...]}
@@ -77,14 +79,17 @@ ntools=$(echo "$tools" | tr ',' '\n' | wc -l)
     runs=$(grep -cE '^sanitize [^ ]+: [a-z]+: [a-z]+: ' "$out/$n.log")
     clean=$(grep -cE '^sanitize [^ ]+: [a-z]+: [a-z]+: no errors' "$out/$n.log")
     stopped=$(grep -cE '^sanitize [^ ]+: [a-z]+: stopped after ' "$out/$n.log")
+    # A run that decided nothing in its tries (its worker never gated the
+    # point, the sanitizer failed): no verdict, not kept.
+    undecided=$(grep -cE '^sanitize [^ ]+: [a-z]+: undecided after ' "$out/$n.log")
     # Kernels: the points the sweep selected (one nkv, so one point a
     # kernel); runs finished per tool, kept ones from an earlier call
     # included.
     kernels=$(grep -m1 -o '[0-9]* selected' "$out/$n.log" | grep -o '[0-9]*')
     per=$(for t in $(echo "$tools" | tr ',' ' '); do
       echo "$t $(grep -cE "^sanitize [^ ]+: $t: $t: " "$out/$n.log")"; done | paste -sd, | sed 's/,/, /g')
-    echo "$job: ${kernels:-?} kernels; runs finished: $per; $runs runs, $clean clean; $stopped stopped and lost; $(tail -n 1 "$out/$n.log")"
-    grep -E '^sanitize [^ ]+: [a-z]+: [a-z]+: ' "$out/$n.log" | grep -v 'no errors' | sed 's/^/  /'
+    echo "$job: ${kernels:-?} kernels; runs finished: $per; $runs runs, $clean clean; $undecided undecided; $stopped stopped and lost; $(tail -n 1 "$out/$n.log")"
+    grep -E '^sanitize [^ ]+: [a-z]+: ([a-z]+: |undecided after )' "$out/$n.log" | grep -v 'no errors (' | sed 's/^/  /'
   done
 } > "$out/summary.txt"
 tar -C "$out" -czf "$out/sanitize-logs.tgz" $(cd "$out" && ls -d w-*/sanitize 2>/dev/null)
