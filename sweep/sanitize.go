@@ -222,7 +222,7 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 					if !o.keep {
 						break
 					}
-					if werr := kept.put(r.tool, r.p.Hash, keptKernel(r.p), o.g); werr != nil && first == nil {
+					if werr := kept.put(r.tool, r.p.Hash, keptKernel(r.p), o.g, o.gated); werr != nil && first == nil {
 						first = werr
 						cancel()
 					}
@@ -285,6 +285,8 @@ type sanRun struct {
 	memoryShort bool
 	// split is where the instrumented gates' time went (gateSplit).
 	split string
+	// gated: the worker answered with p's record, gated (workerMissed).
+	gated bool
 }
 
 // sanitizePoint gates p once in a worker under tool. A report is a pass
@@ -324,6 +326,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	}
 	o := sanRun{split: gateSplit(rec)}
 	notRan := workerMissed(p, rec, runErr)
+	o.gated = notRan == ""
 	if notRan != "" {
 		o.memoryShort = rec.Status == results.StatusOOM || memoryText(notRan)
 		notRan = "the worker did not gate the point: " + notRan

@@ -494,3 +494,60 @@ func TestSanitizeUndecided(t *testing.T) {
 		}
 	})
 }
+
+// TestSanitizeKeptProvenance: a pass is kept with the worker check's mark
+// (gated); a kept pass from an older ktune, without it, is taken and
+// counted in the log; a kept failure that was only compute-sanitizer's
+// own is no verdict, and its run happens again.
+func TestSanitizeKeptProvenance(t *testing.T) {
+	points := cleanSanitizePlan()
+	dir := t.TempDir()
+	count := filepath.Join(dir, "count")
+	opts := SanitizeOptions{
+		Tools: []sanitizer.Tool{sanitizer.Memcheck}, Binary: os.Args[0], Dir: filepath.Join(dir, "sanitize"),
+		Worker: fakeCommand(envFakeSanCount + "=" + count),
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := func(p *plan.Point, pass bool, detail string) string {
+		b, err := json.Marshal(keptRun{Tool: sanitizer.Memcheck, Hash: p.Hash, Kernel: keptKernel(p),
+			Gate: results.Gate{Kind: results.GateSanitizer, NKV: p.Config.NKV, Pass: pass, FirstDiff: -1, Detail: detail}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b) + "\n"
+	}
+	lines := old(points[0], true, "memcheck: no errors") +
+		old(points[2], false, "memcheck: 1 error(s): Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception.")
+	path := filepath.Join(opts.Dir, keptFile)
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	opts.Log = &log
+	v, err := Sanitize(context.Background(), points, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "1 kept pass(es) from an older ktune rest on the report alone") ||
+		!strings.Contains(log.String(), "the sanitizer's own failure, no verdict on the kernel: that run happens again") {
+		t.Errorf("the log:\n%s", log.String())
+	}
+	// g-a kept, g-b's failure run again (clean now), g-c run.
+	if n := sanitizeRuns(t, count); n != 2 {
+		t.Errorf("%d runs, want g-b's and g-c's", n)
+	}
+	for _, key := range []string{"g-a", "g-b", "g-c"} {
+		if gs := v.Gates[key]; len(gs) != 1 || !gs[0].Pass {
+			t.Errorf("%s: %+v", key, gs)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"gated":true`); n != 2 {
+		t.Errorf("%d kept runs marked gated, want the 2 new ones:\n%s", n, b)
+	}
+}

@@ -28,6 +28,11 @@ type keptRun struct {
 	// defines), so that the file says by itself which kernels a sanitize
 	// covered; it is not read back.
 	Kernel string `json:"kernel,omitempty"`
+	// Gated says the worker answered with the point's record, gated:
+	// every pass written since ktune checked that (sanitizePoint). A pass
+	// without it, from an older ktune, rests on its report alone; it is
+	// taken, and counted in the log when read.
+	Gated bool `json:"gated,omitempty"`
 }
 
 // kept is the verdicts of the sanitized runs that finished, earlier ones
@@ -46,6 +51,7 @@ func keptKey(tool sanitizer.Tool, hash string) string { return string(tool) + " 
 func openKept(dir string, log io.Writer) (*kept, error) {
 	path := filepath.Join(dir, keptFile)
 	k := &kept{runs: map[string]results.Gate{}}
+	unchecked := 0 // passes that predate the worker check
 	if f, err := os.Open(path); err == nil {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<16), 1<<24)
@@ -60,6 +66,9 @@ func openKept(dir string, log io.Writer) (*kept, error) {
 				continue
 			}
 			k.runs[keptKey(r.Tool, r.Hash)] = r.Gate
+			if r.Gate.Pass && !r.Gated {
+				unchecked++
+			}
 		}
 		err := sc.Err()
 		f.Close()
@@ -68,6 +77,10 @@ func openKept(dir string, log io.Writer) (*kept, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("reading the kept sanitizer verdicts: %w", err)
+	}
+	if unchecked > 0 {
+		fmt.Fprintf(log, "sanitize: %s: %d kept pass(es) from an older ktune rest on the report alone, not on the worker's record of the point; taken as they are (a new directory runs them again)\n",
+			path, unchecked)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -87,6 +100,11 @@ func (r keptRun) check() error {
 	if r.Gate.Kind != results.GateSanitizer || r.Gate.Detail == "" {
 		return fmt.Errorf("not a sanitizer verdict (kind %q)", r.Gate.Kind)
 	}
+	if !r.Gate.Pass && sanitizer.ToolFailureOnly(r.Gate.Detail) {
+		// An older ktune kept compute-sanitizer's own failure as the
+		// kernel's errors.
+		return errors.New("the sanitizer's own failure, no verdict on the kernel")
+	}
 	return nil
 }
 
@@ -96,8 +114,8 @@ func (k *kept) get(tool sanitizer.Tool, hash string) (results.Gate, bool) {
 }
 
 // put appends one finished run, on disk before the next run is told of.
-func (k *kept) put(tool sanitizer.Tool, hash, kernel string, g results.Gate) error {
-	line, err := json.Marshal(keptRun{Tool: tool, Hash: hash, Gate: g, Kernel: kernel})
+func (k *kept) put(tool sanitizer.Tool, hash, kernel string, g results.Gate, gated bool) error {
+	line, err := json.Marshal(keptRun{Tool: tool, Hash: hash, Gate: g, Kernel: kernel, Gated: gated})
 	if err != nil {
 		return err
 	}

@@ -205,6 +205,23 @@ func info(text string) bool {
 	return false
 }
 
+// ToolFailureOnly reports a failing verdict's Detail whose only errors
+// are compute-sanitizer's own failures, as an older ktune wrote them
+// ("racecheck: 1 error(s): Internal Sanitizer Error: ..."): no verdict on
+// the kernel.
+func ToolFailureOnly(detail string) bool {
+	_, list, ok := strings.Cut(detail, " error(s): ")
+	if !ok {
+		return false
+	}
+	for _, f := range strings.Split(list, "; ") {
+		if !strings.HasPrefix(f, internalPrefix) {
+			return false
+		}
+	}
+	return true
+}
+
 // Found reports whether the run saw the program do something wrong: a
 // finding of the tool's, or more errors in the summary than the tool's
 // own failures account for. A report that found something fails its
