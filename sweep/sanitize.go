@@ -91,6 +91,9 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 	if log == nil {
 		log = io.Discard
 	}
+	// Each run's pool logs from its own goroutine.
+	log = &lockedWriter{w: log}
+	opts.Log = log
 	var firsts []*plan.Point
 	seen := map[string]bool{}
 	for _, p := range points {
@@ -254,6 +257,18 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 		return v, first
 	}
 	return v, ctx.Err()
+}
+
+// A lockedWriter serializes the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // keptKernel names p's kernel for a kept verdict: its variant, then
