@@ -458,10 +458,20 @@ func (s *sanitized) Run(ctx context.Context, p *plan.Point) (results.Record, err
 		return s.unrun(ctx, p, results.StatusGateFailed, fmt.Sprintf("%d sanitizer run(s) found errors: %s", n, detail)), nil
 	}
 	if why := s.undecided[groupKey(p)]; len(why) > 0 {
-		// No verdict is no pass: the point is not measured, and its
-		// record says why rather than claim the kernel failed.
+		// No verdict is no pass. The point's own gates still run
+		// (unmeasured): a kernel they fail, or that faults, is wrong
+		// whatever the sanitizer would have said, and is recorded so.
+		// Otherwise the record says why there is no result rather than
+		// claim the kernel failed.
+		pt := *p
+		pt.Probes = nil
+		rec, err := s.Backend.Run(ctx, &pt)
+		if err != nil || rec.Status != results.StatusOK {
+			rec.Gates = append(rec.Gates, gs...)
+			return rec, err
+		}
 		return s.unrun(ctx, p, results.StatusError, fmt.Sprintf(
-			"%s: %d sanitizer run(s) decided nothing, so the kernel has no sanitizer verdict and is not measured: %s (the next sweep --sanitize runs it again)",
+			"%s: %d sanitizer run(s) decided nothing, so the kernel has no sanitizer verdict and is not measured (its own gates passed): %s (the next sweep --sanitize runs it again)",
 			undecidedError, len(why), why[0])), nil
 	}
 	rec, err := s.Backend.Run(ctx, p)

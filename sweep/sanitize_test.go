@@ -193,11 +193,13 @@ func TestSanitize(t *testing.T) {
 
 type countingBackend struct {
 	plan.Backend
-	runs int
+	runs   int
+	probes []int // how many probes each run asked for
 }
 
 func (c *countingBackend) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
 	c.runs++
+	c.probes = append(c.probes, len(p.Probes))
 	return c.Backend.Run(ctx, p)
 }
 
@@ -440,15 +442,29 @@ func TestSanitizeUndecided(t *testing.T) {
 		if !passes(again, "g-a") {
 			t.Errorf("after an undecided run, a good one: %+v", again)
 		}
-		// The sweep over no verdict: an error record, not a gate failure
-		// and not a measured point.
+		// The sweep over no verdict: the point's own gates run, unmeasured;
+		// when they pass, an error record, neither a gate failure nor a
+		// measured point.
 		inner := &countingBackend{Backend: replay.New(recordsFor(testPlan(4)))}
 		rec, err := Sanitized(inner, v).Run(context.Background(), points[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.Status != results.StatusError || len(rec.Probes) != 0 || inner.runs != 0 || !SanitizeUndecided(rec) {
+		if rec.Status != results.StatusError || len(rec.Probes) != 0 || inner.runs != 1 || !SanitizeUndecided(rec) {
 			t.Errorf("undecided point: %s %q, %d probes, %d runs", rec.Status, rec.Error, len(rec.Probes), inner.runs)
+		}
+		if len(inner.probes) != 1 || inner.probes[0] != 0 {
+			t.Errorf("the undecided point ran with probes %v, want gates only", inner.probes)
+		}
+		// When its own gates fail, that failure is its record.
+		failing := testPlan(4).Points[3] // recordsFor: gate_failed
+		failing.GateKey = "g-a"
+		rec, err = Sanitized(inner, v).Run(context.Background(), failing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Status != results.StatusGateFailed || SanitizeUndecided(rec) {
+			t.Errorf("undecided point whose gates fail: %s %q", rec.Status, rec.Error)
 		}
 		// A decided point's record is a result, not to run again.
 		for _, r := range recordsFor(testPlan(4)) {

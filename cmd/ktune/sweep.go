@@ -116,9 +116,10 @@ failed before its gates, compute-sanitizer's own failure ("Internal
 Sanitizer Error") or a report cut short decide nothing. Such a run goes to
 the back of the queue, up to three tries; a worker refused for want of
 memory leaves the pool, so fewer run at once. A kernel with a run still
-undecided has every point recorded error ("sanitizer undecided"), neither
-passed nor failed, and not measured; the next sweep with --sanitize runs
-those again. compute-sanitizer comes from
+undecided is not measured: its points' own gates run, and one they fail
+or that faults is recorded so; the others are recorded error ("sanitizer
+undecided"), neither passed nor failed, and the next sweep with
+--sanitize runs them again. compute-sanitizer comes from
 $KTUNE_COMPUTE_SANITIZER, PATH, $CUDA_HOME/bin or /usr/local/cuda/bin;
 its logs go to DIR/sanitize.
 
