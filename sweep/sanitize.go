@@ -202,9 +202,9 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 						fmt.Fprintf(log, "sanitize %s: %s: undecided, tried again later (try %d of %d): %s (%.0f s%s)\n",
 							r.p.Config.Variant, r.tool, r.tries, maxTries, o.why, took, o.split)
 						todo <- r
-						if o.memoryShort && workers > 1 {
+						if o.crowded && workers > 1 {
 							workers--
-							fmt.Fprintf(log, "sanitize: the device's memory is short: %d sanitized workers at a time from now on\n", workers)
+							fmt.Fprintf(log, "sanitize: the device is crowded (its memory, or the sanitizer failing): %d sanitized workers at a time from now on\n", workers)
 							mu.Unlock()
 							return
 						}
@@ -295,9 +295,11 @@ type sanRun struct {
 	keep bool
 	// why the run decided nothing, when it did not.
 	why string
-	// memoryShort: the worker could not start or gate the point for want
-	// of device memory, which fewer workers at once may leave.
-	memoryShort bool
+	// crowded: fewer workers at once may decide the run. The worker could
+	// not start or gate the point for want of device memory, or the
+	// sanitizer failed: on the H200 all 18 "Internal Sanitizer Error" runs
+	// came with the device's memory full, none with six workers.
+	crowded bool
 	// split is where the instrumented gates' time went (gateSplit).
 	split string
 	// gated: the worker answered with p's record, gated (workerMissed).
@@ -343,7 +345,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	notRan := workerMissed(p, rec, runErr)
 	o.gated = notRan == ""
 	if notRan != "" {
-		o.memoryShort = rec.Status == results.StatusOOM || memoryText(notRan)
+		o.crowded = rec.Status == results.StatusOOM || memoryText(notRan)
 		notRan = "the worker did not gate the point: " + notRan
 	}
 	f, err := os.Open(logFile)
@@ -370,6 +372,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		o.why = g.Detail + "; " + notRan
 	case !rep.Clean():
 		o.why = g.Detail
+		o.crowded = len(rep.Internal) > 0
 	default:
 		g.Pass = true
 		o.decided, o.g, o.keep = true, g, true

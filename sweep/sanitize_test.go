@@ -493,6 +493,16 @@ func TestSanitizeUndecided(t *testing.T) {
 		if len(v.Gates["g-a"]) != 0 || len(v.Undecided["g-a"]) != 1 {
 			t.Errorf("the sanitizer failing every try: %+v", v)
 		}
+		// With two workers, the failure takes one out of the pool.
+		v, log, _ = run(t, cleanSanitizePlan(), 2, envFakeSanInternal+"="+makeTokens(t, 1))
+		if !strings.Contains(log, ": 1 sanitized workers at a time from now on") {
+			t.Errorf("no shrink after the sanitizer's failure; the log:\n%s", log)
+		}
+		for _, key := range []string{"g-a", "g-b", "g-c"} {
+			if !passes(v, key) {
+				t.Errorf("%s: %+v", key, v)
+			}
+		}
 	})
 
 	t.Run("fewer workers after a memory shortage", func(t *testing.T) {
@@ -505,7 +515,7 @@ func TestSanitizeUndecided(t *testing.T) {
 				t.Errorf("%s: %+v", key, v)
 			}
 		}
-		if !strings.Contains(log, "sanitize: the device's memory is short: 2 sanitized workers at a time from now on") {
+		if !strings.Contains(log, "sanitize: the device is crowded (its memory, or the sanitizer failing): 2 sanitized workers at a time from now on") {
 			t.Errorf("no shrink; the log:\n%s", log)
 		}
 	})
