@@ -76,8 +76,9 @@ const maxTries = 3
 // its worker has exited, and is a pass only when it is clean and the
 // worker's record shows that it gated the point; a run that decided
 // nothing (see Verdicts.Undecided) goes to the back of the queue, up to
-// maxTries times, and a worker that could not start for want of device
-// memory leaves the pool, so that fewer run at once from then on.
+// maxTries times, and one that found the device crowded (its memory
+// refused the worker, or the sanitizer failed) takes a worker out of the
+// pool, so that fewer run at once from then on.
 func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (Verdicts, error) {
 	v := Verdicts{Gates: map[string][]results.Gate{}, Undecided: map[string][]string{}}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
@@ -177,14 +178,15 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 				start := time.Now()
 				o, err := sanitizePoint(ctx, r.p, r.tool, opts, slow)
 				mu.Lock()
-				took := time.Since(start).Seconds()
+				elapsed := time.Since(start)
+				took := elapsed.Seconds()
 				switch {
 				case err != nil && ctx.Err() != nil:
 					// Stopped (a time limit, Ctrl-C, another run's
 					// error): the time it had is lost, and says how long
 					// a call must be for the run to finish.
 					stopped++
-					lost += time.Since(start)
+					lost += elapsed
 					fmt.Fprintf(log, "sanitize %s: %s: stopped after %.0f s, not kept (it runs again next time)\n",
 						r.p.Config.Variant, r.tool, took)
 					if first == nil {
