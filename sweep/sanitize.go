@@ -117,6 +117,8 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 		done  bool
 		tries int
 		why   string // the last try's reason, while undecided
+		// undecided: no try decided, and no more will be made.
+		undecided bool
 	}
 	var runs []*run
 	done := 0 // runs with a verdict, kept ones included
@@ -200,7 +202,7 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 				case !o.decided:
 					r.tries++
 					r.why = o.why
-					if r.tries < maxTries {
+					if o.again && r.tries < maxTries {
 						fmt.Fprintf(log, "sanitize %s: %s: undecided, tried again later (try %d of %d): %s (%.0f s%s)\n",
 							r.p.Config.Variant, r.tool, r.tries, maxTries, o.why, took, o.split)
 						todo <- r
@@ -212,8 +214,9 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 						}
 						break
 					}
-					fmt.Fprintf(log, "sanitize %s: %s: undecided after %d tries, no verdict: %s (%.0f s%s)\n",
-						r.p.Config.Variant, r.tool, r.tries, o.why, took, o.split)
+					r.undecided = true
+					fmt.Fprintf(log, "sanitize %s: %s: undecided after %s, no verdict: %s (%.0f s%s)\n",
+						r.p.Config.Variant, r.tool, triesText(r.tries), o.why, took, o.split)
 					end()
 				default:
 					r.g, r.done = o.g, true
@@ -246,19 +249,27 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 		switch {
 		case r.done:
 			v.Gates[groupKey(r.p)] = append(v.Gates[groupKey(r.p)], r.g)
-		case r.tries >= maxTries:
+		case r.undecided:
 			undecided++
 			v.Undecided[groupKey(r.p)] = append(v.Undecided[groupKey(r.p)], r.why)
 		}
 	}
 	if undecided > 0 {
-		fmt.Fprintf(log, "sanitize: %d of %d runs undecided after %d tries each: their kernels get no verdict and are not measured\n",
+		fmt.Fprintf(log, "sanitize: %d of %d runs undecided (up to %d tries each): their kernels get no sanitizer verdict and are not measured\n",
 			undecided, len(runs), maxTries)
 	}
 	if first != nil {
 		return v, first
 	}
 	return v, ctx.Err()
+}
+
+// triesText is "1 try" or "N tries".
+func triesText(n int) string {
+	if n == 1 {
+		return "1 try"
+	}
+	return fmt.Sprintf("%d tries", n)
 }
 
 // A lockedWriter serializes the writes of several goroutines to w.
@@ -306,6 +317,10 @@ type sanRun struct {
 	split string
 	// gated: the worker answered with p's record, gated (workerMissed).
 	gated bool
+	// again: another try may decide. Not so when the kernel faulted
+	// under a sanitizer that did not fail: a fault is the kernel's, and
+	// the point's own gates record it (Sanitized).
+	again bool
 }
 
 // sanitizePoint gates p once in a worker under tool. A report is a pass
@@ -352,6 +367,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	}
 	f, err := os.Open(logFile)
 	if err != nil {
+		o.again = true
 		o.why = fmt.Sprintf("%s: no report (%v)", tool, err)
 		if notRan != "" {
 			o.why += "; " + notRan
@@ -372,9 +388,11 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		o.decided, o.g, o.keep = true, g, rep.Complete
 	case notRan != "":
 		o.why = g.Detail + "; " + notRan
+		o.again = rec.Status != results.StatusFault || len(rep.Internal) > 0
 	case !rep.Clean():
 		o.why = g.Detail
 		o.crowded = len(rep.Internal) > 0
+		o.again = true
 	default:
 		g.Pass = true
 		o.decided, o.g, o.keep = true, g, true

@@ -483,6 +483,22 @@ func TestSanitizeUndecided(t *testing.T) {
 		}
 	})
 
+	t.Run("the kernel faulted", func(t *testing.T) {
+		// The fake worker's "fault" point: a fault record, under a
+		// sanitizer that did not fail. Another try would fault again:
+		// undecided at once, and the point's own gates record the fault.
+		points := cleanSanitizePlan()[:1]
+		points[0].Config.Variant = "fault"
+		count := filepath.Join(t.TempDir(), "count")
+		v, log, _ := run(t, points, 1, envFakeSanCount+"="+count)
+		if len(v.Gates["g-a"]) != 0 || len(v.Undecided["g-a"]) != 1 || !strings.Contains(log, "undecided after 1 try, no verdict") {
+			t.Errorf("verdicts %+v; the log:\n%s", v, log)
+		}
+		if n := sanitizeRuns(t, count); n != 1 {
+			t.Errorf("a faulting kernel ran %d times under the sanitizer, want 1", n)
+		}
+	})
+
 	t.Run("the sanitizer failed", func(t *testing.T) {
 		points := cleanSanitizePlan()[:1]
 		v, log, _ := run(t, points, 1, envFakeSanInternal+"="+makeTokens(t, 1))
