@@ -24,12 +24,15 @@ import (
 // process started under compute-sanitizer, gates only, and reads the
 // report the run leaves in its log file. The sweep then records every
 // point of a group with errors as gate_failed, with the sanitizer's
-// verdict as a gate and no timings; the other points run as usual and
-// carry their group's verdicts. One process per (tool, group) attributes
-// each report to one kernel, and a sanitizer's slowdown never reaches a
-// timed launch. Every finished run is kept in Dir (sanitizekept.go), so a
-// sanitize stopped part way (a time limit, Ctrl-C) loses only the runs
-// in flight and the next one starts where it stopped.
+// verdict as a gate and no timings; the points of a group some run left
+// undecided (the worker never gated the point, the sanitizer failed) run
+// their gates only, and are recorded error unless those fail; the other
+// points run as usual and carry their group's verdicts. One process per
+// (tool, group) attributes each report to one kernel, and a sanitizer's
+// slowdown never reaches a timed launch. The runs are queued and settled
+// in sanitizequeue.go. Every decided run is kept in Dir (sanitizekept.go),
+// so a sanitize stopped part way (a time limit, Ctrl-C) loses only the
+// runs in flight and the next one starts where it stopped.
 
 // SanitizeOptions configure Sanitize.
 type SanitizeOptions struct {
@@ -110,166 +113,35 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 	defer kept.close()
 	// Every (tool, first point) pair, in order; the verdicts go back in
 	// this order whatever order the runs finish in.
-	type run struct {
-		tool  sanitizer.Tool
-		p     *plan.Point
-		g     results.Gate
-		done  bool
-		tries int
-		why   string // the last try's reason, while undecided
-		// undecided: no try decided, and no more will be made.
-		undecided bool
-	}
-	var runs []*run
-	done := 0 // runs with a verdict, kept ones included
+	var tasks []*sanTask
 	for _, tool := range opts.Tools {
 		for _, p := range firsts {
-			r := &run{tool: tool, p: p}
+			t := &sanTask{tool: tool, p: p}
 			if g, ok := kept.get(tool, p.Hash); ok {
-				r.g, r.done = g, true
-				done++
+				t.g, t.done = g, true
 				fmt.Fprintf(log, "sanitize %s: %s: %s (kept from an earlier run)\n", p.Config.Variant, tool, g.Detail)
 			}
-			runs = append(runs, r)
+			tasks = append(tasks, t)
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The queue holds each run not yet ended at most once, so a run put
-	// back never blocks; it is closed when every run has ended.
-	todo := make(chan *run, len(runs))
-	pending := 0
-	for _, r := range runs {
-		if !r.done {
-			todo <- r
-			pending++
-		}
-	}
-	if pending == 0 {
-		close(todo)
-	}
-	var (
-		mu      sync.Mutex
-		first   error
-		wg      sync.WaitGroup
-		stopped int           // runs cut short by the context
-		lost    time.Duration // the time they had had
-		workers = max(1, opts.Jobs)
-	)
-	end := func() { // under mu: r has ended, decided or not
-		if pending--; pending == 0 {
-			close(todo)
-		}
-	}
-	for range workers {
+	jobs := max(1, opts.Jobs)
+	q := newSanQueue(tasks, jobs, kept, log, cancel)
+	var wg sync.WaitGroup
+	for range jobs {
 		wg.Go(func() {
-			for {
-				var r *run
-				select {
-				case next, ok := <-todo:
-					if !ok {
-						return
-					}
-					r = next
-				case <-ctx.Done():
-					return
-				}
-				if ctx.Err() != nil {
-					return
-				}
+			for t := q.next(ctx); t != nil; t = q.next(ctx) {
 				start := time.Now()
-				o, err := sanitizePoint(ctx, r.p, r.tool, opts, slow)
-				mu.Lock()
-				elapsed := time.Since(start)
-				took := elapsed.Seconds()
-				switch {
-				case err != nil && ctx.Err() != nil:
-					// Stopped (a time limit, Ctrl-C, another run's
-					// error): the time it had is lost, and says how long
-					// a call must be for the run to finish.
-					stopped++
-					lost += elapsed
-					fmt.Fprintf(log, "sanitize %s: %s: stopped after %.0f s, not kept (it runs again next time)\n",
-						r.p.Config.Variant, r.tool, took)
-					if first == nil {
-						first = err
-					}
-				case err != nil:
-					if first == nil {
-						first = err
-					}
-					cancel()
-				case !o.decided:
-					r.tries++
-					r.why = o.why
-					if o.again && r.tries < maxTries {
-						fmt.Fprintf(log, "sanitize %s: %s: undecided, tried again later (try %d of %d): %s (%.0f s%s)\n",
-							r.p.Config.Variant, r.tool, r.tries, maxTries, o.why, took, o.split)
-						todo <- r
-						if o.crowded && workers > 1 {
-							workers--
-							fmt.Fprintf(log, "sanitize: the device is crowded (its memory, or the sanitizer failing): %d sanitized workers at a time from now on\n", workers)
-							mu.Unlock()
-							return
-						}
-						break
-					}
-					r.undecided = true
-					fmt.Fprintf(log, "sanitize %s: %s: undecided after %s, no verdict: %s (%.0f s%s)\n",
-						r.p.Config.Variant, r.tool, triesText(r.tries), o.why, took, o.split)
-					end()
-				default:
-					r.g, r.done = o.g, true
-					done++
-					end()
-					fmt.Fprintf(log, "sanitize %s: %s: %s (%.0f s; %d of %d runs done%s)\n",
-						r.p.Config.Variant, r.tool, o.g.Detail, took, done, len(runs), o.split)
-					// A finding without a whole report (the worker died, a
-					// time limit) is not kept: the next sanitize runs it
-					// again rather than inherit a verdict nobody read.
-					if !o.keep {
-						break
-					}
-					if werr := kept.put(r.tool, r.p.Hash, keptKernel(r.p), o.g, o.gated); werr != nil && first == nil {
-						first = werr
-						cancel()
-					}
+				o, err := sanitizePoint(ctx, t.p, t.tool, opts, slow)
+				if !q.settle(ctx, t, o, err, time.Since(start)) {
+					return
 				}
-				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	if stopped > 0 {
-		fmt.Fprintf(log, "sanitize stopped: %d of %d runs done, %d in flight lost (%.0f s of worker time)\n",
-			done, len(runs), stopped, lost.Seconds())
-	}
-	undecided := 0
-	for _, r := range runs {
-		switch {
-		case r.done:
-			v.Gates[groupKey(r.p)] = append(v.Gates[groupKey(r.p)], r.g)
-		case r.undecided:
-			undecided++
-			v.Undecided[groupKey(r.p)] = append(v.Undecided[groupKey(r.p)], r.why)
-		}
-	}
-	if undecided > 0 {
-		fmt.Fprintf(log, "sanitize: %d of %d runs undecided (up to %d tries each): their kernels get no sanitizer verdict and are not measured\n",
-			undecided, len(runs), maxTries)
-	}
-	if first != nil {
-		return v, first
-	}
-	return v, ctx.Err()
-}
-
-// triesText is "1 try" or "N tries".
-func triesText(n int) string {
-	if n == 1 {
-		return "1 try"
-	}
-	return fmt.Sprintf("%d tries", n)
+	return q.finish(ctx)
 }
 
 // A lockedWriter serializes the writes of several goroutines to w.
