@@ -19,9 +19,9 @@
 # as many cores). Writes
 # OUTDIR/SPEC.log and .jsonl, OUTDIR/sanitize-logs.tgz (the sanitizer's
 # own reports) and OUTDIR/summary.txt: per spec, its kernels, the runs
-# finished per tool, how many were clean, and the line of every finding and of every run
-# left undecided (its worker never gated the point, or the sanitizer
-# failed, in every try: no verdict).
+# finished per tool, how many were clean, and the line of every finding
+# and of every run left undecided (its worker never gated the point, or
+# the sanitizer failed, in every try: no verdict).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: run-sanitize-all.sh OUTDIR [SPEC[:ONLY] ...]}
