@@ -108,33 +108,32 @@ compute-sanitizer, one worker per kernel and tool so that each report
 names one kernel; --sanitize=racecheck,memcheck picks the tools and
 their order, each over every kernel before the next (bare: memcheck,
 racecheck, synccheck and initcheck). Each run is a gate of kind
-sanitizer in every record of its kernel; a kernel any run found errors in
-has every point recorded gate_failed with no timings. A run passes only
-on a clean report of a worker whose record shows it gated the point: a
-worker that never started (the device's memory refused it), a point that
-failed before its gates, compute-sanitizer's own failure ("Internal
-Sanitizer Error") or a report cut short decide nothing. Such a run goes to
-the back of the queue, up to three tries (one when the kernel faulted:
-the fault is its own); a worker refused for want of
+sanitizer in every record of its kernel; a kernel any run found errors
+in has every point recorded gate_failed with no timings. A run passes
+only on a clean report of a worker whose record shows it gated the
+point: a worker that never started (the device's memory refused it), a
+point that failed before its gates, compute-sanitizer's own failure
+("Internal Sanitizer Error") or a report cut short decide nothing. Such
+a run goes to the back of the queue, up to three tries (one when the
+kernel faulted: the fault is its own); a worker refused for want of
 memory, or a run the sanitizer itself failed, takes a worker out of the
-pool, so fewer run at once. A kernel with a run still
-undecided is not measured: its points' own gates run, and one they fail
-or that faults is recorded so; the others are recorded error ("sanitizer
-undecided"), neither passed nor failed, and the next sweep with
---sanitize runs them again. compute-sanitizer comes from
-$KTUNE_COMPUTE_SANITIZER, PATH, $CUDA_HOME/bin or /usr/local/cuda/bin;
-its logs go to DIR/sanitize.
+pool, so fewer run at once. A kernel with a run still undecided is not
+measured: its points' own gates run, and one they fail or that faults is
+recorded so; the others are recorded error ("sanitizer undecided"),
+neither passed nor failed, and the next sweep with --sanitize runs them
+again. compute-sanitizer comes from $KTUNE_COMPUTE_SANITIZER, PATH,
+$CUDA_HOME/bin or /usr/local/cuda/bin; its logs go to DIR/sanitize.
 
 Every finished run is kept in DIR/sanitize/verdicts.jsonl as it ends, so
 a sanitize stopped part way (a time limit, Ctrl-C) resumes where it
-stopped when the same command runs again; a run that left no whole report
-or decided nothing is not kept and runs again (the log says what each
-stopped run had had). --sanitize-jobs N runs N sanitized workers at a
-time on the device: under the sanitizer most of a run is the host's
+stopped when the same command runs again; a run that left no whole
+report or decided nothing is not kept and runs again (the log says what
+each stopped run had had). --sanitize-jobs N runs N sanitized workers at
+a time on the device: under the sanitizer most of a run is the host's
 instrumentation (a one-split batch-16 kernel can take minutes per tool),
 and none is timed, so they share the GPU; each needs its point's device
 memory and the sanitizer's own (sixteen 8b batch-16 workers filled an
-H200's 141 GB).
+H200's 140 GiB).
 
   $ ktune sweep experiments/defects.yaml -o out/defects --sanitize=memcheck,racecheck
   $ ktune sweep experiments/h200-frontier2.yaml -o out/f2 --sanitize --sanitize-jobs 4
