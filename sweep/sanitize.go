@@ -83,9 +83,8 @@ const maxTries = 3
 // refused the worker, or the sanitizer failed) takes a worker out of the
 // pool, so that fewer run at once from then on.
 func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (Verdicts, error) {
-	v := Verdicts{Gates: map[string][]results.Gate{}, Undecided: map[string][]string{}}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return v, fmt.Errorf("making the sanitizer log directory: %w", err)
+		return Verdicts{}, fmt.Errorf("making the sanitizer log directory: %w", err)
 	}
 	slow := opts.Slowdown
 	if slow == 0 {
@@ -108,7 +107,7 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 	}
 	kept, err := openKept(opts.Dir, log)
 	if err != nil {
-		return v, err
+		return Verdicts{}, err
 	}
 	defer kept.close()
 	// Every (tool, first point) pair, in order; the verdicts go back in
@@ -289,11 +288,12 @@ func workerMissed(p *plan.Point, rec results.Record, err error) string {
 	return ""
 }
 
-// memoryText reports an error text that blames the device's memory.
+// memoryText reports an error text that blames the device's memory: the
+// driver's "out of memory" (CUDA_ERROR_OUT_OF_MEMORY's text), or the
+// worker's bandwidth probe refusing to start (probe/util.go).
 func memoryText(s string) bool {
 	s = strings.ToLower(s)
-	return strings.Contains(s, "out of memory") || strings.Contains(s, "out_of_memory") ||
-		strings.Contains(s, "of device memory is free")
+	return strings.Contains(s, "out of memory") || strings.Contains(s, "of device memory is free")
 }
 
 // gateSplit says where a sanitized worker's gates spent their time, as

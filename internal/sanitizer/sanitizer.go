@@ -236,10 +236,6 @@ func (r Report) Clean() bool {
 	return r.Complete && r.Errors == 0 && len(r.Findings) == 0 && len(r.Internal) == 0 && !r.TargetFailed
 }
 
-// Failed reports whether the run is not a clean one: it found errors, or
-// did not check everything (Found and Clean tell the two apart).
-func (r Report) Failed() bool { return !r.Clean() }
-
 // Detail says what the run found, for a gate's detail.
 func (r Report) Detail() string {
 	switch {

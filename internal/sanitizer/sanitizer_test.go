@@ -50,9 +50,9 @@ func TestParse(t *testing.T) {
 		{Initcheck, "initcheck-target-failed.log", 0, true, nil, true},
 	} {
 		rep := parseFile(t, c.tool, c.file)
-		if rep.Errors != c.errors || rep.Complete != c.complete || !slices.Equal(rep.Findings, c.findings) || rep.Failed() != c.failed {
+		if rep.Errors != c.errors || rep.Complete != c.complete || !slices.Equal(rep.Findings, c.findings) || rep.Clean() == c.failed {
 			t.Errorf("%s: %+v (failed %v); want %d errors, complete %v, findings %q, failed %v",
-				c.file, rep, rep.Failed(), c.errors, c.complete, c.findings, c.failed)
+				c.file, rep, !rep.Clean(), c.errors, c.complete, c.findings, c.failed)
 		}
 		d := rep.Detail()
 		if !strings.HasPrefix(d, string(c.tool)+": ") || (len(c.findings) > 0 && c.complete && !strings.Contains(d, c.findings[0])) {
