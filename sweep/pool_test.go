@@ -33,6 +33,10 @@ const (
 	// envFakeStartFail is a directory of tokens (takeToken): a worker
 	// that takes one fails its start for want of device memory.
 	envFakeStartFail = "KTUNE_TEST_FAKE_START_FAIL"
+	// envFakeFault is a directory of tokens: a worker's point that takes
+	// one faults as the "fault" variant does, whatever its variant (on
+	// the H200, good kernels that faulted with the device crowded).
+	envFakeFault = "KTUNE_TEST_FAKE_FAULT"
 )
 
 const fakeSweepPoints = 12
@@ -98,7 +102,11 @@ func (f *fakeBackend) Env(ctx context.Context) (results.Env, error) { return f.e
 func (f *fakeBackend) Close() error                                 { return nil }
 
 func (f *fakeBackend) Run(ctx context.Context, p *plan.Point) (results.Record, error) {
-	switch p.Config.Variant {
+	variant := p.Config.Variant
+	if takeToken(os.Getenv(envFakeFault)) {
+		variant = "fault"
+	}
+	switch variant {
 	case "fault": // a sticky CUDA error: the backend says so and gives up
 		rec := results.Record{Hash: p.Hash, Config: p.Config, Env: f.env, Status: results.StatusFault,
 			Error: "launching attn_partial: CUDA_ERROR_ILLEGAL_ADDRESS (fake)"}

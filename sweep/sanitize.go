@@ -74,14 +74,23 @@ type Verdicts struct {
 // it is left undecided.
 const maxTries = 3
 
+// faultTries is how many times a run is tried whose kernel faulted under
+// a sanitizer that saw nothing wrong: twice, the second from the back of
+// the queue, when fewer runs share the device. On the H200 two good
+// kernels faulted so under initcheck among twelve workers, with the
+// device's memory at 120-133 GiB of 140, and passed alone; a kernel's own
+// fault comes back, and then its points' own gates record it.
+const faultTries = 2
+
 // Sanitize runs the first point of every gate group among points under
 // each tool and returns the verdicts by gate key. A report is read after
 // its worker has exited, and is a pass only when it is clean and the
 // worker's record shows that it gated the point; a run that decided
 // nothing (see Verdicts.Undecided) goes to the back of the queue, up to
-// maxTries times, and one that found the device crowded (its memory
-// refused the worker, or the sanitizer failed) takes a worker out of the
-// pool, so that fewer run at once from then on.
+// maxTries times (faultTries when the kernel faulted), and one that found
+// the device crowded (its memory refused the worker, or the sanitizer
+// failed) takes a worker out of the pool, so that fewer run at once from
+// then on.
 func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (Verdicts, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return Verdicts{}, fmt.Errorf("making the sanitizer log directory: %w", err)
@@ -188,10 +197,10 @@ type sanRun struct {
 	split string
 	// gated: the worker answered with p's record, gated (workerMissed).
 	gated bool
-	// again: another try may decide. Not so when the kernel faulted
-	// under a sanitizer that did not fail: a fault is the kernel's, and
-	// the point's own gates record it (Sanitized).
-	again bool
+	// tries is how many tries a run of this outcome gets in all (0: no
+	// other): maxTries, or faultTries when the kernel faulted under a
+	// sanitizer that did not fail.
+	tries int
 }
 
 // sanitizePoint gates p once in a worker under tool. A report is a pass
@@ -238,7 +247,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	}
 	f, err := os.Open(logFile)
 	if err != nil {
-		o.again = true
+		o.tries = maxTries
 		o.why = fmt.Sprintf("%s: no report (%v)", tool, err)
 		if notRan != "" {
 			o.why += "; " + notRan
@@ -259,11 +268,14 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		o.decided, o.g, o.keep = true, g, rep.Complete
 	case notRan != "":
 		o.why = g.Detail + "; " + notRan
-		o.again = rec.Status != results.StatusFault || len(rep.Internal) > 0
+		o.tries = maxTries
+		if rec.Status == results.StatusFault && len(rep.Internal) == 0 {
+			o.tries = faultTries
+		}
 	case !rep.Clean():
 		o.why = g.Detail
 		o.crowded = len(rep.Internal) > 0
-		o.again = true
+		o.tries = maxTries
 	default:
 		g.Pass = true
 		o.decided, o.g, o.keep = true, g, true

@@ -485,17 +485,38 @@ func TestSanitizeUndecided(t *testing.T) {
 
 	t.Run("the kernel faulted", func(t *testing.T) {
 		// The fake worker's "fault" point: a fault record, under a
-		// sanitizer that did not fail. Another try would fault again:
-		// undecided at once, and the point's own gates record the fault.
+		// sanitizer that did not fail, in every try. Tried twice, not
+		// three times: undecided, and the point's own gates record the
+		// fault.
 		points := cleanSanitizePlan()[:1]
 		points[0].Config.Variant = "fault"
 		count := filepath.Join(t.TempDir(), "count")
 		v, log, _ := run(t, points, 1, envFakeSanCount+"="+count)
-		if len(v.Gates["g-a"]) != 0 || len(v.Undecided["g-a"]) != 1 || !strings.Contains(log, "undecided after 1 try, no verdict") {
+		if len(v.Gates["g-a"]) != 0 || len(v.Undecided["g-a"]) != 1 ||
+			!strings.Contains(log, "undecided, tried again later (try 1 of 2)") || !strings.Contains(log, "undecided after 2 tries, no verdict") {
 			t.Errorf("verdicts %+v; the log:\n%s", v, log)
 		}
-		if n := sanitizeRuns(t, count); n != 1 {
-			t.Errorf("a faulting kernel ran %d times under the sanitizer, want 1", n)
+		if n := sanitizeRuns(t, count); n != faultTries {
+			t.Errorf("a faulting kernel ran %d times under the sanitizer, want %d", n, faultTries)
+		}
+	})
+
+	t.Run("a fault that does not come back", func(t *testing.T) {
+		// A good kernel's first try faults (on the H200, with the device
+		// crowded); its second decides: a pass, and no worker leaves the
+		// pool for it.
+		count := filepath.Join(t.TempDir(), "count")
+		v, log, _ := run(t, cleanSanitizePlan(), 2, envFakeSanCount+"="+count, envFakeFault+"="+makeTokens(t, 1))
+		for _, key := range []string{"g-a", "g-b", "g-c"} {
+			if !passes(v, key) {
+				t.Errorf("%s: %+v; the log:\n%s", key, v, log)
+			}
+		}
+		if !strings.Contains(log, "undecided, tried again later (try 1 of 2)") || strings.Contains(log, "from now on") {
+			t.Errorf("the log:\n%s", log)
+		}
+		if n := sanitizeRuns(t, count); n != 4 {
+			t.Errorf("%d sanitizer runs, want 4 (three kernels, one again)", n)
 		}
 	})
 

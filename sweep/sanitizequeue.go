@@ -104,9 +104,9 @@ func (q *sanQueue) settle(ctx context.Context, t *sanTask, o sanRun, err error, 
 	case !o.decided:
 		t.tries++
 		t.why = o.why
-		if o.again && t.tries < maxTries {
+		if t.tries < o.tries {
 			fmt.Fprintf(q.log, "sanitize %s: %s: undecided, tried again later (try %d of %d): %s (%.0f s%s)\n",
-				t.p.Config.Variant, t.tool, t.tries, maxTries, o.why, took, o.split)
+				t.p.Config.Variant, t.tool, t.tries, o.tries, o.why, took, o.split)
 			q.todo <- t
 			if o.crowded && q.workers > 1 {
 				q.workers--

@@ -114,10 +114,11 @@ only on a clean report of a worker whose record shows it gated the
 point: a worker that never started (the device's memory refused it), a
 point that failed before its gates, compute-sanitizer's own failure
 ("Internal Sanitizer Error") or a report cut short decide nothing. Such
-a run goes to the back of the queue, up to three tries (one when the
-kernel faulted: the fault is its own); a worker refused for want of
-memory, or a run the sanitizer itself failed, takes a worker out of the
-pool, so fewer run at once. A kernel with a run still undecided is not
+a run goes to the back of the queue, up to three tries (two when the
+kernel faulted under a sanitizer that saw nothing: a crowded device made
+good kernels fault, and a kernel's own fault comes back); a worker
+refused for want of memory, or a run the sanitizer itself failed, takes
+a worker out of the pool, so fewer run at once. A kernel with a run still undecided is not
 measured: its points' own gates run, and one they fail or that faults is
 recorded so; the others are recorded error ("sanitizer undecided"),
 neither passed nor failed, and the next sweep with --sanitize runs them
