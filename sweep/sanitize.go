@@ -197,9 +197,9 @@ type sanRun struct {
 	split string
 	// gated: the worker answered with p's record, gated (workerMissed).
 	gated bool
-	// tries is how many tries a run of this outcome gets in all (0: no
-	// other): maxTries, or faultTries when the kernel faulted under a
-	// sanitizer that did not fail.
+	// tries is how many tries in all a run that decided nothing gets:
+	// maxTries, or faultTries when the kernel faulted under a sanitizer
+	// that did not fail.
 	tries int
 }
 
@@ -238,7 +238,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	if ctx.Err() != nil {
 		return sanRun{}, ctx.Err()
 	}
-	o := sanRun{split: gateSplit(rec)}
+	o := sanRun{split: gateSplit(rec), tries: maxTries}
 	notRan := workerMissed(p, rec, runErr)
 	o.gated = notRan == ""
 	if notRan != "" {
@@ -247,7 +247,6 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	}
 	f, err := os.Open(logFile)
 	if err != nil {
-		o.tries = maxTries
 		o.why = fmt.Sprintf("%s: no report (%v)", tool, err)
 		if notRan != "" {
 			o.why += "; " + notRan
@@ -268,14 +267,12 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		o.decided, o.g, o.keep = true, g, rep.Complete
 	case notRan != "":
 		o.why = g.Detail + "; " + notRan
-		o.tries = maxTries
 		if rec.Status == results.StatusFault && len(rep.Internal) == 0 {
 			o.tries = faultTries
 		}
 	case !rep.Clean():
 		o.why = g.Detail
 		o.crowded = len(rep.Internal) > 0
-		o.tries = maxTries
 	default:
 		g.Pass = true
 		o.decided, o.g, o.keep = true, g, true

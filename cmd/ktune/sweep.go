@@ -118,12 +118,13 @@ a run goes to the back of the queue, up to three tries (two when the
 kernel faulted under a sanitizer that saw nothing: a crowded device made
 good kernels fault, and a kernel's own fault comes back); a worker
 refused for want of memory, or a run the sanitizer itself failed, takes
-a worker out of the pool, so fewer run at once. A kernel with a run still undecided is not
-measured: its points' own gates run, and one they fail or that faults is
-recorded so; the others are recorded error ("sanitizer undecided"),
-neither passed nor failed, and the next sweep with --sanitize runs them
-again. compute-sanitizer comes from $KTUNE_COMPUTE_SANITIZER, PATH,
-$CUDA_HOME/bin or /usr/local/cuda/bin; its logs go to DIR/sanitize.
+a worker out of the pool, so fewer run at once. A kernel with a run
+still undecided is not measured: its points' own gates run, and one they
+fail or that faults is recorded so; the others are recorded error
+("sanitizer undecided"), neither passed nor failed, and the next sweep
+with --sanitize runs them again. compute-sanitizer comes from
+$KTUNE_COMPUTE_SANITIZER, PATH, $CUDA_HOME/bin or /usr/local/cuda/bin;
+its logs go to DIR/sanitize.
 
 Every finished run is kept in DIR/sanitize/verdicts.jsonl as it ends, so
 a sanitize stopped part way (a time limit, Ctrl-C) resumes where it
