@@ -49,6 +49,11 @@ type PoolOptions struct {
 	// compiling the measurement kernels and measuring the bandwidth. Zero
 	// means 5 minutes.
 	StartTimeout time.Duration
+	// StopWait is how long a worker told to stop (its stdin closed) has
+	// to exit before it is killed. Zero means 5 s. A worker under
+	// compute-sanitizer needs longer: the tool writes its report as the
+	// worker exits.
+	StopWait time.Duration
 }
 
 // A Pool is a Backend that runs each point in a worker process (see the
@@ -96,6 +101,9 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 5 * time.Minute
+	}
+	if opts.StopWait <= 0 {
+		opts.StopWait = 5 * time.Second
 	}
 	p := &Pool{opts: opts, log: opts.Log, idle: make(chan *slot, len(devs))}
 	if p.log == nil {
@@ -235,20 +243,25 @@ func (p *Pool) Run(ctx context.Context, pt *plan.Point) (results.Record, error) 
 }
 
 // Close ends every worker: stdin is closed so that each releases its
-// device in order, and one that has not exited after a few seconds is
-// killed.
+// device in order, and one that has not exited within StopWait is killed.
+// The error names each worker killed so: whatever it was to write as it
+// exited (a sanitizer's report) is lost.
 func (p *Pool) Close() error {
 	var wg sync.WaitGroup
-	for _, s := range p.slots {
+	errs := make([]error, len(p.slots))
+	for i, s := range p.slots {
 		wg.Go(func() {
 			if s.w != nil {
-				s.w.stop(5 * time.Second)
+				if s.w.stop(p.opts.StopWait) {
+					errs[i] = fmt.Errorf("the worker for device %d (pid %d) had not exited %s after it was told to stop and was killed",
+						s.device, s.w.cmd.Process.Pid, p.opts.StopWait)
+				}
 				s.w = nil
 			}
 		})
 	}
 	wg.Wait()
-	return nil
+	return errors.Join(errs...)
 }
 
 // A slot is one device of the pool and its current worker. One goroutine
@@ -357,7 +370,7 @@ func (s *slot) run(ctx context.Context, pt *plan.Point) (results.Record, error) 
 	}
 	// The backend cannot go on (a sticky CUDA error): this worker is done
 	// and the next point gets a fresh one.
-	w.stop(5 * time.Second)
+	w.stop(s.pool.opts.StopWait)
 	s.w = nil
 	if resp.Record == nil {
 		return s.failed(pt, results.StatusFault, fmt.Sprintf("the worker for device %d gave up: %s%s",

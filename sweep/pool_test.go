@@ -37,6 +37,8 @@ const (
 	// one faults as the "fault" variant does, whatever its variant (on
 	// the H200, good kernels that faulted with the device crowded).
 	envFakeFault = "KTUNE_TEST_FAKE_FAULT"
+	// envFakeLinger is how long a worker takes to exit once told to stop.
+	envFakeLinger = "KTUNE_TEST_FAKE_LINGER"
 )
 
 const fakeSweepPoints = 12
@@ -67,6 +69,9 @@ func fakeWorkerMain() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake worker:", err)
 		return 1
+	}
+	if d, perr := time.ParseDuration(os.Getenv(envFakeLinger)); perr == nil {
+		time.Sleep(d)
 	}
 	return 0
 }

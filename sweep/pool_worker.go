@@ -160,14 +160,17 @@ func (w *worker) kill() {
 }
 
 // stop closes the worker's stdin, which makes it release its device and
-// exit, and kills it if it has not done so within wait.
-func (w *worker) stop(wait time.Duration) {
+// exit, and kills it if it has not done so within wait: true when it had
+// to be killed.
+func (w *worker) stop(wait time.Duration) bool {
 	w.in.Close()
 	select {
 	case <-w.exited:
 		w.drain()
+		return false
 	case <-time.After(wait):
 		w.kill()
+		return true
 	}
 }
 

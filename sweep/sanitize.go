@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -54,6 +55,13 @@ type SanitizeOptions struct {
 	// one): most of a sanitized run is the host's instrumentation, and
 	// no run is timed.
 	Jobs int
+	// StopWait is how long a sanitized worker has to exit after its
+	// point, while the tool instruments its teardown and writes the
+	// report. Zero means 5 minutes. On the H200, with twelve racecheck
+	// workers and the host's load average at 115-126 on 16 cores, three
+	// runs whose workers had gated their points left only the tool's
+	// banner, as a worker killed at the pool's 5 s does.
+	StopWait time.Duration
 	// Log receives a line per run.
 	Log io.Writer
 }
@@ -226,6 +234,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		// Opening the device and compiling the measurement kernels
 		// under instrumentation.
 		StartTimeout: 30 * time.Minute,
+		StopWait:     cmp.Or(opts.StopWait, 5*time.Minute),
 	})
 	if err != nil {
 		return sanRun{}, err
@@ -234,7 +243,9 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	pt.Probes = nil // gates only
 	pt.Measure.TimeoutSec *= slow
 	rec, runErr := pool.Run(ctx, &pt)
-	pool.Close() // the summary is written when the worker exits
+	// The report is written as the worker exits; a worker killed on the
+	// way leaves none, or one cut short.
+	killed := pool.Close()
 	if ctx.Err() != nil {
 		return sanRun{}, ctx.Err()
 	}
@@ -250,6 +261,9 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		o.why = fmt.Sprintf("%s: no report (%v)", tool, err)
 		if notRan != "" {
 			o.why += "; " + notRan
+		}
+		if killed != nil {
+			o.why += "; " + killed.Error()
 		}
 		return o, nil
 	}
@@ -276,6 +290,13 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	default:
 		g.Pass = true
 		o.decided, o.g, o.keep = true, g, true
+	}
+	if killed != nil && !o.keep {
+		if o.decided {
+			o.g.Detail += "; " + killed.Error()
+		} else {
+			o.why += "; " + killed.Error()
+		}
 	}
 	return o, nil
 }

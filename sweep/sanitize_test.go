@@ -39,8 +39,9 @@ const envFakeSanEarly = "KTUNE_TEST_FAKE_SANITIZER_EARLY"
 const envFakeSanInternal = "KTUNE_TEST_FAKE_SANITIZER_INTERNAL"
 
 // fakeSanitizerMain is compute-sanitizer as Args calls it: options, then
-// the program. It runs the program with this process's standard streams
-// and, when it has exited, writes the log: memcheck errors if the worker
+// the program. It writes the tool's banner, runs the program with this
+// process's standard streams and, when it has exited, writes the rest of
+// the log: memcheck errors if the worker
 // left the mark, a clean summary otherwise, and nothing at all for the
 // initcheck tool (a run that dies before its summary).
 func fakeSanitizerMain() int {
@@ -65,6 +66,12 @@ func fakeSanitizerMain() int {
 	}
 	if os.Getenv(envFakeSanEarly) != "" {
 		if err := os.WriteFile(opt["--log-file"], []byte("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "fake sanitizer:", err)
+			return 1
+		}
+	}
+	if os.Getenv(envFakeSanEarly) == "" {
+		if err := os.WriteFile(opt["--log-file"], []byte("========= COMPUTE-SANITIZER\n"), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "fake sanitizer:", err)
 			return 1
 		}
@@ -498,6 +505,33 @@ func TestSanitizeUndecided(t *testing.T) {
 		}
 		if n := sanitizeRuns(t, count); n != faultTries {
 			t.Errorf("a faulting kernel ran %d times under the sanitizer, want %d", n, faultTries)
+		}
+	})
+
+	t.Run("a worker slow to exit", func(t *testing.T) {
+		// The worker gates its point and takes a while to exit, while the
+		// sanitizer has still to write its summary. Killed before that, it
+		// leaves the banner alone: undecided, the kill named. Given the
+		// time, the same run passes.
+		points := cleanSanitizePlan()[:1]
+		sanitize := func(wait time.Duration) (Verdicts, string) {
+			var log strings.Builder
+			v, err := Sanitize(context.Background(), points, SanitizeOptions{Tools: memcheck, Binary: os.Args[0],
+				Dir: filepath.Join(t.TempDir(), "sanitize"), Jobs: 1, Log: &log, StopWait: wait,
+				Worker: fakeCommand(envFakeLinger + "=1s")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v, log.String()
+		}
+		v, log := sanitize(100 * time.Millisecond)
+		if len(v.Gates["g-a"]) != 0 || len(v.Undecided["g-a"]) != 1 ||
+			!strings.Contains(v.Undecided["g-a"][0], "left no summary") ||
+			!strings.Contains(v.Undecided["g-a"][0], "had not exited 100ms after it was told to stop and was killed") {
+			t.Errorf("killed at 100 ms: verdicts %+v; the log:\n%s", v, log)
+		}
+		if v, log := sanitize(10 * time.Second); !passes(v, "g-a") {
+			t.Errorf("given 10 s: verdicts %+v; the log:\n%s", v, log)
 		}
 	})
 

@@ -113,7 +113,9 @@ in has every point recorded gate_failed with no timings. A run passes
 only on a clean report of a worker whose record shows it gated the
 point: a worker that never started (the device's memory refused it), a
 point that failed before its gates, compute-sanitizer's own failure
-("Internal Sanitizer Error") or a report cut short decide nothing. Such
+("Internal Sanitizer Error") or a report cut short decide nothing (a
+worker gets 5 minutes to exit after its point while the tool writes the
+report; one killed then leaves none, and the run says so). Such
 a run goes to the back of the queue, up to three tries (two when the
 kernel faulted under a sanitizer that saw nothing: a crowded device made
 good kernels fault, and a kernel's own fault comes back); a worker
