@@ -13,8 +13,8 @@
 # took about a minute of one worker over the four tools, a batch-16 one
 # several (memcheck alone about a minute, initcheck and racecheck two);
 # see NOTES-gates.md. Every batch-1 kernel is committed, and every
-# batch-16 one under memcheck (initcheck 195 of 198, racecheck 117,
-# synccheck 34); the sixteen workers keep one GPU at 100%, so for the
+# batch-16 one under memcheck, initcheck and synccheck (racecheck 163 of
+# 198); the sixteen workers keep one GPU at 100%, so for the
 # batch-16 rest on an eight-GPU machine (128 cores), GPUS=8 JOBS=8
 # SAN_JOBS=8 ... OUTDIR 16. Sixteen 8b batch-16 workers under initcheck
 # and racecheck at once fill an H200's memory: a worker the device then
