@@ -21,7 +21,10 @@
 # own reports) and OUTDIR/summary.txt: per spec, its kernels, the runs
 # finished per tool, how many were clean, and the line of every finding
 # and of every run left undecided (its worker never gated the point, or
-# the sanitizer failed, in every try: no verdict).
+# the sanitizer failed, in every try: no verdict). OUTDIR/monitor.txt gets
+# a line every 20 s while the jobs run (the time, the load average, the
+# host's available memory, each GPU's memory used and utilization): what
+# a crowded host or device looked like when a run decided nothing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: run-sanitize-all.sh OUTDIR [SPEC[:ONLY] ...]}
@@ -66,9 +69,20 @@ one() {
   cp "$out/w-$n/results.jsonl" "$out/$n.jsonl" 2>/dev/null
 }
 export -f one name
+monitor() {
+  while true; do
+    echo "$(date +%T) load $(cut -d' ' -f1-3 /proc/loadavg)" \
+      "host-available $(awk '/^MemAvailable:/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)" \
+      "gpu $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader 2>/dev/null | paste -sd';')"
+    sleep 20
+  done >> "$out/monitor.txt"
+}
+monitor &
+mon=$!
+trap 'kill $mon 2>/dev/null' EXIT
 export out k tools end SAN_JOBS KEPT GPUS
 for i in "${!jobs[@]}"; do echo "$i ${jobs[$i]}"; done | xargs -P "${JOBS:-3}" -I{} bash -c 'one "$@"' _ {}
-ntools=$(echo "$tools" | tr ',' '\n' | wc -l)
+kill $mon 2>/dev/null
 {
   echo "tools: $tools"
   for i in "${!jobs[@]}"; do
@@ -92,5 +106,7 @@ ntools=$(echo "$tools" | tr ',' '\n' | wc -l)
     grep -E '^sanitize [^ ]+: [a-z]+: ([a-z]+: |undecided after )' "$out/$n.log" | grep -v 'no errors (' | sed 's/^/  /'
   done
 } > "$out/summary.txt"
-tar -C "$out" -czf "$out/sanitize-logs.tgz" $(cd "$out" && ls -d w-*/sanitize 2>/dev/null)
+logs=$(cd "$out" && ls -d w-*/sanitize 2>/dev/null)
+# shellcheck disable=SC2086 # a list of folders
+[ -n "$logs" ] && tar -C "$out" -czf "$out/sanitize-logs.tgz" $logs
 cat "$out/summary.txt"
