@@ -246,13 +246,18 @@ func (p *Pool) Run(ctx context.Context, pt *plan.Point) (results.Record, error) 
 // device in order, and one that has not exited within StopWait is killed.
 // The error names each worker killed so: whatever it was to write as it
 // exited (a sanitizer's report) is lost.
-func (p *Pool) Close() error {
+func (p *Pool) Close() error { return p.Stop(context.Background()) }
+
+// Stop is Close that kills at once the workers still exiting when ctx
+// ends: a stop wait of minutes (a sanitized worker's) does not hold up an
+// interrupted run.
+func (p *Pool) Stop(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(p.slots))
 	for i, s := range p.slots {
 		wg.Go(func() {
 			if s.w != nil {
-				if s.w.stop(p.opts.StopWait) {
+				if s.w.stop(ctx, p.opts.StopWait) {
 					errs[i] = fmt.Errorf("the worker for device %d (pid %d) had not exited %s after it was told to stop and was killed",
 						s.device, s.w.cmd.Process.Pid, p.opts.StopWait)
 				}
@@ -370,7 +375,7 @@ func (s *slot) run(ctx context.Context, pt *plan.Point) (results.Record, error) 
 	}
 	// The backend cannot go on (a sticky CUDA error): this worker is done
 	// and the next point gets a fresh one.
-	w.stop(s.pool.opts.StopWait)
+	w.stop(ctx, s.pool.opts.StopWait)
 	s.w = nil
 	if resp.Record == nil {
 		return s.failed(pt, results.StatusFault, fmt.Sprintf("the worker for device %d gave up: %s%s",

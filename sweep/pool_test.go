@@ -327,6 +327,35 @@ func TestPoolCancelKillsTheWorker(t *testing.T) {
 	}
 }
 
+// TestPoolStopWait: a worker slow to exit gets the pool's stop wait, is
+// killed after it and named in the error; a cancelled Stop kills it at
+// once rather than wait out a stop wait of minutes.
+func TestPoolStopWait(t *testing.T) {
+	pl := testPlan(1)
+	stop := func(ctx context.Context, wait time.Duration) (time.Duration, error) {
+		t.Helper()
+		pool := newTestPool(t, PoolOptions{StopWait: wait, Command: fakeCommand(envFakeLinger + "=2s")})
+		if rec, err := pool.Run(context.Background(), pl.Points[0]); err != nil || rec.Status != results.StatusOK {
+			t.Fatalf("Run: %s %v", rec.Status, err)
+		}
+		start := time.Now()
+		err := pool.Stop(ctx)
+		return time.Since(start), err
+	}
+	if d, err := stop(context.Background(), 10*time.Second); err != nil || d < time.Second {
+		t.Errorf("given 10 s, a worker that takes 2 s to exit: %v after %v, want no kill after about 2 s", err, d)
+	}
+	if _, err := stop(context.Background(), 100*time.Millisecond); err == nil ||
+		!strings.Contains(err.Error(), "had not exited 100ms after it was told to stop and was killed") {
+		t.Errorf("given 100 ms: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if d, err := stop(ctx, time.Minute); err == nil || d > time.Second {
+		t.Errorf("a stop wait of a minute, cancelled at 100 ms: %v after %v, want a kill at once", err, d)
+	}
+}
+
 func TestPoolStartFailure(t *testing.T) {
 	pool := newTestPool(t, PoolOptions{Command: func(int) *exec.Cmd {
 		return exec.Command("sh", "-c", "echo 'cannot open libcuda.so.1' >&2; exit 1")

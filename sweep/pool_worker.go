@@ -160,18 +160,19 @@ func (w *worker) kill() {
 }
 
 // stop closes the worker's stdin, which makes it release its device and
-// exit, and kills it if it has not done so within wait: true when it had
-// to be killed.
-func (w *worker) stop(wait time.Duration) bool {
+// exit, and kills it if it has not done so within wait, or at once when
+// ctx ends first: true when it had to be killed.
+func (w *worker) stop(ctx context.Context, wait time.Duration) bool {
 	w.in.Close()
 	select {
 	case <-w.exited:
 		w.drain()
 		return false
 	case <-time.After(wait):
-		w.kill()
-		return true
+	case <-ctx.Done():
 	}
+	w.kill()
+	return true
 }
 
 // drain waits briefly for the rest of stderr, which may still be in the

@@ -245,7 +245,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	rec, runErr := pool.Run(ctx, &pt)
 	// The report is written as the worker exits; a worker killed on the
 	// way leaves none, or one cut short.
-	killed := pool.Close()
+	killed := pool.Stop(ctx)
 	if ctx.Err() != nil {
 		return sanRun{}, ctx.Err()
 	}
