@@ -109,24 +109,25 @@ names one kernel; --sanitize=racecheck,memcheck picks the tools and
 their order, each over every kernel before the next (bare: memcheck,
 racecheck, synccheck and initcheck). Each run is a gate of kind
 sanitizer in every record of its kernel; a kernel any run found errors
-in has every point recorded gate_failed with no timings. A run passes
-only on a clean report of a worker whose record shows it gated the
-point: a worker that never started (the device's memory refused it), a
-point that failed before its gates, compute-sanitizer's own failure
-("Internal Sanitizer Error") or a report cut short decide nothing (a
-worker gets 5 minutes to exit after its point while the tool writes the
-report; one killed then leaves none, and the run says so). Such
-a run goes to the back of the queue, up to three tries (two when the
-kernel faulted under a sanitizer that saw nothing: a crowded device made
-good kernels fault, and a kernel's own fault comes back); a worker
-refused for want of memory, or a run the sanitizer itself failed, takes
-a worker out of the pool, so fewer run at once. A kernel with a run
-still undecided is not measured: its points' own gates run, and one they
-fail or that faults is recorded so; the others are recorded error
-("sanitizer undecided"), neither passed nor failed, and the next sweep
-with --sanitize runs them again. compute-sanitizer comes from
-$KTUNE_COMPUTE_SANITIZER, PATH, $CUDA_HOME/bin or /usr/local/cuda/bin;
-its logs go to DIR/sanitize.
+in (racecheck's warning-level hazards among them: a warp assumed to run
+in step races since Volta) has every point recorded gate_failed with no
+timings. A run passes only on a clean report of a worker whose record
+shows it gated the point: a worker that never started (the device's
+memory refused it), a point that failed before its gates,
+compute-sanitizer's own failure ("Internal Sanitizer Error"), a warning
+of the tool's own or a report cut short decide nothing (a worker gets 5
+minutes to exit after its point while the tool writes the report; one
+killed then leaves none, and the run says so). Such a run goes to the
+back of the queue, up to three tries (two when the kernel faulted under
+a sanitizer that saw nothing: a crowded device made good kernels fault,
+and a kernel's own fault comes back); a worker refused for want of
+memory, or a run the sanitizer itself failed, takes a worker out of the
+pool, so fewer run at once. A kernel with a run still undecided is not
+measured: its points' own gates run, and one they fail or that faults is
+recorded so; the others are recorded error ("sanitizer undecided"),
+neither passed nor failed, and the next sweep with --sanitize runs them
+again. compute-sanitizer comes from $KTUNE_COMPUTE_SANITIZER, PATH,
+$CUDA_HOME/bin or /usr/local/cuda/bin; its logs go to DIR/sanitize.
 
 Every finished run is kept in DIR/sanitize/verdicts.jsonl as it ends, so
 a sanitize stopped part way (a time limit, Ctrl-C) resumes where it

@@ -122,14 +122,27 @@ type Report struct {
 	// TargetFailed says the program under the sanitizer (the worker)
 	// ended with an error: what it was to check may never have run.
 	TargetFailed bool
+	// Hazards is the count of racecheck's warning-level hazards, as its
+	// summary gives them ("(0 errors, 2 warnings)"). The tool calls them
+	// warnings because the code may mean them, a warp assumed to run in
+	// step; since Volta's independent thread scheduling no warp is, and
+	// a kernel that relies on it races. Each fails the kernel, and the
+	// hazard's own line ("Warning: Race reported between ...") is a
+	// finding.
+	Hazards int
+	// Warnings are compute-sanitizer's other "Warning:" lines, in order,
+	// repeats dropped: the tool saying something of its run that ktune
+	// does not know. A run with one decides nothing (never seen on the
+	// H200, in some 2500 reports).
+	Warnings []string
 }
 
 // maxFindings is how many distinct findings a Report keeps.
 const maxFindings = 5
 
 var (
-	errorSummary = regexp.MustCompile(`ERROR SUMMARY: (\d+) errors?`)
-	raceSummary  = regexp.MustCompile(`RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, \d+ warnings?\)`)
+	errorSummary = regexp.MustCompile(`^ERROR SUMMARY: (\d+) errors?`)
+	raceSummary  = regexp.MustCompile(`^RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)`)
 )
 
 // prefix starts every line compute-sanitizer writes.
@@ -151,7 +164,9 @@ func Parse(tool Tool, r io.Reader) (Report, error) {
 		text := strings.TrimPrefix(strings.TrimLeft(line, "="), " ")
 		if m := raceSummary.FindStringSubmatch(text); m != nil {
 			n, _ := strconv.Atoi(m[1])
+			w, _ := strconv.Atoi(m[2])
 			rep.Errors = max(rep.Errors, n)
+			rep.Hazards = max(rep.Hazards, w)
 			rep.Complete = true
 			continue
 		}
@@ -172,6 +187,12 @@ func Parse(tool Tool, r io.Reader) (Report, error) {
 		}
 		if targetFailed(text) {
 			rep.TargetFailed = true
+			continue
+		}
+		if strings.HasPrefix(text, warningPrefix) && !strings.Contains(text, "Race reported") {
+			if !slices.Contains(rep.Warnings, text) {
+				rep.Warnings = append(rep.Warnings, text)
+			}
 			continue
 		}
 		if len(rep.Findings) < maxFindings && !slices.Contains(rep.Findings, text) {
@@ -195,9 +216,14 @@ func targetFailed(text string) bool {
 		strings.HasPrefix(text, "Error: process didn't terminate successfully")
 }
 
+// warningPrefix starts a line of a racecheck warning-level hazard
+// ("Warning: Race reported between ...") or of compute-sanitizer's own
+// warning.
+const warningPrefix = "Warning:"
+
 // info reports a line that is no finding.
 func info(text string) bool {
-	for _, p := range []string{"COMPUTE-SANITIZER", "LEAK SUMMARY", "Note:", "Warning: "} {
+	for _, p := range []string{"COMPUTE-SANITIZER", "LEAK SUMMARY", "Note:"} {
 		if strings.HasPrefix(text, p) {
 			return true
 		}
@@ -226,14 +252,17 @@ func ToolFailureOnly(detail string) bool {
 // finding of the tool's, or more errors in the summary than the tool's
 // own failures account for. A report that found something fails its
 // kernel whether or not it is complete.
-func (r Report) Found() bool { return len(r.Findings) > 0 || r.Errors > len(r.Internal) }
+func (r Report) Found() bool {
+	return len(r.Findings) > 0 || r.Errors > len(r.Internal) || r.Hazards > 0
+}
 
 // Clean reports whether the report, on its own, says the run checked
 // everything and found nothing: complete, no errors, no failure of the
 // tool's or of the program's. Whether the program ran the kernel at all
 // the report cannot say; the sweep checks that apart (sweep/sanitize.go).
 func (r Report) Clean() bool {
-	return r.Complete && r.Errors == 0 && len(r.Findings) == 0 && len(r.Internal) == 0 && !r.TargetFailed
+	return r.Complete && r.Errors == 0 && r.Hazards == 0 && len(r.Findings) == 0 && len(r.Internal) == 0 &&
+		len(r.Warnings) == 0 && !r.TargetFailed
 }
 
 // Detail says what the run found, for a gate's detail.
@@ -243,16 +272,21 @@ func (r Report) Detail() string {
 		return fmt.Sprintf("%s: compute-sanitizer failed: %s", r.Tool, strings.Join(r.Internal, "; "))
 	case !r.Found() && r.Complete && r.TargetFailed:
 		return fmt.Sprintf("%s: no errors, but the program under it ended with an error", r.Tool)
+	case !r.Found() && r.Complete && len(r.Warnings) > 0:
+		return fmt.Sprintf("%s: no errors, but compute-sanitizer warned: %s", r.Tool, strings.Join(r.Warnings, "; "))
 	case !r.Complete:
 		s := fmt.Sprintf("%s: the run left no summary (the worker crashed, hung or was killed, or compute-sanitizer refused its options)", r.Tool)
 		if len(r.Findings) > 0 {
 			s += "; reported: " + strings.Join(r.Findings, "; ")
 		}
 		return s
-	case r.Errors == 0:
+	case r.Errors == 0 && r.Hazards == 0 && len(r.Findings) == 0:
 		return fmt.Sprintf("%s: no errors", r.Tool)
 	}
 	s := fmt.Sprintf("%s: %d error(s)", r.Tool, r.Errors)
+	if r.Hazards > 0 {
+		s += fmt.Sprintf(" and %d warning-level hazard(s)", r.Hazards)
+	}
 	if len(r.Findings) > 0 {
 		s += ": " + strings.Join(r.Findings, "; ")
 	}

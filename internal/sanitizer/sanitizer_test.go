@@ -24,8 +24,10 @@ func parseFile(t *testing.T, tool Tool, name string) Report {
 
 // TestParse reads a report of each kind: errors counted from the summary
 // (the larger of two summary lines, the printed limit notwithstanding),
-// the first line of each finding kept once, backtraces, banners and
-// warnings dropped; a log without a summary is incomplete, which fails.
+// the first line of each finding kept once, racecheck's warning-level
+// hazards among them, backtraces and banners dropped; a log without a
+// summary is incomplete, and one with a warning of the tool's own is not
+// clean: neither passes.
 func TestParse(t *testing.T) {
 	for _, c := range []struct {
 		tool     Tool
@@ -41,7 +43,14 @@ func TestParse(t *testing.T) {
 		}, true},
 		{Racecheck, "racecheck-race.log", 1, true, []string{
 			"Error: Race reported between Write access at attn_partial+0x610 in race.cu:48",
+			"Warning: Race reported between Read access at attn_partial+0x300 in race.cu:40",
 		}, true},
+		// A warning-level hazard alone (a warp assumed to run in step)
+		// fails; a warning of the tool's own is no finding, and no pass.
+		{Racecheck, "racecheck-warning.log", 0, true, []string{
+			"Warning: Race reported between Write access at attn_combine+0x2a0 in warp.cu:31",
+		}, true},
+		{Memcheck, "memcheck-tool-warning.log", 0, true, nil, true},
 		{Synccheck, "synccheck-clean.log", 0, true, nil, false},
 		{Initcheck, "initcheck-killed.log", 0, false, []string{"Uninitialized __global__ memory read of size 4 bytes"}, true},
 		// The H200's: the sanitizer's own failure, counted as an error,
@@ -58,6 +67,15 @@ func TestParse(t *testing.T) {
 		if !strings.HasPrefix(d, string(c.tool)+": ") || (len(c.findings) > 0 && c.complete && !strings.Contains(d, c.findings[0])) {
 			t.Errorf("%s: detail %q", c.file, d)
 		}
+	}
+	// A hazard fails the kernel; the tool's warning decides nothing.
+	if rep := parseFile(t, Racecheck, "racecheck-warning.log"); !rep.Found() || rep.Hazards != 1 ||
+		!strings.Contains(rep.Detail(), "0 error(s) and 1 warning-level hazard(s)") {
+		t.Errorf("a warning-level hazard: found %v, %d hazards, detail %q", rep.Found(), rep.Hazards, rep.Detail())
+	}
+	if rep := parseFile(t, Memcheck, "memcheck-tool-warning.log"); rep.Found() || rep.Clean() ||
+		rep.Detail() != "memcheck: no errors, but compute-sanitizer warned: Warning: the tool could not follow every launch of the program" {
+		t.Errorf("a warning of the tool's: found %v, clean %v, detail %q", rep.Found(), rep.Clean(), rep.Detail())
 	}
 }
 
