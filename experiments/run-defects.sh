@@ -61,6 +61,7 @@ expected = {
     "memo": "timed",
     "readpastend": "bounds (fault at the capacity)",
     "longchunk": "tolerance/uniform at the capacity (tiled)",
+    "warpsync": "none without --sanitize=racecheck (warning hazards)",
 }
 by = collections.OrderedDict()
 for r in (records("defects") if "defects" in specs else []):

@@ -33,7 +33,7 @@ func TestDefectsPlan(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"d2", "nkvgrid", "state", "skipnewest", "ftz", "readpast", "race",
-		"mmaf", "writeinput", "writepast", "stalenan", "memo", "readpastend", "longchunk"} {
+		"mmaf", "writeinput", "writepast", "stalenan", "memo", "readpastend", "longchunk", "warpsync"} {
 		pts := perVariant[v]
 		if len(pts) != 2 {
 			t.Errorf("%s: %d points, want 2", v, len(pts))
