@@ -508,6 +508,30 @@ func TestSanitizeUndecided(t *testing.T) {
 		}
 	})
 
+	t.Run("a kernel named like ktune's own", func(t *testing.T) {
+		// The sanitizer skips kernels whose names hold ktune's prefix
+		// (Args), so a run of one would report clean having checked
+		// nothing: not run, undecided. By a launch's entry, a name
+		// expression or a module's entry alike.
+		for _, name := range []func(*plan.Point){
+			func(p *plan.Point) { p.Source.Partial = "ktune_tt_partial" },
+			func(p *plan.Point) { p.Source.NameExprs = []string{"decode<ktune_params>"} },
+			func(p *plan.Point) { p.Source.Modules = []plan.Module{{Entries: []string{"my_ktune_combine"}}} },
+		} {
+			points := cleanSanitizePlan()[:2]
+			name(points[0])
+			count := filepath.Join(t.TempDir(), "count")
+			v, log, _ := run(t, points, 1, envFakeSanCount+"="+count)
+			if len(v.Gates["g-a"]) != 0 || len(v.Undecided["g-a"]) != 1 ||
+				!strings.Contains(v.Undecided["g-a"][0], "the sanitizer skips kernels named like ktune's own") {
+				t.Errorf("verdicts %+v; the log:\n%s", v, log)
+			}
+			if n := sanitizeRuns(t, count); n != 0 {
+				t.Errorf("%d sanitizer runs of a kernel it would skip", n)
+			}
+		}
+	})
+
 	t.Run("a worker slow to exit", func(t *testing.T) {
 		// The worker gates its point and takes a while to exit, while the
 		// sanitizer has still to write its summary. Killed before that, it

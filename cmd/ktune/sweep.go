@@ -126,7 +126,9 @@ pool, so fewer run at once. A kernel with a run still undecided is not
 measured: its points' own gates run, and one they fail or that faults is
 recorded so; the others are recorded error ("sanitizer undecided"),
 neither passed nor failed, and the next sweep with --sanitize runs them
-again. compute-sanitizer comes from $KTUNE_COMPUTE_SANITIZER, PATH,
+again. A kernel whose name holds ktune_ gets no run and no verdict: the
+tool is told to skip ktune's own kernels by that substring.
+compute-sanitizer comes from $KTUNE_COMPUTE_SANITIZER, PATH,
 $CUDA_HOME/bin or /usr/local/cuda/bin; its logs go to DIR/sanitize.
 
 Every finished run is kept in DIR/sanitize/verdicts.jsonl as it ends, so
