@@ -46,8 +46,11 @@ type SanitizeOptions struct {
 	// Worker is the worker command for a device, as a Pool takes it; it
 	// runs as the program compute-sanitizer starts.
 	Worker func(device int) *exec.Cmd
-	// Device is the CUDA ordinal the sanitized workers run on.
-	Device int
+	// Devices are the CUDA ordinals the sanitized workers run on, the
+	// i-th worker on Devices[i mod len]; empty means device 0. Spread
+	// over several, the instrumented workers' device memory is too (on
+	// one H200 sixteen 8b batch-16 workers filled its 140 GiB).
+	Devices []int
 	// Slowdown multiplies each point's time limit: the instrumented
 	// kernels run tens of times slower. Zero means 100.
 	Slowdown float64
@@ -143,13 +146,18 @@ func Sanitize(ctx context.Context, points []*plan.Point, opts SanitizeOptions) (
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := max(1, opts.Jobs)
+	devs := opts.Devices
+	if len(devs) == 0 {
+		devs = []int{0}
+	}
 	q := newSanQueue(tasks, jobs, kept, log, cancel)
 	var wg sync.WaitGroup
-	for range jobs {
+	for i := range jobs {
+		dev := devs[i%len(devs)]
 		wg.Go(func() {
 			for t := q.next(ctx); t != nil; t = q.next(ctx) {
 				start := time.Now()
-				o, err := sanitizePoint(ctx, t.p, t.tool, opts, slow)
+				o, err := sanitizePoint(ctx, t.p, t.tool, opts, dev, slow)
 				if !q.settle(ctx, t, o, err, time.Since(start)) {
 					return
 				}
@@ -217,7 +225,7 @@ type sanRun struct {
 // leaves a clean-looking report of a run in which the kernel never ran
 // (on the H200 a sanitizer run whose worker the device's memory refused
 // said "0 errors"). A finding fails whatever the worker did.
-func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts SanitizeOptions, slow float64) (sanRun, error) {
+func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts SanitizeOptions, dev int, slow float64) (sanRun, error) {
 	if names := unchecked(p); len(names) > 0 {
 		// Nothing to run: its report would be clean whatever the
 		// kernel did.
@@ -229,7 +237,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		return sanRun{}, fmt.Errorf("removing an old sanitizer log: %w", err)
 	}
 	pool, err := NewPool(PoolOptions{
-		Devices: []int{opts.Device},
+		Devices: []int{dev},
 		Log:     opts.Log,
 		Command: func(dev int) *exec.Cmd {
 			w := opts.Worker(dev)

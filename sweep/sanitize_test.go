@@ -60,7 +60,7 @@ func fakeSanitizerMain() int {
 	if c := os.Getenv(envFakeSanCount); c != "" {
 		f, err := os.OpenFile(c, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err == nil {
-			fmt.Fprintln(f, opt["--tool"])
+			fmt.Fprintln(f, opt["--tool"], os.Getenv(envFakeDevice))
 			f.Close()
 		}
 	}
@@ -231,6 +231,34 @@ func cleanSanitizePlan() []*plan.Point {
 		p.Measure.TimeoutSec = 60
 	}
 	return pl.Points
+}
+
+// TestSanitizeDevices: the sanitized workers take the devices in turn,
+// each run's worker on its own worker's device.
+func TestSanitizeDevices(t *testing.T) {
+	count := filepath.Join(t.TempDir(), "count")
+	v, err := Sanitize(context.Background(), cleanSanitizePlan(), SanitizeOptions{
+		Tools: []sanitizer.Tool{sanitizer.Memcheck, sanitizer.Racecheck}, Binary: os.Args[0],
+		Dir: filepath.Join(t.TempDir(), "sanitize"), Jobs: 2, Devices: []int{3, 5},
+		Worker: fakeCommand(envFakeSanCount+"="+count, envFakeDelay+"=200ms")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Gates) != 3 || len(v.Undecided) != 0 {
+		t.Fatalf("verdicts %+v", v)
+	}
+	b, err := os.ReadFile(count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(l)
+		runs[f[len(f)-1]]++
+	}
+	if len(runs) != 2 || runs["3"] == 0 || runs["5"] == 0 || runs["3"]+runs["5"] != 6 {
+		t.Errorf("runs by device %v, want the six over devices 3 and 5", runs)
+	}
 }
 
 // TestSanitizeKeepsRuns: every finished run is kept in the log directory,

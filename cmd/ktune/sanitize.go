@@ -65,14 +65,10 @@ func sanitize(ctx context.Context, stderr io.Writer, s sanitizeFlag, jobs int, d
 	if err != nil {
 		return nil, err
 	}
-	dev := 0
-	if len(bs.devices) > 0 {
-		dev = bs.devices[0]
-	}
 	fmt.Fprintf(stderr, "sanitize: the first point of each compiled kernel under %v (%s), logs in %s\n",
 		s.tools, bin, filepath.Join(dir, "sanitize"))
 	verdicts, err := sweep.Sanitize(ctx, todo, sweep.SanitizeOptions{
-		Tools: s.tools, Binary: bin, Dir: filepath.Join(dir, "sanitize"), Worker: command, Device: dev, Log: stderr,
+		Tools: s.tools, Binary: bin, Dir: filepath.Join(dir, "sanitize"), Worker: command, Devices: bs.devices, Log: stderr,
 		Jobs: jobs,
 	})
 	if err != nil {

@@ -136,11 +136,11 @@ a sanitize stopped part way (a time limit, Ctrl-C) resumes where it
 stopped when the same command runs again; a run that left no whole
 report or decided nothing is not kept and runs again (the log says what
 each stopped run had had). --sanitize-jobs N runs N sanitized workers at
-a time on the device: under the sanitizer most of a run is the host's
-instrumentation (a one-split batch-16 kernel can take minutes per tool),
-and none is timed, so they share the GPU; each needs its point's device
-memory and the sanitizer's own (sixteen 8b batch-16 workers filled an
-H200's 140 GiB).
+a time, taking the --devices in turn (device 0 without): under the
+sanitizer most of a run is the host's instrumentation (a one-split
+batch-16 kernel can take minutes per tool), and none is timed, so they
+share the GPU; each needs its point's device memory and the sanitizer's
+own (sixteen 8b batch-16 workers filled an H200's 140 GiB).
 
   $ ktune sweep experiments/defects.yaml -o out/defects --sanitize=memcheck,racecheck
   $ ktune sweep experiments/h200-frontier2.yaml -o out/f2 --sanitize --sanitize-jobs 4
@@ -200,7 +200,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	var devOver plan.Override
 	deviceFlags(fs, &devOver)
 	fs.Var(&f.sanitize, "sanitize", "before the sweep, gate the first point of each compiled kernel under compute-sanitizer: bare for every tool, or =`TOOLS` (memcheck,racecheck,synccheck,initcheck)")
-	fs.IntVar(&f.sanitizeJobs, "sanitize-jobs", 1, "with --sanitize, run `N` sanitized workers at a time on the device")
+	fs.IntVar(&f.sanitizeJobs, "sanitize-jobs", 1, "with --sanitize, run `N` sanitized workers at a time, over the --devices in turn")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "with --in-process, write a Go CPU profile of the sweep to `FILE` (go tool pprof): where the host's share of the gates goes")
 	pos, help, err := parseArgs(fs, args, sweepUsage, sweepExit)
 	if help || err != nil {
