@@ -14,9 +14,10 @@
 # and the same command into the same OUTDIR resumes it; KEPT="FILE ..."
 # seeds every job with the verdicts of earlier runs (a committed
 # verdicts.jsonl), whose kernels are then not run again. GPUS=N spreads
-# the jobs over devices 0..N-1 (job i on device i mod N; the sanitized
-# runs are mostly the host's work, so JOBS*SAN_JOBS workers want about
-# as many cores). Writes
+# the jobs over devices 0..N-1 (job i on device i mod N; with JOBS=1 the
+# one job's SAN_JOBS workers take the N in turn; the sanitized runs are
+# mostly the host's work, so JOBS*SAN_JOBS workers want about as many
+# cores). Writes
 # OUTDIR/SPEC.log and .jsonl, OUTDIR/sanitize-logs.tgz (the sanitizer's
 # own reports) and OUTDIR/summary.txt: per spec, its kernels, the runs
 # finished per tool, how many were clean, and the line of every finding
@@ -63,8 +64,15 @@ one() {
     cat $KEPT "$out/w-$n/sanitize/verdicts.jsonl" 2>/dev/null | sort -u > "$out/w-$n/sanitize/kept.tmp" &&
       mv "$out/w-$n/sanitize/kept.tmp" "$out/w-$n/sanitize/verdicts.jsonl"
   fi
+  local devs=
+  if [ -n "${GPUS:-}" ]; then
+    # One job takes every device (its sanitized workers in turn); several
+    # take one each.
+    devs=$((i % GPUS))
+    [ "${JOBS:-3}" = 1 ] && devs=$(seq -s, 0 $((GPUS - 1)))
+  fi
   timeout -k 10 --signal=INT "$left" "$k" sweep "experiments/$spec.yaml" -o "$out/w-$n" \
-    ${GPUS:+--devices $((i % GPUS))} --sanitize="$tools" --sanitize-jobs "${SAN_JOBS:-1}" --probes cold --only "$only" > "$out/$n.log" 2>&1
+    ${devs:+--devices $devs} --sanitize="$tools" --sanitize-jobs "${SAN_JOBS:-1}" --probes cold --only "$only" > "$out/$n.log" 2>&1
   echo "exit $?" >> "$out/$n.log"
   cp "$out/w-$n/results.jsonl" "$out/$n.jsonl" 2>/dev/null
 }
@@ -80,7 +88,7 @@ monitor() {
 monitor &
 mon=$!
 trap 'kill $mon 2>/dev/null' EXIT
-export out k tools end SAN_JOBS KEPT GPUS
+export out k tools end SAN_JOBS KEPT GPUS JOBS
 for i in "${!jobs[@]}"; do echo "$i ${jobs[$i]}"; done | xargs -P "${JOBS:-3}" -I{} bash -c 'one "$@"' _ {}
 kill $mon 2>/dev/null
 {

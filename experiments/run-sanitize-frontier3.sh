@@ -15,8 +15,9 @@
 # see NOTES-gates.md. Every batch-1 kernel is committed, and every
 # batch-16 one under memcheck, initcheck and synccheck (racecheck 163 of
 # 198); the sixteen workers keep one GPU at 100%, so for the
-# batch-16 rest on an eight-GPU machine (128 cores), GPUS=8 JOBS=8
-# SAN_JOBS=8 ... OUTDIR 16. Sixteen 8b batch-16 workers under initcheck
+# batch-16 rest on an eight-GPU machine (128 cores), GPUS=8 ONE_QUEUE=1
+# JOBS=1 SAN_JOBS=64 ... OUTDIR 16 (one queue, its workers over the eight
+# in turn). Sixteen 8b batch-16 workers under initcheck
 # and racecheck at once fill an H200's memory: a worker the device then
 # refuses leaves the pool (sweep/sanitize.go), but fewer from the start,
 # SAN_JOBS=12, waste no tries. Each job takes the tools in TOOLS' order,
