@@ -10,9 +10,8 @@
 // hardware the sums come out right, and equal to the shuffle butterfly's
 // bits: every gate that compares results passes it.
 // Expected gate: sanitizer, racecheck, which reports the lanes' hazards at
-// warning level ("Warning: Race reported between ..."; 76 on the H200);
-// nothing without --sanitize=racecheck (on the H200 every other gate
-// passed it).
+// warning level ("Warning: Race reported between ..."); nothing without
+// --sanitize=racecheck.
 //
 // Mapping: the ABI default, one warp per (split, head, sequence); lane l
 // owns dims 4l..4l+3 (HEAD_DIM <= 128), the seed row step of abi.cuh.
