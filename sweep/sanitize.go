@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -232,7 +231,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		return sanRun{tries: 1, why: fmt.Sprintf("%s: the sanitizer skips kernels named like ktune's own, and this one launches %s: "+
 			"its report would check nothing of them", tool, strings.Join(names, ", "))}, nil
 	}
-	logFile := filepath.Join(opts.Dir, fmt.Sprintf("%s-%s.log", tool, p.Hash))
+	logFile := reportPath(opts.Dir, tool, p.Hash)
 	if err := os.Remove(logFile); err != nil && !os.IsNotExist(err) {
 		return sanRun{}, fmt.Errorf("removing an old sanitizer log: %w", err)
 	}

@@ -261,6 +261,53 @@ func TestSanitizeDevices(t *testing.T) {
 	}
 }
 
+// TestSanitizeRereadsKeptPasses: a kept pass whose report, still in the
+// directory, this ktune reads as a finding (as racecheck's warning-level
+// hazards were once read as nothing) runs again; one whose report is gone
+// is taken as it is.
+func TestSanitizeRereadsKeptPasses(t *testing.T) {
+	points := cleanSanitizePlan()[:1]
+	dir := filepath.Join(t.TempDir(), "sanitize")
+	count := filepath.Join(t.TempDir(), "count")
+	sanitize := func() (Verdicts, string) {
+		t.Helper()
+		var log strings.Builder
+		v, err := Sanitize(context.Background(), points, SanitizeOptions{Tools: []sanitizer.Tool{sanitizer.Racecheck},
+			Binary: os.Args[0], Dir: dir, Log: &log, Worker: fakeCommand(envFakeSanCount + "=" + count)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, log.String()
+	}
+	if v, log := sanitize(); len(v.Gates["g-a"]) != 1 || !v.Gates["g-a"][0].Pass {
+		t.Fatalf("first: %+v\n%s", v, log)
+	}
+	report := reportPath(dir, sanitizer.Racecheck, points[0].Hash)
+	hazards := "========= COMPUTE-SANITIZER\n========= Warning: Race reported between Write access at attn_partial+0x10 in k.cu:3\n" +
+		"=========     and Read access at attn_partial+0x20 in k.cu:4 [32 hazards]\n" +
+		"========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)\n"
+	if err := os.WriteFile(report, []byte(hazards), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, log := sanitize()
+	if n := sanitizeRuns(t, count); n != 2 || !passes1(v) ||
+		!strings.Contains(log, "a kept racecheck pass: its report now reads racecheck: 0 error(s) and 1 warning-level hazard(s)") {
+		t.Errorf("a kept pass over warning hazards: %d runs, %+v\n%s", n, v, log)
+	}
+	if err := os.Remove(report); err != nil {
+		t.Fatal(err)
+	}
+	if v, log := sanitize(); sanitizeRuns(t, count) != 2 || !passes1(v) {
+		t.Errorf("a kept pass without its report: %d runs, %+v\n%s", sanitizeRuns(t, count), v, log)
+	}
+}
+
+// passes1 reports a single pass for g-a.
+func passes1(v Verdicts) bool {
+	gs := v.Gates["g-a"]
+	return len(gs) == 1 && gs[0].Pass && len(v.Undecided["g-a"]) == 0
+}
+
 // TestSanitizeKeepsRuns: every finished run is kept in the log directory,
 // so a second sanitize over the same points runs nothing and gives the
 // same verdicts; a damaged line is not taken for a run (that run happens

@@ -135,12 +135,14 @@ Every finished run is kept in DIR/sanitize/verdicts.jsonl as it ends, so
 a sanitize stopped part way (a time limit, Ctrl-C) resumes where it
 stopped when the same command runs again; a run that left no whole
 report or decided nothing is not kept and runs again (the log says what
-each stopped run had had). --sanitize-jobs N runs N sanitized workers at
-a time, taking the --devices in turn (device 0 without): under the
-sanitizer most of a run is the host's instrumentation (a one-split
-batch-16 kernel can take minutes per tool), and none is timed, so they
-share the GPU; each needs its point's device memory and the sanitizer's
-own (sixteen 8b batch-16 workers filled an H200's 140 GiB).
+each stopped run had had). A kept pass whose report, still in
+DIR/sanitize, this ktune no longer reads as clean runs again.
+--sanitize-jobs N runs N sanitized workers at a time, taking the
+--devices in turn (device 0 without): under the sanitizer most of a run
+is the host's instrumentation (a one-split batch-16 kernel can take
+minutes per tool), and none is timed, so they share the GPU; each needs
+its point's device memory and the sanitizer's own (sixteen 8b batch-16
+workers filled an H200's 140 GiB).
 
   $ ktune sweep experiments/defects.yaml -o out/defects --sanitize=memcheck,racecheck
   $ ktune sweep experiments/h200-frontier2.yaml -o out/f2 --sanitize --sanitize-jobs 4
