@@ -747,3 +747,33 @@ func TestSanitizeKeptProvenance(t *testing.T) {
 		t.Errorf("%d kept runs marked gated, want the 2 new ones:\n%s", n, b)
 	}
 }
+
+// TestSanitizeTimeLeft: the tasks not ended, each at its tool's median
+// (every tool's for a tool with none), over the workers.
+func TestSanitizeTimeLeft(t *testing.T) {
+	s := time.Second
+	tasks := []*sanTask{
+		{tool: sanitizer.Memcheck, done: true}, {tool: sanitizer.Memcheck}, {tool: sanitizer.Memcheck},
+		{tool: sanitizer.Racecheck}, {tool: sanitizer.Racecheck}, {tool: sanitizer.Racecheck, undecided: true},
+		{tool: sanitizer.Initcheck},
+	}
+	took := map[sanitizer.Tool][]time.Duration{
+		sanitizer.Memcheck:  {10 * s, 30 * s, 20 * s},
+		sanitizer.Racecheck: {100 * s, 300 * s},
+	}
+	// memcheck 2 × 20 s, racecheck 2 × 200 s, initcheck 1 × 30 s (the
+	// median of all five), over 2 workers.
+	if d, ok := timeLeft(tasks, took, 2); !ok || d != (40+400+30)*s/2 {
+		t.Errorf("timeLeft %v %v, want %v", d, ok, (40+400+30)*s/2)
+	}
+	if _, ok := timeLeft(tasks, nil, 2); ok {
+		t.Error("a guess before any run ended")
+	}
+	for d, want := range map[time.Duration]string{
+		45 * s: "about 45 s left", 252 * s: "about 4 min left", 7380 * s: "about 2 h 03 min left",
+	} {
+		if got := leftText(d); got != want {
+			t.Errorf("leftText(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,10 +43,14 @@ type sanQueue struct {
 	cancel  context.CancelFunc
 	kept    *kept
 	log     io.Writer
+	// took is how long this sanitize's decided runs took, per tool: what
+	// the time left is guessed from.
+	took map[sanitizer.Tool][]time.Duration
 }
 
 func newSanQueue(tasks []*sanTask, workers int, kept *kept, log io.Writer, cancel context.CancelFunc) *sanQueue {
-	q := &sanQueue{tasks: tasks, todo: make(chan *sanTask, len(tasks)), workers: workers, kept: kept, log: log, cancel: cancel}
+	q := &sanQueue{tasks: tasks, todo: make(chan *sanTask, len(tasks)), workers: workers, kept: kept, log: log, cancel: cancel,
+		took: map[sanitizer.Tool][]time.Duration{}}
 	for _, t := range tasks {
 		if t.done {
 			q.done++
@@ -123,8 +128,14 @@ func (q *sanQueue) settle(ctx context.Context, t *sanTask, o sanRun, err error, 
 		t.g, t.done = o.g, true
 		q.done++
 		q.end()
-		fmt.Fprintf(q.log, "sanitize %s: %s: %s (%.0f s; %d of %d runs done%s)\n",
-			t.p.Config.Variant, t.tool, o.g.Detail, took, q.done, len(q.tasks), o.split)
+		q.took[t.tool] = append(q.took[t.tool], elapsed)
+		left := ""
+		// Under half a minute left, the next lines come soon enough.
+		if d, ok := timeLeft(q.tasks, q.took, q.workers); ok && d >= 30*time.Second {
+			left = "; " + leftText(d)
+		}
+		fmt.Fprintf(q.log, "sanitize %s: %s: %s (%.0f s; %d of %d runs done%s%s)\n",
+			t.p.Config.Variant, t.tool, o.g.Detail, took, q.done, len(q.tasks), left, o.split)
 		// A finding without a whole report (the worker died, a time
 		// limit) is not kept: the next sanitize runs it again rather
 		// than inherit a verdict nobody read.
@@ -181,4 +192,52 @@ func triesText(n int) string {
 		return "1 try"
 	}
 	return fmt.Sprintf("%d tries", n)
+}
+
+// timeLeft guesses how long the tasks not ended will take: each at the
+// median of its tool's decided runs (of every tool's, for a tool none of
+// whose runs has ended), over the workers. The runs in flight count
+// whole, and a tool's first runs say little of its last: a guess to plan
+// by, not a bound. False before any run has been decided.
+func timeLeft(tasks []*sanTask, took map[sanitizer.Tool][]time.Duration, workers int) (time.Duration, bool) {
+	var all []time.Duration
+	for _, ds := range took {
+		all = append(all, ds...)
+	}
+	if len(all) == 0 || workers < 1 {
+		return 0, false
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		if t.done || t.undecided {
+			continue
+		}
+		ds := took[t.tool]
+		if len(ds) == 0 {
+			ds = all
+		}
+		sum += median(ds)
+	}
+	return sum / time.Duration(workers), true
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// leftText says a time left: seconds under two minutes, then minutes,
+// then hours and minutes.
+func leftText(d time.Duration) string {
+	switch {
+	case d < 2*time.Minute:
+		return fmt.Sprintf("about %.0f s left", d.Seconds())
+	case d < 2*time.Hour:
+		return fmt.Sprintf("about %.0f min left", d.Minutes())
+	}
+	return fmt.Sprintf("about %d h %02d min left", int(d.Hours()), int(d.Minutes())%60)
 }
