@@ -275,10 +275,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		if notRan != "" {
 			o.why += "; " + notRan
 		}
-		if killed != nil {
-			o.why += "; " + killed.Error()
-		}
-		return o, nil
+		return withKill(o, killed), nil
 	}
 	defer f.Close()
 	rep, err := sanitizer.Parse(tool, f)
@@ -304,14 +301,20 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 		g.Pass = true
 		o.decided, o.g, o.keep = true, g, true
 	}
-	if killed != nil && !o.keep {
-		if o.decided {
-			o.g.Detail += "; " + killed.Error()
-		} else {
-			o.why += "; " + killed.Error()
-		}
+	return withKill(o, killed), nil
+}
+
+// withKill adds to a run not kept whole the kill of its worker on the way
+// out (Pool.Stop's error), which explains a report missing or cut short.
+func withKill(o sanRun, killed error) sanRun {
+	switch {
+	case killed == nil || o.keep:
+	case o.decided:
+		o.g.Detail += "; " + killed.Error()
+	default:
+		o.why += "; " + killed.Error()
 	}
-	return o, nil
+	return o
 }
 
 // unchecked lists the names of p's kernels, as its launches name them,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/sanitizer"
+	"github.com/ktune/ktune/internal/stats"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -201,33 +202,37 @@ func triesText(n int) string {
 // by, not a bound. False before any run has been decided.
 func timeLeft(tasks []*sanTask, took map[sanitizer.Tool][]time.Duration, workers int) (time.Duration, bool) {
 	var all []time.Duration
-	for _, ds := range took {
+	medians := map[sanitizer.Tool]time.Duration{}
+	for tool, ds := range took {
 		all = append(all, ds...)
+		medians[tool] = median(ds)
 	}
 	if len(all) == 0 || workers < 1 {
 		return 0, false
 	}
+	overall := median(all)
 	var sum time.Duration
 	for _, t := range tasks {
 		if t.done || t.undecided {
 			continue
 		}
-		ds := took[t.tool]
-		if len(ds) == 0 {
-			ds = all
+		m, ok := medians[t.tool]
+		if !ok {
+			m = overall
 		}
-		sum += median(ds)
+		sum += m
 	}
 	return sum / time.Duration(workers), true
 }
 
+// median is stats.Quantile's median of ds.
 func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
+	x := make([]float64, len(ds))
+	for i, d := range ds {
+		x[i] = float64(d)
 	}
-	return s[len(s)/2]
+	slices.Sort(x)
+	return time.Duration(stats.Quantile(x, 0.5))
 }
 
 // leftText says a time left: seconds under two minutes, then minutes,
