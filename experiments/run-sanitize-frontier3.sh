@@ -12,12 +12,12 @@
 # On the H200, with the workspace filled on the device, a batch-1 kernel
 # took about a minute of one worker over the four tools, a batch-16 one
 # several (memcheck alone about a minute, initcheck and racecheck two);
-# see NOTES-gates.md. Every batch-1 kernel is committed, and every
-# batch-16 one under memcheck, initcheck and synccheck (racecheck 163 of
-# 198); the sixteen workers keep one GPU at 100%, so for the
-# batch-16 rest on an eight-GPU machine (128 cores), GPUS=8 ONE_QUEUE=1
-# JOBS=1 SAN_JOBS=64 ... OUTDIR 16 (one queue, its workers over the eight
-# in turn). Sixteen 8b batch-16 workers under initcheck
+# see NOTES-gates.md. Every kernel of both batches is committed under all
+# four tools, so with the default KEPT the sanitizer runs only what a
+# changed spec or kernel makes new. The sixteen workers keep
+# one GPU at 100%, so for a batch-16 run on an eight-GPU machine (128
+# cores), GPUS=8 ONE_QUEUE=1 JOBS=1 SAN_JOBS=64 ... OUTDIR 16 (one queue,
+# its workers over the eight in turn). Sixteen 8b batch-16 workers under initcheck
 # and racecheck at once fill an H200's memory: a worker the device then
 # refuses leaves the pool (sweep/sanitize.go), but fewer from the start,
 # SAN_JOBS=12, waste no tries. Each job takes the tools in TOOLS' order,
