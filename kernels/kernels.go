@@ -15,3 +15,19 @@ func Read(name string) (string, error) {
 	b, err := FS.ReadFile(name)
 	return string(b), err
 }
+
+// util.cu's kernels, ktune's own: the measurement helpers the probes
+// launch beside the kernel under test (the bandwidth pass, the stream
+// blocker, the clock, the digests, the fills and the copies). Each is
+// extern "C", so its name is its symbol.
+const (
+	ReadBW = "ktune_read_bw"
+	Block  = "ktune_block"
+	Clock  = "ktune_clock"
+	Digest = "ktune_digest"
+	Fill   = "ktune_fill"
+	Copies = "ktune_copies"
+)
+
+// Util returns the names of every kernel util.cu defines.
+func Util() []string { return []string{ReadBW, Block, Clock, Digest, Fill, Copies} }

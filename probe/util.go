@@ -12,6 +12,7 @@ import (
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/stats"
+	"github.com/ktune/ktune/kernels"
 )
 
 // The measurement kernels of kernels/util.cu.
@@ -49,8 +50,8 @@ type utilEntry struct {
 
 // entries lists the kernels loadUtil looks up in util.cu.
 func (u *utilKernels) entries() []utilEntry {
-	return []utilEntry{{&u.readBW, "ktune_read_bw"}, {&u.block, "ktune_block"}, {&u.clock, "ktune_clock"},
-		{&u.digest, "ktune_digest"}, {&u.fill, "ktune_fill"}, {&u.copies, "ktune_copies"}}
+	return []utilEntry{{&u.readBW, kernels.ReadBW}, {&u.block, kernels.Block}, {&u.clock, kernels.Clock},
+		{&u.digest, kernels.Digest}, {&u.fill, kernels.Fill}, {&u.copies, kernels.Copies}}
 }
 
 func (b *Backend) loadUtil() (*utilKernels, error) {

@@ -228,7 +228,7 @@ func sanitizePoint(ctx context.Context, p *plan.Point, tool sanitizer.Tool, opts
 	if names := unchecked(p); len(names) > 0 {
 		// Nothing to run: its report would be clean whatever the
 		// kernel did.
-		return sanRun{tries: 1, why: fmt.Sprintf("%s: the sanitizer skips kernels named like ktune's own, and this one launches %s: "+
+		return sanRun{tries: 1, why: fmt.Sprintf("%s: the sanitizer skips ktune's own kernels by name, and this one launches %s: "+
 			"its report would check nothing of them", tool, strings.Join(names, ", "))}, nil
 	}
 	logFile := reportPath(opts.Dir, tool, p.Hash)

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ktune/ktune/kernels"
 )
 
 // A Tool is one compute-sanitizer checker.
@@ -89,29 +91,37 @@ const PrintLimit = 20
 
 // Args is compute-sanitizer's command line for tool with its report in
 // logFile, up to the program it runs (which follows). ktune's own
-// measurement kernels (ktune_*: the bandwidth pass over gigabytes, the
-// digests) are excluded: they are not what is checked and would take most
-// of the run under instrumentation. API errors are not reported: they are
-// the host's, not the kernel's, and ktune checks every driver call's
-// result itself; on the H200 every kernel's memcheck run reported the
+// measurement kernels (util.cu's: the bandwidth pass over gigabytes, the
+// digests) are excluded, each by its exact name: they are not what is
+// checked and would take most of the run under instrumentation. (The
+// tool's kne key is the full mangled name, which for util.cu's extern "C"
+// kernels is the name; each --kernel-name-exclude adds to the others:
+// compute-sanitizer 2025.3's --help, experiments/results/h200/verdicts/
+// sanitizer-names/.) API errors are not reported: they are the host's,
+// not the kernel's, and ktune checks every driver call's result itself;
+// on the H200 every kernel's memcheck run reported the
 // CUDA_ERROR_INVALID_VALUE that ends ktune's walk over cuFuncGetParamInfo
 // (the parameter check before any launch), d2 included.
 func Args(tool Tool, logFile string) []string {
-	return []string{"--tool", string(tool), "--log-file", logFile, "--print-limit", strconv.Itoa(PrintLimit),
-		"--kernel-name-exclude", "kns=" + skipped, "--report-api-errors", "no"}
+	a := []string{"--tool", string(tool), "--log-file", logFile, "--print-limit", strconv.Itoa(PrintLimit)}
+	for _, name := range kernels.Util() {
+		a = append(a, "--kernel-name-exclude", "kne="+name)
+	}
+	return append(a, "--report-api-errors", "no")
 }
-
-// skipped is the substring of the kernel names the sanitizer is told to
-// skip: ktune's own kernels' prefix. compute-sanitizer matches it
-// anywhere in a kernel's (mangled) name.
-const skipped = "ktune_"
 
 // Skipped reports whether the sanitizer skips a kernel of this name (an
 // entry, a C++ name expression or a mangled symbol) as one of ktune's:
 // under it, such a kernel runs unchecked, and a clean report says nothing
-// of it. (ktune's own Triton decode kernels, ktune_tt_partial and
-// ktune_tt_combine, are such: engine kernels to measure, named as ktune's.)
-func Skipped(name string) bool { return strings.Contains(name, skipped) }
+// of it. Only an exact util.cu name is skipped, so an engine's kernel
+// that shares no more than a prefix with them (ktune's own Triton decode
+// kernels, ktune_tt_partial and ktune_tt_combine) is checked. A name
+// expression is taken as written, less a leading '&': an extern "C"
+// kernel's expression lowers to its name, and a C++ one's to a mangled
+// symbol (_Z...) that no util.cu name equals.
+func Skipped(name string) bool {
+	return slices.Contains(kernels.Util(), strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), "&")))
+}
 
 // A Report is what one run found.
 type Report struct {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ktune/ktune/kernels"
 )
 
 func parseFile(t *testing.T, tool Tool, name string) Report {
@@ -99,8 +101,23 @@ func TestParseTools(t *testing.T) {
 
 func TestArgsAndBinary(t *testing.T) {
 	a := Args(Racecheck, "/tmp/x.log")
-	if !slices.Equal(a[:4], []string{"--tool", "racecheck", "--log-file", "/tmp/x.log"}) || !slices.Contains(a, "kns=ktune_") {
+	if !slices.Equal(a[:4], []string{"--tool", "racecheck", "--log-file", "/tmp/x.log"}) {
 		t.Errorf("args %q", a)
+	}
+	// Each of ktune's kernels excluded by its exact name, nothing by a
+	// substring or a pattern, which would reach an engine's kernels too.
+	var excluded []string
+	for i, arg := range a {
+		if arg == "--kernel-name-exclude" && i+1 < len(a) {
+			name, ok := strings.CutPrefix(a[i+1], "kne=")
+			if !ok {
+				t.Errorf("an exclusion not by exact name: %q", a[i+1])
+			}
+			excluded = append(excluded, name)
+		}
+	}
+	if !slices.Equal(excluded, kernels.Util()) {
+		t.Errorf("excluded %q, want util.cu's %q", excluded, kernels.Util())
 	}
 	env := map[string]string{BinaryEnv: "/opt/cs/compute-sanitizer"}
 	if p, err := Binary(func(k string) string { return env[k] }); err != nil || p != "/opt/cs/compute-sanitizer" {
@@ -187,6 +204,25 @@ func TestParseDamageNeverCleans(t *testing.T) {
 					t.Errorf("%s with %q before line %d is clean", name, d, i)
 				}
 			}
+		}
+	}
+}
+
+// TestSkipped: exactly the names the sanitizer excludes (Args) are
+// skipped; a name that only shares ktune's prefix, holds it, or is a
+// C++ symbol is checked.
+func TestSkipped(t *testing.T) {
+	for _, name := range kernels.Util() {
+		for _, as := range []string{name, "&" + name, " " + name + " ", "& " + name} {
+			if !Skipped(as) {
+				t.Errorf("%q is excluded from the sanitizer, but Skipped says it is checked", as)
+			}
+		}
+	}
+	for _, name := range []string{"ktune_tt_partial", "ktune_tt_combine", "my_ktune_combine", "decode<ktune_params>",
+		"ktune_fill2", "ktune_fill<float>", "_Z10ktune_fillv", "ktune_", "", "KTUNE_FILL"} {
+		if Skipped(name) {
+			t.Errorf("%q is not one of util.cu's kernels, but Skipped says the sanitizer skips it", name)
 		}
 	}
 }
