@@ -75,9 +75,10 @@ func reread(dir string, r keptRun) (string, error) {
 }
 
 // openKept reads dir's kept runs and opens the file for more. A line that
-// does not read back as a sanitizer verdict of a known tool for a hash is
-// skipped with a warning, so that its run happens again: a damaged line
-// never stands for a run. Nor does a kept pass whose report, still in
+// does not read back as a sanitizer verdict of a known tool for a hash,
+// or a pass whose detail is not its tool's clean one (check), is skipped
+// with a warning, so that its run happens again: a damaged or
+// contradictory line never stands for a run. Nor does a kept pass whose report, still in
 // dir, this ktune no longer reads as clean (reread).
 func openKept(dir string, log io.Writer) (*kept, error) {
 	path := filepath.Join(dir, keptFile)
@@ -140,6 +141,12 @@ func (r keptRun) check() error {
 	}
 	if r.Gate.Kind != results.GateSanitizer || r.Gate.Detail == "" {
 		return fmt.Errorf("not a sanitizer verdict (kind %q)", r.Gate.Kind)
+	}
+	if clean := (sanitizer.Report{Tool: r.Tool, Complete: true}).Detail(); r.Gate.Pass && r.Gate.Detail != clean {
+		// A pass says what a clean report of its tool says, and nothing
+		// else: a line whose detail counts errors, names a finding, a
+		// warning, a run cut short or another tool contradicts itself.
+		return fmt.Errorf("a pass whose detail, %q, is not a clean %s report's (%q)", r.Gate.Detail, r.Tool, clean)
 	}
 	if !r.Gate.Pass && sanitizer.ToolFailureOnly(r.Gate.Detail) {
 		// An older ktune kept compute-sanitizer's own failure as the
