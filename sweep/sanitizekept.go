@@ -142,7 +142,7 @@ func (r keptRun) check() error {
 	if r.Gate.Kind != results.GateSanitizer || r.Gate.Detail == "" {
 		return fmt.Errorf("not a sanitizer verdict (kind %q)", r.Gate.Kind)
 	}
-	if clean := (sanitizer.Report{Tool: r.Tool, Complete: true}).Detail(); r.Gate.Pass && r.Gate.Detail != clean {
+	if clean := sanitizer.CleanDetail(r.Tool); r.Gate.Pass && r.Gate.Detail != clean {
 		// A pass says what a clean report of its tool says, and nothing
 		// else: a line whose detail counts errors, names a finding, a
 		// warning, a run cut short or another tool contradicts itself.

@@ -17,8 +17,11 @@ package evidence
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/sanitizer"
 	"github.com/ktune/ktune/internal/stats"
 )
 
@@ -42,7 +45,8 @@ const (
 	ProblemFewSamples Problem = "fewer samples than the minimum"
 	// ProblemContradiction: the status says one thing and the gates or
 	// probes another (ok with a failing gate, gate_failed with every gate
-	// passed, a probe measured twice).
+	// passed, a probe measured twice), or a passing gate's own evidence
+	// says it failed (passContradicted).
 	ProblemContradiction Problem = "status contradicts the record"
 )
 
@@ -175,6 +179,9 @@ func problem(r *results.Record, opt Options) (Problem, string) {
 		if !g.Pass {
 			return ProblemContradiction, fmt.Sprintf("ok, but its %s gate failed at nkv=%d", g.Kind, g.NKV)
 		}
+		if why := passContradicted(&g); why != "" {
+			return ProblemContradiction, fmt.Sprintf("its %s gate at nkv=%d passed, but %s", g.Kind, g.NKV, why)
+		}
 	}
 	if len(r.Probes) == 0 {
 		return ProblemNoProbe, "no probes"
@@ -210,6 +217,25 @@ func problem(r *results.Record, opt Options) (Problem, string) {
 		}
 	}
 	return "", ""
+}
+
+// passContradicted says what in a passing gate's own evidence says it
+// failed, or "": NaNs in the output, bytes that differed, or a
+// sanitizer's detail other than a clean report's. (FirstDiff 0 is the
+// field left out, not a difference at byte 0, and is not read.)
+func passContradicted(g *results.Gate) string {
+	switch {
+	case g.NaNs > 0:
+		return fmt.Sprintf("it counts %d NaN(s)", g.NaNs)
+	case g.DiffBytes > 0 || g.FirstDiff > 0:
+		return fmt.Sprintf("it records %d byte(s) differing, the first at %d", g.DiffBytes, g.FirstDiff)
+	case g.Kind == results.GateSanitizer:
+		tool, _, _ := strings.Cut(g.Detail, ":")
+		if !slices.Contains(sanitizer.Tools, sanitizer.Tool(tool)) || g.Detail != sanitizer.CleanDetail(sanitizer.Tool(tool)) {
+			return fmt.Sprintf("its detail, %q, is no clean sanitizer report's", g.Detail)
+		}
+	}
+	return ""
 }
 
 // configProblem says what makes c a configuration no sweep measures, or "".

@@ -33,10 +33,28 @@ func TestCheck(t *testing.T) {
 	noProbe.Probes = nil
 	twice := okRecord("t", 1, 2, 3)
 	twice.Probes = append(twice.Probes, twice.Probes[0])
+	// A passing gate whose own evidence says it failed.
+	contradicted := func(hash string, edit func(*results.Gate)) results.Record {
+		r := okRecord(hash, 1, 2, 3)
+		r.Gates = append(r.Gates, results.Gate{Kind: results.GateSanitizer, Pass: true, FirstDiff: -1, Detail: "memcheck: no errors"})
+		edit(&r.Gates[len(r.Gates)-1])
+		return r
+	}
 	cases := []struct {
 		rec  results.Record
 		want Problem
 	}{
+		{contradicted("sa", func(*results.Gate) {}), ""},
+		{contradicted("sb", func(g *results.Gate) { g.Detail = "racecheck: no errors" }), ""},
+		{contradicted("sc", func(g *results.Gate) { g.Detail = "memcheck: 915 error(s): Invalid __global__ read of size 8 bytes" }), ProblemContradiction},
+		{contradicted("sd", func(g *results.Gate) { g.Detail = "racecheck: 0 error(s) and 75 warning-level hazard(s)" }), ProblemContradiction},
+		{contradicted("se", func(g *results.Gate) { g.Detail = "memcheck: the run left no summary" }), ProblemContradiction},
+		{contradicted("sf", func(g *results.Gate) { g.Detail = "" }), ProblemContradiction},
+		{contradicted("sg", func(g *results.Gate) { g.Detail = "memchek: no errors" }), ProblemContradiction},
+		{contradicted("sh", func(g *results.Gate) { g.Kind, g.Detail, g.DiffBytes, g.FirstDiff = results.GateBitwise, "", 12, 40 }), ProblemContradiction},
+		{contradicted("si", func(g *results.Gate) { g.Kind, g.Detail, g.DiffBytes = results.GateBitwise, "", 1 }), ProblemContradiction},
+		{contradicted("sj", func(g *results.Gate) { g.Kind, g.Detail, g.FirstDiff = results.GateBitwise, "", 0 }), ""},
+		{contradicted("sk", func(g *results.Gate) { g.Kind, g.Detail, g.NaNs = results.GateTolerance, "", 3 }), ProblemContradiction},
 		{okRecord("a", 3, 1, 2), ""},
 		{okRecord("b"), ProblemNoSamples},
 		{okRecord("c", 1, -2, 3), ProblemBadSample},

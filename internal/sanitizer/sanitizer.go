@@ -287,6 +287,10 @@ func (r Report) Clean() bool {
 		len(r.Warnings) == 0 && !r.TargetFailed
 }
 
+// CleanDetail is the detail of a clean report of tool (Detail): the
+// only detail a pass of tool carries.
+func CleanDetail(tool Tool) string { return Report{Tool: tool, Complete: true}.Detail() }
+
 // Detail says what the run found, for a gate's detail.
 func (r Report) Detail() string {
 	switch {
