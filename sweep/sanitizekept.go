@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 
 	"github.com/ktune/ktune/internal/results"
@@ -76,10 +77,11 @@ func reread(dir string, r keptRun) (string, error) {
 
 // openKept reads dir's kept runs and opens the file for more. A line that
 // does not read back as a sanitizer verdict of a known tool for a hash,
-// or a pass whose detail is not its tool's clean one (check), is skipped
-// with a warning, so that its run happens again: a damaged or
-// contradictory line never stands for a run. Nor does a kept pass whose report, still in
-// dir, this ktune no longer reads as clean (reread).
+// that holds what put never writes (results.StrictCheck), or a pass whose
+// detail is not its tool's clean one (check), is skipped with a warning,
+// so that its run happens again: a damaged or contradictory line never
+// stands for a run. Nor does a kept pass whose report, still in dir, this
+// ktune no longer reads as clean (reread).
 func openKept(dir string, log io.Writer) (*kept, error) {
 	path := filepath.Join(dir, keptFile)
 	k := &kept{runs: map[string]results.Gate{}}
@@ -90,6 +92,12 @@ func openKept(dir string, log io.Writer) (*kept, error) {
 		for n := 1; sc.Scan(); n++ {
 			var r keptRun
 			err := json.Unmarshal(sc.Bytes(), &r)
+			if msg := results.StrictCheck(sc.Bytes(), reflect.TypeFor[keptRun]()); err == nil && msg != "" {
+				// A key twice ("pass": false, then true), re-cased or
+				// nulled: encoding/json would forgive it, and put
+				// could never have written it.
+				err = errors.New(msg)
+			}
 			if err == nil {
 				err = r.check()
 			}

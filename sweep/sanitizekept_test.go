@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"os"
@@ -72,6 +73,91 @@ func TestKeptPassContradicted(t *testing.T) {
 	for _, tool := range sanitizer.Tools {
 		if !keeps(line{tool, string(tool) + ": no errors"}) {
 			t.Errorf("a clean %s pass is not kept", tool)
+		}
+	}
+}
+
+// keptLines reads a kept file of the given lines with openKept and says
+// which runs it keeps (keptKey).
+func keptLines(t *testing.T, lines ...string) map[string]bool {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, keptFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, err := openKept(dir, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.close()
+	got := map[string]bool{}
+	for key := range k.runs {
+		got[key] = true
+	}
+	return got
+}
+
+// TestKeptLineDamaged: what put never writes, and encoding/json forgives
+// (a key twice with the later winning, a re-cased key, a null where the
+// writer omits), never stands for a run; the same line intact does.
+func TestKeptLineDamaged(t *testing.T) {
+	const intact = `{"tool":"memcheck","hash":"%s","gate":{"kind":"sanitizer","nkv":2048,"pass":true,"seed":1,"first_diff":-1,"detail":"memcheck: no errors"},"kernel":"k","gated":true}`
+	line := func(hash, from, to string) string {
+		return strings.Replace(strings.Replace(intact, "%s", hash, 1), from, to, 1)
+	}
+	damaged := []string{
+		line("a0", `"pass":true`, `"pass":false,"pass":true`),
+		line("a1", `"pass":true`, `"pass":false,"Pass":true`),
+		line("a2", `"tool":"memcheck"`, `"Tool":"memcheck"`),
+		line("a3", `"detail":"memcheck: no errors"`, `"detail":"memcheck: 3 error(s)","detail":"memcheck: no errors"`),
+		line("a4", `"gated":true`, `"gated":null`),
+		line("a5", `"hash":"a5"`, `"hash":"a5","hash":"a5"`),
+	}
+	got := keptLines(t, append(damaged, line("ok", "", ""))...)
+	for _, l := range damaged {
+		var r keptRun
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%s: %v (the damage is meant to read back)", l, err)
+		}
+		if got[keptKey(sanitizer.Memcheck, r.Hash)] {
+			t.Errorf("a damaged line stands for a run: %s", l)
+		}
+	}
+	if !got[keptKey(sanitizer.Memcheck, "ok")] {
+		t.Errorf("the intact line is not kept")
+	}
+}
+
+// TestKeptCommitted: every line of the kept verdicts committed under
+// experiments/results (what run-sanitize-all.sh's KEPT names) reads back
+// as a run, so that a resumed sanitize does not run them again.
+func TestKeptCommitted(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "experiments", "results", "h200", "verdicts", "*", "verdicts*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no committed kept verdicts: %v", err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		runs := map[string]bool{}
+		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		sc.Buffer(make([]byte, 1<<16), 1<<24)
+		for sc.Scan() {
+			var r keptRun
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			lines = append(lines, sc.Text())
+			runs[keptKey(r.Tool, r.Hash)] = true
+		}
+		got := keptLines(t, lines...)
+		for run := range runs {
+			if !got[run] {
+				t.Errorf("%s: the run %s is not kept", file, run)
+			}
 		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 // case-insensitively and lets a later duplicate win, so `"status":
 // "gate_failed", "Status": "ok"` reads as ok, and `"replayed": null` reads
 // as a record nobody replayed. A verdict that trusts such a line passes on
-// an edit. strictCheck walks the line once against the Record layout and
-// calls damage what Append can never write:
+// an edit. strictCheck walks the line once against the Record layout (and
+// StrictCheck against another's) and calls damage what Append can never
+// write:
 //
 //   - a key given twice in one object, or two keys that differ only in case;
 //   - a key that is not the exact spelling of a field (a re-cased "Status"
@@ -40,10 +41,8 @@ type schemaField struct {
 	node      *schemaNode // nil for a leaf (number, string, bool, time)
 }
 
-var (
-	recordSchemaOnce sync.Once
-	recordSchema     *schemaNode
-)
+// schemas caches each type's layout (a reflect.Type to its *schemaNode).
+var schemas sync.Map
 
 func schemaOf(t reflect.Type) *schemaNode {
 	for t.Kind() == reflect.Pointer {
@@ -80,11 +79,20 @@ func schemaOf(t reflect.Type) *schemaNode {
 
 // strictCheck returns "" when line holds no key or null a writer could not
 // have written, or what is wrong.
-func strictCheck(line []byte) string {
-	recordSchemaOnce.Do(func() { recordSchema = schemaOf(reflect.TypeFor[Record]()) })
-	msg, err := walkValue(line, recordSchema, "")
+func strictCheck(line []byte) string { return StrictCheck(line, reflect.TypeFor[Record]()) }
+
+// StrictCheck is strictCheck for a line of another layout ktune writes
+// with encoding/json and reads back as evidence (the sanitizer's kept
+// verdicts): "" when line, read as a t, holds no key or null its writer
+// could not have written, or what is wrong.
+func StrictCheck(line []byte, t reflect.Type) string {
+	n, ok := schemas.Load(t)
+	if !ok {
+		n, _ = schemas.LoadOrStore(t, schemaOf(t))
+	}
+	msg, err := walkValue(line, n.(*schemaNode), "")
 	if err != nil {
-		return "malformed record: " + err.Error()
+		return "malformed line: " + err.Error()
 	}
 	return msg
 }
