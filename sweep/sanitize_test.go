@@ -64,8 +64,16 @@ func fakeSanitizerMain() int {
 			f.Close()
 		}
 	}
+	tool := opt["--tool"]
+	// summary is the tool's summary line of n errors, of its own kind.
+	summary := func(n int) string {
+		if tool == string(sanitizer.Racecheck) {
+			return fmt.Sprintf("========= RACECHECK SUMMARY: %d hazards displayed (%d errors, 0 warnings)\n", n, n)
+		}
+		return fmt.Sprintf("========= ERROR SUMMARY: %d errors\n", n)
+	}
 	if os.Getenv(envFakeSanEarly) != "" {
-		if err := os.WriteFile(opt["--log-file"], []byte("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"), 0o644); err != nil {
+		if err := os.WriteFile(opt["--log-file"], []byte("========= COMPUTE-SANITIZER\n"+summary(0)), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "fake sanitizer:", err)
 			return 1
 		}
@@ -80,21 +88,20 @@ func fakeSanitizerMain() int {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = os.Environ()
 	runErr := cmd.Run()
-	tool := opt["--tool"]
 	log := "========= COMPUTE-SANITIZER\n"
 	switch _, err := os.Stat(mark); {
 	case os.Getenv(envFakeSanEarly) != "":
 		return 0
 	case takeToken(os.Getenv(envFakeSanInternal)):
 		log += "========= Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception.\n" +
-			"========= \n========= Target application returned an error\n========= ERROR SUMMARY: 1 error\n"
+			"========= \n========= Target application returned an error\n" + summary(1)
 	case tool == string(sanitizer.Initcheck):
 		log += "========= Uninitialized __global__ memory read of size 4 bytes\n"
 	case err == nil && tool == string(sanitizer.Memcheck):
 		log += "========= Invalid __global__ read of size 16 bytes\n=========     at attn_partial+0x1f0\n" +
 			"========= ERROR SUMMARY: 7 errors\n"
 	default:
-		log += "========= ERROR SUMMARY: 0 errors\n"
+		log += summary(0)
 	}
 	if err := os.WriteFile(opt["--log-file"], []byte(log), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "fake sanitizer:", err)

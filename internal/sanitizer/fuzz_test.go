@@ -35,7 +35,11 @@ func FuzzParse(f *testing.F) {
 		}
 		text := strings.TrimPrefix(strings.TrimLeft("========= "+line, "="), " ")
 		for _, tool := range Tools {
-			clean := "========= COMPUTE-SANITIZER\n========= " + line + "\n========= ERROR SUMMARY: 0 errors\n"
+			summary := "ERROR SUMMARY: 0 errors"
+			if tool == Racecheck {
+				summary = "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+			}
+			clean := "========= COMPUTE-SANITIZER\n========= " + line + "\n========= " + summary + "\n"
 			rep, err := Parse(tool, strings.NewReader(clean))
 			if err != nil {
 				t.Fatal(err)

@@ -157,6 +157,12 @@ type Report struct {
 	// does not know. A run with one decides nothing (never seen on the
 	// H200, in some 2500 reports).
 	Warnings []string
+	// Foreign is a summary line of another tool's kind than Tool's:
+	// racecheck ends its report "RACECHECK SUMMARY", the others "ERROR
+	// SUMMARY" (so every one of the H200's 2533 reports). A report with
+	// one is of a run of another tool, and says nothing of this one's
+	// checks; its counts are still read, a finding being a finding.
+	Foreign string
 }
 
 // maxFindings is how many distinct findings a Report keeps.
@@ -189,13 +195,13 @@ func Parse(tool Tool, r io.Reader) (Report, error) {
 			w, _ := strconv.Atoi(m[2])
 			rep.Errors = max(rep.Errors, n)
 			rep.Hazards = max(rep.Hazards, w)
-			rep.Complete = true
+			rep.summary(tool == Racecheck, text)
 			continue
 		}
 		if m := errorSummary.FindStringSubmatch(text); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			rep.Errors = max(rep.Errors, n)
-			rep.Complete = true
+			rep.summary(tool != Racecheck, text)
 			continue
 		}
 		if text == "" || strings.HasPrefix(text, " ") || strings.HasPrefix(text, "\t") || info(text) {
@@ -225,6 +231,16 @@ func Parse(tool Tool, r io.Reader) (Report, error) {
 		return rep, fmt.Errorf("reading the %s report: %w", tool, err)
 	}
 	return rep, nil
+}
+
+// summary notes a summary line: of the tool's own kind (ours), the run
+// ended normally; of another's, the report is foreign.
+func (r *Report) summary(ours bool, text string) {
+	if ours {
+		r.Complete = true
+	} else if r.Foreign == "" {
+		r.Foreign = text
+	}
 }
 
 // internalPrefix starts a line that reports compute-sanitizer's own
@@ -284,7 +300,7 @@ func (r Report) Found() bool {
 // the report cannot say; the sweep checks that apart (sweep/sanitize.go).
 func (r Report) Clean() bool {
 	return r.Complete && r.Errors == 0 && r.Hazards == 0 && len(r.Findings) == 0 && len(r.Internal) == 0 &&
-		len(r.Warnings) == 0 && !r.TargetFailed
+		len(r.Warnings) == 0 && !r.TargetFailed && r.Foreign == ""
 }
 
 // CleanDetail is the detail of a clean report of tool (Detail): the
@@ -294,6 +310,8 @@ func CleanDetail(tool Tool) string { return Report{Tool: tool, Complete: true}.D
 // Detail says what the run found, for a gate's detail.
 func (r Report) Detail() string {
 	switch {
+	case !r.Found() && r.Foreign != "":
+		return fmt.Sprintf("%s: the report's summary is another tool's (%q): %s may not have run", r.Tool, r.Foreign, r.Tool)
 	case !r.Found() && len(r.Internal) > 0:
 		return fmt.Sprintf("%s: compute-sanitizer failed: %s", r.Tool, strings.Join(r.Internal, "; "))
 	case !r.Found() && r.Complete && r.TargetFailed:

@@ -28,8 +28,8 @@ func parseFile(t *testing.T, tool Tool, name string) Report {
 // (the larger of two summary lines, the printed limit notwithstanding),
 // the first line of each finding kept once, racecheck's warning-level
 // hazards among them, backtraces and banners dropped; a log without a
-// summary is incomplete, and one with a warning of the tool's own is not
-// clean: neither passes.
+// summary of its tool's kind is incomplete, and one with a warning of the
+// tool's own is not clean: neither passes.
 func TestParse(t *testing.T) {
 	for _, c := range []struct {
 		tool     Tool
@@ -54,6 +54,11 @@ func TestParse(t *testing.T) {
 		}, true},
 		{Memcheck, "memcheck-tool-warning.log", 0, true, nil, true},
 		{Synccheck, "synccheck-clean.log", 0, true, nil, false},
+		{Racecheck, "racecheck-clean.log", 0, true, nil, false},
+		// Another tool's summary: racecheck's kind in memcheck's report,
+		// or the others' in racecheck's, is a run of another tool.
+		{Memcheck, "racecheck-clean.log", 0, false, nil, true},
+		{Racecheck, "synccheck-clean.log", 0, false, nil, true},
 		{Initcheck, "initcheck-killed.log", 0, false, []string{"Uninitialized __global__ memory read of size 4 bytes"}, true},
 		// The H200's: the sanitizer's own failure, counted as an error,
 		// and a clean summary of a program that ended with an error.
@@ -74,6 +79,10 @@ func TestParse(t *testing.T) {
 	if rep := parseFile(t, Racecheck, "racecheck-warning.log"); !rep.Found() || rep.Hazards != 1 ||
 		!strings.Contains(rep.Detail(), "0 error(s) and 1 warning-level hazard(s)") {
 		t.Errorf("a warning-level hazard: found %v, %d hazards, detail %q", rep.Found(), rep.Hazards, rep.Detail())
+	}
+	if rep := parseFile(t, Racecheck, "synccheck-clean.log"); rep.Found() ||
+		rep.Detail() != `racecheck: the report's summary is another tool's ("ERROR SUMMARY: 0 errors"): racecheck may not have run` {
+		t.Errorf("another tool's summary: found %v, detail %q", rep.Found(), rep.Detail())
 	}
 	if rep := parseFile(t, Memcheck, "memcheck-tool-warning.log"); rep.Found() || rep.Clean() ||
 		rep.Detail() != "memcheck: no errors, but compute-sanitizer warned: Warning: the tool could not follow every launch of the program" {
@@ -185,6 +194,13 @@ func TestParseDamageNeverCleans(t *testing.T) {
 			t.Fatal(err)
 		}
 		tool := Tool(strings.SplitN(filepath.Base(name), "-", 2)[0])
+		damage := damage
+		// A summary of another tool's kind: a report of another tool.
+		if tool == Racecheck {
+			damage = append(damage, "========= ERROR SUMMARY: 0 errors")
+		} else {
+			damage = append(damage, "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)")
+		}
 		lines := strings.SplitAfter(string(b), "\n")
 		parse := func(text string) Report {
 			rep, err := Parse(tool, strings.NewReader(text))
