@@ -126,8 +126,11 @@ pool, so fewer run at once. A kernel with a run still undecided is not
 measured: its points' own gates run, and one they fail or that faults is
 recorded so; the others are recorded error ("sanitizer undecided"),
 neither passed nor failed, and the next sweep with --sanitize runs them
-again. A kernel whose name holds ktune_ gets no run and no verdict: the
-tool is told to skip ktune's own kernels by that substring.
+again. A kernel named exactly as one of ktune's own (ktune_read_bw,
+ktune_fill and the others of kernels/util.cu) gets no run and no verdict:
+the tool is told to skip those names. A report ending in another tool's
+kind of summary, or a kept verdict line that contradicts itself, passes
+nothing either.
 compute-sanitizer comes from $KTUNE_COMPUTE_SANITIZER, PATH,
 $CUDA_HOME/bin or /usr/local/cuda/bin; its logs go to DIR/sanitize.
 
