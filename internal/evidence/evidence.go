@@ -17,8 +17,6 @@ package evidence
 import (
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/sanitizer"
@@ -229,11 +227,8 @@ func passContradicted(g *results.Gate) string {
 		return fmt.Sprintf("it counts %d NaN(s)", g.NaNs)
 	case g.DiffBytes > 0 || g.FirstDiff > 0:
 		return fmt.Sprintf("it records %d byte(s) differing, the first at %d", g.DiffBytes, g.FirstDiff)
-	case g.Kind == results.GateSanitizer:
-		tool, _, _ := strings.Cut(g.Detail, ":")
-		if !slices.Contains(sanitizer.Tools, sanitizer.Tool(tool)) || g.Detail != sanitizer.CleanDetail(sanitizer.Tool(tool)) {
-			return fmt.Sprintf("its detail, %q, is no clean sanitizer report's", g.Detail)
-		}
+	case g.Kind == results.GateSanitizer && !sanitizer.IsCleanDetail(g.Detail):
+		return fmt.Sprintf("its detail, %q, is no clean sanitizer report's", g.Detail)
 	}
 	return ""
 }

@@ -307,6 +307,12 @@ func (r Report) Clean() bool {
 // only detail a pass of tool carries.
 func CleanDetail(tool Tool) string { return Report{Tool: tool, Complete: true}.Detail() }
 
+// IsCleanDetail reports whether detail is a clean report's of one of the
+// tools: the only detail a passing sanitizer gate carries.
+func IsCleanDetail(detail string) bool {
+	return slices.ContainsFunc(Tools, func(t Tool) bool { return detail == CleanDetail(t) })
+}
+
 // Detail says what the run found, for a gate's detail.
 func (r Report) Detail() string {
 	switch {
