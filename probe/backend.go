@@ -144,6 +144,9 @@ func (b *Backend) open() error {
 	if err != nil {
 		return fmt.Errorf("counting CUDA devices: %w", err)
 	}
+	if n == 0 {
+		return fmt.Errorf("device %d requested, none present: %w", b.opts.Device, cuda.ErrNoUsableDevice)
+	}
 	if b.opts.Device < 0 || b.opts.Device >= n {
 		return fmt.Errorf("device %d requested, %d present", b.opts.Device, n)
 	}
@@ -159,7 +162,7 @@ func (b *Backend) open() error {
 	if ma, mi, err := b.nvrtc.Version(); err == nil {
 		if sms, err := b.nvrtc.SupportedArchs(); err == nil {
 			if why := cuda.ArchSupport(b.arch, ma, mi, sms); why != "" {
-				return fmt.Errorf("device %d: %s (%s): install a newer CUDA toolkit's NVRTC or set KTUNE_NVRTC", b.opts.Device, why, b.nvrtc.Path())
+				return fmt.Errorf("device %d: %s (%s): install a newer CUDA toolkit's NVRTC or set KTUNE_NVRTC: %w", b.opts.Device, why, b.nvrtc.Path(), cuda.ErrNoUsableDevice)
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -20,9 +19,8 @@ func gpuBackend(t *testing.T) *Backend {
 	t.Helper()
 	b, err := New(Options{CacheDir: t.TempDir(), Log: testLog{t}})
 	if err != nil {
-		var le *cuda.LibraryError
-		if errors.As(err, &le) {
-			t.Skipf("no CUDA driver or NVRTC here: %v", err)
+		if cuda.NoUsableDevice(err) {
+			t.Skipf("no usable GPU here: %v", err)
 		}
 		t.Fatalf("New: %v", err)
 	}

@@ -15,6 +15,7 @@ const (
 	ErrOutOfMemory          Result = 2
 	ErrNotInitialized       Result = 3
 	ErrStubLibrary          Result = 34
+	ErrInsufficientDriver   Result = 35
 	ErrNoDevice             Result = 100
 	ErrInvalidDevice        Result = 101
 	ErrInvalidImage         Result = 200
@@ -39,6 +40,8 @@ const (
 	ErrInvalidPC            Result = 718
 	ErrLaunchFailed         Result = 719
 	ErrNotSupported         Result = 801
+	ErrSystemDriverMismatch Result = 803
+	ErrCompatNotSupported   Result = 804
 	ErrCaptureUnsupported   Result = 900
 	ErrCaptureInvalidated   Result = 901
 	ErrCaptureWrongThread   Result = 908
@@ -54,6 +57,7 @@ var resultText = map[Result][2]string{
 	ErrOutOfMemory:          {"CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
 	ErrNotInitialized:       {"CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
 	ErrStubLibrary:          {"CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
+	ErrInsufficientDriver:   {"CUDA_ERROR_INSUFFICIENT_DRIVER", "CUDA driver version is insufficient for CUDA runtime version"},
 	ErrNoDevice:             {"CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
 	ErrInvalidDevice:        {"CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
 	ErrInvalidImage:         {"CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
@@ -78,6 +82,8 @@ var resultText = map[Result][2]string{
 	ErrInvalidPC:            {"CUDA_ERROR_INVALID_PC", "invalid program counter"},
 	ErrLaunchFailed:         {"CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
 	ErrNotSupported:         {"CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+	ErrSystemDriverMismatch: {"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination"},
+	ErrCompatNotSupported:   {"CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW"},
 	ErrCaptureUnsupported:   {"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
 	ErrCaptureInvalidated:   {"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
 	ErrCaptureWrongThread:   {"CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread"},
@@ -166,4 +172,45 @@ func IsSticky(err error) bool {
 func IsOutOfMemory(err error) bool {
 	var r Result
 	return errors.As(err, &r) && r == ErrOutOfMemory
+}
+
+// ErrNoUsableDevice marks an error that says this process has no GPU it
+// can run kernels on, for a reason other than the driver's own result: a
+// device ordinal past the count, or an NVRTC too old for the device's
+// architecture. Wrap it with %w.
+var ErrNoUsableDevice = errors.New("no usable CUDA device")
+
+// noDeviceResults are the driver results that mean "no GPU here" rather
+// than "something went wrong on a GPU": a machine with the driver's
+// user-space library (Debian's libcuda1, pulled in by nvidia-cuda-toolkit)
+// but no device answers cuInit with CUDA_ERROR_NO_DEVICE; a container
+// without the kernel module, with the stub library or a mismatched one.
+var noDeviceResults = map[Result]bool{
+	ErrStubLibrary:          true,
+	ErrInsufficientDriver:   true,
+	ErrNoDevice:             true,
+	ErrInvalidDevice:        true,
+	ErrSystemDriverMismatch: true,
+	ErrCompatNotSupported:   true,
+}
+
+// NoUsableDevice reports whether err, met while opening the driver, NVRTC
+// or a device, means that this machine cannot run kernels at all: a
+// library missing (*LibraryError), a driver that finds no device or cannot
+// drive it (CUDA_ERROR_NO_DEVICE and the results like it), or an error
+// wrapping ErrNoUsableDevice. It is the one test every GPU test's skip
+// uses, so that a build server with the CUDA toolkit but no GPU skips them
+// with the driver's reason instead of failing them. A kernel fault, an
+// out-of-memory or a driver too old for a call ktune needs is not "no
+// device": those fail.
+func NoUsableDevice(err error) bool {
+	if err == nil {
+		return false
+	}
+	var le *LibraryError
+	if errors.As(err, &le) || errors.Is(err, ErrNoUsableDevice) {
+		return true
+	}
+	var r Result
+	return errors.As(err, &r) && noDeviceResults[r]
 }

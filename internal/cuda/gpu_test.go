@@ -14,8 +14,11 @@ import (
 func gpu(t *testing.T) (*Context, *NVRTC, string) {
 	t.Helper()
 	d, err := Open()
+	if NoUsableDevice(err) {
+		t.Skipf("no usable GPU here: %v", err)
+	}
 	if err != nil {
-		t.Skipf("no CUDA driver: %v", err)
+		t.Fatalf("opening the CUDA driver: %v", err)
 	}
 	if n, err := d.DeviceCount(); err != nil || n == 0 {
 		t.Skipf("no CUDA device (count %d, %v)", n, err)

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ebitengine/purego"
 	"github.com/ktune/ktune/internal/golden"
 )
 
 // fakeOpener stands in for dlopen: it fails every path with the dlerror text
 // a missing file produces, except those listed in loads.
 type fakeOpener struct {
-	loads map[string]*fakeLib
+	loads map[string]library
 	tried []string
 }
 
@@ -128,9 +129,9 @@ func TestNVRTCSearchOrder(t *testing.T) {
 
 func TestNVRTCStopsAtFirstLoadable(t *testing.T) {
 	lib := &fakeLib{missing: map[string]bool{"nvrtcGetCUBIN": true}}
-	o := &fakeOpener{loads: map[string]*fakeLib{
+	o := &fakeOpener{loads: map[string]library{
 		"/opt/cuda/lib64/libnvrtc.so.12": lib,
-		"libnvrtc.so":                    {}, // later in the order: must not be reached
+		"libnvrtc.so":                    &fakeLib{}, // later in the order: must not be reached
 	}}
 	_, err := openNVRTC(o, env("CUDA_HOME", "/opt/cuda"))
 	want := []string{
@@ -153,7 +154,7 @@ func TestDriverSymbolFallback(t *testing.T) {
 	// The _v2 event timer is absent (a driver older than CUDA 12.8), so
 	// the unversioned one must be used; cuGraphLaunch is absent outright.
 	lib := &fakeLib{missing: map[string]bool{"cuEventElapsedTime_v2": true, "cuGraphLaunch": true}}
-	o := &fakeOpener{loads: map[string]*fakeLib{"libcuda.so.1": lib}}
+	o := &fakeOpener{loads: map[string]library{"libcuda.so.1": lib}}
 	_, err := openDriver(o)
 	var se *SymbolError
 	if !errors.As(err, &se) {
@@ -175,7 +176,7 @@ func TestDriverSymbolFallback(t *testing.T) {
 
 func TestDriverSymbolMissingBothVersions(t *testing.T) {
 	lib := &fakeLib{missing: map[string]bool{"cuEventElapsedTime_v2": true, "cuEventElapsedTime": true}}
-	_, err := openDriver(&fakeOpener{loads: map[string]*fakeLib{"libcuda.so.1": lib}})
+	_, err := openDriver(&fakeOpener{loads: map[string]library{"libcuda.so.1": lib}})
 	var se *SymbolError
 	if !errors.As(err, &se) || !slices.Equal(se.Names, []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"}) {
 		t.Fatalf("got %v, want a SymbolError naming both versions", err)
@@ -195,7 +196,7 @@ func TestLoadErrorMessages(t *testing.T) {
 	_, err = openNVRTC(&fakeOpener{}, env("KTUNE_NVRTC", "/home/me/libnvrtc.so.13"))
 	fmt.Fprintf(&b, "# KTUNE_NVRTC names a missing file\n%v\n\n", err)
 	lib := &fakeLib{missing: map[string]bool{"cuGraphInstantiateWithFlags": true}}
-	_, err = openDriver(&fakeOpener{loads: map[string]*fakeLib{"libcuda.so.1": lib}})
+	_, err = openDriver(&fakeOpener{loads: map[string]library{"libcuda.so.1": lib}})
 	fmt.Fprintf(&b, "# old driver\n%v\n", err)
 	golden.Check(t, filepath.Join("testdata", "load_errors.golden"), []byte(b.String()))
 }
@@ -211,5 +212,67 @@ func TestAttemptText(t *testing.T) {
 		if got := attempt(tt.path, errors.New(tt.dlerr)); got != tt.want {
 			t.Errorf("attempt(%q, %q) = %q, want %q", tt.path, tt.dlerr, got, tt.want)
 		}
+	}
+}
+
+// resultLib is a fakeLib whose cuInit really runs: purego turns a Go
+// function into a C function pointer, so openDriver calls it as it would
+// the driver's. cuGetErrorName and cuGetErrorString fail, as a driver
+// that knows no text would, so the message comes from resultText.
+func resultLib(t *testing.T, init Result) *callLib {
+	t.Helper()
+	return &callLib{fns: map[string]uintptr{
+		"cuInit":           purego.NewCallback(func(flags uint32) int32 { return int32(init) }),
+		"cuGetErrorName":   purego.NewCallback(func(r int32, p uintptr) int32 { return 1 }),
+		"cuGetErrorString": purego.NewCallback(func(r int32, p uintptr) int32 { return 1 }),
+	}}
+}
+
+// A callLib resolves the names in fns to real functions and every other
+// symbol to a dummy that no test calls.
+type callLib struct{ fns map[string]uintptr }
+
+func (l *callLib) lookup(sym string) (uintptr, error) {
+	if f, ok := l.fns[sym]; ok {
+		return f, nil
+	}
+	return 0x1000, nil
+}
+
+// TestNoUsableDevice holds the one decision every GPU test's skip rests
+// on: a machine with the driver's library and no GPU (cuInit answers
+// CUDA_ERROR_NO_DEVICE, as Debian's libcuda1 does on a build server)
+// skips like a machine without the library, and an error that is not
+// about the device's absence does not.
+func TestNoUsableDevice(t *testing.T) {
+	_, missing := openDriver(&fakeOpener{})
+	noDevice := func(r Result) error {
+		_, err := openDriver(&fakeOpener{loads: map[string]library{"libcuda.so.1": resultLib(t, r)}})
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"library missing", missing, true},
+		{"NVRTC missing", fmt.Errorf("opening NVRTC: %w", &LibraryError{Lib: "libnvrtc.so"}), true},
+		{"cuInit: no device", noDevice(ErrNoDevice), true},
+		{"cuInit: stub library", noDevice(ErrStubLibrary), true},
+		{"cuInit: insufficient driver", noDevice(ErrInsufficientDriver), true},
+		{"cuInit: driver mismatch", noDevice(ErrSystemDriverMismatch), true},
+		{"no device for this build", fmt.Errorf("device 0: sm_120 is newer than NVRTC 11.8: %w", ErrNoUsableDevice), true},
+		{"cuInit: unknown error", noDevice(ErrUnknown), false},
+		{"old driver", &SymbolError{Lib: "libcuda.so.1", Names: []string{"cuGraphLaunch"}}, false},
+		{"out of memory", &Error{Call: "cuMemAlloc", Code: ErrOutOfMemory}, false},
+		{"kernel fault", &Error{Call: "cuStreamSynchronize", Code: ErrIllegalAddress}, false},
+		{"no error", nil, false},
+	} {
+		if got := NoUsableDevice(c.err); got != c.want {
+			t.Errorf("%s: NoUsableDevice(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+	if err := noDevice(ErrNoDevice); err == nil || !strings.Contains(err.Error(), "cuInit: CUDA_ERROR_NO_DEVICE (100)") {
+		t.Errorf("the fake driver's cuInit error reads %q, want the driver's call and result", err)
 	}
 }
