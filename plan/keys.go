@@ -104,11 +104,11 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	for _, d := range c.Defines {
 		field("define", d.Name+"="+d.Value)
 	}
-	sh := c.Shape
-	field("shape", fmt.Sprintf("%s %d %d %d %s %d %d", sh.Name, sh.Heads, sh.KVHeads, sh.HeadDim, sh.KV(), sh.Batch, sh.Capacity))
-	if !sh.Attention.IsZero() {
+	shape, attention := c.Shape.HashText()
+	field("shape", shape)
+	if attention != "" {
 		// Only when set, so that plain shapes keep their hashes.
-		field("attention", fmt.Sprintf("%+v", sh.Attention))
+		field("attention", attention)
 	}
 	if pt.Geometry != nil {
 		// The grid reads nkv: its expressions, not their value at this nkv,

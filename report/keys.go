@@ -19,24 +19,14 @@ func ShapeLabel(s results.Shape) string {
 	if s.Name != "" {
 		return s.Name
 	}
-	return shapeDims(s)
+	return s.Dims()
 }
 
-func shapeDims(s results.Shape) string {
-	return fmt.Sprintf("h%d-kv%d-d%d-%s-b%d", s.Heads, s.KVHeads, s.HeadDim, s.KV(), s.Batch)
-}
-
-// shapeKey identifies a shape for matching: every dimension and the
-// capacity, not its label, so that results from another tool or spec (a
-// PyTorch reference labelled "7b" next to a sweep's "7b-b1") line up when
-// they measured the same problem, and two shapes that share a label but
-// differ in batch or capacity never share a row, a section or a plot. The
-// capacity belongs to the identity: it sets the stride between sequences
-// and heads in K and V, so the same nkv at another capacity is another
-// memory access pattern.
-func shapeKey(s results.Shape) string {
-	return fmt.Sprintf("%s-cap%d", shapeDims(s), s.Capacity)
-}
+// shapeKey identifies a shape for matching: its identity
+// (abi.Shape.Identity), every field that changes a result and not its
+// label, so that two shapes that share a label but differ in batch,
+// capacity or an attention option never share a row, a section or a plot.
+func shapeKey(s results.Shape) string { return s.Identity() }
 
 // OtherDefines renders the defines of c other than SPLITS and the ones
 // derived from the shape, sorted by name ("NR=4,VEC=8"), or "" if none.

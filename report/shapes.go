@@ -17,7 +17,7 @@ import (
 // "7b" beside a sweep's "7b-b1" and "7b-b16" resolves to those). Shapes
 // still left sharing a label get a suffix for each field that tells them
 // apart: "-b16" (batch), "-h32" (heads), "-kv8", "-d64", "-f32",
-// "-cap131072" (capacity). A shape without any spec label is named by its
+// "-cap131072" (capacity), "-window4096" (the attention options). A shape without any spec label is named by its
 // dimensions.
 func shapeLabels(recs []results.Record) map[string]string {
 	names := map[string]map[string]int{} // shape key → label → records
@@ -77,7 +77,7 @@ func pickName(count map[string]int, users map[string]map[string]bool, s results.
 		}
 	}
 	if best == "" {
-		return shapeDims(s)
+		return s.Dims()
 	}
 	return best
 }
@@ -101,6 +101,7 @@ func distinguish(s results.Shape, keys []string, shapes map[string]results.Shape
 		func(x results.Shape) string { return "-" + x.KV() },
 		func(x results.Shape) string { return fmt.Sprintf("-b%d", x.Batch) },
 		func(x results.Shape) string { return fmt.Sprintf("-cap%d", x.Capacity) },
+		optionsSuffix,
 	} {
 		if differs(f) {
 			b.WriteString(f(s))
@@ -114,4 +115,15 @@ func distinguish(s results.Shape, keys []string, shapes map[string]results.Shape
 func ShapeDescription(s results.Shape) string {
 	return fmt.Sprintf("%d heads, %d KV heads, head_dim %d, %s, batch %d, capacity %d",
 		s.Heads, s.KVHeads, s.HeadDim, s.KV(), s.Batch, s.Capacity)
+}
+
+// optionsSuffix is the label suffix of a shape's attention options
+// (abi.Attention.Label) in a file name's alphabet: "-softcap50-window4096",
+// "" for plain attention.
+func optionsSuffix(s results.Shape) string {
+	var b strings.Builder
+	for _, o := range strings.Fields(s.Attention.Label()) {
+		b.WriteString("-" + strings.NewReplacer("=", "", "/", "-", "_", "").Replace(o))
+	}
+	return b.String()
 }

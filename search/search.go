@@ -106,11 +106,12 @@ func Configurations(points []*plan.Point) []*Configuration {
 	return out
 }
 
+// configKey is a configuration's identity: the shape's (abi.Shape.Identity)
+// and its label, which a spec may give two shapes of one identity, the
+// variant and the defines.
 func configKey(p *plan.Point) string {
 	c := &p.Config
-	sh := c.Shape
-	return fmt.Sprintf("%s %d %d %d %s %d %d\x00%s\x00%s", sh.Name, sh.Heads, sh.KVHeads, sh.HeadDim, sh.KVDtype,
-		sh.Batch, sh.Capacity, c.Variant, c.Defines.String())
+	return c.Shape.Name + "\x00" + c.Shape.Identity() + "\x00" + c.Variant + "\x00" + c.Defines.String()
 }
 
 func configLabel(p *plan.Point) string {

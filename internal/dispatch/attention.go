@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/results"
@@ -55,28 +54,10 @@ func compareKeys(a, b tableKey) int {
 }
 
 // optionsLabel is the text of a shape's attention options other than
-// q_len, "" for none: "softcap=50 sinks", in a fixed order.
+// q_len (abi.Attention.Label), "" for none: "softcap=50 sinks".
 func optionsLabel(a abi.Attention) string {
-	var p []string
-	if a.Softcap > 0 {
-		p = append(p, "softcap="+strconv.FormatFloat(a.Softcap, 'g', -1, 64))
-	}
-	if a.ALiBi != "" {
-		p = append(p, "alibi="+string(a.ALiBi))
-	}
-	if a.Sinks {
-		p = append(p, "sinks")
-	}
-	if a.Window > 0 {
-		p = append(p, "window="+strconv.Itoa(a.Window))
-	}
-	if a.MLA.DV > 0 {
-		p = append(p, "mla="+strconv.Itoa(a.MLA.DV)+"/"+string(a.MLA.Layout))
-	}
-	if a.LSE != "" {
-		p = append(p, "lse="+string(a.LSE))
-	}
-	return strings.Join(p, " ")
+	a.QLen = 0
+	return a.Label()
 }
 
 // compareAttention orders shapes by q_len, then by their other options.
