@@ -10,13 +10,10 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/stats"
 )
-
-// Alpha is the significance level of every comparison: a difference
-// whose Mann-Whitney U p-value is not below it is reported as noise.
-const Alpha = 0.05
 
 // confidence of the intervals printed next to medians.
 const confidence = stats.Confidence
@@ -38,34 +35,14 @@ type Comparison struct {
 	OldSkipped, NewSkipped int
 }
 
-// A CompareRow is one probe at one matched point.
+// A CompareRow is one probe at one matched point: the change between
+// the two sides' samples (decision.Compare).
 type CompareRow struct {
 	Shape  string
 	Config string // "d2 SPLITS=32 NR=4"
 	NKV    int
 	Probe  results.Probe
-	// Old and New are the medians with their 95% confidence intervals (ns).
-	Old, New benchmath.Summary
-	// DeltaPct is the Hodges-Lehmann estimate of new/old − 1 in percent
-	// (the median of the ratios of every new sample to every old one),
-	// whatever P says: the centre of RatioLo..RatioHi, the estimate that
-	// goes with the U test. The ratio of the two medians is another
-	// estimator, which need not lie inside that interval.
-	DeltaPct float64
-	// P is the Mann-Whitney U p-value; Significant is P < Alpha.
-	P           float64
-	N1, N2      int
-	Significant bool
-	// RatioLo and RatioHi are the 95% confidence interval of new/old − 1
-	// (a fraction) that goes with the U test: the Hodges-Lehmann interval
-	// of the shift between the samples' logarithms. They are infinite
-	// when the sample counts are too small for an interval.
-	RatioLo, RatioHi float64
-	// Powerless is set when the sample counts cannot reach Alpha at all:
-	// the smallest p-value the U test can give with N1 and N2 samples is
-	// above it, so "not significant" says nothing.
-	Powerless bool
-	Warnings  []string
+	decision.Change
 }
 
 // Delta renders the change as benchstat does: "~" when it is within
@@ -168,23 +145,12 @@ func definesLess(a, b string) bool {
 	return len(as) < len(bs)
 }
 
-// compareSamples asks stats.Compare, the one home of "are these two
-// samples different", and adds the interval of the change the gate
-// judges a threshold by.
+// compareSamples asks decision.Compare, the one home of "are these two
+// samples different", with the interval of the change the gate judges a
+// threshold by.
 func compareSamples(r *results.Record, p results.Probe, old, new []float64) CompareRow {
-	c := stats.Compare(old, new, Alpha)
-	row := CompareRow{
-		Shape: ShapeLabel(r.Config.Shape), Config: ConfigLabel(&r.Config), NKV: r.Config.NKV, Probe: p,
-		Old: c.Old, New: c.New, P: c.P, N1: c.N1, N2: c.N2, Significant: c.Significant, Powerless: !c.Decidable,
-	}
-	if !math.IsNaN(c.Change) {
-		row.DeltaPct = c.Change * 100
-	}
-	row.RatioLo, row.RatioHi = c.ChangeLo, c.ChangeHi
-	for _, w := range append(append(c.Warnings, row.Old.Warnings...), row.New.Warnings...) {
-		row.Warnings = append(row.Warnings, w.Error())
-	}
-	return row
+	return CompareRow{Shape: ShapeLabel(r.Config.Shape), Config: ConfigLabel(&r.Config), NKV: r.Config.NKV, Probe: p,
+		Change: decision.Compare(old, new)}
 }
 
 func latestByKey(recs []results.Record) map[PointKey]*results.Record {
@@ -254,9 +220,9 @@ func (c *Comparison) WriteText(w io.Writer, markdown bool) error {
 		}
 	}
 	ew := &errWriter{w: w}
-	ew.printf("\nmedians with 95%% confidence intervals; delta = new/old − 1 as the Hodges-Lehmann estimate (the median of the ratios of every new sample to every old one, the centre of the change's 95%% interval), when the Mann-Whitney U test rejects equality at α=%.2f, \"~\" otherwise\n", Alpha)
+	ew.printf("\nmedians with 95%% confidence intervals; delta = new/old − 1 as the Hodges-Lehmann estimate (the median of the ratios of every new sample to every old one, the centre of the change's 95%% interval), when the Mann-Whitney U test rejects equality at α=%.2f, \"~\" otherwise\n", decision.Alpha)
 	if n := c.powerless(); n > 0 {
-		ew.printf("\"?\" (%d rows): too few samples for the test to reach α=%.2f at all; %d per side can\n", n, Alpha, stats.SamplesToDecide(Alpha))
+		ew.printf("\"?\" (%d rows): too few samples for the test to reach α=%.2f at all; %d per side can\n", n, decision.Alpha, stats.SamplesToDecide(decision.Alpha))
 	}
 	if gm, ok := c.geomean(); ok {
 		ew.printf("geomean of new/old medians over all rows: %+.2f%%\n", (gm-1)*100)

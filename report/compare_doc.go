@@ -3,6 +3,7 @@ package report
 import (
 	"math"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -83,7 +84,7 @@ func finite(v float64) *float64 {
 
 // Doc returns the comparison as a CompareDoc.
 func (c *Comparison) Doc() *CompareDoc {
-	d := &CompareDoc{Schema: CompareSchema, Alpha: Alpha, Confidence: confidence,
+	d := &CompareDoc{Schema: CompareSchema, Alpha: decision.Alpha, Confidence: confidence,
 		Old:        CompareSide{Envs: c.OldEnvs, SkippedRecords: c.OldSkipped},
 		New:        CompareSide{Envs: c.NewEnvs, SkippedRecords: c.NewSkipped},
 		EnvWarning: c.EnvWarning, Rows: []CompareDocRow{},

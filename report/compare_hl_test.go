@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/stats"
 )
@@ -27,13 +28,13 @@ func TestDeltaIsTheIntervalsCentre(t *testing.T) {
 		}
 		new = append(new, 104+gap+float64(i)*0.5)
 	}
-	c := stats.Compare(old, new, Alpha)
+	c := stats.Compare(old, new, decision.Alpha)
 	hl, medians := c.Change*100, (c.Ratio-1)*100
 	if math.Abs(hl-medians) < 1 {
 		t.Fatalf("the samples do not part the estimators: Hodges-Lehmann %+.2f%%, medians %+.2f%%", hl, medians)
 	}
 	rec := &results.Record{Config: results.Config{Variant: "d2", NKV: 64}}
-	row := CompareSamples(rec, results.ProbeCold, old, new)
+	row := compareSamples(rec, results.ProbeCold, old, new)
 	if row.DeltaPct != hl || row.DeltaPct < row.RatioLo*100 || row.DeltaPct > row.RatioHi*100 {
 		t.Errorf("delta %+.2f%%, interval [%+.2f%%, %+.2f%%]; want the Hodges-Lehmann %+.2f%% inside it (medians give %+.2f%%)",
 			row.DeltaPct, row.RatioLo*100, row.RatioHi*100, hl, medians)

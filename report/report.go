@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -136,34 +136,35 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 		return nil, errors.New("building report: no records")
 	}
 	rep := &Report{}
-	labels := shapeLabels(recs)
-	fixtures := results.FixtureSpecs(recs)
-	latest := map[PointKey]int{}
 	for i := range recs {
-		r := &recs[i]
-		if r.Schema > results.SchemaVersion {
+		if r := &recs[i]; r.Schema > results.SchemaVersion {
 			return nil, fmt.Errorf("building report: record %s has schema %d, this build reads up to %d", r.Hash, r.Schema, results.SchemaVersion)
 		}
-		k := keyOf(r)
-		if j, dup := latest[k]; dup {
-			rep.Warnings = append(rep.Warnings, Warning{Kind: WarnDuplicate,
-				Text: fmt.Sprintf("%s %s nkv=%d on %s", labels[k.Shape], ConfigLabel(&r.Config), r.Config.NKV, r.Env.Device)})
-			if !r.Time.After(recs[j].Time) {
-				continue
-			}
-		}
-		latest[k] = i
 	}
-	for _, i := range latest {
-		row := newRow(&recs[i])
-		row.Label = labels[row.key.Shape]
-		row.Fixture = results.IsFixture(&recs[i], fixtures)
+	fixtures := results.FixtureSpecs(recs)
+	points, dups := decision.Points(recs)
+	labels := map[string]string{}
+	for _, p := range points {
+		labels[p.Key.Shape] = p.Label
+	}
+	for _, i := range dups {
+		r := &recs[i]
+		rep.Warnings = append(rep.Warnings, Warning{Kind: WarnDuplicate,
+			Text: fmt.Sprintf("%s %s nkv=%d on %s", labels[keyOf(r).Shape], ConfigLabel(&r.Config), r.Config.NKV, r.Env.Device)})
+	}
+	index := map[*results.Record]int{}
+	for i := range recs {
+		index[&recs[i]] = i
+	}
+	for _, p := range points {
+		row := newRow(p.Rec)
+		row.Label = p.Label
+		row.Fixture = results.IsFixture(p.Rec, fixtures)
 		if len(opts.Sources) == len(recs) {
-			row.source = opts.Sources[i]
+			row.source = opts.Sources[index[p.Rec]]
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
-	sortRows(rep.Rows)
 	rep.fillSpeedups()
 	rep.Envs = envs(recs)
 	devices := map[string]bool{}
@@ -308,7 +309,7 @@ func failures(row *Row) []Failure {
 	for i := range row.rec.Gates {
 		g := &row.rec.Gates[i]
 		if !g.Pass {
-			out = append(out, Failure{Row: row, Gate: g, Text: GateEvidence(g)})
+			out = append(out, Failure{Row: row, Gate: g, Text: decision.GateEvidence(g)})
 		}
 	}
 	if len(out) == 0 && row.Status != results.StatusOK {
@@ -321,65 +322,7 @@ func failures(row *Row) []Failure {
 	return out
 }
 
-// GateEvidence renders a gate's evidence on one line.
-func GateEvidence(g *results.Gate) string {
-	var parts []string
-	switch g.Kind {
-	case results.GateTolerance:
-		parts = append(parts, fmt.Sprintf("max_abs=%.3g max_rel=%.3g nmse=%.3g", g.MaxAbs, g.MaxRel, g.NMSE))
-		if g.NaNs > 0 {
-			parts = append(parts, fmt.Sprintf("nans=%d", g.NaNs))
-		}
-	default:
-		if g.Twin != "" {
-			parts = append(parts, "twin="+g.Twin)
-		}
-		if g.Buffer != "" {
-			parts = append(parts, "buffer="+g.Buffer)
-		}
-		if g.DiffBytes > 0 || g.FirstDiff > 0 {
-			parts = append(parts, fmt.Sprintf("diff_bytes=%d first_diff=%d", g.DiffBytes, g.FirstDiff))
-		}
-	}
-	parts = append(parts, fmt.Sprintf("seed=%d", g.Seed))
-	if g.Detail != "" {
-		parts = append(parts, oneLine(g.Detail))
-	}
-	return strings.Join(parts, " ")
-}
-
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i] + " …"
-	}
-	return s
-}
-
-func sortRows(rows []Row) {
-	sort.Slice(rows, func(i, j int) bool {
-		a, b := &rows[i], &rows[j]
-		switch {
-		case a.Device != b.Device:
-			return a.Device < b.Device
-		case a.Label != b.Label:
-			return a.Label < b.Label
-		case a.key.Shape != b.key.Shape:
-			return a.key.Shape < b.key.Shape
-		case a.Landed != b.Landed:
-			return a.Landed // the baseline first within a shape
-		case a.Reference != b.Reference:
-			return b.Reference // references after the kernels they are compared with
-		case a.Variant != b.Variant:
-			return a.Variant < b.Variant
-		case a.Splits != b.Splits:
-			return a.Splits < b.Splits
-		case a.Defines != b.Defines:
-			return a.Defines < b.Defines
-		}
-		return a.NKV < b.NKV
-	})
-}
+func oneLine(s string) string { return decision.OneLine(s) }
 
 // landedBest returns, per device, shape, nkv and probe, the fastest landed
 // median. When the landed defines leave an axis open several landed

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/stats"
 )
@@ -139,11 +140,12 @@ func buildShip(rep *Report) []ShipShape {
 }
 
 // shipShape decides one device and shape. At each measured nkv the
-// shipped configuration is the shippable row with the lowest median;
+// shipped configuration is the fastest shippable row (decision.Fastest);
 // contiguous nkv with the same winner form a range.
 func shipShape(rows []*Row) (ShipShape, bool) {
 	first := rows[0]
 	s := ShipShape{Device: first.Device, Shape: first.Label, Dims: first.Shape, Probe: shipProbe}
+	at := map[int][]*Row{} // nkv → the rows that may ship there, in row order
 	best := map[int]*Row{}
 	landed := map[int]*Row{}
 	refs := map[int]map[string]*Row{}
@@ -158,9 +160,7 @@ func shipShape(rows []*Row) (ShipShape, bool) {
 				measured[r.NKV] = map[string]bool{}
 			}
 			measured[r.NKV][ConfigLabel(r.Config())] = true
-			if b := best[r.NKV]; b == nil || r.Probe(shipProbe).MedianNS < b.Probe(shipProbe).MedianNS {
-				best[r.NKV] = r
-			}
+			at[r.NKV] = append(at[r.NKV], r)
 		}
 		if !comparable(r) {
 			continue
@@ -178,6 +178,10 @@ func shipShape(rows []*Row) (ShipShape, bool) {
 				refs[r.NKV][r.Variant] = r
 			}
 		}
+	}
+	for n, rs := range at {
+		best[n] = rs[decision.Fastest(len(rs), func(int) bool { return true },
+			func(i int) float64 { return rs[i].Probe(shipProbe).MedianNS })]
 	}
 	if len(best) == 0 {
 		return s, false
@@ -232,7 +236,7 @@ func shipPoint(w, landed *Row, refs map[string]*Row) ShipPoint {
 	for _, n := range names {
 		pt.Versus = append(pt.Versus, speedup(st.Samples, refs[n], n))
 	}
-	c := stats.Compare(st.Samples, st.Samples, Alpha)
+	c := stats.Compare(st.Samples, st.Samples, decision.Alpha)
 	pt.Median = CI{Center: c.Old.Center}
 	if !math.IsInf(c.Old.Lo, 0) && !math.IsInf(c.Old.Hi, 0) && c.Old.Lo > 0 {
 		pt.Median.Lo, pt.Median.Hi = c.Old.Lo, c.Old.Hi
@@ -246,7 +250,7 @@ func shipPoint(w, landed *Row, refs map[string]*Row) ShipPoint {
 // (Hodges-Lehmann on the log-ratios).
 func speedup(ship []float64, base *Row, against string) Speedup {
 	bs := base.Probe(shipProbe).Samples
-	c := stats.Compare(ship, bs, Alpha)
+	c := stats.Compare(ship, bs, decision.Alpha)
 	sp := Speedup{Against: against, Config: ConfigLabel(base.Config()), Reference: base.Reference,
 		P: c.P, Significant: c.Significant, Decidable: c.Decidable}
 	sp.Ratio.Center = 1 + c.Change // the estimate that goes with the interval

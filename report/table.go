@@ -14,22 +14,8 @@ import (
 // Markdown renderers share (internal/table, as every ktune table).
 type grid = table.Table
 
-// fmtUS renders a duration in ns as µs with three significant figures or
-// more: kernel times span 5 µs to 2 ms and a fixed number of decimals
-// would either hide differences or print noise.
-func fmtUS(ns float64) string {
-	us := ns / 1000
-	// The bounds sit half a unit of the next format's last digit below
-	// 100 and 10, so that 9.9999 prints as 10.00, not 10.000.
-	switch {
-	case us >= 99.95:
-		return fmt.Sprintf("%.1f", us)
-	case us >= 9.995:
-		return fmt.Sprintf("%.2f", us)
-	default:
-		return fmt.Sprintf("%.3f", us)
-	}
-}
+// fmtUS renders a duration in ns as µs (table.US).
+func fmtUS(ns float64) string { return table.US(ns) }
 
 // fmtGBps keeps a decimal below 10 GB/s: a one-token context reads 2 KiB,
 // and "0" would read as "nothing measured".

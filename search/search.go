@@ -18,6 +18,7 @@ import (
 
 	"github.com/ktune/ktune/sweep"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/stats"
 	"github.com/ktune/ktune/plan"
@@ -64,8 +65,9 @@ const (
 	// one layout change of the engine moves, and a screening round must not
 	// decide what only the full measurement can.
 	DefaultKeep = 0.03
-	// DefaultSearchAlpha is the significance level of a drop.
-	DefaultSearchAlpha = 0.05
+	// DefaultSearchAlpha is the significance level of a drop: every
+	// comparison's (decision.Alpha).
+	DefaultSearchAlpha = decision.Alpha
 )
 
 // ScreenDir is where the screening rounds of a halving search into dir

@@ -11,10 +11,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/stats"
-	"github.com/ktune/ktune/report"
 )
 
 // A Verdict is the outcome of a landing gate.
@@ -173,7 +173,7 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 	if opts.Candidate == "" {
 		return nil, errors.New("gating: no candidate variant named")
 	}
-	res := &GateResult{Candidate: opts.Candidate, Baseline: "landed", Threshold: opts.Threshold, Alpha: report.Alpha,
+	res := &GateResult{Candidate: opts.Candidate, Baseline: "landed", Threshold: opts.Threshold, Alpha: decision.Alpha,
 		SkippedRecords: len(opts.Skipped), ExcludedRecords: len(opts.Excluded),
 		AllowDamaged: opts.AllowDamaged && len(opts.Skipped)+len(opts.Excluded) > 0, SameDevice: opts.SameDevice}
 	for _, e := range opts.Skipped {
@@ -191,25 +191,25 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 	if opts.AgainstOnly != nil {
 		res.Baseline += " " + strings.ReplaceAll(opts.AgainstOnly.String(), ",", " ")
 	}
-	var cand, base []report.Row
-	rep, err := report.Build(recs, report.Options{})
+	var cand, base []row
+	rows, err := points(recs)
 	if err != nil {
 		return nil, fmt.Errorf("gating: %w", err)
 	}
-	for _, r := range rep.Rows {
-		if r.Variant == opts.Candidate && opts.Only.Match(r.Config()) {
+	for _, r := range rows {
+		if r.variant() == opts.Candidate && opts.Only.Match(r.cfg()) {
 			cand = append(cand, r)
 		}
-		isBase := r.Landed
+		isBase := r.Rec.Landed
 		if opts.Against != "" {
-			isBase = r.Variant == opts.Against
+			isBase = r.variant() == opts.Against
 		}
-		if isBase && opts.AgainstOnly.Match(r.Config()) {
+		if isBase && opts.AgainstOnly.Match(r.cfg()) {
 			base = append(base, r)
 		}
 	}
 	if len(cand) == 0 {
-		return nil, fmt.Errorf("gating: no records of candidate %s%s", res.Candidate, variantsHint(rep.Rows))
+		return nil, fmt.Errorf("gating: no records of candidate %s%s", res.Candidate, variantsHint(rows))
 	}
 	if len(base) == 0 {
 		return nil, fmt.Errorf("gating: no records of the baseline (%s)", res.Baseline)
@@ -220,7 +220,7 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 
 	passed := res.checkNumerics(cand, opts.Failures)
 	res.checkPerformance(cand, base, passed, opts)
-	res.checkExpected(rep.Rows, opts)
+	res.checkExpected(rows, opts)
 
 	switch {
 	case anyNum(res.Numerics, func(n NumRow) bool { return !n.Pass && !n.Error }):
@@ -261,65 +261,65 @@ func anyPoint(ps []GatePoint) bool {
 // compiled configuration, so the evidence may sit on any of its records;
 // what the class requires must appear on at least one and no gate may
 // fail on any.
-func (res *GateResult) checkNumerics(cand []report.Row, failures []evidence.Failure) map[report.ConfigKey]bool {
+func (res *GateResult) checkNumerics(cand []row, failures []evidence.Failure) map[decision.ConfigKey]bool {
 	type acc struct {
-		row      *report.Row
+		row      *row
 		kinds    map[string]bool
 		fail     string
 		errText  string
 		statuses []string
 	}
-	var order []report.ConfigKey
-	accs := map[report.ConfigKey]*acc{}
+	var order []decision.ConfigKey
+	accs := map[decision.ConfigKey]*acc{}
 	for i := range cand {
 		r := &cand[i]
-		a := accs[keyOf(r).ConfigKey]
+		a := accs[r.Key.ConfigKey]
 		if a == nil {
 			a = &acc{row: r, kinds: map[string]bool{}}
-			accs[keyOf(r).ConfigKey] = a
-			order = append(order, keyOf(r).ConfigKey)
+			accs[r.Key.ConfigKey] = a
+			order = append(order, r.Key.ConfigKey)
 		}
-		for j := range r.Record().Gates {
-			g := &r.Record().Gates[j]
+		for j := range r.Rec.Gates {
+			g := &r.Rec.Gates[j]
 			a.kinds[g.Kind] = true
 			if !g.Pass && a.fail == "" {
-				a.fail = fmt.Sprintf("%s gate failed at nkv=%d: %s", g.Kind, g.NKV, report.GateEvidence(g))
+				a.fail = fmt.Sprintf("%s gate failed at nkv=%d: %s", g.Kind, g.NKV, decision.GateEvidence(g))
 			}
 		}
-		switch r.Status {
+		switch r.Rec.Status {
 		case results.StatusOK, results.StatusGateFailed:
 		case results.StatusFault:
 			// A kernel that faults is wrong, whatever its gates said before.
 			if a.fail == "" {
-				a.fail = fmt.Sprintf("fault at nkv=%d: %s", r.NKV, report.OneLine(r.Record().Error))
+				a.fail = fmt.Sprintf("fault at nkv=%d: %s", r.nkv(), decision.OneLine(r.Rec.Error))
 			}
 		default:
 			if a.errText == "" {
-				a.errText = fmt.Sprintf("%s at nkv=%d: %s", r.Status, r.NKV, report.Dash(report.OneLine(r.Record().Error)))
+				a.errText = fmt.Sprintf("%s at nkv=%d: %s", r.Rec.Status, r.nkv(), dash(decision.OneLine(r.Rec.Error)))
 			}
 		}
 	}
 	// A failure anywhere in the input, by the candidate's hash or its
 	// configuration, outweighs whatever record the report kept.
-	byHash := map[string]report.ConfigKey{}
+	byHash := map[string]decision.ConfigKey{}
 	for i := range cand {
-		byHash[cand[i].Record().Hash] = keyOf(&cand[i]).ConfigKey
+		byHash[cand[i].Rec.Hash] = cand[i].Key.ConfigKey
 	}
 	for i := range failures {
 		f := &failures[i]
 		k, ok := byHash[f.Hash]
 		if !ok {
-			k = report.KeyFor(f.Device, &f.Config).ConfigKey
+			k = decision.KeyFor(f.Device, &f.Config).ConfigKey
 		}
 		if a := accs[k]; a != nil && a.fail == "" {
 			a.fail = f.Reason + " (record " + f.Hash + ")"
 		}
 	}
-	passed := map[report.ConfigKey]bool{}
+	passed := map[decision.ConfigKey]bool{}
 	for _, k := range order {
 		a := accs[k]
-		n := NumRow{Device: a.row.Device, Shape: a.row.Label, Config: report.ConfigLabel(a.row.Config())}
-		twin := a.row.Record().Config.BitwiseWith
+		n := NumRow{Device: a.row.Key.Device, Shape: a.row.Label, Config: decision.ConfigLabel(a.row.cfg())}
+		twin := a.row.cfg().BitwiseWith
 		switch {
 		case a.fail != "":
 			n.Reason = a.fail
@@ -354,10 +354,6 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// keyOf is the report's row identity of r (report.KeyFor), so that a
-// verdict and a report's tables match records alike.
-func keyOf(r *report.Row) report.PointKey { return report.KeyFor(r.Device, r.Config()) }
-
 type gatePointKey struct {
 	Device, Shape string
 	NKV           int
@@ -365,43 +361,43 @@ type gatePointKey struct {
 
 // checkPerformance compares, at every point, the candidate's fastest
 // passing configuration with the baseline's fastest.
-func (res *GateResult) checkPerformance(cand, base []report.Row, passed map[report.ConfigKey]bool, opts GateOptions) {
+func (res *GateResult) checkPerformance(cand, base []row, passed map[decision.ConfigKey]bool, opts GateOptions) {
 	probes := opts.Probes
 	if len(probes) == 0 {
-		probes = report.ProbeOrder()
+		probes = results.Probes
 	}
-	pick := func(rows []report.Row, ok func(*report.Row) bool) (map[gatePointKey]*report.Row, []gatePointKey) {
-		best := map[gatePointKey]*report.Row{}
+	// Each side's fastest at a point (decision.Fastest), by the first
+	// probe it measured of those gated.
+	pick := func(rows []row, ok func(*row) bool) (map[gatePointKey]*row, []gatePointKey) {
+		at := map[gatePointKey][]*row{}
 		var keys []gatePointKey
 		for i := range rows {
 			r := &rows[i]
-			if r.Status != results.StatusOK || !ok(r) {
+			if r.Rec.Status != results.StatusOK || !ok(r) || firstProbe(r, probes) == nil {
 				continue
 			}
-			st := firstProbe(r, probes)
-			if st == nil {
-				continue
-			}
-			k := gatePointKey{r.Device, keyOf(r).Shape, r.NKV}
-			cur, seen := best[k]
-			if !seen {
+			k := r.at()
+			if at[k] == nil {
 				keys = append(keys, k)
 			}
-			if !seen || st.MedianNS < firstProbe(cur, probes).MedianNS {
-				best[k] = r
-			}
+			at[k] = append(at[k], r)
+		}
+		best := map[gatePointKey]*row{}
+		for k, rs := range at {
+			best[k] = rs[decision.Fastest(len(rs), func(int) bool { return true },
+				func(i int) float64 { return firstProbe(rs[i], probes).Summary.Median })]
 		}
 		return best, keys
 	}
-	cb, ckeys := pick(cand, func(r *report.Row) bool { return passed[keyOf(r).ConfigKey] })
-	bb, bkeys := pick(base, func(*report.Row) bool { return true })
+	cb, ckeys := pick(cand, func(r *row) bool { return passed[r.Key.ConfigKey] })
+	bb, bkeys := pick(base, func(*row) bool { return true })
 	// Points where the candidate failed numerics are already judged; they
 	// are not "missing".
 	failedAt := map[gatePointKey]bool{}
 	for i := range cand {
 		r := &cand[i]
-		if !passed[keyOf(r).ConfigKey] {
-			failedAt[gatePointKey{r.Device, keyOf(r).Shape, r.NKV}] = true
+		if !passed[r.Key.ConfigKey] {
+			failedAt[r.at()] = true
 		}
 	}
 	for _, k := range bkeys {
@@ -430,33 +426,30 @@ func (res *GateResult) checkPerformance(cand, base []report.Row, passed map[repo
 		if b == nil {
 			continue
 		}
-		if d := evidence.EnvDiff(&c.Record().Env, &b.Record().Env); d != "" {
+		if d := evidence.EnvDiff(&c.Rec.Env, &b.Rec.Env); d != "" {
 			res.EnvWarnings = append(res.EnvWarnings, fmt.Sprintf("%s nkv=%d: %s", c.Label, k.NKV, d))
 		}
 		for _, p := range probes {
-			cs, bs := c.Probe(p), b.Probe(p)
+			cs, bs := c.probe(p), b.probe(p)
 			// Both sides answer for every probe either measured (or
 			// every probe asked for): a probe left out on one side is
 			// the one that might regress.
-			hasC, hasB := cs != nil && len(cs.Samples) > 0, bs != nil && len(bs.Samples) > 0
+			hasC, hasB := cs != nil && len(cs.SamplesNS) > 0, bs != nil && len(bs.SamplesNS) > 0
 			if !hasC && !hasB && len(opts.Probes) == 0 {
 				continue
 			}
 			if !hasC || !hasB {
-				side, cfg := "candidate", report.ConfigLabel(c.Config())
+				side, cfg := "candidate", decision.ConfigLabel(c.cfg())
 				if hasC {
-					side, cfg = "baseline", report.ConfigLabel(b.Config())
+					side, cfg = "baseline", decision.ConfigLabel(b.cfg())
 				}
 				res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: %s %s not measured on probe %s", c.Label, k.NKV, side, cfg, p))
 				continue
 			}
-			if cs == nil || bs == nil || len(cs.Samples) == 0 || len(bs.Samples) == 0 {
-				continue
-			}
-			row := report.CompareSamples(c.Record(), p, bs.Samples, cs.Samples)
+			row := decision.Compare(bs.SamplesNS, cs.SamplesNS)
 			gp := GatePoint{
 				Device: k.Device, Shape: c.Label, NKV: k.NKV, Probe: p,
-				Candidate: report.ConfigLabel(c.Config()), Baseline: report.ConfigLabel(b.Config()),
+				Candidate: decision.ConfigLabel(c.cfg()), Baseline: decision.ConfigLabel(b.cfg()),
 				CandNS: row.New.Center, BaseNS: row.Old.Center, DeltaPct: row.DeltaPct,
 				P: row.P, N1: row.N2, N2: row.N1,
 			}
@@ -474,13 +467,13 @@ func (res *GateResult) checkPerformance(cand, base []report.Row, passed map[repo
 			case row.Powerless:
 				// Not significant only because it cannot be: with these
 				// counts even a total separation gives p above α.
-				gp.Undecided, gp.NeedSamples = true, report.SamplesToDecide(&row, opts.Threshold)
+				gp.Undecided, gp.NeedSamples = true, decision.SamplesToDecide(&row, opts.Threshold)
 				gp.Reason = fmt.Sprintf("UNDECIDED: %+.1f%%, but %d+%d samples cannot reach α=%.2f (smallest p %.3f); need ≥ %d per side",
-					row.DeltaPct, row.N2, row.N1, report.Alpha, stats.MinP(row.N1, row.N2), gp.NeedSamples)
+					row.DeltaPct, row.N2, row.N1, decision.Alpha, stats.MinP(row.N1, row.N2), gp.NeedSamples)
 			case row.RatioHi*100 > thr:
 				// The test did not reject "same", but the interval still
 				// holds slowdowns beyond the threshold: absence of evidence.
-				gp.Undecided, gp.NeedSamples = true, report.SamplesToDecide(&row, opts.Threshold)
+				gp.Undecided, gp.NeedSamples = true, decision.SamplesToDecide(&row, opts.Threshold)
 				gp.Reason = fmt.Sprintf("UNDECIDED: %+.1f%% (p=%.3f), 95%% interval up to %s > %.1f%%; need about %d per side",
 					row.DeltaPct, row.P, fmtWorst(row.RatioHi), thr, gp.NeedSamples)
 			case row.Significant:
@@ -508,13 +501,13 @@ func fmtWorst(f float64) string {
 
 // variantsHint lists the variants present, for the message of a candidate
 // that is not among them.
-func variantsHint(rows []report.Row) string {
+func variantsHint(rows []row) string {
 	seen := map[string]bool{}
 	var names []string
 	for _, r := range rows {
-		if !seen[r.Variant] {
-			seen[r.Variant] = true
-			names = append(names, r.Variant)
+		if !seen[r.variant()] {
+			seen[r.variant()] = true
+			names = append(names, r.variant())
 		}
 	}
 	sort.Strings(names)
@@ -524,17 +517,17 @@ func variantsHint(rows []report.Row) string {
 	return " (the records hold: " + strings.Join(names, ", ") + ")"
 }
 
-func shapeName(r *report.Row) string {
+func shapeName(r *row) string {
 	if r == nil {
 		return "?"
 	}
 	return r.Label
 }
 
-func firstProbe(r *report.Row, probes []results.Probe) *report.ProbeStat {
+func firstProbe(r *row, probes []results.Probe) *results.Measurement {
 	for _, p := range probes {
-		if st := r.Probe(p); st != nil && st.MedianNS > 0 {
-			return st
+		if m := r.probe(p); m != nil && m.Summary.Median > 0 {
+			return m
 		}
 	}
 	return nil
@@ -543,18 +536,19 @@ func firstProbe(r *report.Row, probes []results.Probe) *report.ProbeStat {
 // checkExpected adds to Missing every point of the plan (opts.Expected)
 // without a record of its configuration: a deleted record must not pass
 // for a point nobody asked about.
-func (res *GateResult) checkExpected(rows []report.Row, opts GateOptions) {
+func (res *GateResult) checkExpected(rows []row, opts GateOptions) {
 	have := map[string]bool{}
 	id := func(c *results.Config) string {
-		return fmt.Sprint(c.Variant, "|", report.AllDefines(c), "|", report.ShapeKey(c.Shape), "|", c.NKV)
+		k := decision.KeyFor("", c)
+		return fmt.Sprint(k.Variant, "|", k.Defines, "|", k.Shape, "|", k.NKV)
 	}
 	for i := range rows {
-		have[id(rows[i].Config())] = true
+		have[id(rows[i].cfg())] = true
 	}
 	for i := range opts.Expected {
 		c := &opts.Expected[i]
 		if !have[id(c)] {
-			res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: planned point %s has no record", report.ShapeLabel(c.Shape), c.NKV, report.ConfigLabel(c)))
+			res.Missing = append(res.Missing, fmt.Sprintf("%s nkv=%d: planned point %s has no record", decision.ShapeLabel(c.Shape), c.NKV, decision.ConfigLabel(c)))
 		}
 	}
 }
@@ -563,15 +557,15 @@ func (res *GateResult) checkExpected(rows []report.Row, opts GateOptions) {
 // measured and a candidate configuration recorded at that device and shape
 // has no record: the fastest configuration at a point is only the fastest
 // of those present, so a deleted record could hide the one that regresses.
-func (res *GateResult) checkCoverage(cand []report.Row, bkeys []gatePointKey, bb, cb map[gatePointKey]*report.Row) {
+func (res *GateResult) checkCoverage(cand []row, bkeys []gatePointKey, bb, cb map[gatePointKey]*row) {
 	type at struct {
-		report.ConfigKey
+		decision.ConfigKey
 		nkv int
 	}
 	has := map[at]bool{}
-	var configs []report.ConfigKey
+	var configs []decision.ConfigKey
 	for i := range cand {
-		k := keyOf(&cand[i])
+		k := cand[i].Key
 		if !has[at{k.ConfigKey, 0}] {
 			has[at{k.ConfigKey, 0}] = true
 			configs = append(configs, k.ConfigKey)

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/ktune/ktune/internal/table"
-	"github.com/ktune/ktune/report"
 )
 
 // errWriter keeps the first write error so that a renderer can check once.
@@ -51,7 +50,7 @@ func (res *GateResult) WriteText(w io.Writer) error {
 		}
 		for _, p := range res.Points {
 			pg.Rows = append(pg.Rows, []string{p.Shape, fmt.Sprint(p.NKV), string(p.Probe), p.Candidate, p.Baseline,
-				report.FmtUS(p.CandNS), report.FmtUS(p.BaseNS), fmt.Sprintf("%+.1f%%", p.DeltaPct), p.Reason})
+				table.US(p.CandNS), table.US(p.BaseNS), fmt.Sprintf("%+.1f%%", p.DeltaPct), p.Reason})
 		}
 		ew.printf("\n")
 		if ew.err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/report"
 )
@@ -29,7 +30,7 @@ func TestCompareJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	doc := decodeCompare(t, stdout)
-	if doc.Schema != report.CompareSchema || doc.Alpha != report.Alpha || len(doc.Rows) == 0 || len(doc.OnlyOld) == 0 {
+	if doc.Schema != report.CompareSchema || doc.Alpha != decision.Alpha || len(doc.Rows) == 0 || len(doc.OnlyOld) == 0 {
 		t.Errorf("schema %d, alpha %g, %d rows, %d only-old", doc.Schema, doc.Alpha, len(doc.Rows), len(doc.OnlyOld))
 	}
 	for _, r := range doc.Rows {

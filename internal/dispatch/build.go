@@ -7,28 +7,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
 )
 
-// A candidate is one configuration's measurement at one shape and nkv.
-type candidate struct {
-	id     string // identity across nkv: kernel, variant, defines, geometry
-	label  string // "d2 NR=4 SPLITS=32", for people
-	rec    *results.Record
-	m      *results.Measurement
-	median float64
-	landed bool
-}
-
-// A decision is the outcome at one measured nkv.
-type decision struct {
-	nkv    int
-	cands  []*candidate // every candidate, fastest median first
-	tied   []*candidate // the fastest and those not significantly slower
-	winner *candidate   // nil until decided
-	rule   Rule
-	margin string
-}
+// A candidate is one configuration's measurement at one shape and nkv
+// (decision.Candidate).
+type candidate = decision.Candidate
 
 // Build chooses, per shape and measured nkv, the fastest configuration
 // that passed its gates and merges the choices into nkv ranges (see the
@@ -38,7 +23,7 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 		opt.Probe = results.ProbeCold
 	}
 	if opt.Alpha == 0 {
-		opt.Alpha = DefaultAlpha
+		opt.Alpha = decision.Alpha
 	}
 	t := &Table{Probe: opt.Probe, Alpha: opt.Alpha, Sources: sources}
 
@@ -84,7 +69,7 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 		c := newCandidate(r, m)
 		// A later file's measurement of the same configuration replaces an
 		// earlier one: files are given oldest first.
-		byNKV[r.Config.NKV][c.id] = c
+		byNKV[r.Config.NKV][c.ID] = c
 	}
 	if len(groups) == 0 {
 		of := ""
@@ -106,14 +91,14 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 	}
 	slices.SortFunc(keys, compareKeys)
 	for _, k := range keys {
-		decs := decide(groups[k], opt.Alpha)
+		decs := decision.Decide(groups[k], opt.Alpha)
 		t.Shapes = append(t.Shapes, ShapeTable{Shape: k.shape, PageSize: k.pageSize, Ranges: mergeRanges(decs)})
 	}
 	return t, nil
 }
 
 func newCandidate(r *results.Record, m *results.Measurement) *candidate {
-	return &candidate{id: configID(&r.Config), label: configName(&r.Config), rec: r, m: m, median: median(m), landed: r.Landed}
+	return &candidate{ID: configID(&r.Config), Label: configName(&r.Config), Rec: r, Samples: m.SamplesNS, Median: median(m), Landed: r.Landed}
 }
 
 // configName names a configuration for people: "d2 NR=4 SPLITS=32".
@@ -217,3 +202,7 @@ func shapeLabel(k tableKey) string {
 	}
 	return fmt.Sprintf("%s (h%d/kv%d/d%d %s, batch %d%s%s)", name, s.Heads, s.KVHeads, s.HeadDim, dtype, s.Batch, attentionSuffix(s.Attention), paged)
 }
+
+// formatNS prints a duration in ns with one decimal, without exponent, so
+// that YAML and header diffs stay readable.
+func formatNS(ns float64) string { return strconv.FormatFloat(ns, 'f', 1, 64) }

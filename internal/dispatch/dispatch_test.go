@@ -12,8 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/stats"
 )
 
 var fixSources = []Source{{Name: "experiments/results/h200/fixture.jsonl", SHA256: strings.Repeat("ab", 32)}}
@@ -88,13 +90,13 @@ func TestRules(t *testing.T) {
 	cases := []struct {
 		batch, nkv int
 		label      string
-		rule       Rule
+		rule       decision.Rule
 	}{
-		{1, 512, "r4 SPLITS=32", RuleLanded},            // tie, d2/32's median lower
-		{1, 2048, "d2 NR=4 SPLITS=32", RuleSignificant}, // 15 vs 18 µs
-		{1, 16384, "d2 NR=4 SPLITS=64", RuleNeighbours}, // tie; 8192 and 32768 are d2/64's
-		{16, 1024, "d2 NR=4 SPLITS=32", RuleSplits},     // tie, no decided neighbour
-		{16, 8192, "d2 NR=4 SPLITS=32", RuleSplits},
+		{1, 512, "r4 SPLITS=32", decision.RuleLanded},            // tie, d2/32's median lower
+		{1, 2048, "d2 NR=4 SPLITS=32", decision.RuleSignificant}, // 15 vs 18 µs
+		{1, 16384, "d2 NR=4 SPLITS=64", decision.RuleNeighbours}, // tie; 8192 and 32768 are d2/64's
+		{16, 1024, "d2 NR=4 SPLITS=32", decision.RuleSplits},     // tie, no decided neighbour
+		{16, 8192, "d2 NR=4 SPLITS=32", decision.RuleSplits},
 	}
 	for _, c := range cases {
 		r, p := findPick(t, tab, c.batch, c.nkv)
@@ -126,13 +128,13 @@ func TestTieKeepsLanded(t *testing.T) {
 	if !(fm.Summary.Median < lm.Summary.Median) {
 		t.Fatalf("fixture: the challenger's median %v is not below the landed %v", fm.Summary.Median, lm.Summary.Median)
 	}
-	c := compare(&candidate{m: fm}, &candidate{m: lm}, DefaultAlpha)
-	if significant(c) {
+	c := stats.Compare(fm.SamplesNS, lm.SamplesNS, decision.Alpha)
+	if c.Significant {
 		t.Fatalf("fixture: the difference at nkv 512 is significant (%v); it should be a tie", c)
 	}
 
 	r, p := findPick(t, buildFixture(t, Options{}), 1, 512)
-	if !(r.Variant == "r4") || p.Rule != RuleLanded {
+	if !(r.Variant == "r4") || p.Rule != decision.RuleLanded {
 		t.Errorf("nkv 512: got %s by %s, want the landed r4", configLabel(r), p.Rule)
 	}
 	if !strings.HasPrefix(p.Margin, "~ d2 NR=4 SPLITS=32 (") {

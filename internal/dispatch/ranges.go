@@ -3,26 +3,27 @@ package dispatch
 import (
 	"math"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
 )
 
 // mergeRanges turns the decisions of one shape (ascending nkv) into
 // contiguous ranges covering 1 … ∞.
-func mergeRanges(decs []*decision) []Range {
+func mergeRanges(decs []*decision.Decision) []Range {
 	var out []Range
 	for i, d := range decs {
-		if i == 0 || d.winner.id != decs[i-1].winner.id {
+		if i == 0 || d.Winner.ID != decs[i-1].Winner.ID {
 			lo := 1
 			if i > 0 {
-				lo = boundary(decs[i-1].nkv, d.nkv)
+				lo = boundary(decs[i-1].NKV, d.NKV)
 				out[len(out)-1].MaxNKV = lo
 			}
 			out = append(out, Range{MinNKV: lo})
 		}
 		r := &out[len(out)-1]
-		r.Picks = append(r.Picks, Pick{NKV: d.nkv, MedianNS: d.winner.median, Rule: d.rule, Margin: d.margin})
+		r.Picks = append(r.Picks, Pick{NKV: d.NKV, MedianNS: d.Winner.Median, Rule: d.Rule, Margin: d.Margin})
 		// Fields from the largest measured nkv: each pick overwrites.
-		fill(r, d.winner.rec, d.winner.median, d.margin)
+		fill(r, d.Winner.Rec, d.Winner.Median, d.Margin)
 	}
 	return out
 }

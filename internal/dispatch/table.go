@@ -1,17 +1,16 @@
 package dispatch
 
-import "github.com/ktune/ktune/internal/results"
-
-// DefaultAlpha is the significance level below which a faster median
-// counts as a real difference.
-const DefaultAlpha = 0.05
+import (
+	"github.com/ktune/ktune/internal/decision"
+	"github.com/ktune/ktune/internal/results"
+)
 
 // Options control how a table is built.
 type Options struct {
 	// Probe is the measurement compared: results.ProbeCold (the default)
 	// or results.ProbeGraph.
 	Probe results.Probe
-	// Alpha is the Mann-Whitney significance level; 0 means DefaultAlpha.
+	// Alpha is the Mann-Whitney significance level; 0 means decision.Alpha.
 	Alpha float64
 	// Spec, when set, keeps only the records of the spec of that name: a
 	// sweep directory may hold the results of more than one spec.
@@ -69,26 +68,13 @@ type Range struct {
 // A Pick is the decision at one measured nkv.
 type Pick struct {
 	NKV      int
-	MedianNS float64 // the winner's median of the probe
-	Rule     Rule    // why it won
+	MedianNS float64       // the winner's median of the probe
+	Rule     decision.Rule // why it won
 	// Margin says by how much, against whom and with which p-value, e.g.
 	// "-25.0% vs r4 SPLITS=32 (p=0.000 n=15)" or
 	// "~ d2 NR=4 SPLITS=32 (p=0.967 n=15); landed".
 	Margin string
 }
-
-// Rule is the reason a configuration won at one nkv.
-type Rule string
-
-const (
-	RuleOnly        Rule = "only"        // the only candidate that passed its gates
-	RuleSignificant Rule = "significant" // faster than the runner-up beyond noise
-	RuleLanded      Rule = "landed"      // tied within noise; the landed configuration
-	RuleNeighbours  Rule = "neighbours"  // tied; wins at more neighbouring nkv
-	RuleSplits      Rule = "splits"      // tied; smaller SPLITS
-	RuleMedian      Rule = "median"      // tied; lower median
-	RuleName        Rule = "name"        // tied in every respect; first by name
-)
 
 // key is the table's key: its shape and page size.
 func (st ShapeTable) key() tableKey { return tableKey{st.Shape, st.PageSize} }

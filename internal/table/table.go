@@ -63,3 +63,20 @@ func (t *Table) Render(w io.Writer, markdown bool) error {
 	}
 	return nil
 }
+
+// US renders a duration in ns as µs with three significant figures or
+// more: kernel times span 5 µs to 2 ms and a fixed number of decimals
+// would either hide differences or print noise.
+func US(ns float64) string {
+	us := ns / 1000
+	// The bounds sit half a unit of the next format's last digit below
+	// 100 and 10, so that 9.9999 prints as 10.00, not 10.000.
+	switch {
+	case us >= 99.95:
+		return fmt.Sprintf("%.1f", us)
+	case us >= 9.995:
+		return fmt.Sprintf("%.2f", us)
+	default:
+		return fmt.Sprintf("%.3f", us)
+	}
+}
