@@ -12,6 +12,7 @@ import (
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/expr"
+	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/kernels"
@@ -377,7 +378,11 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		pt.Launches[i].Cluster = clusters[i]
 	}
 	for _, name := range b.s.Probes {
-		pt.Probes = append(pt.Probes, results.Probe(name))
+		p, err := measure.ParseProbe(name)
+		if err != nil {
+			return nil, fmt.Errorf("probes: %w", err)
+		}
+		pt.Probes = append(pt.Probes, p)
 	}
 	if v.BitwiseWith != "" {
 		tv, tdefs := b.twinDefines(v, sh, defs)

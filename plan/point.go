@@ -117,9 +117,9 @@ type Point struct {
 	// gate and the graph probe are then skipped, and a grid that reads nkv
 	// is allowed.
 	NeverCaptured bool `json:",omitempty"`
-	// Budget is the variant's resource limits (spec.Budget): a point
-	// whose compiled kernels break it is recorded over_budget, not run.
-	Budget  spec.Budget `json:",omitzero"`
+	// Budget is the variant's resource limits: a point whose compiled
+	// kernels break it is recorded over_budget, not run.
+	Budget  Budget `json:",omitzero"`
 	Seed    uint64
 	Tol     Tolerance
 	Twin    *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
@@ -185,3 +185,7 @@ type Backend interface {
 	Run(ctx context.Context, p *Point) (results.Record, error)
 	Close() error
 }
+
+// A Budget is a variant's resource limits, as the spec declares them
+// (spec.Budget): what the probe checks the compiled kernels against.
+type Budget = spec.Budget

@@ -43,6 +43,13 @@ type Launch struct {
 	SharedSymbol string `json:",omitempty"`
 }
 
+// NonPortableCluster reports whether the launch's cluster holds more
+// blocks than the portable size (spec.MaxClusterPortable), which the
+// function must be allowed first.
+func (l Launch) NonPortableCluster() bool {
+	return l.Cluster[0]*l.Cluster[1]*l.Cluster[2] > spec.MaxClusterPortable
+}
+
 // DefinePDL is the define a pdl: true variant's kernels are built with,
 // so that they call griddepcontrol.
 const DefinePDL = "PDL"

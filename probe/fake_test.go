@@ -561,7 +561,7 @@ func (f *fakeDevice) run(l fakeLaunch) error {
 		if grid[0]%c[0] != 0 || grid[1]%c[1] != 0 || grid[2]%c[2] != 0 {
 			return fmt.Errorf("fake launch of grid %v in clusters of %v: %w", grid, c, errInvalid)
 		}
-		if nonPortableCluster(s) && !fk.prepared {
+		if s.NonPortableCluster() && !fk.prepared {
 			return fmt.Errorf("fake launch in clusters of %v before the non-portable opt-in: %w", c, errInvalid)
 		}
 	}

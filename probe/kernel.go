@@ -10,7 +10,6 @@ import (
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -210,7 +209,7 @@ func (b *Backend) resources(k *kernelPair, g geometry) ([]results.Resource, erro
 				return nil, fmt.Errorf("allowing %d bytes of dynamic shared memory for %s: %w", l.Shared, name, err)
 			}
 		}
-		if nonPortableCluster(l) {
+		if l.NonPortableCluster() {
 			if err := f.AllowNonPortableClusterSize(); err != nil {
 				return nil, fmt.Errorf("allowing the %v cluster of %s: %w", l.Cluster, name, err)
 			}
@@ -280,12 +279,6 @@ func launches(k *kernelPair, c *results.Config, g geometry, w *workspace, enc te
 // programmatic serialization (pdl) and the thread-block cluster.
 func launchAttrs(l plan.Launch) cuda.LaunchAttrs {
 	return cuda.LaunchAttrs{Programmatic: l.Programmatic, Cluster: l.Cluster}
-}
-
-// nonPortableCluster reports whether a launch's cluster holds more blocks
-// than the portable size, which the function must be allowed first.
-func nonPortableCluster(l plan.Launch) bool {
-	return l.Cluster[0]*l.Cluster[1]*l.Cluster[2] > spec.MaxClusterPortable
 }
 
 // launchPair enqueues one step (launches) on the backend's stream.

@@ -11,7 +11,6 @@ import (
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/sass"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -81,7 +80,7 @@ type KernelCheck struct {
 // A variantBudget is the budget of one variant that runs a kernel.
 type variantBudget struct {
 	variant string
-	budget  spec.Budget
+	budget  plan.Budget
 }
 
 // An EntryCheck is one entry point of a kernel, as its image and its
@@ -253,7 +252,7 @@ func (k *KernelCheck) readSASS(image []byte, env checkEnv) {
 // overBudget says what of a variant's budget the resources of a point's
 // launches break, entry by entry; "" when none. The sweep and ktune check
 // both judge by it, so the two agree on what a budget means.
-func overBudget(b spec.Budget, res []results.Resource) string {
+func overBudget(b plan.Budget, res []results.Resource) string {
 	if b.IsZero() {
 		return ""
 	}

@@ -2,13 +2,13 @@ package report
 
 import (
 	"github.com/ktune/ktune/internal/decision"
+	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
 )
 
-// probeOrder is the order in which probes appear in every table and plot:
-// cold first because it is what a decode step sees after the rest of the
-// layer has evicted K/V from L2.
-var probeOrder = [...]results.Probe{results.ProbeCold, results.ProbeHot, results.ProbeGraph}
+// probeOrder is the order in which probes appear in every table and plot
+// (measure.Probes).
+var probeOrder = measure.Probes
 
 // The row identity and the configurations' names are package decision's,
 // which the landing gate shares: a verdict and a report match records

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/golden"
+	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/replay"
@@ -448,11 +449,11 @@ func TestFilterParseAndCheck(t *testing.T) {
 }
 
 func TestParseProbes(t *testing.T) {
-	got, err := results.ParseProbes("hot, cold,hot")
+	got, err := measure.ParseProbes("hot, cold,hot")
 	if err != nil || !reflect.DeepEqual(got, []results.Probe{results.ProbeHot, results.ProbeCold}) {
 		t.Errorf("got %v, %v", got, err)
 	}
-	if _, err := results.ParseProbes("cold,warm"); err == nil || !strings.Contains(err.Error(), `"warm"`) {
+	if _, err := measure.ParseProbes("cold,warm"); err == nil || !strings.Contains(err.Error(), `"warm"`) {
 		t.Errorf("unknown probe: %v", err)
 	}
 }

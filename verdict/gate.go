@@ -13,6 +13,7 @@ import (
 
 	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/evidence"
+	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/stats"
 )
@@ -364,7 +365,7 @@ type gatePointKey struct {
 func (res *GateResult) checkPerformance(cand, base []row, passed map[decision.ConfigKey]bool, opts GateOptions) {
 	probes := opts.Probes
 	if len(probes) == 0 {
-		probes = results.Probes
+		probes = measure.Probes
 	}
 	// Each side's fastest at a point (decision.Fastest), by the first
 	// probe it measured of those gated.

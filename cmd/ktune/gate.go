@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 
 	"github.com/ktune/ktune/internal/evidence"
+	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/verdict"
@@ -152,13 +152,9 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 		return usageErrorf("--threshold %g: want a fraction in [0, 1), e.g. 0.02", opts.Threshold)
 	}
 	if *probes != "" {
-		for _, p := range strings.Split(*probes, ",") {
-			switch pr := results.Probe(strings.TrimSpace(p)); pr {
-			case results.ProbeCold, results.ProbeHot, results.ProbeGraph:
-				opts.Probes = append(opts.Probes, pr)
-			default:
-				return usageErrorf("--probes: unknown probe %q (cold, hot, graph)", p)
-			}
+		var err error
+		if opts.Probes, err = measure.ParseProbes(*probes); err != nil {
+			return usageErrorf("--probes: %v", err)
 		}
 	}
 	files := pos

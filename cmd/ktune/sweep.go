@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/replay"
@@ -220,7 +221,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	over := plan.Override{BlocksPerSM: devOver.BlocksPerSM} // sms: the device's (openBench)
 	over.NoGates = f.noGates
 	if f.probes != "" {
-		if over.Probes, err = results.ParseProbes(f.probes); err != nil {
+		if over.Probes, err = measure.ParseProbes(f.probes); err != nil {
 			return usageErrorf("--probes: %v", err)
 		}
 	}

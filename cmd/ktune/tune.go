@@ -12,6 +12,7 @@ import (
 
 	"github.com/ktune/ktune/internal/dispatch"
 	"github.com/ktune/ktune/internal/evidence"
+	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/search"
@@ -165,10 +166,10 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	}
 	f.from.paths = append(f.from.paths, paths...)
 
-	p := results.Probe(f.probe)
+	p, err := measure.ParseProbe(f.probe)
 	// hot is not offered: back-to-back launches over warm caches are not
 	// what a decode step sees, so they must not pick the engine's kernel.
-	if p != results.ProbeCold && p != results.ProbeGraph {
+	if err != nil || p != results.ProbeCold && p != results.ProbeGraph {
 		return usageErrorf("tune: --probe %q: want cold or graph", f.probe)
 	}
 	if f.out == "" {

@@ -38,6 +38,8 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/measure"
+	"github.com/ktune/ktune/internal/stats"
 )
 
 // SchemaVersion is the version of the record layout written by this build.
@@ -61,18 +63,14 @@ const (
 	StatusOverBudget Status = "over_budget"
 )
 
-// Probe names a measurement method.
-type Probe string
+// Probe names a measurement method (measure.Probe).
+type Probe = measure.Probe
 
+// The probes, as the results format records them (measure's).
 const (
-	// ProbeCold flushes L2 before every sample: what a decode step sees when
-	// the rest of the layer has evicted K/V from the cache.
-	ProbeCold Probe = "cold"
-	// ProbeHot times a back-to-back batch of launches over warm caches.
-	ProbeHot Probe = "hot"
-	// ProbeGraph replays partial+combine captured in one CUDA graph: what an
-	// engine that replays its decode graph sees.
-	ProbeGraph Probe = "graph"
+	ProbeCold  = measure.Cold
+	ProbeHot   = measure.Hot
+	ProbeGraph = measure.Graph
 )
 
 // A Define is one compile-time -D definition, as the ABI names it
@@ -232,16 +230,9 @@ type Gate struct {
 	Inputs string `json:"inputs,omitempty"`
 }
 
-// Summary holds order statistics of a sample set (all in ns).
-type Summary struct {
-	N        int     `json:"n"`
-	Median   float64 `json:"median"`
-	Min      float64 `json:"min"`
-	Max      float64 `json:"max"`
-	Q1       float64 `json:"q1"`
-	Q3       float64 `json:"q3"`
-	RelNoise float64 `json:"rel_noise"` // (Q3-Q1)/Median
-}
+// A Summary is a probe's order statistics (stats.Summary), recorded
+// beside the samples.
+type Summary = stats.Summary
 
 // A Measurement is one probe's samples at one point.
 type Measurement struct {

@@ -1,7 +1,5 @@
 package spec
 
-import "github.com/ktune/ktune/internal/results"
-
 // SpecVersion is the version of the spec format this build reads. A spec
 // may say `version: 1`; a larger version is refused by name rather than
 // half-understood.
@@ -28,9 +26,6 @@ const (
 	SymSMs         = "sms"
 	SymBlocksPerSM = "blocks_per_sm"
 )
-
-// ProbeNames are the measurement methods a spec may name.
-var ProbeNames = []string{string(results.ProbeCold), string(results.ProbeHot), string(results.ProbeGraph)}
 
 // defaultGates are the gate settings of a spec without a gates section.
 // The context lengths cover a single row (1), lengths that are not a

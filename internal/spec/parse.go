@@ -17,7 +17,7 @@ import (
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/catalog"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/measure"
 )
 
 // Load reads and parses the spec file at path against a kernel set (the
@@ -134,7 +134,7 @@ func (d *decoder) decode(root *yaml.Node, s *Spec) *where {
 	var newer *Error
 	s.Gates = defaultGates()
 	s.Measure = defaultMeasure()
-	s.Probes = []string{string(results.ProbeCold), string(results.ProbeHot)}
+	s.Probes = []string{string(measure.Cold), string(measure.Hot)}
 	w.seen = d.fields(root, "spec", topKeys, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "version":

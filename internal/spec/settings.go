@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/ktune/ktune/internal/kvtype"
+	"github.com/ktune/ktune/internal/measure"
 	"gopkg.in/yaml.v3"
 )
 
@@ -25,9 +26,10 @@ func (d *decoder) probes(n *yaml.Node, s *Spec) {
 		if !ok {
 			continue
 		}
+		_, err := measure.ParseProbe(p)
 		switch {
-		case !contains(ProbeNames, p):
-			d.errorf(e, "probes: unknown probe %q (known: %s)", p, strings.Join(ProbeNames, ", "))
+		case err != nil:
+			d.errorf(e, "probes: unknown probe %q (known: %s)", p, strings.Join(measure.ProbeNames(), ", "))
 		case contains(s.Probes, p):
 			d.errorf(e, "probes: %s repeated", p)
 		default:

@@ -1,10 +1,11 @@
 package stats
 
 import (
+	"encoding/json"
 	"math"
+	"os"
+	"strings"
 	"testing"
-
-	"github.com/ktune/ktune/internal/results"
 )
 
 func TestMinP(t *testing.T) {
@@ -107,16 +108,12 @@ func TestUCritical(t *testing.T) {
 // of slice.jsonl against themselves ×2 (every pairwise ratio then
 // brackets 2), and against themselves (it brackets 1).
 func TestRatioCI(t *testing.T) {
-	recs, _, err := results.ReadFile("../../experiments/results/h200/slice.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
+	for _, r := range sliceCold(t) {
 		if !r.Landed {
 			continue
 		}
-		m := r.Probe(results.ProbeCold)
-		if m == nil || len(m.SamplesNS) < 10 {
+		m := r
+		if len(m.SamplesNS) < 10 {
 			continue
 		}
 		twice := make([]float64, len(m.SamplesNS))
@@ -142,13 +139,9 @@ func TestRatioCI(t *testing.T) {
 // log-ratios whose order statistics bound it, where the ratio of medians
 // can fall outside (the shapes of the two distributions differ).
 func TestChangeInsideInterval(t *testing.T) {
-	recs, _, err := results.ReadFile("../../experiments/results/h200/slice.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var sets [][]float64
-	for _, r := range recs {
-		if m := r.Probe(results.ProbeCold); m != nil && len(m.SamplesNS) >= 10 {
+	for _, m := range sliceCold(t) {
+		if len(m.SamplesNS) >= 10 {
 			sets = append(sets, m.SamplesNS)
 		}
 	}
@@ -161,4 +154,50 @@ func TestChangeInsideInterval(t *testing.T) {
 			t.Errorf("pair %d: change %+.4f outside [%+.4f, %+.4f]", i, c.Change, c.ChangeLo, c.ChangeHi)
 		}
 	}
+}
+
+// A coldSet is one record's cold samples in the committed slice.jsonl,
+// read here rather than through package results, which records Summary
+// and so sits above stats.
+type coldSet struct {
+	Landed    bool
+	SamplesNS []float64
+	Config    struct{ NKV int }
+}
+
+// sliceCold returns the cold sample sets of the committed slice.jsonl,
+// in file order.
+func sliceCold(t *testing.T) []coldSet {
+	t.Helper()
+	data, err := os.ReadFile("../../experiments/results/h200/slice.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []coldSet
+	for line := range strings.Lines(string(data)) {
+		var r struct {
+			Landed bool `json:"landed"`
+			Config struct {
+				NKV int `json:"nkv"`
+			} `json:"config"`
+			Probes []struct {
+				Probe     string    `json:"probe"`
+				SamplesNS []float64 `json:"samples_ns"`
+			} `json:"probes"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range r.Probes {
+			if p.Probe == "cold" {
+				c := coldSet{Landed: r.Landed, SamplesNS: p.SamplesNS}
+				c.Config.NKV = r.Config.NKV
+				out = append(out, c)
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("slice.jsonl holds no cold samples")
+	}
+	return out
 }

@@ -10,8 +10,6 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	"github.com/ktune/ktune/internal/results"
 )
 
 // Quantile returns the p-quantile (0 ≤ p ≤ 1) of sorted by linear
@@ -29,17 +27,28 @@ func Quantile(sorted []float64, p float64) float64 {
 	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
 }
 
+// Summary holds order statistics of a sample set (all in ns).
+type Summary struct {
+	N        int     `json:"n"`
+	Median   float64 `json:"median"`
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+	Q1       float64 `json:"q1"`
+	Q3       float64 `json:"q3"`
+	RelNoise float64 `json:"rel_noise"` // (Q3-Q1)/Median
+}
+
 // Summarize returns the order statistics of ns (any order; ns is not
 // modified). RelNoise = (Q3 − Q1)/median is 0 when the median is not
 // positive (an empty set, or timings that cannot be real), so that the
 // record stays valid JSON; Rule never treats such a set as converged.
-func Summarize(ns []float64) results.Summary {
+func Summarize(ns []float64) Summary {
 	if len(ns) == 0 {
-		return results.Summary{}
+		return Summary{}
 	}
 	x := slices.Clone(ns)
 	slices.Sort(x)
-	s := results.Summary{
+	s := Summary{
 		N:      len(x),
 		Min:    x[0],
 		Max:    x[len(x)-1],

@@ -5,25 +5,23 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ktune/ktune/internal/results"
 )
 
 func TestSummarize(t *testing.T) {
 	cases := []struct {
 		name string
 		in   []float64
-		want results.Summary
+		want Summary
 	}{
 		// 1..5: h = 4p → Q1 = x[1] = 2, median = x[2] = 3, Q3 = x[3] = 4.
-		{"odd", []float64{5, 1, 4, 2, 3}, results.Summary{N: 5, Median: 3, Min: 1, Max: 5, Q1: 2, Q3: 4, RelNoise: 2.0 / 3}},
+		{"odd", []float64{5, 1, 4, 2, 3}, Summary{N: 5, Median: 3, Min: 1, Max: 5, Q1: 2, Q3: 4, RelNoise: 2.0 / 3}},
 		// 10,20,30,40: h = 3p → Q1 at 0.75: 10+0.75·10 = 17.5; median at
 		// 1.5: 25; Q3 at 2.25: 30+0.25·10 = 32.5; noise 15/25.
-		{"even", []float64{40, 10, 30, 20}, results.Summary{N: 4, Median: 25, Min: 10, Max: 40, Q1: 17.5, Q3: 32.5, RelNoise: 0.6}},
-		{"one", []float64{7}, results.Summary{N: 1, Median: 7, Min: 7, Max: 7, Q1: 7, Q3: 7}},
-		{"outlier barely moves quartiles", []float64{100, 100, 100, 100, 1e6}, results.Summary{N: 5, Median: 100, Min: 100, Max: 1e6, Q1: 100, Q3: 100}},
-		{"empty", nil, results.Summary{}},
-		{"zeros", []float64{0, 0}, results.Summary{N: 2}},
+		{"even", []float64{40, 10, 30, 20}, Summary{N: 4, Median: 25, Min: 10, Max: 40, Q1: 17.5, Q3: 32.5, RelNoise: 0.6}},
+		{"one", []float64{7}, Summary{N: 1, Median: 7, Min: 7, Max: 7, Q1: 7, Q3: 7}},
+		{"outlier barely moves quartiles", []float64{100, 100, 100, 100, 1e6}, Summary{N: 5, Median: 100, Min: 100, Max: 1e6, Q1: 100, Q3: 100}},
+		{"empty", nil, Summary{}},
+		{"zeros", []float64{0, 0}, Summary{N: 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
