@@ -15,7 +15,7 @@ func (b *builder) planned(v *spec.Variant, pt *Point) error {
 		return nil
 	}
 	c := &pt.Config
-	d := abi.Dims{Shape: c.Shape, Splits: c.Splits, IO: pt.IO.OrABI(), WorkspaceBytes: pt.WorkspaceBytes, Scratch: pt.Scratch, PageSize: pt.PageSize}
+	d := pt.Dims()
 	env := d.Env(c.Defines)
 	full := make([]int, c.Shape.Batch)
 	for i := range full {

@@ -16,7 +16,7 @@ import (
 // text).
 func (b *builder) tensorMaps(pt *Point) error {
 	c := &pt.Config
-	d := abi.Dims{Shape: c.Shape, Splits: c.Splits, IO: pt.IO.OrABI(), WorkspaceBytes: pt.WorkspaceBytes, Scratch: pt.Scratch, PageSize: pt.PageSize}
+	d := pt.Dims()
 	env := d.Env(c.Defines)
 	var walk func(a abi.Arg) error
 	walk = func(a abi.Arg) error {

@@ -166,8 +166,7 @@ func pointLayout(p *plan.Point) (layout, error) {
 		}
 		return false
 	}
-	return sized(abi.Dims{Shape: p.Config.Shape, Splits: p.Config.Splits, IO: p.IO.OrABI(), WorkspaceBytes: p.WorkspaceBytes,
-		Scratch: p.Scratch, PageSize: p.PageSize, Planned: p.PlannedBufs}, uses)
+	return sized(p.Dims(), uses)
 }
 
 // gatedSlots is the number of partial slots the gates read: every slot

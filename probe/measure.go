@@ -44,12 +44,7 @@ func (r *pointRun) measure(ctx context.Context) error {
 		m, err := r.probe(ctx, probe)
 		if m != nil {
 			m.Bytes = bytes
-			if med := m.Summary.Median; med > 0 {
-				m.GBps = float64(bytes) / med // bytes per ns = GB/s
-				if bw := r.rec.Env.ReadBWGBps; bw > 0 {
-					m.PctBW = 100 * m.GBps / bw
-				}
-			}
+			m.GBps, m.PctBW = m.Bandwidth(r.rec.Env.ReadBWGBps)
 			r.rec.Probes = append(r.rec.Probes, *m)
 		}
 		if err != nil {

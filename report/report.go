@@ -237,14 +237,9 @@ func newRow(r *results.Record) Row {
 			Bytes: m.Bytes, Throttled: m.Throttled, Converged: m.Converged,
 			Samples: m.SamplesNS,
 		}
-		// Recompute bandwidth from bytes and median rather than trusting the
-		// stored figures, so that every row uses one definition (1 GB = 1e9 B).
-		if st.MedianNS > 0 && st.Bytes > 0 {
-			st.GBps = float64(st.Bytes) / st.MedianNS
-			if r.Env.ReadBWGBps > 0 {
-				st.PctBW = st.GBps / r.Env.ReadBWGBps * 100
-			}
-		}
+		// Derived from bytes and median rather than read, so that every
+		// row uses one definition (results.Measurement.Bandwidth).
+		st.GBps, st.PctBW = m.Bandwidth(r.Env.ReadBWGBps)
 		if st.Throttled > 0 {
 			row.Flags = append(row.Flags, "throttled:"+string(p))
 		}

@@ -206,13 +206,7 @@ func problem(r *results.Record, opt Options) (Problem, string) {
 		// Derived figures are derived here, never read: a summary is
 		// one edit away from any value.
 		m.Summary = stats.Summarize(m.SamplesNS)
-		m.GBps, m.PctBW = 0, 0
-		if m.Bytes > 0 {
-			m.GBps = float64(m.Bytes) / m.Summary.Median
-			if r.Env.ReadBWGBps > 0 {
-				m.PctBW = m.GBps / r.Env.ReadBWGBps * 100
-			}
-		}
+		m.GBps, m.PctBW = m.Bandwidth(r.Env.ReadBWGBps)
 	}
 	return "", ""
 }
