@@ -13,17 +13,9 @@ import (
 // it with such a change, so that resumed sweeps gate again.
 const gateSuiteRevision = 1
 
-// gateKinds are the gates a sweep may run (results.Gate.Kind). A test
-// reads every Gate constant of the results format and fails when one is
-// missing here.
-var gateKinds = []string{
-	results.GateWritten, results.GateTolerance, results.GateBitwise, results.GateReplay,
-	results.GateDeterminism, results.GateFresh, results.GateReadOnly, results.GateGuard,
-	results.GateBounds, results.GateStale, results.GateTimed, results.GateSanitizer,
-}
-
 // GateSuite names the gate suite a record's gates ran under: the revision,
-// the gates and the oracle's input sets. A sweep writes it into every
+// the gates (results.GateKinds, the one registry of them, in order) and
+// the oracle's input sets. A sweep writes it into every
 // record (results.Record.GateSuite) and, resuming, runs again every point
 // recorded under another suite, since a record from an older suite was
 // never checked by the gates added since. It is a record field rather
@@ -36,5 +28,9 @@ func gateSuite() string {
 	for i, s := range oracle.Sets {
 		sets[i] = string(s)
 	}
-	return "r" + strconv.Itoa(gateSuiteRevision) + ": " + strings.Join(gateKinds, " ") + "; inputs " + strings.Join(sets, " ")
+	kinds := make([]string, len(results.GateKinds))
+	for i, k := range results.GateKinds {
+		kinds[i] = string(k)
+	}
+	return "r" + strconv.Itoa(gateSuiteRevision) + ": " + strings.Join(kinds, " ") + "; inputs " + strings.Join(sets, " ")
 }

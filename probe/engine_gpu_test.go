@@ -53,7 +53,7 @@ func TestGPUEngineSteps(t *testing.T) {
 	b := gpuBackend(t)
 	p := loadPlan(t, b, "testdata/engine/steps.yaml").Points[0]
 	rec := runOK(t, b, p)
-	kinds := map[string]int{}
+	kinds := map[results.GateKind]int{}
 	for _, g := range rec.Gates {
 		kinds[g.Kind]++
 	}

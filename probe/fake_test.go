@@ -674,7 +674,7 @@ func failedKinds(gs []results.Gate) []string {
 	set := map[string]bool{}
 	for _, g := range gs {
 		if !g.Pass {
-			set[g.Kind+"/"+g.Inputs] = true
+			set[string(g.Kind)+"/"+g.Inputs] = true
 		}
 	}
 	out := make([]string, 0, len(set))

@@ -133,7 +133,7 @@ func (l *gateLog) add(g results.Gate) {
 		l.gates = append(l.gates, g)
 		return
 	}
-	key := g.Kind + "/" + g.Inputs + "/" + g.Buffer
+	key := string(g.Kind) + "/" + g.Inputs + "/" + g.Buffer
 	if l.kept == nil {
 		l.kept = map[string]int{}
 	}
@@ -309,7 +309,7 @@ func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
 // in the order of named, and reports the first that differs; why prefixes
 // the detail of a difference. A pass is recorded as out's, as it was
 // before lse was compared.
-func outputsGate(kind string, nkv int, seed uint64, a, b outputs, why string) results.Gate {
+func outputsGate(kind results.GateKind, nkv int, seed uint64, a, b outputs, why string) results.Gate {
 	var pass results.Gate
 	for _, x := range a.named(b) {
 		g := diffGate(kind, nkv, seed, x.name, x.a, x.b)

@@ -29,7 +29,7 @@ func TestFakeRunGood(t *testing.T) {
 	if rec.Status != results.StatusOK || rec.Error != "" {
 		t.Fatalf("status %s: %s", rec.Status, rec.Error)
 	}
-	kinds := map[string]bool{}
+	kinds := map[results.GateKind]bool{}
 	inputs := map[string]bool{}
 	for _, g := range rec.Gates {
 		if !g.Pass {
@@ -38,7 +38,7 @@ func TestFakeRunGood(t *testing.T) {
 		kinds[g.Kind] = true
 		inputs[g.Inputs] = true
 	}
-	for _, k := range []string{results.GateWritten, results.GateTolerance, results.GateDeterminism, results.GateFresh, results.GateReplay,
+	for _, k := range []results.GateKind{results.GateWritten, results.GateTolerance, results.GateDeterminism, results.GateFresh, results.GateReplay,
 		results.GateReadOnly, results.GateGuard, results.GateStale, results.GateTimed, results.GateBounds} {
 		if !kinds[k] {
 			t.Errorf("no %s gate recorded", k)
@@ -298,7 +298,7 @@ func TestFakeMemoryDefectsCaught(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		m      fakeModel
-		kind   string
+		kind   results.GateKind
 		buffer string
 		first  int
 		detail string
@@ -359,7 +359,7 @@ func TestFakeTimedDefectsCaught(t *testing.T) {
 				t.Fatalf("status %s with %d probes, failed %v", rec.Status, len(rec.Probes), got)
 			}
 			for _, k := range got {
-				if !strings.HasPrefix(k, results.GateTimed+"/") {
+				if !strings.HasPrefix(k, string(results.GateTimed)+"/") {
 					t.Errorf("failed %v: the gates before the probes should not see it", got)
 				}
 			}

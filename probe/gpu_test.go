@@ -118,7 +118,7 @@ func TestGPURunGood(t *testing.T) {
 	if rec.Status != results.StatusOK {
 		t.Fatalf("status %s: %s\ngates: %+v\ncompile log: %s", rec.Status, rec.Error, rec.Gates, rec.Compile.Log)
 	}
-	kinds := map[string]int{}
+	kinds := map[results.GateKind]int{}
 	for _, g := range rec.Gates {
 		kinds[g.Kind]++
 		if g.NKV > 1024 {
@@ -128,7 +128,7 @@ func TestGPURunGood(t *testing.T) {
 	// Which gates run is decided above the device and tested on the fake
 	// (gates_test.go); here every kind must have run through the driver:
 	// memsets, copies, a fresh module, a captured graph.
-	for _, k := range []string{results.GateWritten, results.GateTolerance, results.GateBitwise,
+	for _, k := range []results.GateKind{results.GateWritten, results.GateTolerance, results.GateBitwise,
 		results.GateDeterminism, results.GateFresh, results.GateReplay} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s gate: %v", k, kinds)

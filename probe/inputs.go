@@ -333,7 +333,7 @@ func (r *pointRun) elementName(buf string, e int64) string {
 // the first per kind and buffer, which is the evidence; later ones repeat
 // it.
 func (r *pointRun) flag(g results.Gate) {
-	key := g.Kind + "/" + g.Buffer
+	key := string(g.Kind) + "/" + g.Buffer
 	if r.flagged == nil {
 		r.flagged = map[string]bool{}
 	}
@@ -364,14 +364,14 @@ func (r *pointRun) memoryGates(nkv int) []results.Gate {
 		if e.n == 0 {
 			continue
 		}
-		if e.role == abi.RoleInput && !r.flagged[results.GateReadOnly+"/"+e.name] {
+		if e.role == abi.RoleInput && !r.flagged[string(results.GateReadOnly)+"/"+e.name] {
 			inputs = append(inputs, e.name)
 		}
-		if !r.flagged[results.GateGuard+"/"+e.name] {
+		if !r.flagged[string(results.GateGuard)+"/"+e.name] {
 			guarded = append(guarded, e.name)
 		}
 	}
-	pass := func(kind string, bufs []string, what string) {
+	pass := func(kind results.GateKind, bufs []string, what string) {
 		if len(bufs) > 0 && r.checks > 0 {
 			out = append(out, results.Gate{Kind: kind, NKV: nkv, Pass: true, Seed: r.p.Seed, Buffer: strings.Join(bufs, ","), FirstDiff: -1,
 				Detail: fmt.Sprintf("%s after each of %d launches", what, r.checks)})

@@ -39,7 +39,7 @@ func TestFakeMLA(t *testing.T) {
 			}
 			kinds := map[string]bool{}
 			for _, g := range rec.Gates {
-				kinds[g.Kind] = true
+				kinds[string(g.Kind)] = true
 			}
 			for _, k := range []string{"tolerance", "stale", "readonly"} {
 				if !kinds[k] {

@@ -68,11 +68,11 @@ func TestPagedGates(t *testing.T) {
 				t.Fatalf("status %s, failed gates %v: want the tolerance gate to fail", rec.Status, failed)
 			}
 			if c.ok && c.order == abi.PageNHD {
-				kinds := map[string]bool{}
+				kinds := map[results.GateKind]bool{}
 				for _, g := range rec.Gates {
 					kinds[g.Kind] = true
 				}
-				for _, k := range []string{results.GateTolerance, results.GateReplay, results.GateStale, results.GateReadOnly, results.GateBounds} {
+				for _, k := range []results.GateKind{results.GateTolerance, results.GateReplay, results.GateStale, results.GateReadOnly, results.GateBounds} {
 					if !kinds[k] {
 						t.Errorf("no %s gate ran on the paged point (gates %v)", k, kinds)
 					}
@@ -346,7 +346,7 @@ func TestPagedStaleOnDevice(t *testing.T) {
 				t.Errorf("%s, scratch out of memory %v: status %s (%s), failed %v", c.name, oom, rec.Status, rec.Error, failed)
 			}
 			for _, g := range rec.Gates {
-				verdicts[i] = append(verdicts[i], gate{g.Kind, g.Inputs, g.NKV, g.Pass, g.FirstDiff})
+				verdicts[i] = append(verdicts[i], gate{string(g.Kind), g.Inputs, g.NKV, g.Pass, g.FirstDiff})
 			}
 			buffers[i], writes[i] = f.buffers, len(f.written)
 			if oom == (f.allocOOMs == 0) {

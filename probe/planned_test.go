@@ -60,7 +60,7 @@ func TestPlannedArrays(t *testing.T) {
 			}
 			failed := failedKinds(rec.Gates)
 			if c.ok {
-				kinds := map[string]bool{}
+				kinds := map[results.GateKind]bool{}
 				for _, g := range rec.Gates {
 					kinds[g.Kind] = true
 				}

@@ -68,7 +68,7 @@ func toleranceGate(nkv int, seed uint64, m oracle.Metrics, b oracle.Bounds) resu
 }
 
 // diffGate compares two buffers byte for byte.
-func diffGate(kind string, nkv int, seed uint64, buffer string, a, b []byte) results.Gate {
+func diffGate(kind results.GateKind, nkv int, seed uint64, buffer string, a, b []byte) results.Gate {
 	n, first := diffBytes(a, b)
 	g := results.Gate{Kind: kind, NKV: nkv, Seed: seed, Pass: n == 0, DiffBytes: n, FirstDiff: first, Buffer: buffer}
 	if n > 0 {

@@ -92,10 +92,10 @@ type DocFailure struct {
 	Config string `json:"config"`
 	NKVs   []int  `json:"nkvs"` // the records carrying this failure
 	// Gate is the failing gate's kind, "" for a status failure.
-	Gate    string         `json:"gate,omitempty"`
-	GateNKV int            `json:"gate_nkv,omitempty"`
-	Status  results.Status `json:"status"`
-	Text    string         `json:"text"`
+	Gate    results.GateKind `json:"gate,omitempty"`
+	GateNKV int              `json:"gate_nkv,omitempty"`
+	Status  results.Status   `json:"status"`
+	Text    string           `json:"text"`
 }
 
 // A DocPlot is one plot.

@@ -265,7 +265,7 @@ func anyPoint(ps []GatePoint) bool {
 func (res *GateResult) checkNumerics(cand []row, failures []evidence.Failure) map[decision.ConfigKey]bool {
 	type acc struct {
 		row      *row
-		kinds    map[string]bool
+		kinds    map[results.GateKind]bool
 		fail     string
 		errText  string
 		statuses []string
@@ -276,7 +276,7 @@ func (res *GateResult) checkNumerics(cand []row, failures []evidence.Failure) ma
 		r := &cand[i]
 		a := accs[r.Key.ConfigKey]
 		if a == nil {
-			a = &acc{row: r, kinds: map[string]bool{}}
+			a = &acc{row: r, kinds: map[results.GateKind]bool{}}
 			accs[r.Key.ConfigKey] = a
 			order = append(order, r.Key.ConfigKey)
 		}
@@ -346,10 +346,10 @@ func (res *GateResult) checkNumerics(cand []row, failures []evidence.Failure) ma
 	return passed
 }
 
-func sortedKeys(m map[string]bool) []string {
+func sortedKeys(m map[results.GateKind]bool) []string {
 	var out []string
 	for k := range m {
-		out = append(out, k)
+		out = append(out, string(k))
 	}
 	sort.Strings(out)
 	return out

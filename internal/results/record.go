@@ -167,53 +167,65 @@ type Resource struct {
 	LoadsBeforeChain int `json:"loads_before_chain"`
 }
 
-// Gate kinds.
+// A GateKind names what a gate checks (Gate.Kind).
+type GateKind string
+
+// Gate kinds. GateKinds lists them all, in the order a point runs them.
 const (
-	GateTolerance = "tolerance" // vs the float64 CPU oracle
-	GateBitwise   = "bitwise"   // memcmp against the bitwise_with twin
-	GateReplay    = "replay"    // CUDA-graph replay at other nkv equals a fresh launch and the oracle
-	GateWritten   = "written"   // every output element written (poison check)
+	GateTolerance GateKind = "tolerance" // vs the float64 CPU oracle
+	GateBitwise   GateKind = "bitwise"   // memcmp against the bitwise_with twin
+	GateReplay    GateKind = "replay"    // CUDA-graph replay at other nkv equals a fresh launch and the oracle
+	GateWritten   GateKind = "written"   // every output element written (poison check)
 	// GateDeterminism: the same launch twice gives the same bytes (a race
 	// or an atomic summation order shows here).
-	GateDeterminism = "determinism"
+	GateDeterminism GateKind = "determinism"
 	// GateFresh: a freshly loaded module gives the bytes of the module that
 	// already ran (state kept in __device__ memory between launches).
-	GateFresh = "fresh"
+	GateFresh GateKind = "fresh"
 	// GateReadOnly: every buffer the kernel only reads (q, K, V, the
 	// lengths, the scales) holds its uploaded bytes after every gate launch
 	// and after the timing probes; Buffer names the one that changed and
 	// FirstDiff its first changed byte.
-	GateReadOnly = "readonly"
+	GateReadOnly GateKind = "readonly"
 	// GateGuard: the canaries in the guard regions before and after every
 	// buffer are intact after every gate launch and after the timing probes
 	// (a write out of bounds); FirstDiff is the byte offset from the
 	// buffer's start, negative before it.
-	GateGuard = "guard"
+	GateGuard GateKind = "guard"
 	// GateBounds: one launch at nkv equal to the capacity with every
 	// read-only buffer ending against unmapped address space ran without a
 	// fault (a read past the end).
-	GateBounds = "bounds"
+	GateBounds GateKind = "bounds"
 	// GateStale: rows past each sequence's length hold NaN, Inf and large
 	// finite values, as an engine's cache holds stale pages; the output
 	// must be the bytes of the same launch over finite rows.
-	GateStale = "stale"
+	GateStale GateKind = "stale"
 	// GateTimed: what the timed launches computed: after each timing probe
 	// the last timed launch's outputs are all written and equal a fresh
 	// launch's on the same module (a kernel that changes with the launch
 	// count, or serves repeated launches from a memo).
-	GateTimed = "timed"
+	GateTimed GateKind = "timed"
 	// GateSanitizer: compute-sanitizer (memcheck, racecheck, synccheck,
 	// initcheck) found no error in one gate point of the compiled kernel.
-	GateSanitizer = "sanitizer"
+	GateSanitizer GateKind = "sanitizer"
 )
+
+// GateKinds is the one registry of gate kinds, in the order a point runs
+// them: a gate the probe runs is listed here, and the gate suite a record
+// names (plan.GateSuite) is derived from this list, so that a new gate
+// makes resumed sweeps gate their records again.
+var GateKinds = []GateKind{
+	GateWritten, GateTolerance, GateBitwise, GateReplay, GateDeterminism, GateFresh,
+	GateReadOnly, GateGuard, GateBounds, GateStale, GateTimed, GateSanitizer,
+}
 
 // A Gate is one verdict with its evidence.
 type Gate struct {
-	Kind string `json:"kind"`
-	NKV  int    `json:"nkv"`
-	Pass bool   `json:"pass"`
-	Seed uint64 `json:"seed"`
-	Twin string `json:"twin,omitempty"` // bitwise: the twin variant
+	Kind GateKind `json:"kind"`
+	NKV  int      `json:"nkv"`
+	Pass bool     `json:"pass"`
+	Seed uint64   `json:"seed"`
+	Twin string   `json:"twin,omitempty"` // bitwise: the twin variant
 	// Tolerance evidence.
 	MaxAbs float64 `json:"max_abs,omitempty"`
 	MaxRel float64 `json:"max_rel,omitempty"`
