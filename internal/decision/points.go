@@ -88,10 +88,19 @@ func Points(recs []results.Record) (pts []Point, dups []int) {
 // configuration first within a shape, references after the kernels they
 // are compared with, then by variant, SPLITS, the other defines and nkv.
 func sortPoints(pts []Point) {
+	type key struct {
+		ref    bool
+		others string
+	}
+	keys := make(map[*results.Record]key, len(pts))
+	for i := range pts {
+		r := pts[i].Rec
+		keys[r] = key{results.IsReference(r), OtherDefines(&r.Config)}
+	}
 	sort.Slice(pts, func(i, j int) bool {
 		a, b := &pts[i], &pts[j]
 		ac, bc := &a.Rec.Config, &b.Rec.Config
-		ar, br := results.IsReference(a.Rec), results.IsReference(b.Rec)
+		ak, bk := keys[a.Rec], keys[b.Rec]
 		switch {
 		case a.Key.Device != b.Key.Device:
 			return a.Key.Device < b.Key.Device
@@ -101,14 +110,14 @@ func sortPoints(pts []Point) {
 			return a.Key.Shape < b.Key.Shape
 		case a.Rec.Landed != b.Rec.Landed:
 			return a.Rec.Landed
-		case ar != br:
-			return br
+		case ak.ref != bk.ref:
+			return bk.ref
 		case ac.Variant != bc.Variant:
 			return ac.Variant < bc.Variant
 		case ac.Splits != bc.Splits:
 			return ac.Splits < bc.Splits
-		case OtherDefines(ac) != OtherDefines(bc):
-			return OtherDefines(ac) < OtherDefines(bc)
+		case ak.others != bk.others:
+			return ak.others < bk.others
 		}
 		return ac.NKV < bc.NKV
 	})
