@@ -1,7 +1,9 @@
 // Package verdict decides whether a candidate kernel may land: from the
 // evidence of results files (internal/evidence), it judges the candidate's
 // numerics class and compares it with the baseline point by point, and
-// says what the verdict rests on. It decides; report renders.
+// says what the verdict rests on. Its rows, comparisons and winners are
+// package decision's, which the report's tables share; it does not read
+// the report.
 package verdict
 
 import (
@@ -144,7 +146,7 @@ type GatePoint struct {
 	CandNS    float64       `json:"candidate_median_ns"`
 	BaseNS    float64       `json:"baseline_median_ns"`
 	// DeltaPct is the Hodges-Lehmann estimate of candidate/baseline − 1
-	// in percent (report.CompareRow.DeltaPct): the centre of the interval
+	// in percent (decision.Change.DeltaPct): the centre of the interval
 	// WorstPct bounds, not the ratio of the two medians printed beside it.
 	DeltaPct   float64 `json:"delta_pct"`
 	P          float64 `json:"p"`
@@ -301,7 +303,7 @@ func (res *GateResult) checkNumerics(cand []row, failures []evidence.Failure) ma
 		}
 	}
 	// A failure anywhere in the input, by the candidate's hash or its
-	// configuration, outweighs whatever record the report kept.
+	// configuration, outweighs whatever record its row kept.
 	byHash := map[string]decision.ConfigKey{}
 	for i := range cand {
 		byHash[cand[i].Rec.Hash] = cand[i].Key.ConfigKey
