@@ -64,8 +64,9 @@ drawn, with error bars over the interquartile range where they show past
 the marker (the legend says how many do). Fixtures and records that failed a gate are never drawn, and a
 plot with nothing to draw is not written.
 
-Shapes are told apart by every dimension, the batch and the capacity;
-two that share a spec label are named apart ("7b-b1", "7b-b16").
+Shapes are told apart by every dimension, the batch, the capacity and
+the attention options; two that share a spec label are named apart
+("7b-b1", "7b-b16", "7b-window4096").
 
 Warnings go to stderr: a malformed line as file:line: msg (and skipped),
 duplicate points and refused projection rows as one line per kind with a
