@@ -17,10 +17,12 @@ RECORD_GO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inte
 
 def go_json_fields():
     """struct name -> set of JSON field names, read from record.go and the
-    ABI's types it records (the shape, the defines), so that the records
-    written here are checked against the Go schema itself."""
+    types it records from other packages (the ABI's shape and defines, the
+    statistics' summary), so that the records written here are checked
+    against the Go schema itself."""
     text = ""
-    for path in [RECORD_GO] + sorted(glob.glob(os.path.join(os.path.dirname(RECORD_GO), "..", "abi", "*.go"))):
+    internal = os.path.join(os.path.dirname(RECORD_GO), "..")
+    for path in [RECORD_GO, os.path.join(internal, "stats", "stats.go")] + sorted(glob.glob(os.path.join(internal, "abi", "*.go"))):
         with open(path, encoding="utf-8") as f:
             text += f.read() + "\n"
     out = {}
