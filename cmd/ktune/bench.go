@@ -169,10 +169,10 @@ func (f *backendFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.inProcess, "in-process", false, "run points in this process: no worker, so a fault ends the sweep")
 	fs.BoolVar(&f.wait, "wait", false, "wait for another sweep holding DIR instead of refusing")
 	fs.BoolVar(&f.verbose, "v", false, "print the backend's compile and measurement log")
-	fs.StringVar(&f.backendKind, "backend", backendCUDA, "what runs the points: `cuda` (the GPU) or replay (recorded results, no GPU)")
+	fs.StringVar(&f.backendKind, "backend", backendCUDA, "what runs the points: backend `NAME`, cuda (the GPU) or replay (recorded results, no GPU)")
 	fs.Var(&f.replayFrom, "replay-from", "with --backend replay: the recorded `RESULTS` file or sweep directory to serve (repeatable)")
 	fs.StringVar(&f.replayMatch, "replay-match", string(replay.MatchHash),
-		"with --backend replay: `hash` serves a point only its own record; config also a record of its configuration under another hash")
+		"with --backend replay: how records match points, a `RULE`: hash serves a point only its own record; config also a record of its configuration under another hash")
 }
 
 // backend checks the device flags and says what runs the points.

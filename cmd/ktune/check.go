@@ -72,9 +72,9 @@ Flags:
 func checkCmd(stdout, stderr io.Writer, args []string) error {
 	fl := flag.NewFlagSet("check", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	arch := fl.String("arch", "sm_90", "GPU architecture to build for (NVRTC -arch); a variant's own -arch flag replaces it")
-	cache := fl.String("cache", "", `CUBIN cache directory shared with sweeps ("" the default, "off" none)`)
-	jobs := fl.Int("j", 0, "compiles at once (0: GOMAXPROCS)")
+	arch := fl.String("arch", "sm_90", "GPU architecture `ARCH` to build for (NVRTC -arch); a variant's own -arch flag replaces it")
+	cache := fl.String("cache", "", "CUBIN cache `DIR` shared with sweeps (\"\" the default, \"off\" none)")
+	jobs := fl.Int("j", 0, "`N` compiles at once (0: GOMAXPROCS)")
 	uncheckedOK := fl.Bool("unchecked-ok", false, "kernels this machine cannot check (an NVRTC too old for them, CUDA headers it lacks) are listed but do not fail")
 	paths, help, err := parseArgs(fl, args, checkUsage)
 	if help || err != nil {

@@ -47,6 +47,10 @@ Examples:
   $ ktune compare experiments/results/h200/slice.jsonl out/slice/results.jsonl --markdown
   $ ktune compare out/before out/after --json | jq '.rows[] | select(.significant)'
 
+Exit status: 0 the comparison was printed (whatever it found: compare
+decides nothing; gate does), 1 a results file could not be read or holds
+no evidence, 2 a bad command line.
+
 Flags:
 `
 

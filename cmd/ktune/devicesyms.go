@@ -13,8 +13,8 @@ import (
 // deviceFlags adds the flags that set the device symbols a grid may read
 // (plan/devicesyms.go) to fl.
 func deviceFlags(fl *flag.FlagSet, over *plan.Override) {
-	fl.IntVar(&over.SMs, "sms", 0, "the SM count a grid's `sms` is evaluated at (default: the architecture's usual part; a sweep uses its device's)")
-	fl.IntVar(&over.BlocksPerSM, "blocks-per-sm", 0, "the resident blocks per SM a grid's `blocks_per_sm` is evaluated at (default 1; a sweep refuses a kernel whose occupancy differs)")
+	fl.IntVar(&over.SMs, "sms", 0, "the SM count `N` a grid's sms is evaluated at (default: the architecture's usual part; a sweep uses its device's)")
+	fl.IntVar(&over.BlocksPerSM, "blocks-per-sm", 0, "the resident blocks per SM, `N`, a grid's blocks_per_sm is evaluated at (default 1; a sweep refuses a kernel whose occupancy differs)")
 }
 
 // writeAssumed says, after a plan's table, what the plan assumed for the

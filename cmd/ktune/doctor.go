@@ -33,6 +33,10 @@ When a piece is missing, doctor says exactly what was looked for, where,
 and why loading failed, and exits with status 1. Run it first on a new
 machine, and whenever a sweep cannot open the device.
 
+Exit status: 0 every piece was found and measured, 1 a piece is missing
+(each is named, with the commands that work without it), 2 a bad
+command line.
+
 Examples:
   $ ktune doctor
   $ ktune doctor -device 1
@@ -48,8 +52,8 @@ func runDoctor(stdout, stderr io.Writer, args []string) error {
 		fmt.Fprint(stderr, doctorUsage)
 		fs.PrintDefaults()
 	}
-	device := fs.Int("device", 0, "CUDA device ordinal")
-	cacheDir := fs.String("cache", "", "CUBIN cache directory (default $XDG_CACHE_HOME/ktune or ~/.cache/ktune; \"off\" disables it)")
+	device := fs.Int("device", 0, "CUDA device `N`")
+	cacheDir := fs.String("cache", "", "CUBIN cache `DIR` (default $XDG_CACHE_HOME/ktune or ~/.cache/ktune; \"off\" disables it)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

@@ -43,6 +43,10 @@ Examples:
   $ ktune export --format gobench out/after > after.txt
   $ benchstat before.txt after.txt
 
+Exit status: 0 the records were written, 1 a results file could not be
+read, holds no evidence or the output could not be written, 2 a bad
+command line (an unknown --format).
+
 Flags:
 `
 

@@ -129,7 +129,7 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	var opts verdict.GateOptions
 	fs.StringVar(&opts.Candidate, "candidate", "", "candidate variant `NAME` (required)")
 	fs.StringVar(&opts.Against, "against", "", "baseline `VARIANT` instead of the landed records")
-	fs.Float64Var(&opts.Threshold, "threshold", 0.02, "tolerated significant slowdown (`fraction`, 0.02 = 2%)")
+	fs.Float64Var(&opts.Threshold, "threshold", 0.02, "tolerated significant slowdown (a `FRACTION`: 0.02 = 2%)")
 	fs.Var(gateFilter{&opts.Only}, "only", "gate only the candidate configurations `FILTER` selects (the syntax of sweep --only: KEY=VALUE[|VALUE],...)")
 	fs.Var(gateFilter{&opts.Only}, "define", "gate only the candidate configuration with `NAME=VALUE` (repeatable; a shorthand for --only)")
 	probes := fs.String("probes", "", "gate only these `PROBES` (cold,hot,graph); default: every probe measured on both sides")

@@ -55,6 +55,11 @@ Examples:
   $ ktune merge -o out/slice out/shard-*
   $ ktune report out/slice -o out/report
 
+Exit status: 0 the shards were joined into DIR, 1 no records, a shard
+missing or stopped early (DIR is not written as complete) or an I/O
+error, 2 a bad command line, a shard directory of another plan, or an
+output that already holds results.
+
 Flags:
 `
 

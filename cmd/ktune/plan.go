@@ -46,13 +46,16 @@ sweep evaluates sms on its device, and refuses, before any launch, a
 point whose kernel's occupancy is not the --blocks-per-sm it was planned
 for.
 
+Exit status: 0 the plan was printed, 1 it could not be written, 2 a bad
+command line or spec (file:line:col: message).
+
 Flags:
 `
 
 func planCmd(stdout, stderr io.Writer, args []string) error {
 	fl := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	arch := fl.String("arch", "sm_90", "GPU architecture the points are hashed for (NVRTC -arch)")
+	arch := fl.String("arch", "sm_90", "GPU architecture `ARCH` the points are hashed for (NVRTC -arch)")
 	count := fl.Bool("count", false, "print the number of points only, without building them")
 	var over plan.Override
 	deviceFlags(fl, &over)

@@ -65,6 +65,10 @@ Examples:
   $ ktune profile experiments/slice.yaml --only variant=d2,SPLITS=32,nkv=32768 -o out/profile
   $ ktune profile experiments/engine.yaml --only 'variant=engine|d2,nkv=32768' -o out/profile
 
+Exit status: 0 every selected point was profiled, 1 ncu or the sweep
+under it failed or its output could not be read, 2 a bad command line
+or spec (file:line:col: message), 130 when interrupted.
+
 Flags:
 `
 

@@ -86,6 +86,10 @@ Examples:
   $ ktune report experiments/results/h200/slice.jsonl -o out/report --layers 28 --step-ms 30
   $ ktune report experiments/results/h200/h200-frontier.jsonl --json > report.json
 
+Exit status: 0 the report was written, 1 a results file could not be
+read or holds no evidence, or an I/O error, 2 a bad command line or
+--only filter, 130 when interrupted (DIR is left as it was).
+
 Flags:
 `
 
@@ -94,8 +98,8 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "output `DIR` (created if needed)")
 	asJSON := fs.Bool("json", false, "write the report as JSON: DIR/report.json with -o, else stdout")
-	layers := fs.Int("layers", 0, "attention launches per decode step, for the projection")
-	stepMS := fs.Float64("step-ms", 0, "measured decode step with the landed kernel (`ms`), for the projection")
+	layers := fs.Int("layers", 0, "`N` attention launches per decode step, for the projection")
+	stepMS := fs.Float64("step-ms", 0, "measured decode step with the landed kernel (`MS`, milliseconds), for the projection")
 	only := fs.String("only", "", "render only the records `FILTER` selects (the syntax of sweep --only: KEY=VALUE[|VALUE],...)")
 	var allowReplayed bool
 	registerAllowReplayed(fs, &allowReplayed)

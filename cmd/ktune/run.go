@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -58,7 +59,8 @@ type command struct {
 	name    string
 	summary string // one line for `ktune help`
 	run     func(stdout, stderr io.Writer, args []string) error
-	hidden  bool // internal (e.g. the worker process)
+	hidden  bool   // internal (e.g. the worker process)
+	manual  string // the long form of the help, after the usage: 'ktune help NAME --long'
 }
 
 var commands = map[string]*command{}
@@ -76,16 +78,21 @@ func run(stdout, stderr io.Writer, args []string) error {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		if len(args) == 1 {
+		topic, long := helpArgs(args[1:])
+		switch {
+		case len(args) == 1:
 			usage(stdout)
 			return nil
+		case topic == "help" && len(args) == 2:
+			fmt.Fprint(stdout, helpUsage)
+			return nil
 		}
-		c, ok := commands[args[1]]
-		if !ok || len(args) > 2 {
+		c, ok := commands[topic]
+		if !ok {
 			usage(stderr)
 			return usageErrorf("help: unknown command %q", strings.Join(args[1:], " "))
 		}
-		return commandHelp(stdout, c)
+		return commandHelp(stdout, c, long)
 	case "--version", "-version":
 		return commands["version"].run(stdout, stderr, nil)
 	}
@@ -95,16 +102,55 @@ func run(stdout, stderr io.Writer, args []string) error {
 		return usageErrorf("unknown command %q", args[0])
 	}
 	if wantsHelp(args[1:]) {
-		return commandHelp(stdout, c)
+		return commandHelp(stdout, c, slices.Contains(args[1:], "--long"))
 	}
 	return c.run(stdout, stderr, args[1:])
 }
 
-// commandHelp prints c's manual. Help that was asked for is the output,
-// not a diagnostic: it goes to standard output (so that `ktune help sweep
-// | grep` works) and exits 0, whatever writer c's flag set reports to.
-func commandHelp(stdout io.Writer, c *command) error {
-	return c.run(stdout, stdout, []string{"-h"})
+const helpUsage = `Usage: ktune help [COMMAND [--long]]
+
+Help prints the list of commands, or a command's usage: what it does, its
+flags with the kind of value each takes (-o DIR, -backend NAME), examples
+and its exit status. 'ktune COMMAND -h' prints the same. --long adds the
+rest of a command's manual where it has one (sweep: compiling, profiling,
+faults, several GPUs and machines, compute-sanitizer, the replay backend).
+
+Exit status: 0 help was printed, 2 no such command.
+`
+
+// helpArgs reads help's arguments: a command name and, anywhere, --long.
+// Anything else makes the topic unknown ("" or the words given).
+func helpArgs(args []string) (topic string, long bool) {
+	var words []string
+	for _, a := range args {
+		if a == "--long" || a == "-long" {
+			long = true
+			continue
+		}
+		words = append(words, a)
+	}
+	if len(words) != 1 {
+		return strings.Join(words, " "), long
+	}
+	return words[0], long
+}
+
+// commandHelp prints c's manual: its usage and, when long, the rest of it.
+// Help that was asked for is the output, not a diagnostic: it goes to
+// standard output (so that `ktune help sweep | grep` works) and exits 0,
+// whatever writer c's flag set reports to.
+func commandHelp(stdout io.Writer, c *command, long bool) error {
+	if err := c.run(stdout, stdout, []string{"-h"}); err != nil {
+		return err
+	}
+	switch {
+	case c.manual == "":
+	case long:
+		fmt.Fprint(stdout, c.manual)
+	default:
+		fmt.Fprintf(stdout, "\nThe rest of the manual: 'ktune help %s --long'.\n", c.name)
+	}
+	return nil
 }
 
 // wantsHelp reports a -h, -help or --help among a command's arguments

@@ -21,6 +21,7 @@ func init() {
 	register(&command{
 		name:    "sweep",
 		summary: "compile, gate and measure every point of a spec into a results directory",
+		manual:  sweepManual,
 		run: func(stdout, stderr io.Writer, args []string) error {
 			ctx, stop := interruptible(stderr)
 			defer stop()
@@ -42,6 +43,25 @@ At the end it prints a summary table; 'ktune report DIR' renders the full
 report. A point that fails a gate is a result, not an error: it is listed
 in the table and the sweep goes on.
 
+Examples:
+
+  $ ktune sweep experiments/slice.yaml -o out/slice
+  $ ktune sweep experiments/slice.yaml -o out/slice --only 'variant=d2,SPLITS=32|64'
+  $ ktune sweep experiments/slice.yaml -o out/slice --force --only nkv=32768
+
+--only selects points with KEY=VALUE terms joined by commas (all must
+hold); a term may list alternatives with |. Keys: variant, shape, nkv and
+any define (SPLITS, NR, …).
+
+Flags:
+`
+
+// sweepManual is the rest of sweep's manual, printed by 'ktune help sweep
+// --long' after the usage: the compile cache, profiling, faults, several
+// GPUs and machines, compute-sanitizer and the replay backend.
+const sweepManual = `
+# Compiling
+
 Kernels compile ahead of the measurements: when the sweep starts, every
 distinct kernel of the points to run is compiled with NVRTC on all CPU
 cores into the CUBIN cache ($XDG_CACHE_HOME/ktune, else ~/.cache/ktune)
@@ -50,11 +70,7 @@ for it rather than compiling it again. The last line counts them, e.g.
 "31 kernels: 24 compiled (3.1 s CPU, 1.2 s wall, 16 threads), 7 from
 cache"; a second sweep of the same plan compiles nothing.
 
-Examples:
-
-  $ ktune sweep experiments/slice.yaml -o out/slice
-  $ ktune sweep experiments/slice.yaml -o out/slice --only 'variant=d2,SPLITS=32|64'
-  $ ktune sweep experiments/slice.yaml -o out/slice --force --only nkv=32768
+# Under Nsight Compute
 
   # One point under Nsight Compute. ncu profiles the process it starts,
   # so the kernels must run in it: --in-process (a worker process would
@@ -69,10 +85,6 @@ Examples:
       ./bin/ktune sweep experiments/slice.yaml -o out/ncu --in-process \
       --only variant=d2,SPLITS=32,nkv=32768 --no-gates --probes cold
   $ ktune profile experiments/slice.yaml --only variant=d2,SPLITS=32,nkv=32768 -o out/profile
-
---only selects points with KEY=VALUE terms joined by commas (all must
-hold); a term may list alternatives with |. Keys: variant, shape, nkv and
-any define (SPLITS, NR, …).
 
 # Faults, several GPUs, several machines
 
@@ -173,8 +185,6 @@ can be watched, cancelled or preempted mid-sweep.
   $ ktune sweep experiments/slice.yaml -o out/dry --backend replay \
       --replay-from experiments/results/h200/make-sweep.jsonl
   $ ktune report out/dry -o out/dry-report --allow-replayed
-
-Flags:
 `
 
 const sweepExit = `
@@ -202,7 +212,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	fs.StringVar(&f.only, "only", "", "run only the points matching `EXPR`, e.g. variant=d2,SPLITS=32,nkv=32768")
 	fs.StringVar(&f.probes, "probes", "", "measure only these `PROBES` (cold,hot,graph) instead of the spec's")
 	fs.BoolVar(&f.noGates, "no-gates", false, "gate at one length only, the longest gate length (for timing screens and cross-checks under an outside profiler)")
-	fs.StringVar(&f.shard, "shard", "", "run only shard `i/n` of the plan (0 ≤ i < n), for a job array; see ktune merge")
+	fs.StringVar(&f.shard, "shard", "", "run only shard `I/N` of the plan (0 ≤ I < N), for a job array; see ktune merge")
 	var devOver plan.Override
 	deviceFlags(fs, &devOver)
 	fs.Var(&f.sanitize, "sanitize", "before the sweep, gate the first point of each compiled kernel under compute-sanitizer: bare for every tool, or =`TOOLS` (memcheck,racecheck,synccheck,initcheck)")

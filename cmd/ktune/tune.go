@@ -151,8 +151,8 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	fs.SetOutput(stderr)
 	f.register(fs)
 	fs.Lookup("o").Usage = "`DIR` of the results and of dispatch.yaml and dispatch.h (required)"
-	fs.Var(&f.from, "from", "export only, from this results file or sweep directory (repeatable; more may follow as arguments)")
-	fs.StringVar(&f.probe, "probe", string(results.ProbeCold), "probe whose samples decide: cold or graph")
+	fs.Var(&f.from, "from", "export only, from this `RESULTS` file or sweep directory (repeatable; more may follow as arguments)")
+	fs.StringVar(&f.probe, "probe", string(results.ProbeCold), "`PROBE` whose samples decide: cold or graph")
 	fs.StringVar(&f.search, "search", string(search.StrategyGrid), "search `STRATEGY`: grid, random or halving")
 	fs.IntVar(&f.samples, "samples", 0, "random: how many configurations to draw (`N`; the landed one is added)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random: the `SEED` of the draw")

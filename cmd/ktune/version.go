@@ -27,6 +27,8 @@ checkout; a plain 'go build' in a git worktree cannot.
 
 Example:
   $ ktune version
+
+Exit status: 0, or 2 when given an argument.
 `
 
 func runVersion(stdout, stderr io.Writer, args []string) error {
