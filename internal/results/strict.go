@@ -1,8 +1,8 @@
 package results
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -98,68 +98,157 @@ func StrictCheck(line []byte, t reflect.Type) string {
 }
 
 // walkValue checks one JSON value against n (nil: anything goes); path
-// names the value in messages. Each object member and array element is
-// taken whole (json.RawMessage) and walked on its own, so a null is seen as
-// the value it is.
+// names the value in messages. It reads the line once, byte by byte, after
+// json.Valid has vouched for its syntax: the structure the schema knows
+// member by member, every other value (a leaf, samples, a key this build
+// does not know) skipped whole, so a null is seen as the value it is.
 func walkValue(raw []byte, n *schemaNode, path string) (string, error) {
 	if n == nil {
 		return "", nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
+	if !json.Valid(raw) {
+		var v any
+		err := json.Unmarshal(raw, &v)
+		if err == nil {
+			err = errors.New("invalid JSON")
+		}
 		return "", err
 	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return "", nil
+	w := walker{b: raw}
+	return w.value(n, path), nil
+}
+
+// A walker reads valid JSON from b at i.
+type walker struct {
+	b []byte
+	i int
+}
+
+func (w *walker) ws() {
+	for w.i < len(w.b) && (w.b[w.i] == ' ' || w.b[w.i] == '\t' || w.b[w.i] == '\n' || w.b[w.i] == '\r') {
+		w.i++
 	}
-	switch {
-	case d == '[' && n.elem != nil:
-		for i := 0; dec.More(); i++ {
-			var v json.RawMessage
-			if err := dec.Decode(&v); err != nil {
-				return "", err
+}
+
+// peek returns the next byte after white space.
+func (w *walker) peek() byte {
+	w.ws()
+	return w.b[w.i]
+}
+
+// str reads a string and returns its value.
+func (w *walker) str() string {
+	start := w.i
+	w.i++ // the opening quote
+	escaped := false
+	for w.b[w.i] != '"' {
+		if w.b[w.i] == '\\' {
+			escaped = true
+			w.i++
+		}
+		w.i++
+	}
+	w.i++
+	if !escaped {
+		return string(w.b[start+1 : w.i-1])
+	}
+	var s string
+	_ = json.Unmarshal(w.b[start:w.i], &s) // valid: json.Valid said so
+	return s
+}
+
+// skip reads past one value.
+func (w *walker) skip() {
+	switch w.peek() {
+	case '"':
+		w.str()
+	case '{', '[':
+		for depth := 0; ; {
+			switch c := w.b[w.i]; c {
+			case '"':
+				w.str()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
 			}
-			if msg, err := walkValue(v, n.elem, fmt.Sprintf("%s[%d]", path, i)); msg != "" || err != nil {
-				return msg, err
+			w.i++
+			if depth == 0 {
+				return
 			}
 		}
-	case d == '{' && n.fields != nil:
-		seen := map[string]string{} // lower-cased key -> the key as given
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return "", err
+	default: // a number, true, false, null
+		for w.i < len(w.b) && !strings.ContainsRune(",}] \t\r\n", rune(w.b[w.i])) {
+			w.i++
+		}
+	}
+}
+
+// isNull reports whether the next value is the literal null.
+func (w *walker) isNull() bool {
+	return w.peek() == 'n'
+}
+
+// value checks the next value against n and reads past it.
+func (w *walker) value(n *schemaNode, path string) string {
+	c := w.peek()
+	switch {
+	case n == nil:
+	case c == '[' && n.elem != nil:
+		w.i++
+		for i := 0; w.peek() != ']'; i++ {
+			if i > 0 {
+				w.i++ // the comma
 			}
-			key, _ := kt.(string)
+			if c := w.peek(); c == '{' || c == '[' {
+				if msg := w.value(n.elem, fmt.Sprintf("%s[%d]", path, i)); msg != "" {
+					return msg
+				}
+			} else {
+				w.skip()
+			}
+		}
+		w.i++
+		return ""
+	case c == '{' && n.fields != nil:
+		w.i++
+		seen := map[string]string{} // lower-cased key -> the key as given
+		for first := true; w.peek() != '}'; first = false {
+			if !first {
+				w.i++ // the comma
+				w.ws()
+			}
+			key := w.str()
+			w.ws()
+			w.i++ // the colon
 			at := strings.TrimPrefix(path+"."+key, ".")
 			lower := strings.ToLower(key)
 			if prev, dup := seen[lower]; dup {
 				if prev == key {
-					return fmt.Sprintf("key %q given twice", at), nil
+					return fmt.Sprintf("key %q given twice", at)
 				}
-				return fmt.Sprintf("keys %q and %q differ only in case", prev, key), nil
+				return fmt.Sprintf("keys %q and %q differ only in case", prev, key)
 			}
 			seen[lower] = key
-			var v json.RawMessage
-			if err := dec.Decode(&v); err != nil {
-				return "", err
-			}
 			f := n.fields[key]
 			if exact, known := n.lowerKeys[lower]; f == nil && known {
-				return fmt.Sprintf("key %q is spelt %q", at, exact), nil
+				return fmt.Sprintf("key %q is spelt %q", at, exact)
 			}
-			if f == nil {
-				continue
-			}
-			if f.omitempty && string(bytes.TrimSpace(v)) == "null" {
-				return fmt.Sprintf("%s is null (a writer omits an empty field, never writes null)", at), nil
-			}
-			if msg, err := walkValue(v, f.node, at); msg != "" || err != nil {
-				return msg, err
+			switch {
+			case f == nil:
+				w.skip()
+			case f.omitempty && w.isNull():
+				return fmt.Sprintf("%s is null (a writer omits an empty field, never writes null)", at)
+			default:
+				if msg := w.value(f.node, at); msg != "" {
+					return msg
+				}
 			}
 		}
+		w.i++
+		return ""
 	}
-	return "", nil
+	w.skip()
+	return ""
 }
