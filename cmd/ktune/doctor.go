@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/probe"
@@ -68,10 +69,11 @@ func runDoctor(stdout, stderr io.Writer, args []string) error {
 	problems := 0
 	missing := func(what string, err error) {
 		problems++
-		fmt.Fprintf(stdout, "%-14s MISSING: %v\n", what, err)
+		writeMissing(stdout, what, err)
 	}
 
 	drv, err := cuda.Open()
+	driverOK := err == nil
 	if err != nil {
 		missing("driver", err)
 	} else {
@@ -95,6 +97,7 @@ func runDoctor(stdout, stderr io.Writer, args []string) error {
 		}
 	}
 	nv, err := cuda.OpenNVRTC()
+	nvrtcOK := err == nil
 	if err != nil {
 		missing("nvrtc", err)
 	} else {
@@ -106,6 +109,7 @@ func runDoctor(stdout, stderr io.Writer, args []string) error {
 		}
 	}
 	if problems > 0 {
+		writeWorksHere(stdout, driverOK, nvrtcOK)
 		return fmt.Errorf("doctor: %d problem(s) found; a sweep cannot run on this machine", problems)
 	}
 
@@ -137,4 +141,79 @@ func runDoctor(stdout, stderr io.Writer, args []string) error {
 	p("read BW", "%.1f GB/s (streaming float4 read, median of 10)", env.ReadBWGBps)
 	p("host", "%s", env.Host)
 	return nil
+}
+
+// doctorWidth bounds doctor's lines: what it found is read on a terminal.
+const doctorWidth = 80
+
+// writeMissing says what is missing and why, in short lines: a library's
+// every try on a line of its own, then the hint; a device the driver
+// cannot use named as such (the library loads; cuInit refuses).
+func writeMissing(w io.Writer, what string, err error) {
+	var le *cuda.LibraryError
+	switch {
+	case errors.As(err, &le):
+		fmt.Fprintf(w, "%-14s MISSING: %s not found\n", what, le.Lib)
+		for _, t := range le.Tried {
+			writeWrapped(w, "tried "+t)
+		}
+		writeWrapped(w, le.Hint)
+	case what == "driver" && cuda.NoUsableDevice(err):
+		fmt.Fprintf(w, "%-14s MISSING: a usable device (libcuda.so.1 loads)\n", what)
+		writeWrapped(w, err.Error())
+	default:
+		fmt.Fprintf(w, "%-14s MISSING:\n", what)
+		writeWrapped(w, err.Error())
+	}
+}
+
+// writeWrapped prints text indented under doctor's names, broken at spaces
+// into lines of at most doctorWidth (a word longer than that stays whole).
+func writeWrapped(w io.Writer, text string) {
+	const indent = "                 "
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(indent)+len(line)+1+len(word) > doctorWidth {
+			fmt.Fprintf(w, "%s%s\n", indent, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	if line != "" {
+		fmt.Fprintf(w, "%s%s\n", indent, line)
+	}
+}
+
+// writeWorksHere lists what runs without a sweep's GPU: everything that
+// reads a spec or recorded results, and check where NVRTC loads.
+func writeWorksHere(w io.Writer, driverOK, nvrtcOK bool) {
+	fmt.Fprintln(w, "\nWhat works on this machine:")
+	rows := [][2]string{{"ktune plan SPEC", "the points a spec expands to"}}
+	if nvrtcOK {
+		rows = append(rows, [2]string{"ktune check SPEC...", "compile every kernel with NVRTC, no GPU"})
+	} else {
+		rows = append(rows, [2]string{"(ktune check SPEC...)", "needs NVRTC (above: what to install)"})
+	}
+	rows = append(rows,
+		[2]string{"ktune report RESULTS... -o DIR", "tables, plots and report.md"},
+		[2]string{"ktune compare OLD NEW", "per-point change with a significance test"},
+		[2]string{"ktune gate --candidate NAME R...", "the landing decision, from recorded results"},
+		[2]string{"ktune tune --from RESULTS -o DIR", "the dispatch table"},
+		[2]string{"ktune export, ktune merge", "benchstat format; join shards"},
+		[2]string{"ktune sweep SPEC -o DIR --backend replay --replay-from R", ""},
+		[2]string{"", "a dry run from recorded results (replay)"},
+	)
+	for _, r := range rows {
+		if r[1] == "" {
+			fmt.Fprintf(w, "  %s\n", r[0])
+			continue
+		}
+		fmt.Fprintf(w, "  %-34s %s\n", r[0], r[1])
+	}
+	if !driverOK {
+		fmt.Fprintln(w, "sweep, tune SPEC, profile and doctor's measurements need a GPU.")
+	}
 }
