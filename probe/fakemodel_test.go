@@ -67,8 +67,13 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 		}
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(sb[4*kh:])))
 	}
+	kpl, vpl := kvPlacements(w, s)
 	load := func(buf []byte, b, r, kh, i int) float64 {
-		e := f.kvElem(m, w, s, &buf[0] == &vb[0], b, r, kh, i)
+		pl := kpl
+		if &buf[0] == &vb[0] {
+			pl = vpl
+		}
+		e := f.kvElem(m, w, pl, b, r, kh, i)
 		bits := t.Bits(buf, e)
 		if m.ftz && t == kvtype.F16 && bits&0x7c00 == 0 {
 			return 0
@@ -203,18 +208,30 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 // element i of row r of KV head kh of sequence b: through the block table
 // as the device holds it when the layout is paged (the identity page when
 // the model ignores the table), in the layout's order otherwise.
-func (f *fakeDevice) kvElem(m fakeModel, w *workspace, s abi.Shape, v bool, b, r, kh, i int) int {
-	pl := w.l.io().Placement(s, v, nil)
+func (f *fakeDevice) kvElem(m fakeModel, w *workspace, pl *abi.Placement, b, r, kh, i int) int {
 	if pl.Layout != abi.Paged {
 		return int(pl.Offset(b, r, kh, i))
 	}
-	P, maxPages := w.l.pageSize, abi.MaxPages(s, w.l.pageSize)
+	P, maxPages := w.l.pageSize, abi.MaxPages(pl.Shape, w.l.pageSize)
 	pg := b*maxPages + r/P
 	if !m.ignoreTable {
 		pg = int(int32(binary.LittleEndian.Uint32(f.at(w.pages)[4*(b*maxPages+r/P):])))
 	}
-	pl.Pool = &abi.Pool{PageSize: P}
 	return pg*int(pl.PageElems()) + int(pl.InPage(r%P, kh, i))
+}
+
+// kvPlacements are K's and V's placements in w for shape s, made once per
+// launch rather than once per element read (most of the fake's time).
+// A paged one carries the pool's page size, as kvElem reads it.
+func kvPlacements(w *workspace, s abi.Shape) (k, v *abi.Placement) {
+	io := w.l.io()
+	k, v = io.Placement(s, false, nil), io.Placement(s, true, nil)
+	for _, pl := range []*abi.Placement{k, v} {
+		if pl.Layout == abi.Paged {
+			pl.Pool = &abi.Pool{PageSize: w.l.pageSize}
+		}
+	}
+	return k, v
 }
 
 // pagedLength is sequence b's length as a FlashInfer-style kernel reads it

@@ -92,8 +92,13 @@ func (f *fakeDevice) attend(o fakeOptions, l fakeLaunch, pos []int32, withOut bo
 		dots = dv
 	}
 	t := s.KVType()
+	kpl, vpl := kvPlacements(w, s)
 	load := func(buf []byte, b, r, kh, i int) float64 {
-		return t.Decode(t.Bits(buf, f.kvElem(fakeModel{}, w, s, &buf[0] == &vb[0], b, r, kh, i)))
+		pl := kpl
+		if &buf[0] == &vb[0] {
+			pl = vpl
+		}
+		return t.Decode(t.Bits(buf, f.kvElem(fakeModel{}, w, pl, b, r, kh, i)))
 	}
 	var hp []byte
 	if w.headParams != 0 {
