@@ -38,6 +38,9 @@ type CheckOptions struct {
 	// Log receives warnings (a cache that cannot be written); nil
 	// discards them.
 	Log io.Writer
+	// Progress, when set, is called as each kernel's check ends, one call
+	// at a time, with how many have ended of how many.
+	Progress func(done, total int, k *KernelCheck)
 }
 
 // A CheckReport is what Check found.
@@ -74,6 +77,7 @@ type checkEnv struct {
 	unsupported func(arch string) string
 	disasm      disassembler
 	threads     int
+	progress    func(done, total int, k *KernelCheck)
 	warn        func(string, ...any)
 	now         func() time.Time
 }
@@ -130,6 +134,7 @@ func Check(sets []CheckSet, opts CheckOptions) (*CheckReport, error) {
 		unsupported: func(arch string) string { return cuda.ArchSupport(arch, major, minor, sms) },
 		disasm:      findDisassembler(),
 		threads:     opts.Threads,
+		progress:    opts.Progress,
 		warn: func(format string, args ...any) {
 			logMu.Lock()
 			defer logMu.Unlock()
@@ -161,11 +166,21 @@ func check(sets []CheckSet, arch string, env checkEnv) *CheckReport {
 		queue <- k
 	}
 	close(queue)
-	var wg sync.WaitGroup
+	var (
+		wg     sync.WaitGroup
+		doneMu sync.Mutex
+		done   int
+	)
 	for range max(1, min(threads, len(ks))) {
 		wg.Go(func() {
 			for k := range queue {
 				checkKernel(k, env)
+				if env.progress != nil {
+					doneMu.Lock()
+					done++
+					env.progress(done, len(ks), k)
+					doneMu.Unlock()
+				}
 			}
 		})
 	}

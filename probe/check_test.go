@@ -3,6 +3,7 @@ package probe
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -77,7 +78,21 @@ func TestCheckVerdicts(t *testing.T) {
 		"cluster": "ptxas application ptx input, line 1671; error   : Illegal modifier '.release' for instruction 'barrier.cluster.arrive'",
 		"engine":  `d2_engine.cuh(32): catastrophic error: cannot open source file "cuda_fp16.h"`,
 	}, &calls)
+	env.threads = 3
+	var progress []int // done, in call order
+	reported := map[*KernelCheck]bool{}
+	env.progress = func(done, total int, k *KernelCheck) {
+		progress = append(progress, done)
+		if k.Status == "" || reported[k] || total != 9 {
+			t.Errorf("progress %d/%d: kernel %s status %q, reported before: %v", done, total, k.Source, k.Status, reported[k])
+		}
+		reported[k] = true
+	}
 	rep := check([]CheckSet{{Name: "s", Points: []*plan.Point{good, goodOther, noEntry, overBound, overShared, bad, modifier, header, aArch, missing}}}, "sm_90", env)
+	// Progress counts each distinct kernel once as it ends: 1, 2, … N.
+	if len(progress) != len(rep.Kernels) || !slices.IsSorted(progress) || progress[0] != 1 || progress[len(progress)-1] != len(rep.Kernels) {
+		t.Errorf("progress calls %v for %d kernels", progress, len(rep.Kernels))
+	}
 
 	want := map[string]CheckStatus{
 		"good.cu": CheckBuilt, "noentry.cu": CheckFailed, "big.cu": CheckFailed, "shm.cu": CheckFailed,

@@ -26,7 +26,10 @@ included) for one architecture, without a GPU: NVRTC alone does it. It
 goes through a sweep's own compile path, with the same options and under
 the same CUBIN cache key, so a kernel check built is the one a sweep on
 that architecture loads; each distinct kernel is compiled once, across
-all the specs, -j at a time (default: GOMAXPROCS).
+all the specs, -j at a time (default: GOMAXPROCS, every core). As each kernel's check
+ends, standard error gets a line "[n/N] SOURCE KEY ok (1.2 s)" (or
+FAILED, cached, …); the report itself goes to standard output at the
+end.
 
 For each kernel it prints the verdict, the variants that run it, NVRTC's
 build log (warnings included) and, per entry point, what the CUBIN says
@@ -105,7 +108,10 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 		}
 		sets = append(sets, probe.CheckSet{Name: s.Name, Points: p.Points})
 	}
-	rep, err := probe.Check(sets, probe.CheckOptions{Arch: *arch, CacheDir: *cache, Threads: *jobs, Log: stderr})
+	progress := func(done, total int, k *probe.KernelCheck) {
+		fmt.Fprintf(stderr, "[%d/%d] %s %s %s (%s)\n", done, total, k.Source, shortKey(k), checkVerdict(k), checkHow(k))
+	}
+	rep, err := probe.Check(sets, probe.CheckOptions{Arch: *arch, CacheDir: *cache, Threads: *jobs, Log: stderr, Progress: progress})
 	if err != nil {
 		return err
 	}
@@ -142,29 +148,43 @@ func writeCheck(w io.Writer, rep *probe.CheckReport, arch string) map[probe.Chec
 // maxUses bounds the variants listed per kernel; the rest are counted.
 const maxUses = 3
 
-func writeKernelCheck(w io.Writer, k *probe.KernelCheck) {
-	verdict := strings.ToUpper(string(k.Status))
+// checkVerdict is a kernel's verdict as check prints it: ok, FAILED, …
+func checkVerdict(k *probe.KernelCheck) string {
 	if k.Status == probe.CheckBuilt {
-		verdict = "ok"
+		return "ok"
 	}
-	key := k.Key
-	if len(key) > 12 && k.Artifact == "" {
-		key = key[:12]
+	return strings.ToUpper(string(k.Status))
+}
+
+// shortKey is the kernel's cache key, cut to 12 characters (a prebuilt
+// one's whole).
+func shortKey(k *probe.KernelCheck) string {
+	if len(k.Key) > 12 && k.Artifact == "" {
+		return k.Key[:12]
 	}
+	return k.Key
+}
+
+// checkHow says how the kernel was had: NVRTC's seconds, the cache, or a
+// prebuilt file.
+func checkHow(k *probe.KernelCheck) string {
+	switch {
+	case k.Artifact != "":
+		return "prebuilt " + k.Artifact
+	case k.Cached:
+		return "cached"
+	}
+	return fmt.Sprintf("%.1f s", k.Seconds)
+}
+
+func writeKernelCheck(w io.Writer, k *probe.KernelCheck) {
 	uses := k.Uses
 	more := ""
 	if len(uses) > maxUses {
 		more = fmt.Sprintf(" (+%d more)", len(uses)-maxUses)
 		uses = uses[:maxUses]
 	}
-	how := fmt.Sprintf("%.1f s", k.Seconds)
-	if k.Cached {
-		how = "cached"
-	}
-	if k.Artifact != "" {
-		how = "prebuilt " + k.Artifact
-	}
-	fmt.Fprintf(w, "%-6s %s %s [%s, %s]: %s%s\n", verdict, k.Source, key, k.Arch, how, strings.Join(uses, "; "), more)
+	fmt.Fprintf(w, "%-6s %s %s [%s, %s]: %s%s\n", checkVerdict(k), k.Source, shortKey(k), k.Arch, checkHow(k), strings.Join(uses, "; "), more)
 	for _, p := range k.Problems {
 		fmt.Fprintf(w, "    %s\n", p)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,6 +51,9 @@ variants:
 
 // Each catalogue kernel gives the documented exit code and says why in
 // its verdict; the built-in beside it builds.
+// progressLine is check's progress line: [n/N] SOURCE KEY VERDICT (HOW).
+var progressLine = regexp.MustCompile(`(?m)^\[(\d+)/(\d+)\] \S+ \S+ (ok|FAILED|[A-Z_]+) \(.+\)$`)
+
 func TestCheckExitCodes(t *testing.T) {
 	needNVRTC(t)
 	cache := t.TempDir()
@@ -82,6 +87,20 @@ func TestCheckExitCodes(t *testing.T) {
 			}
 			if !strings.Contains(stdout, "ok     r4.cu") {
 				t.Errorf("r4 did not build beside it:\n%s", stdout)
+			}
+			// Progress on stderr, a line per kernel as it ends, the
+			// last one numbered N of N.
+			lines := progressLine.FindAllStringSubmatch(stderr, -1)
+			n := strconv.Itoa(len(lines))
+			if len(lines) == 0 || lines[len(lines)-1][2] != n || lines[len(lines)-1][1] != n {
+				t.Errorf("progress lines %q:\n%s", lines, stderr)
+			}
+			verdict := "ok"
+			if tc.code != exitOK {
+				verdict = "FAILED"
+			}
+			if !strings.Contains(stderr, " "+verdict+" (") {
+				t.Errorf("no progress line says %s:\n%s", verdict, stderr)
 			}
 		})
 	}
