@@ -16,7 +16,8 @@ import (
 // progress shows how far a sweep is. On a terminal it keeps one line,
 // rewritten as each point starts ("[12/96] d2 SPLITS=32 nkv=8192  ETA
 // 1m40s"), and leaves a permanent line only for points that did not pass;
-// elsewhere (a log file, CI) it prints one line per finished point.
+// elsewhere (a log file, CI) it prints one line per finished point, with
+// the time left estimated from the points done so far ("~1m40s left").
 type progress struct {
 	w     io.Writer
 	tty   bool
@@ -66,7 +67,13 @@ func (pr *progress) end(i int, p *plan.Point, rec *results.Record, took time.Dur
 		return
 	}
 	pr.clear()
-	fmt.Fprintf(pr.w, "[%d/%d] %s  %s\n", i+1, pr.total, pr.label(p), outcome(rec, took))
+	left := ""
+	if !pr.tty && pr.done < pr.total {
+		// The same estimate as the terminal's ETA, from the points done.
+		per := pr.clock().Sub(pr.first) / time.Duration(pr.done)
+		left = "  ~" + fmtETA(per*time.Duration(pr.total-pr.done)) + " left"
+	}
+	fmt.Fprintf(pr.w, "[%d/%d] %s  %s%s\n", i+1, pr.total, pr.label(p), outcome(rec, took), left)
 }
 
 // clear removes the status line so that other output starts on a clean
