@@ -269,11 +269,19 @@ func (b *builder) warn(p *Plan) {
 		for _, f := range missingFiles(&v) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: launch file %s does not exist yet: its points fail until it is built", v.Name, f))
 		}
-		if k := v.Builtin; k != nil && k.Twin != "" && v.BitwiseWith == "" {
+		if k := v.Builtin; k != nil && k.Twin != "" && v.BitwiseWith == "" && b.runsKernel(k.Twin) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: kernel %s is byte-identical to %s by design, but the spec gates it in the tolerance class (add bitwise_with)",
 				v.Name, k.Name, k.Twin))
 		}
 	}
+}
+
+// runsKernel reports whether a variant of the spec runs the built-in
+// kernel named kernel: a bitwise twin worth naming is one the spec has.
+func (b *builder) runsKernel(kernel string) bool {
+	return slices.ContainsFunc(b.s.Variants, func(u spec.Variant) bool {
+		return u.Builtin != nil && u.Builtin.Name == kernel
+	})
 }
 
 // refuse returns why the variant's kernel (or its bitwise twin) cannot run

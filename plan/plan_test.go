@@ -683,3 +683,34 @@ func keysOf(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestBitwiseWarningNeedsTwin: "add bitwise_with" is advice only where the
+// spec runs the twin the kernel is byte-identical to; d2 alone has none to
+// be gated against, and d2 declared bitwise_with r4 needs no advice.
+func TestBitwiseWarningNeedsTwin(t *testing.T) {
+	for _, tc := range []struct {
+		name, variants string
+		warn           bool
+	}{
+		{"twin in the spec", "  - {name: d2, kernel: d2}\n  - {name: r4, kernel: r4}\n", true},
+		{"no twin", "  - {name: d2, kernel: d2}\n", false},
+		{"declared", "  - {name: d2, kernel: d2, bitwise_with: r4}\n  - {name: r4, kernel: r4}\n", false},
+	} {
+		s, err := spec.Parse("testdata/inline.yaml", []byte(`name: tw
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16}]
+axes: {nkv: [512], SPLITS: [8], NR: [2]}
+variants:
+`+tc.variants), variants.Builtins())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		p, err := Build(s, "sm_90")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := strings.Contains(strings.Join(p.Warnings, "\n"), "add bitwise_with")
+		if got != tc.warn {
+			t.Errorf("%s: warned %v, want %v: %q", tc.name, got, tc.warn, p.Warnings)
+		}
+	}
+}
