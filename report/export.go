@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
@@ -70,9 +71,11 @@ func WriteGoBench(w io.Writer, recs []results.Record) error {
 	return nil
 }
 
-// fmtFloat is the shortest text that parses back to the same float64, in
-// plain decimal: benchfmt reads values with strconv.ParseFloat.
-func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// fmtFloat is v to a tenth, in plain decimal (benchfmt reads values with
+// strconv.ParseFloat): a nanosecond timed by CUDA events, or a GB/s, has
+// nothing below that but the float noise of unit conversions
+// (7712.000049650669 is 7712).
+func fmtFloat(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
 func benchName(r *results.Record) string {
 	var b strings.Builder

@@ -205,3 +205,22 @@ func TestExportBenchstatCommand(t *testing.T) {
 		t.Errorf("per-run bandwidth is a benchstat configuration key:\n%s", text)
 	}
 }
+
+// TestExportCleanDecimals: ns/op and the bandwidth note carry no float
+// noise below a tenth (7712.000049650669 is exported as 7712), and a real
+// tenth survives.
+func TestExportCleanDecimals(t *testing.T) {
+	recs := loadH200(t, "rerun.jsonl")[:1]
+	recs[0].Probes = []results.Measurement{{Probe: results.ProbeCold, SamplesNS: []float64{7712.000049650669, 19400.04999, 8123.45}}}
+	recs[0].Env.ReadBWGBps = 4312.0000001
+	var b strings.Builder
+	if err := WriteGoBench(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{" 1 7712 ns/op\n", " 1 19400 ns/op\n", " 1 8123.5 ns/op\n", "read bandwidth 4312 GB/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("export lacks %q:\n%s", want, out)
+		}
+	}
+}
