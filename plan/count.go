@@ -14,12 +14,32 @@ type Count struct {
 	ByVariant map[string]int
 	Order     []string // the variants in spec order
 	Skipped   int      // what Plan.Skipped would hold
+	// Restricted is what Plan.Restricted would hold; an evaluation error
+	// (a division by zero in a restriction) stops the count there.
+	Restricted []int
+	Err        error
 }
 
 // CountPoints counts the points and skips Build would make of s.
 func CountPoints(s *spec.Spec) *Count {
 	b := &builder{s: s, arms: map[*spec.Arm]*spec.Variant{}}
-	c := &Count{ByVariant: map[string]int{}}
+	c := &Count{ByVariant: map[string]int{}, Restricted: make([]int, len(s.Restrictions))}
+	// kept counts a point unless a restriction removes it.
+	kept := func(sh *spec.Shape, defs map[string]string, nkv int) bool {
+		if c.Err != nil {
+			return false
+		}
+		r, err := b.restricted(sh, defs, nkv)
+		switch {
+		case err != nil:
+			c.Err = err
+			return false
+		case r >= 0:
+			c.Restricted[r]++
+			return false
+		}
+		return true
+	}
 	nkvs := s.NKVs()
 	for _, v := range s.Variants {
 		c.Order = append(c.Order, v.Name)
@@ -32,10 +52,15 @@ func CountPoints(s *spec.Spec) *Count {
 			axes := s.DefineAxes(v)
 			if len(v.Dispatch) == 0 {
 				spec.Combinations(axes, func(vals []string) bool {
-					if b.refuse(v, sh, sh.Defines(axes, vals)) != "" {
+					defs := sh.Defines(axes, vals)
+					if b.refuse(v, sh, defs) != "" {
 						c.Skipped++
-					} else {
-						c.ByVariant[v.Name] += len(nkvs)
+						return true
+					}
+					for _, nkv := range nkvs {
+						if kept(sh, defs, nkv) {
+							c.ByVariant[v.Name]++
+						}
 					}
 					return true
 				})
@@ -56,7 +81,9 @@ func CountPoints(s *spec.Spec) *Count {
 					}
 					if id := pointID(av, sh, sorted(defs, true), nkv); !seen[id] {
 						seen[id] = true
-						c.ByVariant[v.Name]++
+						if kept(sh, defs, nkv) {
+							c.ByVariant[v.Name]++
+						}
 					}
 				}
 				return true

@@ -23,6 +23,10 @@ type Plan struct {
 	Spec    *spec.Spec
 	Points  []*Point
 	Skipped []Skip
+	// Restricted counts, per restriction of the spec (restrict:, in file
+	// order), the points it removed; a point two would remove counts
+	// under the first.
+	Restricted []int
 	// Warnings are choices the plan accepts but that will not do what the
 	// user probably wants (a grid that reads nkv, a bitwise kernel gated in
 	// the tolerance class).
@@ -102,7 +106,7 @@ func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, er
 	if err := b.loadHeaders(); err != nil {
 		return nil, err
 	}
-	p := &Plan{Spec: s}
+	p := &Plan{Spec: s, Restricted: make([]int, len(s.Restrictions))}
 	b.warn(p)
 	nkvs := s.NKVs()
 	for i := range s.Shapes {
@@ -124,6 +128,13 @@ func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, er
 					return true
 				}
 				for _, nkv := range nkvs {
+					var r int
+					if r, err = b.restricted(sh, defs, nkv); err != nil {
+						return false
+					} else if r >= 0 {
+						p.Restricted[r]++
+						continue
+					}
 					var pt *Point
 					if pt, err = b.point(v, sh, defs, nkv); err != nil {
 						return false
@@ -172,6 +183,16 @@ func (b *builder) dispatch(p *Plan, v *spec.Variant, sh *spec.Shape) error {
 					}
 					p.Skipped = append(p.Skipped, Skip{Variant: v.Name, Shape: sh.Name, Defines: ds,
 						Reason: fmt.Sprintf("arm %s (%s): %s", a.Kernel, v.ArmRange(i), reason)})
+				}
+				continue
+			}
+			var r int
+			if r, err = b.restricted(sh, defs, nkv); err != nil {
+				return false
+			} else if r >= 0 {
+				if id := "restricted\x00" + pointID(av, sh, sorted(defs, true), nkv); !skipped[id] {
+					skipped[id] = true
+					p.Restricted[r]++
 				}
 				continue
 			}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"github.com/ktune/ktune/internal/spec"
 	"io"
 	"strconv"
 	"strings"
@@ -66,6 +67,10 @@ func (p *Plan) WriteTable(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s at %s (%s): %s\n", s.Variant, s.Shape, s.Defines.String(), s.Reason)
 		}
 	}
+	if p.Spec != nil && len(p.Spec.Restrictions) > 0 {
+		b.WriteString("\n")
+		b.WriteString(RestrictedText(p.Spec.Restrictions, p.Restricted))
+	}
 	if len(p.Warnings) > 0 {
 		b.WriteString("\nwarnings:\n")
 		for _, wn := range p.Warnings {
@@ -76,4 +81,18 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		return fmt.Errorf("writing the plan table: %w", err)
 	}
 	return nil
+}
+
+// RestrictedText says what each restriction removed, a line each:
+// restrict[0] "SPLITS*NR <= 256": 12 points removed.
+func RestrictedText(rs []spec.Restriction, removed []int) string {
+	var b strings.Builder
+	for i, r := range rs {
+		n := 0
+		if i < len(removed) {
+			n = removed[i]
+		}
+		fmt.Fprintf(&b, "restrict[%d] %q: %d points removed\n", i, r.Text, n)
+	}
+	return b.String()
 }

@@ -151,6 +151,7 @@ type backendFlags struct {
 	backendKind   string
 	replayFrom    stringList
 	replayMatch   string
+	axes          axisFlags
 }
 
 // A stringList is a repeatable flag.
@@ -163,6 +164,7 @@ func (l *stringList) Set(v string) error {
 }
 
 func (f *backendFlags) register(fs *flag.FlagSet) {
+	f.axes.register(fs)
 	fs.StringVar(&f.out, "o", "", "results `DIR` (created if needed); records go to DIR/results.jsonl")
 	fs.IntVar(&f.device, "device", 0, "CUDA device `N`")
 	fs.StringVar(&f.devices, "devices", "", "spread the points over these CUDA devices: `LIST` such as 0,1, or all")
@@ -262,7 +264,7 @@ func (bn *bench) close() {
 // is reported in a second, on any machine.
 func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlags, bs backendSpec, deps sweepDeps,
 	over plan.Override, check func(draft *plan.Plan) error) (*bench, error) {
-	s, err := loadSpec(path)
+	s, err := loadSpec(path, f.axes...)
 	if err != nil {
 		return nil, err
 	}

@@ -78,6 +78,8 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 	arch := fl.String("arch", "sm_90", "GPU architecture `ARCH` to build for (NVRTC -arch); a variant's own -arch flag replaces it")
 	cache := fl.String("cache", "", "CUBIN cache `DIR` shared with sweeps (\"\" the default, \"off\" none)")
 	jobs := fl.Int("j", 0, "`N` compiles at once (0: GOMAXPROCS)")
+	var axes axisFlags
+	axes.register(fl)
 	uncheckedOK := fl.Bool("unchecked-ok", false, "kernels this machine cannot check (an NVRTC too old for them, CUDA headers it lacks) are listed but do not fail")
 	paths, help, err := parseArgs(fl, args, checkUsage)
 	if help || err != nil {
@@ -92,7 +94,7 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 	}
 	var sets []probe.CheckSet
 	for _, path := range paths {
-		s, err := loadSpec(path)
+		s, err := loadSpec(path, axes...)
 		if err != nil {
 			return err
 		}

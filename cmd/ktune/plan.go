@@ -59,6 +59,8 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 	count := fl.Bool("count", false, "print the number of points only, without building them")
 	var over plan.Override
 	deviceFlags(fl, &over)
+	var axes axisFlags
+	axes.register(fl)
 	// The spec path may come before or after the flags.
 	paths, help, err := parseArgs(fl, args, planUsage)
 	if help || err != nil {
@@ -71,12 +73,12 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 	if err := spec.CheckArch(*arch); err != nil {
 		return usageErrorf("plan --arch: %v", err)
 	}
-	s, err := loadSpec(paths[0])
+	s, err := loadSpec(paths[0], axes...)
 	if err != nil {
 		return err
 	}
 	if *count {
-		return writeCount(stdout, plan.CountPoints(s))
+		return writeCount(stdout, plan.CountPoints(s), s.Restrictions)
 	}
 	p, err := plan.BuildWith(s, *arch, over)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 
@@ -14,7 +15,7 @@ import (
 // loadSpec reads the spec at path for plan, sweep, tune and gate. Every
 // failure is the user's input (a mistake in the file, a path that is not a
 // spec), so it exits 2; mistakes inside the file say file:line:col.
-func loadSpec(path string) (*spec.Spec, error) {
+func loadSpec(path string, axes ...spec.AxisOverride) (*spec.Spec, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return nil, usageErrorf("%s is a directory; a SPEC is a YAML file (e.g. experiments/slice.yaml)", path)
 	}
@@ -22,11 +23,36 @@ func loadSpec(path string) (*spec.Spec, error) {
 		return nil, usageErrorf("%s is a ktune results file (JSON lines), not a spec: give the YAML spec it was swept from; "+
 			"results are read by report, compare, gate, export and tune --from", path)
 	}
-	s, err := spec.Load(path, variants.Builtins())
+	s, err := spec.LoadWith(path, variants.Builtins(), axes)
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
 	return s, nil
+}
+
+// axisFlags is --axis NAME=V1,V2 (repeatable): an axis's values for this
+// run in place of the spec's.
+type axisFlags []spec.AxisOverride
+
+func (a *axisFlags) String() string { return "" }
+
+func (a *axisFlags) Set(arg string) error {
+	o, err := spec.ParseAxisOverride(arg)
+	if err != nil {
+		return err
+	}
+	for _, have := range *a {
+		if have.Name == o.Name {
+			return fmt.Errorf("--axis %s given twice", o.Name)
+		}
+	}
+	*a = append(*a, o)
+	return nil
+}
+
+// register adds --axis to fs.
+func (a *axisFlags) register(fs *flag.FlagSet) {
+	fs.Var(a, "axis", "this run's values of a spec axis, `NAME=V1,V2` (repeatable): narrows or replaces the spec's (nkv=2048,8192); a point of the same values keeps its hash")
 }
 
 // looksLikeResults reports whether data starts with a results record: a

@@ -42,6 +42,15 @@
 //	  nkv: [1, 512, 2048, 32768]
 //	  SPLITS: [16, 32]
 //
+//	# Optional: combinations to leave out, each a comparison (<=, <, >=,
+//	# >, ==, !=) of integer expressions over nkv, the defines and the
+//	# shape symbols (heads, kv_heads, head_dim, batch, group, capacity).
+//	# A point is planned only where every restriction holds that reads
+//	# symbols it has; ktune plan counts the points each one removed. For
+//	# one run, plan, check, sweep and tune take --axis NAME=V1,V2 in place
+//	# of an axis's values (a point of the same values keeps its hash).
+//	restrict: ["SPLITS * NR <= 256"]
+//
 //	# Required, at least one.
 //	variants:
 //	  - name: r4

@@ -24,11 +24,16 @@ import (
 // built-ins are variants.Builtins(); the spec does not pick them itself,
 // so that it depends on what a kernel is, not on ktune's list of them).
 func Load(path string, kernels catalog.Set) (*Spec, error) {
+	return LoadWith(path, kernels, nil)
+}
+
+// LoadWith is Load with axes given on the command line (ParseWith).
+func LoadWith(path string, kernels catalog.Set, axes []AxisOverride) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading spec: %w", err)
 	}
-	return Parse(path, data, kernels)
+	return ParseWith(path, data, kernels, axes)
 }
 
 // Parse decodes and validates a spec against the given kernel set.
@@ -36,7 +41,14 @@ func Load(path string, kernels catalog.Set) (*Spec, error) {
 // against its directory. Mistakes are returned as an ErrorList of *Error,
 // each printed file:line:col: message.
 func Parse(name string, data []byte, kernels catalog.Set) (*Spec, error) {
-	d := &decoder{file: name}
+	return ParseWith(name, data, kernels, nil)
+}
+
+// ParseWith is Parse with axes given on the command line (--axis NAME=V,…)
+// in place of the file's values: each is checked as the file's would be,
+// its mistakes reported at the axis in the file.
+func ParseWith(name string, data []byte, kernels catalog.Set, axes []AxisOverride) (*Spec, error) {
+	d := &decoder{file: name, axisOverrides: axes}
 	s := &Spec{Path: name, Dir: filepath.Dir(name)}
 	root, err := document(name, data)
 	if err != nil {
@@ -46,6 +58,7 @@ func Parse(name string, data []byte, kernels catalog.Set) (*Spec, error) {
 	if len(d.errs) == 0 {
 		// Cross-references are only meaningful once every section decoded.
 		d.validate(s, w, kernels)
+		d.restrictSymbols(s)
 	}
 	if len(d.errs) > 0 {
 		return nil, d.errs.sorted()
@@ -126,7 +139,7 @@ type variantNodes struct {
 	nonPortable *yaml.Node
 }
 
-var topKeys = []string{"version", "name", "description", "landed", "shapes", "axes", "variants", "probes", "gates", "measure", "engine"}
+var topKeys = []string{"version", "name", "description", "landed", "shapes", "axes", "restrict", "variants", "probes", "gates", "measure", "engine"}
 
 func (d *decoder) decode(root *yaml.Node, s *Spec) *where {
 	w := &where{root: root, landedDefines: map[string]*yaml.Node{}}
@@ -163,6 +176,8 @@ func (d *decoder) decode(root *yaml.Node, s *Spec) *where {
 			}
 		case "axes":
 			d.axes(v, s, w)
+		case "restrict":
+			d.restrict(v, s)
 		case "variants":
 			if l, ok := d.list(v, "variants", false); ok {
 				if len(l) == 0 {
@@ -310,6 +325,12 @@ func (d *decoder) axes(n *yaml.Node, s *Spec, w *where) {
 		if key != NKV && !d.defineName(k, where) {
 			return
 		}
+		if o := d.axisOverride(key, v); o != nil {
+			if key == NKV {
+				d.fileNKVMax = largestInt(v)
+			}
+			v, where = o, where+" (--axis)"
+		}
 		l, ok := d.list(v, where, false)
 		if !ok {
 			return
@@ -330,6 +351,7 @@ func (d *decoder) axes(n *yaml.Node, s *Spec, w *where) {
 	if deref(n).Kind == yaml.MappingNode {
 		d.require(n, "axes", seen, NKV)
 	}
+	d.unknownOverrides(n, s)
 }
 
 // defineRE is a C identifier: the name goes to NVRTC as -DNAME=value.

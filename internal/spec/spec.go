@@ -23,6 +23,9 @@ type Spec struct {
 	Gates       Gates
 	Measure     Measure
 	Engine      *Engine // optional, for wall-clock projections
+	// Restrictions prune combinations at plan time (restrict:), in file
+	// order.
+	Restrictions []Restriction
 	// Warnings are things the spec says that a user may mean but probably
 	// does not (a variant's own values replacing a global axis), as
 	// file:line:col messages; the plan repeats them.

@@ -64,6 +64,10 @@ func (d *decoder) shapes(s *Spec, w *where) {
 	for _, n := range s.Gates.NKV {
 		gateMax = max(gateMax, n)
 	}
+	// A default capacity holds the file's own nkv axis too when --axis
+	// replaced it: a narrowed run plans the file's points, hashes and
+	// all (the capacity is part of a point).
+	defaultCap := max(largest, gateMax, d.fileNKVMax)
 	names := map[string]int{}
 	for i := range s.Shapes {
 		sh := &s.Shapes[i]
@@ -74,7 +78,7 @@ func (d *decoder) shapes(s *Spec, w *where) {
 		names[sh.Name] = sh.Pos.Line
 		switch {
 		case sh.Capacity == 0:
-			sh.Capacity = max(largest, gateMax)
+			sh.Capacity = defaultCap
 		case sh.Capacity < largest:
 			d.errorAt(at, "shapes[%d] (%s): capacity %d is below the largest nkv %d of the axes", i, sh.Name, sh.Capacity, largest)
 		}

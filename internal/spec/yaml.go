@@ -13,9 +13,11 @@ import (
 // names the key and its file:line:col. It collects errors rather than
 // stopping at the first.
 type decoder struct {
-	file  string
-	errs  ErrorList
-	warns ErrorList // see warnAt
+	file          string
+	errs          ErrorList
+	warns         ErrorList      // see warnAt
+	axisOverrides []AxisOverride // --axis, in place of the file's values
+	fileNKVMax    int            // the largest nkv of the file's own axis, when --axis replaced it
 }
 
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
