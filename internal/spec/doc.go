@@ -42,15 +42,6 @@
 //	  nkv: [1, 512, 2048, 32768]
 //	  SPLITS: [16, 32]
 //
-//	# Optional: combinations to leave out, each a comparison (<=, <, >=,
-//	# >, ==, !=) of integer expressions over nkv, the defines and the
-//	# shape symbols (heads, kv_heads, head_dim, batch, group, capacity).
-//	# A point is planned only where every restriction holds that reads
-//	# symbols it has; ktune plan counts the points each one removed. For
-//	# one run, plan, check, sweep and tune take --axis NAME=V1,V2 in place
-//	# of an axis's values (a point of the same values keeps its hash).
-//	restrict: ["SPLITS * NR <= 256"]
-//
 //	# Required, at least one.
 //	variants:
 //	  - name: r4
@@ -134,6 +125,29 @@
 // below the largest nkv is an error, and so is a shape whose K and V
 // together exceed 1 TiB. Gate lengths above a shape's capacity are dropped
 // for that shape.
+//
+// # Restrictions and --axis
+//
+// restrict (optional) lists combinations to leave out, each a comparison
+// (<=, <, >=, >, ==, !=) of two integer expressions over nkv, the defines
+// and the shape symbols (heads, kv_heads, head_dim, batch, group,
+// capacity):
+//
+//	restrict: ["SPLITS * NR <= 256", "SPLITS <= nkv"]
+//
+// A point is planned only where every restriction holds that reads only
+// symbols the point has (one reading WARPS leaves a variant without WARPS
+// alone); ktune plan and plan --count say how many points each removed. A
+// symbol that is no axis, define or shape symbol is an error, and so is an
+// expression that cannot be evaluated at some point (a division by zero),
+// at its column.
+//
+// For one run, plan, check, sweep and tune take --axis NAME=V1,V2 in place
+// of an axis's values (nkv=2048,8192 narrows the lengths; values the file
+// lacks are planned too). They are checked as the file's values are, their
+// mistakes reported at the axis in the file. A shape's default capacity
+// still covers the file's own nkv, so a point of the same values keeps
+// its hash: a narrowed sweep fills the same results a full one would.
 //
 // # Attention options
 //
