@@ -55,6 +55,7 @@ variants:
 var progressLine = regexp.MustCompile(`(?m)^\[(\d+)/(\d+)\] \S+ \S+ (ok|FAILED|[A-Z_]+) \(.+\)$`)
 
 func TestCheckExitCodes(t *testing.T) {
+	t.Parallel()
 	needNVRTC(t)
 	cache := t.TempDir()
 	for _, tc := range []struct {
@@ -109,6 +110,7 @@ func TestCheckExitCodes(t *testing.T) {
 // The kernels a spec names but this NVRTC cannot build fail the check
 // unless --unchecked-ok lets them through, still listed.
 func TestCheckUncheckedOK(t *testing.T) {
+	t.Parallel()
 	needNVRTC(t)
 	nv, _ := cuda.OpenNVRTC()
 	if major, _, err := nv.Version(); err != nil || major >= 12 {
@@ -128,6 +130,7 @@ func TestCheckUncheckedOK(t *testing.T) {
 // A kernel that spills fails a no_spills budget; the same source with
 // fewer accumulators keeps within it.
 func TestCheckSpillBudget(t *testing.T) {
+	t.Parallel()
 	needNVRTC(t)
 	spec := buildCheckSpec(t,
 		"{name: spill, kernel: TESTDATA/spill.cu, no_spills: true}",

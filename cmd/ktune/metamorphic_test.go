@@ -251,8 +251,20 @@ func intactExits(t testing.TB, mi metaInput, in input) []int {
 	return out
 }
 
+// Each input, and each mutation of it, is a parallel subtest: the
+// commands share nothing but the read-only intact input.
 func TestMetamorphicNeverMorePermissive(t *testing.T) {
+	t.Parallel()
 	for _, mi := range metaInputs {
+		t.Run(mi.name, func(t *testing.T) {
+			t.Parallel()
+			metamorphicInput(t, mi)
+		})
+	}
+}
+
+func metamorphicInput(t *testing.T, mi metaInput) {
+	{
 		in := loadInput(t, mi)
 		intact := intactExits(t, mi, in)
 		ok, nkvs := eligibleNoCap(t, in), measuredNKV(in)
@@ -277,12 +289,15 @@ func TestMetamorphicNeverMorePermissive(t *testing.T) {
 			targets[i] = true
 		}
 		for _, m := range catalogue {
-			for i := range targets {
-				for _, arg := range []int{0, 1}[:1+i%2] {
-					mutant := m.apply(in.clone(), 0, i, arg)
-					checkMutant(t, mi, intact, ok, nkvs, mutant, fmt.Sprintf("%s: %s of record %d (%d)", mi.name, m.name, i, arg))
+			t.Run(m.name, func(t *testing.T) {
+				t.Parallel()
+				for i := range targets {
+					for _, arg := range []int{0, 1}[:1+i%2] {
+						mutant := m.apply(in.clone(), 0, i, arg)
+						checkMutant(t, mi, intact, ok, nkvs, mutant, fmt.Sprintf("%s: %s of record %d (%d)", mi.name, m.name, i, arg))
+					}
 				}
-			}
+			})
 		}
 	}
 }

@@ -55,6 +55,7 @@ func TestPlanArch(t *testing.T) {
 // plan --count agrees with the full plan on every committed spec, and
 // counts a million points without building them.
 func TestPlanCount(t *testing.T) {
+	t.Parallel()
 	specs, _ := filepath.Glob("../../experiments/*.yaml")
 	specs = append(specs, "../../internal/spec/testdata/full.yaml")
 	for _, s := range specs {

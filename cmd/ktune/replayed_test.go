@@ -100,6 +100,7 @@ func TestReplaySweepMatchesByHashOrConfig(t *testing.T) {
 }
 
 func TestReplayedRecordsAreRefused(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "dry")
 	if _, stderr, code := replaySweep(t, dir, "--replay-from", h200Slice, "--replay-match", "config"); code != 0 {
 		t.Fatalf("sweep: exit %d\n%s", code, stderr)

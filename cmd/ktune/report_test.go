@@ -168,6 +168,7 @@ func h200All(t *testing.T) []string {
 // make report: the warnings are one line per kind on stderr, none on
 // stdout, and report.md keeps them in a short section at its end.
 func TestReportWarningsOnStderr(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report")
 	stdout, stderr, code := runCmd(append(append([]string{"report"}, h200All(t)...), "-o", out)...)
 	if code != 0 {
@@ -193,6 +194,7 @@ func TestReportWarningsOnStderr(t *testing.T) {
 // exceeds the step are refused and said so on stderr; no throughput
 // printed is negative. A step that fits no point is a usage error.
 func TestReportProjection(t *testing.T) {
+	t.Parallel()
 	args := append(append([]string{"report"}, h200All(t)...), "-o", filepath.Join(t.TempDir(), "r"), "--layers", "28", "--step-ms", "11.5")
 	stdout, stderr, code := runCmd(args...)
 	if code != 0 {
