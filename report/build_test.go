@@ -10,6 +10,7 @@ import (
 // Duplicate points become one warning line per kind, with a count, on
 // the writer given for warnings; the terminal report carries none.
 func TestWarningsSummarised(t *testing.T) {
+	t.Parallel()
 	rep, err := Build(allH200(t), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +50,7 @@ func TestWarningsSummarised(t *testing.T) {
 // are one environment row: the committed results hold 21 runs of ktune
 // and of the PyTorch reference script.
 func TestEnvironmentsGrouped(t *testing.T) {
+	t.Parallel()
 	recs := allH200(t)
 	rep, err := Build(recs, Options{})
 	if err != nil {
@@ -76,6 +78,7 @@ func TestEnvironmentsGrouped(t *testing.T) {
 // Every table of the terminal and Markdown reports has at most seven
 // columns, whatever the input.
 func TestTablesBounded(t *testing.T) {
+	t.Parallel()
 	rep, err := Build(allH200(t), Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,9 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"sync"
 	"testing"
 
 	"github.com/ktune/ktune/internal/golden"
@@ -37,9 +39,16 @@ import (
 const h200Dir = "../experiments/results/h200"
 
 // loadH200 reads one committed results file with the project's reader and
-// fails on any line it had to skip: these files are the test inputs.
+// fails on any line it had to skip: these files are the test inputs. Each
+// file is read once per test binary (reading them was half the package's
+// CPU); every call gets a deep copy, so a test may edit what it gets.
 func loadH200(t testing.TB, name string) []results.Record {
 	t.Helper()
+	h200Cache.mu.Lock()
+	defer h200Cache.mu.Unlock()
+	if recs, ok := h200Cache.files[name]; ok {
+		return deepCopy(recs)
+	}
 	recs, warns, err := results.ReadFile(filepath.Join(h200Dir, name))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +59,70 @@ func loadH200(t testing.TB, name string) []results.Record {
 	if len(recs) == 0 {
 		t.Fatalf("%s: no records", name)
 	}
-	return recs
+	if h200Cache.files == nil {
+		h200Cache.files = map[string][]results.Record{}
+	}
+	h200Cache.files[name] = recs
+	return deepCopy(recs)
+}
+
+// h200Cache holds each committed file's records as first read.
+var h200Cache struct {
+	mu    sync.Mutex
+	files map[string][]results.Record
+}
+
+// deepCopy copies x and everything its exported fields reach (slices,
+// maps, pointers), so that no edit of the copy shows in x.
+func deepCopy[T any](x T) T {
+	return copyValue(reflect.ValueOf(&x).Elem()).Interface().(T)
+}
+
+func copyValue(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			n.Index(i).Set(copyValue(v.Index(i)))
+		}
+		return n
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			n.SetMapIndex(copyValue(it.Key()), copyValue(it.Value()))
+		}
+		return n
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.New(v.Type().Elem())
+		n.Elem().Set(copyValue(v.Elem()))
+		return n
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.New(v.Type()).Elem()
+		n.Set(copyValue(v.Elem()))
+		return n
+	case reflect.Struct:
+		n := reflect.New(v.Type()).Elem()
+		n.Set(v) // unexported fields (time.Time's) as they are
+		for i := range v.NumField() {
+			if n.Field(i).CanSet() {
+				n.Field(i).Set(copyValue(v.Field(i)))
+			}
+		}
+		return n
+	}
+	return v
 }
 
 // quantile is the linear-interpolation quantile of sorted xs.
@@ -224,5 +296,24 @@ func TestGateFixtureTransforms(t *testing.T) {
 		default:
 			t.Errorf("unexpected variant %q in gate.jsonl", r.Config.Variant)
 		}
+	}
+}
+
+// TestLoadH200Copies: what loadH200 returns is the file as read, and an
+// edit of one call's records, however deep, shows in no other call's.
+func TestLoadH200Copies(t *testing.T) {
+	a := loadH200(t, "rerun.jsonl")
+	fresh, _, err := results.ReadFile(filepath.Join(h200Dir, "rerun.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, fresh) {
+		t.Fatal("the cached records differ from the file")
+	}
+	a[0].Probes[0].SamplesNS[0] = -1
+	a[0].Config.Defines[0].Value = "edited"
+	a[0].Gates[0].Pass = !a[0].Gates[0].Pass
+	if b := loadH200(t, "rerun.jsonl"); !reflect.DeepEqual(b, fresh) {
+		t.Error("an edit of one call's records showed in the next call's")
 	}
 }

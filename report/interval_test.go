@@ -18,6 +18,7 @@ var printedInterval = regexp.MustCompile(`([0-9]+(?:\.[0-9]+)?)×? \[([0-9]+(?:\
 // come from one estimator, so rounding both the same way cannot separate
 // them.
 func TestPrintedEstimatesInsideIntervals(t *testing.T) {
+	t.Parallel()
 	rep, err := Build(allH200(t), Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -107,6 +107,7 @@ const layoutTolerance = vg.Length(1.5)
 // below the axes, each log axis has at least three labelled ticks within
 // its range, and every series of a plot has a marker of its own.
 func TestPlotLayout(t *testing.T) {
+	t.Parallel()
 	rep, err := Build(allH200(t), Options{})
 	if err != nil {
 		t.Fatal(err)

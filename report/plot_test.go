@@ -59,6 +59,7 @@ func TestPlots(t *testing.T) {
 // Every committed file at once: four shapes (one of them the fault
 // fixtures), 29 variants, two PyTorch references.
 func TestPlotsAllH200(t *testing.T) {
+	t.Parallel()
 	recs := allH200(t)
 	rep, plots := writePlots(t, recs)
 	checkPlots(t, rep, recs, plots)
@@ -254,6 +255,7 @@ func TestShapeLabelsDisambiguate(t *testing.T) {
 // No two series a plot can draw look alike, and every style differs in
 // colour, marker or dash pattern from every other of its shape.
 func TestSeriesStylesDistinct(t *testing.T) {
+	t.Parallel()
 	rep, err := Build(allH200(t), Options{})
 	if err != nil {
 		t.Fatal(err)

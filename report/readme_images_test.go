@@ -27,6 +27,7 @@ var readmeImages = map[string]string{
 // (fused multiply-adds on other architectures), where a stale image
 // differs in its lines, labels and legend.
 func TestReadmeImages(t *testing.T) {
+	t.Parallel()
 	rep, err := Build(allH200(t), Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ func shipSection(t *testing.T) (*Report, string) {
 // The opening of report.md over the committed results, as a reader's
 // first screen: a change to what it says is reviewed as a diff.
 func TestOpeningGolden(t *testing.T) {
+	t.Parallel()
 	_, open := shipSection(t)
 	golden.Check(t, "testdata/h200-opening.md.golden", []byte(open))
 }
@@ -41,6 +42,7 @@ func TestOpeningGolden(t *testing.T) {
 // every ship cell is a short name the configurations table defines; every
 // length marked † has its note; no table row runs past 150 characters.
 func TestOpeningLayout(t *testing.T) {
+	t.Parallel()
 	rep, open := shipSection(t)
 	withAt := strings.Index(open, "\n### Shapes with a landed kernel\n")
 	withoutAt := strings.Index(open, "\n### Shapes without a landed kernel\n")

@@ -26,6 +26,7 @@ func listDir(t *testing.T, dir string) map[string]bool {
 // wrote and it does not (the plots of shapes no longer in the input),
 // and nothing else.
 func TestWriteRemovesStaleOutputs(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "report")
 	first, err := Build(loadH200(t, "sdpa.jsonl"), Options{})
 	if err != nil {
@@ -99,6 +100,7 @@ func TestWriteRemovesLegacyOutputs(t *testing.T) {
 // An interrupted report (a cancelled context, as SIGINT gives) leaves the
 // directory as it was and nothing beside it.
 func TestWriteCancelledLeavesDirAlone(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "report")
 	rep, err := Build(loadH200(t, "slice.jsonl"), Options{})
