@@ -145,6 +145,7 @@ func TestDefaultCacheDir(t *testing.T) {
 // replacing it with CUBINs of another size and content: a reader must see
 // either no entry or one whole CUBIN, never a mix or a prefix.
 func TestCachePutAtomic(t *testing.T) {
+	t.Parallel()
 	c := diskCache{dir: t.TempDir()}
 	key := cacheKey(plan.Source{Text: "atomic"}, nil, "sm_90", "13.0")
 	// Entry i is 64 KiB·(i%3+1) bytes, every byte equal to i: a torn write

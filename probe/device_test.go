@@ -16,6 +16,7 @@ import (
 // the point (not a fault: the error is not sticky) whose message says what
 // was being done, and nothing stays blocked or captured.
 func TestFakeDeviceErrors(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		op   string
 		n    int

@@ -19,6 +19,7 @@ import (
 // does not make null is a device address, and a tensor map is encoded
 // over its buffer's address (the fake's encoding keeps it at byte 8).
 func TestEngineSpecsMarshal(t *testing.T) {
+	t.Parallel()
 	paths, err := filepath.Glob("../experiments/engines/*.yaml")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no engine specs: %v", err)

@@ -302,6 +302,7 @@ func TestGateLog(t *testing.T) {
 // and the first changed byte, and the workspace is put back for the next
 // point: a correct kernel run after it on the same workspace passes.
 func TestFakeMemoryDefectsCaught(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		m      fakeModel

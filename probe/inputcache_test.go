@@ -18,6 +18,7 @@ import (
 // every kernel's gates, defects' included, read exactly as on a backend of
 // its own, while the sets and references come from the cache.
 func TestInputCacheSharedAcrossKernels(t *testing.T) {
+	t.Parallel()
 	models := []struct {
 		name string
 		m    fakeModel
@@ -172,6 +173,7 @@ func TestInputCacheBound(t *testing.T) {
 // (drawn with rows to spare, baseRowsFor), and its gates read as on a
 // backend of its own, a defect's included.
 func TestBaseSharedAcrossSplits(t *testing.T) {
+	t.Parallel()
 	for _, m := range []string{"good", "readpast"} {
 		model := fakeModel{readPast: m == "readpast"}
 		f := newFakeDevice()

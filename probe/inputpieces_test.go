@@ -11,6 +11,7 @@ import (
 // overlapping writes and for a paged one with whole and partial pages;
 // and writing them back leaves the record saying the same.
 func TestPiecesAreBytesAt(t *testing.T) {
+	t.Parallel()
 	const n = 3*fillChunk + 4096
 	fill := func(off int64, b []byte) {
 		for i := range b {

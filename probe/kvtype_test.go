@@ -89,6 +89,7 @@ func TestKVBytesTypes(t *testing.T) {
 // drawn), so an fp8 kernel gated after one of longer gate lengths sees the
 // bytes it sees alone, and its gates say what they say alone.
 func TestScaledBaseNotShared(t *testing.T) {
+	t.Parallel()
 	f := newFakeDevice()
 	shared := fakeBackend(t, f)
 	longer := fp8Point("good")

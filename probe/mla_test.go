@@ -26,6 +26,7 @@ func mlaPoint(variant string, layout abi.MLALayout, kv abi.KVLayout) *plan.Point
 // uploaded head_dim wide and V dv wide (latent: none, read from K), in
 // both contiguous layouts; one whose score stops at dv fails tolerance.
 func TestFakeMLA(t *testing.T) {
+	t.Parallel()
 	for _, layout := range []abi.MLALayout{abi.MLALatent, abi.MLASplit} {
 		for _, kv := range []abi.KVLayout{abi.BSHD, abi.BHSD} {
 			name := string(layout) + "/" + string(kv)

@@ -214,6 +214,7 @@ func optionPoint(variant string) *plan.Point {
 // gate on every set of its shape, the options' own included, with lse
 // gated; each planted misuse fails a tolerance gate on out or lse.
 func TestFakeOptions(t *testing.T) {
+	t.Parallel()
 	f := newFakeDevice()
 	cases := map[string]fakeOptions{
 		"good":          {},
@@ -265,6 +266,7 @@ func TestFakeOptions(t *testing.T) {
 // no tolerance or written gate; a twin whose lse differs in its last bits
 // fails the bitwise gate on lse alone.
 func TestFakeOptionsLSEBytes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		o    fakeOptions

@@ -33,6 +33,7 @@ func pagedPoint(variant string, order abi.PageOrder, pages abi.PageAssign) *plan
 // replay included, so the index buffers are rewritten at every length and
 // between replays.
 func TestPagedGates(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		m     fakeModel
@@ -217,6 +218,7 @@ func TestPagedRecord(t *testing.T) {
 // cache is what the record says (the read-only gate passes), a correct
 // kernel passes at the capacity and one wrong past 128 rows fails there.
 func TestPagedLongLengths(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		m        fakeModel
@@ -308,6 +310,7 @@ func TestDisjointCopies(t *testing.T) {
 // (within the page the length ends in, and a whole page past it), the
 // scratch is freed, and K and V end as their records say.
 func TestPagedStaleOnDevice(t *testing.T) {
+	t.Parallel()
 	type gate struct {
 		kind, inputs string
 		nkv          int

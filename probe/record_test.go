@@ -14,6 +14,7 @@ import (
 // contiguous and paged: every upload, tile, scattered page and restore
 // kept the two in step.
 func TestRecordIsTheDevice(t *testing.T) {
+	t.Parallel()
 	for name, p := range map[string]func() *plan.Point{
 		"contiguous": func() *plan.Point { return fakePoint("good", 100) },
 		"paged":      func() *plan.Point { return pagedPoint("good", abi.PageNHD, abi.PagesShuffled) },

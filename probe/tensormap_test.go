@@ -97,6 +97,7 @@ func TestTensorMapBytes(t *testing.T) {
 // the declared tensor map; a kernel that takes a pointer there
 // is refused before any launch, naming the parameter.
 func TestTensorMapParamCheck(t *testing.T) {
+	t.Parallel()
 	pl := planned(t, tensorMapSpec, map[string]string{"k.cu": "// test\n"})
 	for _, c := range []struct {
 		name   string

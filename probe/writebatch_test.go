@@ -92,6 +92,7 @@ func TestCoalesceJoinsPages(t *testing.T) {
 // in few writes, each a copy of its own from there; stageMax bytes of
 // small runs take more than one batch.
 func TestWriteInputsScattered(t *testing.T) {
+	t.Parallel()
 	const page = 4096
 	rng := rand.New(rand.NewPCG(3, 5))
 	for _, pages := range []int{5, 300, 2*stageMax/page + 40} {
