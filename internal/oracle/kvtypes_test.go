@@ -21,6 +21,7 @@ func kvShape(dtype, scale string) abi.Shape {
 // values are what the bytes (and scales) hold, VScale bounds |V|, the
 // scales are exact f32 and ScaleBytes lays them out K first.
 func TestScaledSetsHoldTheirBytes(t *testing.T) {
+	t.Parallel()
 	for _, s := range []abi.Shape{kvShape("bf16", ""), kvShape("fp8e4m3", "tensor"), kvShape("fp8e4m3", "head")} {
 		ty := s.KVType()
 		lengths := lengthsAt(200, s.Batch)
@@ -182,6 +183,7 @@ func TestFP8PeakedNeedlesDominate(t *testing.T) {
 // or K's scale to V, fails the gate by far on every set; one that uses
 // the right scales passes.
 func TestFP8WrongScaleFails(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"tensor", "head"} {
 		s := kvShape("fp8e4m3", mode)
 		lengths := lengthsAt(400, s.Batch)
@@ -236,6 +238,7 @@ func TestFP8WrongScaleFails(t *testing.T) {
 // TestCorrectKernelPassesNewTypes: the float32 emulation passes every set
 // of bf16 and fp8e4m3 inputs with the default bounds.
 func TestCorrectKernelPassesNewTypes(t *testing.T) {
+	t.Parallel()
 	for _, s := range []abi.Shape{kvShape("bf16", ""), kvShape("fp8e4m3", "tensor"), kvShape("fp8e4m3", "head")} {
 		for _, set := range Sets {
 			lengths := lengthsAt(700, s.Batch)

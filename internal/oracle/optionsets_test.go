@@ -199,6 +199,7 @@ func optJudge(t *testing.T, e optEmu, s abi.Shape, splits int, sets []InputSet) 
 // A correct kernel with every option passes every set of its shape at
 // every gate length, out and lse, with room to spare.
 func TestOptionSetsPassCorrectKernel(t *testing.T) {
+	t.Parallel()
 	for _, s := range []abi.Shape{optShape, mlaShape} {
 		for _, v := range optJudge(t, optEmu{}, s, 8, SetsFor(s)) {
 			if !v.ok || v.out.Worst > 0.25 || v.lse.Worst > 0.25 {
@@ -210,6 +211,7 @@ func TestOptionSetsPassCorrectKernel(t *testing.T) {
 
 // Each misuse of an option fails the gates, on the set built for it.
 func TestOptionMisusesCaught(t *testing.T) {
+	t.Parallel()
 	tensor := mlaShape
 	tensor.KVScale = kvtype.ScaleTensor
 	tensor.Attention.MLA.Layout = abi.MLASplit // a split cache may have two scales

@@ -177,6 +177,7 @@ func judge(t *testing.T, e emu, set InputSet, nkv, splits int) (Metrics, bool) {
 // pass every set at the gate lengths with the default bounds, with room
 // to spare (Worst, the error over the bound, at most 1/4).
 func TestSetsPassCorrectKernels(t *testing.T) {
+	t.Parallel()
 	lengths := []int{1, 29, 31, 33, 65, 512, 1641}
 	if testing.Short() {
 		lengths = []int{29, 1641}
@@ -196,6 +197,7 @@ func TestSetsPassCorrectKernels(t *testing.T) {
 // TestSetsCatchDefects checks that each planted defect fails the set
 // built for it, including those the uniform set lets through.
 func TestSetsCatchDefects(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		e    emu
@@ -239,6 +241,7 @@ func TestNeedleRows(t *testing.T) {
 }
 
 func TestGenerateSet(t *testing.T) {
+	t.Parallel()
 	s := setShape
 	lengths := lengthsAt(100, s.Batch)
 	uni, _ := Generate(s, 100, 3)

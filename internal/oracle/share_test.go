@@ -13,6 +13,7 @@ import (
 // gives the same bits on both, at the base's rows and fewer, untiled and
 // tiled; and the base is left as it was.
 func TestFromBaseSharedIsFromBase(t *testing.T) {
+	t.Parallel()
 	for _, s := range []abi.Shape{
 		{Name: "f16", Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "f16", Batch: 3, Capacity: 4096},
 		{Name: "bf16", Heads: 8, KVHeads: 4, HeadDim: 32, KVDtype: "bf16", Batch: 2, Capacity: 4096},
