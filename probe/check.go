@@ -141,6 +141,9 @@ func Check(sets []CheckSet, opts CheckOptions) (*CheckReport, error) {
 			fmt.Fprintf(log, "check: "+format+"\n", args...)
 		},
 	}
+	if tool, err := sass.Find(); err == nil {
+		env.disasm = cachedDisassembler(env.disasm, tool, cache)
+	}
 	rep := check(sets, opts.Arch, env)
 	rep.NVRTC = nv.Path()
 	if env.disasm != nil {

@@ -2,7 +2,9 @@ package probe
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -273,5 +275,44 @@ func TestCheckPrebuilt(t *testing.T) {
 	}
 	if e := rep.Kernels[2].Entries[0]; e.Known || !strings.Contains(strings.Join(rep.Kernels[2].Notes, ";"), "compiled by the driver") {
 		t.Errorf("a PTX image's resources: %+v, notes %q", e, rep.Kernels[2].Notes)
+	}
+}
+
+// TestCachedDisassembler: a listing is made once per CUBIN and tool and
+// read back after; another CUBIN, or the tool changed, is disassembled
+// again; without a cache every call runs the tool.
+func TestCachedDisassembler(t *testing.T) {
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "cuobjdump")
+	if err := os.WriteFile(tool, []byte("v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	fake := func(cubin []byte) (string, error) {
+		calls++
+		return fmt.Sprintf("listing of %s #%d", cubin, calls), nil
+	}
+	d := cachedDisassembler(fake, tool, diskCache{dir: filepath.Join(dir, "cache")})
+	first, _ := d([]byte("a"))
+	again, _ := d([]byte("a"))
+	if calls != 1 || first != again || first != "listing of a #1" {
+		t.Errorf("same CUBIN: %d calls, %q then %q", calls, first, again)
+	}
+	if other, _ := d([]byte("b")); calls != 2 || other != "listing of b #2" {
+		t.Errorf("another CUBIN: %d calls, %q", calls, other)
+	}
+	// Another toolkit in the same place: a new key.
+	if err := os.WriteFile(tool, []byte("version 2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d = cachedDisassembler(fake, tool, diskCache{dir: filepath.Join(dir, "cache")})
+	if got, _ := d([]byte("a")); calls != 3 || got != "listing of a #3" {
+		t.Errorf("changed tool: %d calls, %q", calls, got)
+	}
+	d = cachedDisassembler(fake, tool, diskCache{})
+	d([]byte("a"))
+	d([]byte("a"))
+	if calls != 5 {
+		t.Errorf("no cache: %d calls, want 5", calls)
 	}
 }

@@ -1,6 +1,9 @@
 package probe
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,6 +24,54 @@ func findDisassembler() disassembler {
 		return nil
 	}
 	return func(cubin []byte) (string, error) { return sass.Disassemble(tool, cubin) }
+}
+
+// cachedDisassembler keeps each listing d makes in the CUBIN cache c, next
+// to the CUBINs, under a key of the tool (its path, size and modification
+// time: another toolkit is another key) and the CUBIN's bytes: a check of
+// unchanged kernels then reads listings instead of running the
+// disassembler (most of its time once NVRTC's work is cached). A listing
+// that cannot be kept is still returned; nil d, or no cache, is d.
+func cachedDisassembler(d disassembler, tool string, c diskCache) disassembler {
+	st, err := os.Stat(tool)
+	if d == nil || c.dir == "" || err != nil {
+		return d
+	}
+	id := fmt.Sprintf("%s\x00%d\x00%d\x00", tool, st.Size(), st.ModTime().UnixNano())
+	return func(cubin []byte) (string, error) {
+		h := sha256.New()
+		h.Write([]byte(id))
+		h.Write(cubin)
+		key := hex.EncodeToString(h.Sum(nil))
+		path := c.path(key, ".sass")
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return string(b), nil
+		}
+		listing, err := d(cubin)
+		if err == nil && listing != "" {
+			_ = writeAtomic(path, []byte(listing)) // a cache that cannot be written only costs time
+		}
+		return listing, err
+	}
+}
+
+// writeAtomic writes b to path through a temporary file and a rename, so a
+// concurrent reader never sees part of it.
+func writeAtomic(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // A sassReport is what the machine code of one compiled kernel says.
