@@ -34,7 +34,10 @@ identity against a declared twin, graph replay safety) and then the probes
 (cold L2, hot L2, graph replay), appending one fsync'd record per point to
 out/slice/results.jsonl. Interrupt it and run the same command again: the
 points already recorded are skipped. --only 'variant=d2,SPLITS=32|64' runs a
-subset; --force measures again.
+subset; --force measures again. --axis nkv=2048,8192 (plan, check, sweep,
+tune) replaces an axis's values for one run, keeping each point's hash;
+a spec's restrict: list prunes combinations ("SPLITS * NR <= 256") and
+plan says how many points each restriction removed.
 
 # Compile without a GPU
 
