@@ -108,3 +108,30 @@ func TestGateUnknownCandidateListsVariants(t *testing.T) {
 		t.Errorf("exit %d, err %v; want the variants d2, r4 listed", exitCode(err), err)
 	}
 }
+
+// TestAxisFlag: --axis narrows plan's points; a mistake in it exits 2 with
+// file:line:col at the axis, and a malformed or repeated flag is a usage
+// error.
+func TestAxisFlag(t *testing.T) {
+	stdout, stderr, code := runCmd("plan", "../../experiments/slice.yaml", "--count", "--axis", "nkv=2048,8192", "--axis", "SPLITS=32")
+	if code != exitOK || !strings.Contains(stdout, "points: 4 (r4 2, d2 2)") {
+		t.Errorf("narrowed: exit %d, %q %q", code, stdout, stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--axis", "nkv=0"}, "slice.yaml:12:8: axes.nkv (--axis): 0 is not a context length"},
+		{[]string{"--axis", "WARPS=2"}, "--axis WARPS: the spec has no axis WARPS"},
+	} {
+		err := run(new(strings.Builder), new(strings.Builder), append([]string{"plan", "../../experiments/slice.yaml"}, tc.args...))
+		if exitCode(err) != exitUsage || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: exit %d, %v; want %d and %q", tc.args, exitCode(err), err, exitUsage, tc.want)
+		}
+	}
+	for _, args := range [][]string{{"--axis", "nkv"}, {"--axis", "nkv=1", "--axis", "nkv=2"}} {
+		if _, _, code := runCmd(append([]string{"plan", "../../experiments/slice.yaml"}, args...)...); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}
