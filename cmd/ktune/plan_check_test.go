@@ -135,3 +135,12 @@ func TestAxisFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestAxisFlagNotWithFrom: tune --from exports recorded results and plans
+// nothing, so an --axis there is refused rather than ignored.
+func TestAxisFlagNotWithFrom(t *testing.T) {
+	err := run(new(strings.Builder), new(strings.Builder), []string{"tune", "--from", h200Slice, "-o", t.TempDir(), "--axis", "nkv=512"})
+	if exitCode(err) != exitUsage || err == nil || !strings.Contains(err.Error(), "--axis measures, --from only exports") {
+		t.Errorf("tune --from --axis: exit %d, %v", exitCode(err), err)
+	}
+}

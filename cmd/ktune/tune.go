@@ -143,7 +143,7 @@ type tuneFlags struct {
 
 // searchFlagNames are the flags that only a search takes.
 var searchFlagNames = []string{"search", "samples", "seed", "rounds", "keep", "force",
-	"device", "devices", "in-process", "wait", "v", "backend", "replay-from", "replay-match"}
+	"device", "devices", "in-process", "wait", "v", "backend", "replay-from", "replay-match", "axis"}
 
 func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps sweepDeps) error {
 	var f tuneFlags
