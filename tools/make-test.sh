@@ -33,11 +33,12 @@ deadcode() {
 gotest() {
 	# -json through tools/testsum: one line per package as it finishes,
 	# failures in full, and every skipped test with its reason.
-	local sum
+	local sum rc=0
 	sum=$(mktemp)
-	trap 'rm -f "$sum"' RETURN
-	"$GO" build -o "$sum" ./tools/testsum
-	"$GO" test -count=1 -json ./... | "$sum"
+	"$GO" build -o "$sum" ./tools/testsum || { rm -f "$sum"; return 1; }
+	"$GO" test -count=1 -json ./... | "$sum" || rc=$?
+	rm -f "$sum"
+	return "$rc"
 }
 
 python() {
