@@ -55,6 +55,8 @@ var imports = map[string][]string{
 		"internal/table"},
 	"experiments/slurm":             nil,
 	"experiments/slurm/samerecords": {"internal/results"},
+	// make test's summary of go test -json: the standard library only.
+	"tools/testsum": nil,
 	// The command wires every stage together.
 	"cmd/ktune": {"*"},
 }
