@@ -28,14 +28,13 @@ tail -n 4 "$out/sdpa.txt"
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 metrics=gpu__time_duration.sum,launch__grid_size,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
 prof() {
-  timeout "${NCU_S:-60}" "$ncu" --clock-control none --cache-control all --metrics "$metrics" --csv \
+  timeout "${NCU_S:-45}" "$ncu" --clock-control none --cache-control all --metrics "$metrics" --csv \
     --print-kernel-base function -k regex:'^attn_(partial|combine)$' --launch-count 24 \
     "$k" sweep "$spec" --only "$1" -o "$work/ncu-$RANDOM" --in-process --no-gates --probes cold --force 2>/dev/null |
     grep '^"' | sed "s|^|\"$1\",|"
 }
 {
   prof "shape=7b-f16-b1,variant=b1-s33-pdl,nkv=32768"
-  prof "shape=7b-f16-b1,variant=b1-f33,nkv=32768"
   prof "shape=7b-f16-b1,variant=b1-w33,nkv=32768"
 } > "$out/ncu-frontier4.csv"
 echo "ncu: $(wc -l < "$out/ncu-frontier4.csv") lines"
