@@ -74,6 +74,13 @@ func TestEnergyColumn(t *testing.T) {
 			t.Errorf("%s: energy cells on their rows: %v\n%s", c.name, found, c.out)
 		}
 	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"uj_per_step": 1234.4`) || !strings.Contains(js.String(), `"energy_unmeasurable": "too short"`) {
+		t.Errorf("the JSON document lacks the energy of its rows")
+	}
 	// Without energy the tables keep their columns (the goldens of
 	// TestTables hold the rest).
 	for i := range recs {
