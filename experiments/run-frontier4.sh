@@ -22,6 +22,13 @@ timeout --signal=INT "${SWEEP_S:-300}" "$k" sweep "$spec" -o "$work/f4" -v > "$o
 grep -m 3 'energy' "$out/frontier4.log"
 tail -n 4 "$out/frontier4.log"
 cp "$work/f4/results.jsonl" "$out/h200-frontier4.jsonl"
+# REPEAT: the 7b points again in a second sweep of the same call, for the
+# spread of time and energy between two runs.
+if [ -n "${REPEAT:-}" ]; then
+  timeout --signal=INT "${REPEAT_S:-150}" "$k" sweep "$spec" -o "$work/f4r" --only "shape=7b-f16-b1" > "$out/frontier4-rep.log" 2>&1
+  tail -n 2 "$out/frontier4-rep.log"
+  cp "$work/f4r/results.jsonl" "$out/h200-frontier4-rep.jsonl"
+fi
 timeout "${SDPA_S:-120}" python3 "$sdpa" --shapes-from "$spec" --shape-name 7b-f16-b1,8b-f16-b1 --backends cudnn \
   --probes cold,graph -o "$out/sdpa-frontier4.jsonl" > "$out/sdpa.txt" 2>&1
 tail -n 4 "$out/sdpa.txt"
@@ -29,7 +36,7 @@ ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 metrics=gpu__time_duration.sum,launch__grid_size,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
 prof() {
   timeout "${NCU_S:-45}" "$ncu" --clock-control none --cache-control all --metrics "$metrics" --csv \
-    --print-kernel-base function -k regex:'^attn_(partial|combine)$' --launch-count 24 \
+    --print-kernel-base function -k regex:'^attn_(partial|combine)$' --launch-count "${NCU_N:-24}" \
     "$k" sweep "$spec" --only "$1" -o "$work/ncu-$RANDOM" --in-process --no-gates --probes cold --force 2>/dev/null |
     grep '^"' | sed "s|^|\"$1\",|"
 }

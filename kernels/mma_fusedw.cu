@@ -60,6 +60,13 @@
 #error "mma_fusedw: HEAD_DIM 128 (a lane holds 4 of 128 dims) and WARPS >= 4 (the last reduction takes one thread per dim)"
 #endif
 
+// MWW 0: only the last block to arrive merges (every column in turn), as
+// mma_fused.cu but each column in one round trip: the measurement that
+// tells the work sharing from the merge's own form.
+#ifndef MWW
+#define MWW 1
+#endif
+
 #define MW_NT (WARPS * 32)
 // MW_U: splits per thread, all loaded at once (split w + WARPS*u).
 #define MW_U ((SPLITS + WARPS - 1) / WARPS)
@@ -176,7 +183,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
         const bool last = MW_ARRIVED(old) == SPLITS - 1;
         const bool all_started = (old & 0xffu) == SPLITS;
         unsigned merge = last;
-        if (!last && all_started) {
+        if (MWW && !last && all_started) {
             // Every block of the group is resident or done: wait for the
             // last arrival.
             while (MW_ARRIVED(mw_load(ctr)) < SPLITS) __nanosleep(32);

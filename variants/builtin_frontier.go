@@ -428,6 +428,8 @@ func init() {
 			ldhDefine,
 			pageSizeDefine,
 			pageWindowDefine,
+			{Name: "MWW", Default: "1", Max: 1,
+				Doc: "1: blocks still resident once every split is in share the merge; 0: the last to arrive merges alone"},
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class:     catalog.Tolerance,

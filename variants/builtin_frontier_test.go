@@ -214,8 +214,8 @@ func TestFusedWRegistry(t *testing.T) {
 		t.Fatal("mmafw is not registered")
 	}
 	f, _ := Lookup("mmaf")
-	if w.Combine != "" || w.Grid != f.Grid || w.Block != f.Block || len(w.Defines) != len(f.Defines) {
-		t.Errorf("mmafw: combine %q geometry %v %v, %d defines; want mmaf's %v %v, %d", w.Combine, w.Grid, w.Block, len(w.Defines), f.Grid, f.Block, len(f.Defines))
+	if w.Combine != "" || w.Grid != f.Grid || w.Block != f.Block || len(w.Defines) != len(f.Defines)+1 || w.Defines[len(f.Defines)].Name != "MWW" {
+		t.Errorf("mmafw: combine %q geometry %v %v, %d defines; want mmaf's %v %v, %d and MWW", w.Combine, w.Grid, w.Block, len(w.Defines), f.Grid, f.Block, len(f.Defines))
 	}
 	for i := range f.Defines {
 		if f.Defines[i].Name != w.Defines[i].Name {
@@ -232,6 +232,8 @@ func TestFusedWRegistry(t *testing.T) {
 		{h200Shape, map[string]string{"SPLITS": "16", "WARPS": "2"}, "at least 4 warps"},
 		{h200Shape, map[string]string{"SPLITS": "129"}, "SPLITS"},
 		{h200Shape, map[string]string{"SPLITS": "1"}, "SPLITS"},
+		{h200Shape, map[string]string{"MWW": "0"}, ""},
+		{h200Shape, map[string]string{"MWW": "2"}, "MWW"},
 		{withDim(h200Shape, 64), nil, "head_dim 128"},
 	} {
 		err := w.Accepts(c.shape, c.defines)
