@@ -42,6 +42,6 @@ prof() {
 }
 {
   prof "shape=7b-f16-b1,variant=b1-s33-pdl,nkv=32768"
-  prof "shape=7b-f16-b1,variant=b1-w33,nkv=32768"
+  [ -n "${NCU_ALL:-1}" ] && prof "shape=7b-f16-b1,variant=b1-w33,nkv=32768"
 } > "$out/ncu-frontier4.csv"
 echo "ncu: $(wc -l < "$out/ncu-frontier4.csv") lines"
