@@ -20,6 +20,10 @@ type fakeBoard struct {
 	t       time.Duration
 	stuck   bool
 	fail    error
+	// busy is when the device finishes the chunks queued so far: a
+	// chunk costs the host a tick and the device 20 steps, after the
+	// chunks before it.
+	busy time.Duration
 }
 
 var epoch = time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
@@ -43,11 +47,16 @@ func (f *fakeBoard) EnergyMJ() (uint64, error) {
 
 func (f *fakeBoard) PowerMW() (uint32, error) { return uint32(f.powerMW), nil }
 
-func (f *fakeBoard) window(max time.Duration) energyWindow {
+func (f *fakeBoard) window(limit time.Duration) energyWindow {
 	return energyWindow{
-		meter: f, period: measurePeriod(f, f.now), now: f.now, max: max,
-		chunk: func() (int, error) { f.t += 20 * f.step; return 20, nil },
-		drain: func() error { return nil },
+		meter: f, period: measurePeriod(f, f.now), now: f.now, max: limit,
+		chunk: func() (int, error) {
+			f.t += f.tick
+			f.busy = max(f.busy, f.t) + 20*f.step
+			return 20, nil
+		},
+		chunkTime: func() (time.Duration, error) { return 20 * f.step, nil },
+		drain:     func() error { f.t = max(f.t, f.busy); return nil },
 	}
 }
 
@@ -157,10 +166,39 @@ func TestEnergyCounterFails(t *testing.T) {
 	}
 }
 
+// TestEnergyWindowLength: a host that enqueues far faster than the
+// device runs leaves no backlog past the needed window (the chunks are
+// counted from the device's time for one), and a host slower than the
+// device still runs the window to its end.
+func TestEnergyWindowLength(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		tick, step time.Duration
+		timed      float64 // the timed chunk over the chunk's time in the window
+	}{
+		{"device-bound", time.Microsecond, 100 * time.Microsecond, 1},
+		{"host-bound", 50 * time.Microsecond, time.Microsecond, 1},
+		{"timed slower than run", time.Microsecond, 100 * time.Microsecond, 3},
+		{"timed faster than run", time.Microsecond, 100 * time.Microsecond, 0.5},
+	} {
+		f := &fakeBoard{powerMW: 400e3, period: 20 * time.Millisecond, tick: c.tick, step: c.step}
+		w := f.window(energyWindowMax)
+		w.chunkTime = func() (time.Duration, error) { return time.Duration(c.timed * float64(20*c.step)), nil }
+		e, err := w.measure()
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := float64(20*c.step+c.tick) * max(1, c.timed)
+		if e.WindowNS < e.NeededNS || e.WindowNS > 1.25*e.NeededNS+2*chunk+float64(40*c.tick) {
+			t.Errorf("%s: a %.4f s window where %.4f s are needed", c.name, e.WindowNS/1e9, e.NeededNS/1e9)
+		}
+	}
+}
+
 // TestEnergyHostBound: a window whose steps ran slower than the probe's
 // samples (the device waiting for the host) records no energy per step.
 func TestEnergyHostBound(t *testing.T) {
-	f := &fakeBoard{powerMW: 300e3, period: 10 * time.Millisecond, tick: 50 * time.Microsecond, step: 5 * time.Microsecond}
+	f := &fakeBoard{powerMW: 300e3, period: 10 * time.Millisecond, tick: 200 * time.Microsecond, step: 5 * time.Microsecond}
 	e, err := f.window(energyWindowMax).measure()
 	if err != nil || e.UJPerStep == 0 {
 		t.Fatalf("the window itself: %+v, %v", e, err)
