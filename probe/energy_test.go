@@ -143,8 +143,8 @@ func TestEnergyNeedsLongWindow(t *testing.T) {
 	if ran || e.Steps != 0 || e.UJPerStep != 0 {
 		t.Errorf("ran %d steps (%v µJ) where the counter needs more than the allowed window", e.Steps, e.UJPerStep)
 	}
-	// (100 ms + 1 mJ / 200 W) / 5% = 2.0001 s.
-	if want := 2000100 * time.Microsecond; time.Duration(e.NeededNS) != want || !strings.Contains(e.Unmeasurable, "2s window") {
+	// (100 ms + 1 mJ / 200 W) / 4.5% = 2.222333 s.
+	if want := neededWindow(100*time.Millisecond, 200e3); want < 2222*time.Millisecond || want > 2223*time.Millisecond || time.Duration(e.NeededNS) != want || !strings.Contains(e.Unmeasurable, "2.222s window") {
 		t.Errorf("needed %v (%q), want %v", time.Duration(e.NeededNS), e.Unmeasurable, want)
 	}
 }

@@ -285,9 +285,10 @@ const EnergyMethodNVML = "nvml-total-energy/1"
 // CounterPeriodNS (measured once per run: NVML does not document it), so
 // each read can lag the board by up to one period of energy, and the
 // difference of two reads is uncertain by up to P·period + 1 mJ at power
-// P. The window is made long enough for that bound to be at most 5% of the
-// energy it measures: NeededNS = (period + 1 mJ / P) / 0.05, P the board
-// power before the window. Where that is longer than the run allows, no
+// P. The window is made long enough for that bound to be 4.5% of the
+// energy it measures, NeededNS = (period + 1 mJ / P) / 0.045, P the board
+// power before the window (4.5%, so that a window drawing less than that
+// power still keeps within 5%). Where that is longer than the run allows, no
 // window is run and Unmeasurable says so; where the window ran, RelBound
 // is the bound over the measured energy, and a bound over 5% is
 // unmeasurable too. UJPerStep is set only when measurable.
@@ -315,7 +316,7 @@ type Energy struct {
 	// CounterPeriodNS is the counter's update period measured in this run.
 	CounterPeriodNS float64 `json:"counter_period_ns"`
 	// NeededNS is the window the counter's resolution requires at the
-	// measured power for a 5% bound.
+	// measured power for a 4.5% bound.
 	NeededNS float64 `json:"needed_ns"`
 	// RelBound is (P·period + 1 mJ) / EnergyMJ with P = EnergyMJ /
 	// WindowNS: the largest relative error the counter's resolution
