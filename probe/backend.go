@@ -82,7 +82,8 @@ type Backend struct {
 	gpu device
 
 	flush     cuda.DevPtr
-	haveFlush bool // the L2 flush buffer is allocated (and zeroed)
+	haveFlush bool        // the L2 flush buffer is allocated (and zeroed)
+	energy    boardEnergy // the board's energy meter (energy.go)
 	ws        *workspace
 
 	// base is the last uniform gate base drawn (gates.go uploadSet).
@@ -187,6 +188,7 @@ func (b *Backend) open() error {
 	if b.util, err = b.loadUtil(); err != nil {
 		return err
 	}
+	b.energy.open = nvmlMeter(b.env.UUID)
 	return nil
 }
 

@@ -68,12 +68,16 @@ func (r *pointRun) probe(ctx context.Context, probe results.Probe) (*results.Mea
 	r.used, r.graphPairs = [2]bool{}, 0
 	var take sampler
 	var cleanup func()
+	// chunk enqueues one sample's launches, untimed, for the energy
+	// window (energy.go); the cold probe has none.
+	var chunk func() (int, error)
 	switch probe {
 	case results.ProbeCold:
 		take = r.coldSample
 	case results.ProbeHot:
 		m.Batch = max(1, ms.HotBatch)
 		take = r.hotSample(m.Batch)
+		chunk = func() (int, error) { return m.Batch, r.warm(probe, m.Batch) }
 	case results.ProbeGraph:
 		m.Batch = max(1, ms.HotBatch)
 		g, err := r.capture(m.Batch, r.g, true)
@@ -84,6 +88,7 @@ func (r *pointRun) probe(ctx context.Context, probe results.Probe) (*results.Mea
 		r.graphPairs = m.Batch
 		r.used = [2]bool{true, m.Batch > 1}
 		take = r.graphSample(g, m.Batch)
+		chunk = func() (int, error) { r.pairs += m.Batch; return m.Batch, g.launch() }
 	default:
 		return nil, failPoint(results.StatusError, "unknown probe %q", probe)
 	}
@@ -121,6 +126,13 @@ func (r *pointRun) probe(ctx context.Context, probe results.Probe) (*results.Mea
 	if err := b.gpu.sync(); err != nil {
 		return m, fmt.Errorf("%s warm-up: %w", probe, err)
 	}
+	if chunk != nil {
+		e, err := r.energy(chunk)
+		if err != nil {
+			return m, fmt.Errorf("%s probe: %w", probe, err)
+		}
+		m.Energy = e
+	}
 
 	rule := stats.Rule{
 		Warmup: ms.Warmup, MinSamples: ms.MinSamples, MaxSamples: ms.MaxSamples,
@@ -157,6 +169,7 @@ func (r *pointRun) probe(ctx context.Context, probe results.Probe) (*results.Mea
 		m.Note = fmt.Sprintf("%d samples dropped: the stream blocker timed out", dropped)
 	}
 	m.Summary = stats.Summarize(m.SamplesNS)
+	checkBusy(m.Energy, m.Summary.Median)
 	if err := clock(); err != nil {
 		return m, err
 	}

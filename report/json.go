@@ -82,6 +82,11 @@ type DocProbe struct {
 	// Throttled counts samples below 75% of the default SM clock.
 	Throttled int  `json:"throttled"`
 	Converged bool `json:"converged"`
+	// UJPerStep is the board's energy per decode step (results.Energy);
+	// absent where none was recorded or the counter could not resolve
+	// it, EnergyUnmeasurable then saying why.
+	UJPerStep          float64 `json:"uj_per_step,omitempty"`
+	EnergyUnmeasurable string  `json:"energy_unmeasurable,omitempty"`
 }
 
 // A DocFailure is a failing gate with its evidence, or a status other
@@ -126,9 +131,13 @@ func (rep *Report) Document(plots []PlotFile, dir string) *Document {
 			Reference: r.Reference, Fixture: r.Fixture, Status: r.Status, Verdict: r.Verdict,
 			Registers: r.Registers, LocalBytes: r.LocalBytes, Occupancy: r.Occupancy, Flags: r.Flags}
 		for _, p := range r.Probes {
-			dr.Probes = append(dr.Probes, DocProbe{Probe: p.Probe, N: p.N, MedianNS: p.MedianNS, Q1NS: p.Q1NS, Q3NS: p.Q3NS,
+			dp := DocProbe{Probe: p.Probe, N: p.N, MedianNS: p.MedianNS, Q1NS: p.Q1NS, Q3NS: p.Q3NS,
 				MinNS: p.MinNS, MaxNS: p.MaxNS, Bytes: p.Bytes, GBps: p.GBps, PctBW: p.PctBW, Speedup: p.Speedup,
-				Throttled: p.Throttled, Converged: p.Converged})
+				Throttled: p.Throttled, Converged: p.Converged}
+			if p.Energy != nil {
+				dp.UJPerStep, dp.EnergyUnmeasurable = p.Energy.UJPerStep, p.Energy.Unmeasurable
+			}
+			dr.Probes = append(dr.Probes, dp)
 		}
 		d.Rows = append(d.Rows, dr)
 	}

@@ -116,6 +116,9 @@ type ProbeStat struct {
 	Throttled int
 	Converged bool
 	Samples   []float64 // ns, as recorded
+	// Energy is the record's energy per step of this probe; nil when
+	// none was recorded (results.Energy).
+	Energy *results.Energy
 }
 
 // A Failure is a point that did not pass: a failing gate with its
@@ -235,7 +238,7 @@ func newRow(r *results.Record) Row {
 			MedianNS: m.Summary.Median, Q1NS: m.Summary.Q1, Q3NS: m.Summary.Q3,
 			MinNS: m.Summary.Min, MaxNS: m.Summary.Max,
 			Bytes: m.Bytes, Throttled: m.Throttled, Converged: m.Converged,
-			Samples: m.SamplesNS,
+			Samples: m.SamplesNS, Energy: m.Energy,
 		}
 		// Derived from bytes and median rather than read, so that every
 		// row uses one definition (results.Measurement.Bandwidth).

@@ -121,7 +121,20 @@ func (s *section) title(devices int) string {
 // table of every probe and property grew past 300 characters.
 func probeGrid(rows []*Row, p results.Probe, markdown bool) *grid {
 	g := &grid{}
-	for _, c := range []string{"configuration", "nkv", "µs ±", "× landed", "GB/s", "% BW", "flags"} {
+	// Energy per step beside time, where any row of the table has it.
+	energy := false
+	for _, r := range rows {
+		if st := r.Probe(p); st != nil && probeEnergy(r, p) != nil {
+			energy = true
+		}
+	}
+	cols := []string{"configuration", "nkv", "µs ±", "× landed", "GB/s", "% BW"}
+	if energy && p == results.ProbeCold {
+		cols = append(cols, "warm µJ/step")
+	} else if energy {
+		cols = append(cols, "µJ/step")
+	}
+	for _, c := range append(cols, "flags") {
 		g.Col(c, c != "configuration" && c != "flags")
 	}
 	for _, r := range rows {
@@ -135,10 +148,48 @@ func probeGrid(rows []*Row, p results.Probe, markdown bool) *grid {
 		} else {
 			c = append(c, "-", "-")
 		}
+		if energy {
+			c = append(c, fmtEnergy(probeEnergy(r, p)))
+		}
 		c = append(c, dash(strings.Join(r.Flags, " ")))
 		g.Rows = append(g.Rows, escape(c, markdown))
 	}
 	return g
+}
+
+// probeEnergy is the energy per step shown beside probe p's time at row
+// r: the probe's own; for the cold probe, which has none (a cold step's
+// L2 flush is no part of the step, and the counter cannot tell them
+// apart), the warm step's of the graph probe, else the hot probe's,
+// under the heading "warm µJ/step".
+func probeEnergy(r *Row, p results.Probe) *results.Energy {
+	if st := r.Probe(p); st != nil && st.Energy != nil {
+		return st.Energy
+	}
+	if p != results.ProbeCold {
+		return nil
+	}
+	for _, w := range []results.Probe{results.ProbeGraph, results.ProbeHot} {
+		if st := r.Probe(w); st != nil && st.Energy != nil {
+			return st.Energy
+		}
+	}
+	return nil
+}
+
+// fmtEnergy is a probe's energy per step in µJ: "-" when none was
+// recorded, "unmeasurable" where the counter could not resolve it (the
+// record says why).
+func fmtEnergy(e *results.Energy) string {
+	switch {
+	case e == nil:
+		return "-"
+	case e.UJPerStep == 0:
+		return "unmeasurable"
+	case e.UJPerStep < 100:
+		return fmt.Sprintf("%.1f", e.UJPerStep)
+	}
+	return fmt.Sprintf("%.0f", e.UJPerStep)
 }
 
 // configGrid is one line per configuration of a section: what does not

@@ -289,6 +289,23 @@ func checkMMAFusedKernel(s abi.Shape, defines map[string]string) error {
 	return nil
 }
 
+// checkMMAFusedWKernel is what mma_fusedw.cu's merge needs besides
+// mma's: head_dim 128 (a lane merges 4 of 128 dims) and at least 4 warps
+// (the last sum takes one thread per dim).
+func checkMMAFusedWKernel(s abi.Shape, defines map[string]string) error {
+	if err := checkMMA(s, defines, 128); err != nil {
+		return err
+	}
+	warps, err := defineInt(defines, "WARPS", 8)
+	if err != nil {
+		return err
+	}
+	if warps < 4 {
+		return fmt.Errorf("WARPS=%d: the merge needs at least 4 warps (one thread per dim of 128)", warps)
+	}
+	return nil
+}
+
 // mmaOptions are the attention options mma_core.cuh computes (kernels/
 // ABI.md): soft-cap, sinks and up to mmaMaxQLen query tokens per sequence.
 func mmaOptions(a abi.Attention) error { return mmaOptionsUpTo(a, mmaMaxQLen) }
@@ -385,6 +402,38 @@ func init() {
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class:     catalog.Tolerance,
 		Check:     checkMMAFusedKernel,
+		Fused:     true,
+		Attention: mmaOptions,
+	})
+	// mmafw is mma in one launch with the merge shared by the group's
+	// blocks (kernels/mma_fusedw.cu): those still resident once every
+	// split is in (and the last to arrive, always) claim the group's
+	// columns one by one, each merged in one L2 round trip. The fix the
+	// batch-1 measurements of mmaf named: its last block alone merged 33-64
+	// splits of 7 heads in four round trips.
+	register(&catalog.Kernel{
+		Name:    "mmafw",
+		File:    "mma_fusedw.cu",
+		Doc:     "mma in one launch: the group's blocks still resident once every split is in share its merge, one query head each",
+		Partial: "attn_partial",
+		Defines: []catalog.DefineSpec{
+			{Name: abi.DefineSplits, Default: "33", Min: 2, Max: 128,
+				Doc: "KV splits per (KV head, sequence): 2 to 128 (the group's counter has 8-bit fields)"},
+			mmaNR,
+			warpsDefine,
+			minrowsDefine,
+			mmaGN,
+			mmaWN,
+			mmaPF,
+			ldhDefine,
+			pageSizeDefine,
+			pageWindowDefine,
+			{Name: "MWW", Default: "1", Max: 1,
+				Doc: "1: blocks still resident once every split is in share the merge; 0: the last to arrive merges alone"},
+		},
+		Grid: groupGrid, Block: groupBlock, Shared: "0",
+		Class:     catalog.Tolerance,
+		Check:     checkMMAFusedWKernel,
 		Fused:     true,
 		Attention: mmaOptions,
 	})

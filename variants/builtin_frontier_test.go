@@ -206,13 +206,53 @@ func TestFrontierCombineSelection(t *testing.T) {
 	}
 }
 
-// TestFusedRegistry: mmaf and mmac are the fused built-ins, with no
+// TestFusedWRegistry: mmafw takes mmaf's tuning defines (its SPLITS bound
+// by the counter's 8-bit fields) and refuses what its merge cannot do.
+func TestFusedWRegistry(t *testing.T) {
+	w, ok := Lookup("mmafw")
+	if !ok {
+		t.Fatal("mmafw is not registered")
+	}
+	f, _ := Lookup("mmaf")
+	if w.Combine != "" || w.Grid != f.Grid || w.Block != f.Block || len(w.Defines) != len(f.Defines)+1 || w.Defines[len(f.Defines)].Name != "MWW" {
+		t.Errorf("mmafw: combine %q geometry %v %v, %d defines; want mmaf's %v %v, %d and MWW", w.Combine, w.Grid, w.Block, len(w.Defines), f.Grid, f.Block, len(f.Defines))
+	}
+	for i := range f.Defines {
+		if f.Defines[i].Name != w.Defines[i].Name {
+			t.Errorf("mmafw define %d: %s, mmaf's %s", i, w.Defines[i].Name, f.Defines[i].Name)
+		}
+	}
+	for _, c := range []struct {
+		shape   abi.Shape
+		defines map[string]string
+		reject  string
+	}{
+		{h200Shape, nil, ""},
+		{h200Shape, map[string]string{"SPLITS": "64", "WARPS": "8"}, ""},
+		{h200Shape, map[string]string{"SPLITS": "16", "WARPS": "2"}, "at least 4 warps"},
+		{h200Shape, map[string]string{"SPLITS": "129"}, "SPLITS"},
+		{h200Shape, map[string]string{"SPLITS": "1"}, "SPLITS"},
+		{h200Shape, map[string]string{"MWW": "0"}, ""},
+		{h200Shape, map[string]string{"MWW": "2"}, "MWW"},
+		{withDim(h200Shape, 64), nil, "head_dim 128"},
+	} {
+		err := w.Accepts(c.shape, c.defines)
+		switch {
+		case c.reject == "" && err != nil:
+			t.Errorf("mmafw %v: %v", c.defines, err)
+		case c.reject != "" && (err == nil || !strings.Contains(err.Error(), c.reject)):
+			t.Errorf("mmafw %v at head_dim %d: %v, want a refusal naming %q", c.defines, c.shape.HeadDim, err, c.reject)
+		}
+	}
+}
+
+// TestFusedRegistry: mmaf, mmafw and mmac are the fused built-ins, with no
 // combine entry; mmaf takes mma's defines but CW, PDLEND and FIXCHUNK (a
 // batch-1 tuning of the two-launch kernel), and refuses what its
 // merge cannot hold.
 func TestFusedRegistry(t *testing.T) {
 	for _, k := range All() {
-		if k.Fused != (k.Name == "mmaf" || k.Name == "mmac") {
+		if k.Fused != (k.Name == "mmaf" || k.Name == "mmafw" || k.Name == "mmac") {
 			t.Errorf("%s: Fused %v", k.Name, k.Fused)
 		}
 		if k.Fused && k.Combine != "" {

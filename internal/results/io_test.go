@@ -52,6 +52,8 @@ func fullRecord(hash string) Record {
 			Probe: ProbeCold, SamplesNS: []float64{84400, 84500.5},
 			Summary:   Summary{N: 2, Median: 84450, Min: 84400, Max: 84500.5, Q1: 84400, Q3: 84500.5, RelNoise: 0.001},
 			Converged: true, Note: "n", Bytes: 1 << 20, GBps: 12.4, PctBW: 0.3, ClockMHz: 1980, Throttled: 1, Batch: 20,
+			Energy: &Energy{Method: EnergyMethodNVML, Steps: 40000, WindowNS: 4.1e8, EnergyMJ: 96000, UJPerStep: 2400, PowerBeforeMW: 120500, PowerAfterMW: 240250,
+				CounterPeriodNS: 2e7, NeededNS: 4e8, RelBound: 0.05, Unmeasurable: "u"},
 		}},
 		WallSec: 3.25, GateSec: 0.5,
 		GateCost:  &GateCost{Inputs: 0.125, Oracle: 0.0625, Upload: 0.1, Device: 0.2, Host: 0.0125},

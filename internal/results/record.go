@@ -32,6 +32,9 @@
 //     off before appending, so that point runs again.
 //   - Numbers are finite: JSON has no NaN or Inf, so Append refuses a record
 //     holding one (the sweep then records the point as an error instead).
+//   - Fields added within a schema version are optional and absent in
+//     older lines: a probe's "energy" (Energy, carrying its own method
+//     name, EnergyMethodNVML) came after "gate_suite".
 package results
 
 import (
@@ -261,6 +264,68 @@ type Measurement struct {
 	ClockMHz  float64 `json:"clock_mhz,omitempty"` // SM clock sampled during the probe
 	Throttled int     `json:"throttled,omitempty"` // samples taken below 75% of the default clock
 	Batch     int     `json:"batch,omitempty"`     // launches per sample (hot, graph)
+	// Energy is the board's energy per decode step, read around a window
+	// of this probe's steps; nil in records written before it was kept,
+	// on a machine without NVML, and for the cold probe (below).
+	Energy *Energy `json:"energy,omitempty"`
+}
+
+// EnergyMethodNVML names the one way ktune measures energy so far: the
+// difference of two reads of NVML's total energy counter
+// (nvmlDeviceGetTotalEnergyConsumption, mJ) around a window of the probe's
+// launches run back to back, the device synchronized at both ends, with
+// the board power (nvmlDeviceGetPowerUsage, mW) read at both ends. A
+// change of method gets a new name, so that numbers of two methods are
+// never compared as one.
+const EnergyMethodNVML = "nvml-total-energy/1"
+
+// An Energy is one probe's energy per decode step at a point.
+//
+// The counter counts whole millijoules and is updated only every
+// CounterPeriodNS (measured once per run: NVML does not document it), so
+// each read can lag the board by up to one period of energy, and the
+// difference of two reads is uncertain by up to P·period + 1 mJ at power
+// P. The window is made long enough for that bound to be 4.5% of the
+// energy it measures, NeededNS = (period + 1 mJ / P) / 0.045, P the board
+// power before the window (4.5%, so that a window drawing less than that
+// power still keeps within 5%). Where that is longer than the run allows, no
+// window is run and Unmeasurable says so; where the window ran, RelBound
+// is the bound over the measured energy, and a bound over 5% is
+// unmeasurable too. UJPerStep is set only when measurable.
+//
+// The hot and graph probes carry one (their steps run back to back, as in
+// the window); the cold probe does not: each of its steps follows an L2
+// flush whose energy the counter cannot tell from the step's.
+type Energy struct {
+	Method string `json:"method"` // EnergyMethodNVML
+	// Steps are the launch pairs (decode steps) run in the window.
+	Steps int `json:"steps"`
+	// WindowNS is host time from the first counter read to the last, the
+	// stream drained at both.
+	WindowNS float64 `json:"window_ns"`
+	// EnergyMJ is the counter's difference over the window.
+	EnergyMJ float64 `json:"energy_mj"`
+	// UJPerStep is 1000 × EnergyMJ / Steps, the board's energy per step
+	// (static power included); absent when Unmeasurable is set.
+	UJPerStep float64 `json:"uj_per_step,omitempty"`
+	// PowerBeforeMW and PowerAfterMW are the board power read before and
+	// after the window (NVML averages it over a second on this class of
+	// board); 0 when the board does not report it.
+	PowerBeforeMW float64 `json:"power_before_mw,omitempty"`
+	PowerAfterMW  float64 `json:"power_after_mw,omitempty"`
+	// CounterPeriodNS is the counter's update period measured in this run.
+	CounterPeriodNS float64 `json:"counter_period_ns"`
+	// NeededNS is the window the counter's resolution requires at the
+	// measured power for a 4.5% bound.
+	NeededNS float64 `json:"needed_ns"`
+	// RelBound is (P·period + 1 mJ) / EnergyMJ with P = EnergyMJ /
+	// WindowNS: the largest relative error the counter's resolution
+	// allows; 0 when no window ran.
+	RelBound float64 `json:"rel_bound,omitempty"`
+	// Unmeasurable says why the counter cannot give this probe's energy
+	// per step (the window it needs is longer than allowed, the counter
+	// did not move, a read failed); empty when UJPerStep holds it.
+	Unmeasurable string `json:"unmeasurable,omitempty"`
 }
 
 // A Record is one line of a results file.
