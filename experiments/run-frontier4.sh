@@ -18,14 +18,14 @@ sdpa=${SDPA:-experiments/sdpa_ref.py}
 mkdir -p "$out"
 work=$(mktemp -d)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv
-timeout --signal=INT "${SWEEP_S:-300}" "$k" sweep "$spec" -o "$work/f4" -v > "$out/frontier4.log" 2>&1
+timeout --signal=INT "${SWEEP_S:-300}" "$k" sweep "$spec" -o "$work/f4" --energy -v > "$out/frontier4.log" 2>&1
 grep -m 3 'energy' "$out/frontier4.log"
 tail -n 4 "$out/frontier4.log"
 cp "$work/f4/results.jsonl" "$out/h200-frontier4.jsonl"
 # REPEAT: the 7b points again in a second sweep of the same call, for the
 # spread of time and energy between two runs.
 if [ -n "${REPEAT:-}" ]; then
-  timeout --signal=INT "${REPEAT_S:-150}" "$k" sweep "$spec" -o "$work/f4r" --only "shape=7b-f16-b1" > "$out/frontier4-rep.log" 2>&1
+  timeout --signal=INT "${REPEAT_S:-150}" "$k" sweep "$spec" -o "$work/f4r" --energy --only "shape=7b-f16-b1" > "$out/frontier4-rep.log" 2>&1
   tail -n 2 "$out/frontier4-rep.log"
   cp "$work/f4r/results.jsonl" "$out/h200-frontier4-rep.jsonl"
 fi

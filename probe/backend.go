@@ -39,6 +39,11 @@ type Options struct {
 	SASSDir string
 	// Log receives progress and debug lines; nil discards them.
 	Log io.Writer
+	// Energy records the board's energy per decode step beside the hot
+	// and graph probes (energy.go). Off by default: each window runs the
+	// probe's launches for as long as NVML's counter needs (about 2.2 s
+	// on an H100, whose counter moves every ~100 ms), per probe and point.
+	Energy bool
 }
 
 // A Backend runs points on one CUDA device.
@@ -188,7 +193,9 @@ func (b *Backend) open() error {
 	if b.util, err = b.loadUtil(); err != nil {
 		return err
 	}
-	b.energy.open = nvmlMeter(b.env.UUID)
+	if b.opts.Energy {
+		b.energy.open = nvmlMeter(b.env.UUID)
+	}
 	return nil
 }
 

@@ -45,6 +45,7 @@ type backendSpec struct {
 	inProcess  bool // no worker processes (one device only)
 	sassDir    string
 	verbose    bool
+	energy     bool      // record energy per step (probe.Options.Energy)
 	log        io.Writer // the backend's log and the pool's warnings
 	// replay, when set, serves recorded results instead of a GPU.
 	replay *replaySpec
@@ -96,7 +97,7 @@ func openBackend(s backendSpec) (plan.Backend, error) {
 		if s.verbose {
 			blog = s.log
 		}
-		return openProbe(probe.Options{Device: s.devices[0], SASSDir: s.sassDir, Log: blog})
+		return openProbe(probe.Options{Device: s.devices[0], SASSDir: s.sassDir, Log: blog, Energy: s.energy})
 	}
 	devs := s.devices
 	if s.allDevices {
@@ -115,7 +116,7 @@ func openBackend(s backendSpec) (plan.Backend, error) {
 			devs = append(devs, i)
 		}
 	}
-	command, err := workerCommand(s.sassDir, s.verbose)
+	command, err := workerCommand(s.sassDir, s.verbose, s.energy)
 	if err != nil {
 		return nil, err
 	}
@@ -143,15 +144,15 @@ func openProbe(o probe.Options) (plan.Backend, error) {
 // backendFlags are the flags of every command that measures points (sweep,
 // tune): where the records go and what runs the points.
 type backendFlags struct {
-	out           string
-	wait, verbose bool
-	device        int
-	devices       string
-	inProcess     bool
-	backendKind   string
-	replayFrom    stringList
-	replayMatch   string
-	axes          axisFlags
+	out                   string
+	wait, verbose, energy bool
+	device                int
+	devices               string
+	inProcess             bool
+	backendKind           string
+	replayFrom            stringList
+	replayMatch           string
+	axes                  axisFlags
 }
 
 // A stringList is a repeatable flag.
@@ -171,6 +172,7 @@ func (f *backendFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.inProcess, "in-process", false, "run points in this process: no worker, so a fault ends the sweep")
 	fs.BoolVar(&f.wait, "wait", false, "wait for another sweep holding DIR instead of refusing")
 	fs.BoolVar(&f.verbose, "v", false, "print the backend's compile and measurement log")
+	fs.BoolVar(&f.energy, "energy", false, "record the board's energy per decode step (NVML) beside the hot and graph probes: about 2 s more per probe and point")
 	fs.StringVar(&f.backendKind, "backend", backendCUDA, "what runs the points: backend `NAME`, cuda (the GPU) or replay (recorded results, no GPU)")
 	fs.Var(&f.replayFrom, "replay-from", "with --backend replay: the recorded `RESULTS` file or sweep directory to serve (repeatable)")
 	fs.StringVar(&f.replayMatch, "replay-match", string(replay.MatchHash),
@@ -180,7 +182,7 @@ func (f *backendFlags) register(fs *flag.FlagSet) {
 // backend checks the device flags and says what runs the points.
 func (f *backendFlags) backend(fs *flag.FlagSet, log io.Writer) (backendSpec, error) {
 	bs := backendSpec{devices: []int{f.device}, inProcess: f.inProcess,
-		sassDir: filepath.Join(f.out, "sass"), verbose: f.verbose, log: log}
+		sassDir: filepath.Join(f.out, "sass"), verbose: f.verbose, energy: f.energy, log: log}
 	switch f.backendKind {
 	case backendCUDA:
 		for _, name := range []string{"replay-from", "replay-match"} {

@@ -61,7 +61,7 @@ func sanitize(ctx context.Context, stderr io.Writer, s sanitizeFlag, jobs int, d
 	if err != nil {
 		return nil, fmt.Errorf("--sanitize: %w", err)
 	}
-	command, err := workerCommand("", bs.verbose)
+	command, err := workerCommand("", bs.verbose, false)
 	if err != nil {
 		return nil, err
 	}

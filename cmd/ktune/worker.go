@@ -27,7 +27,7 @@ func init() {
 	})
 }
 
-const workerUsage = `Usage: ktune worker --device N [--sass DIR] [--cache DIR] [-v]
+const workerUsage = `Usage: ktune worker --device N [--sass DIR] [--cache DIR] [--energy] [-v]
 
 Worker is the process in which 'ktune sweep' runs its points, one worker
 per GPU, so that a kernel that faults, traps or hangs takes down only its
@@ -55,6 +55,7 @@ func runWorker(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, a
 	fs.SetOutput(stderr)
 	device := fs.Int("device", 0, "CUDA device `N`")
 	sass := fs.String("sass", "", "copy every loaded CUBIN into `DIR`")
+	energy := fs.Bool("energy", false, "record the board's energy per step beside the hot and graph probes")
 	cache := fs.String("cache", "", "compiled-kernel cache `DIR` (default $XDG_CACHE_HOME/ktune, shared by all workers)")
 	verbose := fs.Bool("v", false, "write the backend's log to stderr")
 	fs.Usage = func() {
@@ -83,7 +84,7 @@ func runWorker(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, a
 		},
 	}
 	err := sweep.Serve(ctx, func() (plan.Backend, error) {
-		b, err := open(probe.Options{Device: *device, SASSDir: *sass, CacheDir: *cache, Log: blog})
+		b, err := open(probe.Options{Device: *device, SASSDir: *sass, CacheDir: *cache, Log: blog, Energy: *energy})
 		if err != nil {
 			return nil, fmt.Errorf("opening CUDA device %d: %w", *device, err)
 		}
@@ -97,7 +98,7 @@ func runWorker(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, a
 
 // workerCommand returns the command factory of a sweep's pool: this same
 // binary run as `ktune worker` for each device.
-func workerCommand(sassDir string, verbose bool) (func(int) *exec.Cmd, error) {
+func workerCommand(sassDir string, verbose, energy bool) (func(int) *exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the ktune binary to start workers from: %w", err)
@@ -109,6 +110,9 @@ func workerCommand(sassDir string, verbose bool) (func(int) *exec.Cmd, error) {
 		}
 		if verbose {
 			args = append(args, "-v")
+		}
+		if energy {
+			args = append(args, "--energy")
 		}
 		cmd := exec.Command(exe, args...)
 		cmd.Env = os.Environ()

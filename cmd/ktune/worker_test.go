@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,13 +31,25 @@ func TestWorkerCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("worker: %v\n%s", err, stderr.String())
 	}
-	if opened.Device != 1 || opened.SASSDir != "out/sass" {
-		t.Errorf("opened the backend with %+v", opened)
+	if opened.Device != 1 || opened.SASSDir != "out/sass" || opened.Energy {
+		t.Errorf("opened the backend with %+v (energy is opt-in)", opened)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `"read_bw_gbps":4560`) || !strings.Contains(lines[1], `"hash":"aaaa000000000001"`) ||
 		!strings.Contains(lines[1], `"status":"ok"`) {
 		t.Errorf("worker output:\n%s", stdout.String())
+	}
+	stdout.Reset()
+	err = runWorker(context.Background(), strings.NewReader(`{"op":"env"}`+"\n"), &stdout, &stderr, []string{"--device", "0", "--energy"}, open)
+	if err != nil || !opened.Energy {
+		t.Errorf("--energy: %v; opened the backend with %+v", err, opened)
+	}
+	command, err := workerCommand("", false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := command(0).Args; !slices.Contains(args, "--energy") {
+		t.Errorf("a sweep with --energy starts workers as %q: they would not record it", args)
 	}
 }
 
