@@ -86,6 +86,10 @@ type checkEnv struct {
 type CheckSet struct {
 	Name   string
 	Points []*plan.Point
+	// Where places a point's launch (by index) in its spec, as
+	// file:line:col, for the parameter check's messages; nil: "launch N
+	// of variant V".
+	Where func(p *plan.Point, launch int) string
 }
 
 // Check compiles every distinct kernel of the sets' points (their bitwise
@@ -205,7 +209,7 @@ func check(sets []CheckSet, arch string, env checkEnv) *CheckReport {
 func checkJobs(sets []CheckSet, arch, nvrtcVersion string) []*KernelCheck {
 	var out []*KernelCheck
 	byKey := map[string]*KernelCheck{}
-	add := func(set string, p *plan.Point) {
+	add := func(set CheckSet, p *plan.Point) {
 		k := &KernelCheck{Source: p.Source.Name, Arch: arch, LoadsBeforeChain: -1, src: p.Source}
 		switch {
 		case p.Source.Missing != "":
@@ -226,11 +230,12 @@ func checkJobs(sets []CheckSet, arch, nvrtcVersion string) []*KernelCheck {
 			byKey[lkey] = k
 			out = append(out, k)
 		}
-		k.use(set, p)
+		k.use(set.Name, p)
+		k.declare(set, p)
 	}
 	// Each other file a step's launches come from is checked as a
 	// prebuilt kernel of its own, for the launches taken from it.
-	addModules := func(set string, p *plan.Point) {
+	addModules := func(set CheckSet, p *plan.Point) {
 		for _, m := range p.Source.Modules {
 			q := *p
 			q.Source = moduleSource(m)
@@ -239,10 +244,10 @@ func checkJobs(sets []CheckSet, arch, nvrtcVersion string) []*KernelCheck {
 	}
 	for _, s := range sets {
 		for _, p := range s.Points {
-			add(s.Name, p)
-			addModules(s.Name, p)
+			add(s, p)
+			addModules(s, p)
 			if p.Twin != nil {
-				add(s.Name, p.Twin)
+				add(s, p.Twin)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cubin"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
@@ -75,6 +76,7 @@ type KernelCheck struct {
 
 	src       plan.Source
 	budgetsOf []variantBudget
+	declared  []declaredLaunch
 }
 
 // A variantBudget is the budget of one variant that runs a kernel.
@@ -102,6 +104,9 @@ type EntryCheck struct {
 	// LocalLoads and LocalStores count LDL and STL instructions in the
 	// SASS (-1: no disassembler): spills show as both.
 	LocalLoads, LocalStores int
+	// Params are the entry's parameters as the CUBIN records them
+	// (checkparams.go); nil when it records none.
+	Params []abi.ParamSlot
 }
 
 // maxSharedPerBlock is the opt-in dynamic plus static shared memory one
@@ -192,6 +197,7 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 			e.StaticShared -= reservedShared
 		}
 		k.limits(e, sm)
+		k.checkParams(e, fn)
 	}
 	k.budgets()
 	k.readSASS(image, env)

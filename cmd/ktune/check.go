@@ -31,6 +31,12 @@ ends, standard error gets a line "[n/N] SOURCE KEY ok (1.2 s)" (or
 FAILED, cached, …); the report itself goes to standard output at the
 end.
 
+Every launch's declared arguments are compared with the kernel's
+parameters as the CUBIN records them (EIATTR_KPARAM_INFO: count, offset,
+size): the first parameter that differs fails the kernel, named at the
+launch's file:line:col (the variant's, for one running the ABI's
+signature), as a sweep's probe would refuse it on a GPU.
+
 For each kernel it prints the verdict, the variants that run it, NVRTC's
 build log (warnings included) and, per entry point, what the CUBIN says
 (its ELF .nv.info sections, read without the CUDA toolkit): registers,
@@ -108,7 +114,7 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 		for _, w := range p.Warnings {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", path, w)
 		}
-		sets = append(sets, probe.CheckSet{Name: s.Name, Points: p.Points})
+		sets = append(sets, probe.CheckSet{Name: s.Name, Points: p.Points, Where: launchWhere(s)})
 	}
 	progress := func(done, total int, k *probe.KernelCheck) {
 		fmt.Fprintf(stderr, "[%d/%d] %s %s %s (%s)\n", done, total, k.Source, shortKey(k), checkVerdict(k), checkHow(k))

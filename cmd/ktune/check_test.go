@@ -71,6 +71,15 @@ func TestCheckExitCodes(t *testing.T) {
 			[]string{"FAILED noentry.cu", "the image has no entry attn_partial (it has attn_combine, attn_partal)"}},
 		{"a block over __launch_bounds__", "{name: regs-block, kernel: TESTDATA/regs.cu, block: [64]}", exitBuild,
 			[]string{"FAILED regs.cu", "a block of 64 threads is over its __launch_bounds__ of 32"}},
+		// The parameter check reads the CUBIN's parameters: no GPU.
+		{"an ABI kernel without float scale", "{name: noscale, kernel: TESTDATA/noscale.cu}", exitBuild,
+			[]string{"FAILED noscale.cu", "check.yaml:10:5: variant noscale, launch 0: attn_partial: the kernel takes 8 parameters, the launch declares 9 (argument 8 (scale) and after have no parameter)"}},
+		{"a launch one argument short", "{name: short, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads]}]}", exitBuild,
+			[]string{"FAILED argcheck.cu", "check.yaml:10:85: variant short, launch 0: step: the kernel takes 4 parameters, the launch declares 3 (missing: the kernel's parameters from 3 on are not passed)"}},
+		{"an argument of another size", "{name: wide, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, \"heads:i64\", scale]}]}", exitBuild,
+			[]string{"FAILED argcheck.cu", "step: parameter 2 is 4 bytes at offset 16 in the kernel, but the launch declares heads:i64, 8 bytes at offset 16"}},
+		{"arguments that match", "{name: match, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads, scale]}]}", exitOK,
+			[]string{"ok     argcheck.cu", "step: "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var vs []string

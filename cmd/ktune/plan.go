@@ -30,7 +30,9 @@ spec of a million points, where the full plan takes minutes.
 
 A mistake in the spec is reported as file:line:col: message and exits 2,
 as is a launch no GPU accepts (a block over 1024 threads) and an --arch
-that is not sm_NN[a|f].
+that is not sm_NN[a|f]. A launch of a prebuilt CUBIN whose arguments are
+not the kernel's parameters (as the CUBIN records them), or whose entry
+the CUBIN lacks, is reported at the launch's file:line:col and exits 3.
 
 Examples:
   $ ktune plan experiments/slice.yaml
@@ -85,6 +87,9 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 		return planError(paths[0], err)
 	}
 	if err := checkLaunches(s, p.Points); err != nil {
+		return err
+	}
+	if err := checkPrebuiltParams(s, p.Points); err != nil {
 		return err
 	}
 	if err := p.WriteTable(stdout); err != nil {
