@@ -108,6 +108,7 @@ func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, er
 	}
 	p := &Plan{Spec: s, Restricted: make([]int, len(s.Restrictions))}
 	b.warn(p)
+	warned := map[string]bool{} // the variants whose define collisions were looked for
 	nkvs := s.NKVs()
 	for i := range s.Shapes {
 		sh := &s.Shapes[i]
@@ -141,6 +142,10 @@ func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, er
 					}
 					pt.Index = len(p.Points)
 					p.Points = append(p.Points, pt)
+					if !warned[v.Name] {
+						warned[v.Name] = true
+						p.Warnings = append(p.Warnings, collisions(v, pt.Source, pt.Config.Defines)...)
+					}
 				}
 				return true
 			})
@@ -376,6 +381,9 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	}
 	geo, launches, wsBytes, err := b.geometry(v, sh, defs, nkv, &cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.seal(v, sh, defs, nkv, &src, launches); err != nil {
 		return nil, err
 	}
 	scratch, err := b.scratch(v, sh, defs, nkv)

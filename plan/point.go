@@ -52,6 +52,11 @@ type Source struct {
 	// (launchmeta.go), in launch order; Entries then lists only the
 	// entries of the variant's own kernel.
 	Modules []Module `json:",omitempty"`
+	// Sealed is set for a variant that declares forward: it is compiled
+	// with Forwarded (the forwarded defines evaluated at the point) and
+	// none of the point's own defines (CompileDefines).
+	Sealed    bool        `json:",omitempty"`
+	Forwarded abi.Defines `json:",omitempty"`
 }
 
 // Tolerance bounds for the oracle gate. A NaN anywhere never passes.

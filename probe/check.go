@@ -217,7 +217,7 @@ func checkJobs(sets []CheckSet, arch, nvrtcVersion string) []*KernelCheck {
 		case p.Source.ArtifactKind != "":
 			k.Key, k.Artifact = "artifact-"+p.Source.ArtifactSHA256, p.Source.ArtifactKind
 		default:
-			k.Options = compileOptions(arch, p.Config.Defines, p.Flags)
+			k.Options = compileOptions(arch, p.Source.CompileDefines(p.Config.Defines), p.Flags)
 			k.Key = cacheKey(p.Source, k.Options, arch, nvrtcVersion)
 			k.Arch = targetArch(k.Options)
 		}

@@ -79,7 +79,7 @@ func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*ker
 // loadOne loads the variant's own kernel of src (load adds its other
 // files).
 func (b *Backend) loadOne(src plan.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
-	opts := compileOptions(b.arch, c.Defines, flags)
+	opts := compileOptions(b.arch, src.CompileDefines(c.Defines), flags)
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
 	if src.Missing != "" {
 		return nil, nil, failPoint(results.StatusError, "the build output %s did not exist when the plan was made: build it, then run the point again", src.Missing)

@@ -405,10 +405,28 @@
 // flags are extra NVRTC options, one token each (-DNAME=value,
 // --use_fast_math, -maxrregcount=64, -arch=sm_90a, which replaces the
 // device's architecture, --std=c++20, which replaces ktune's c++17).
-// ktune always passes its -D defines (HEAD_DIM, KV_F16, SPLITS and the
-// axes); a kernel that takes its sizes at run time ignores them, and a
-// flag may forward one under the engine's own name:
-// -DATTN_SPLITS=SPLITS.
+// Without forward, ktune passes its -D defines (HEAD_DIM, KV_F16, SPLITS
+// and the axes); a kernel that takes its sizes at run time ignores them,
+// and a flag may forward one under the engine's own name:
+// -DATTN_SPLITS=SPLITS. The plan warns when a define's name is declared
+// as an identifier in the kernel's sources (a template parameter int
+// SPLITS, which -DSPLITS=32 turns into int 32).
+//
+// forward seals an engine's kernel: it is compiled with the defines
+// forward names and none of ktune's. Each is NAME: VALUE, VALUE an
+// integer expression over the geometry symbols and the variant's
+// defines, or a define's name (its value passed as it is); never nkv.
+// forward: {} passes none. An entry's template arguments may read the
+// same values, written {EXPR}, so an axis reaches a template parameter
+// under any name and stays sweepable:
+//
+//	defines: {PARTITION_SIZE: [256, 512]}
+//	forward: {}
+//	launches:
+//	  - entry: "partial<{head_dim}, {PARTITION_SIZE}>"
+//
+// forward is for a kernel NVRTC (or the variant's build) compiles from
+// source: a built-in, a dispatch and a prebuilt file refuse it.
 //
 // launches replaces the ABI's attn_partial + attn_combine with the
 // engine's own step: one launch (a fused kernel), two or more, in stream

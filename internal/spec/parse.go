@@ -137,6 +137,9 @@ type variantNodes struct {
 	cluster []*yaml.Node
 	// nonPortable is cluster_nonportable's value.
 	nonPortable *yaml.Node
+	// forward is the forward key's node, forwardVals its values'.
+	forward     *yaml.Node
+	forwardVals []*yaml.Node
 }
 
 var topKeys = []string{"version", "name", "description", "landed", "shapes", "axes", "restrict", "variants", "probes", "gates", "measure", "engine"}
@@ -411,7 +414,8 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 }
 
 var variantKeys = append([]string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
-	"include", "flags", "io", "scratch", "planned", "structs", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse"}, budgetKeys...)
+	"include", "flags", "io", "scratch", "planned", "structs", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse",
+	"forward"}, budgetKeys...)
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -470,6 +474,8 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			v.Shared, vn.shared = d.str(val, k), val
 		case "include", "flags", "io", "scratch", "planned", "structs", "launches":
 			d.engineKey(key, k, val, &v, vn)
+		case "forward":
+			v.Forward = d.forward(val, k, vn)
 		case "pdl":
 			switch p, ok := d.scalar(val, k); {
 			case ok && p == "true":

@@ -122,6 +122,10 @@ type Variant struct {
 	Structs  map[string]*abi.Struct
 	Launches []Launch
 	Artifact string
+	// Forward, when not nil (the forward key, even empty), seals the
+	// kernel: it is compiled with these defines and none of ktune's own
+	// (forward.go).
+	Forward []Forward
 }
 
 // An Arm is one branch of a dispatch variant: a kernel with fixed defines

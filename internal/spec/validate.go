@@ -304,6 +304,7 @@ func (d *decoder) geometry(s *Spec, w *where) {
 			d.checkExpr(s, i, v.Shared, vn.shared, "shared")
 		}
 		d.launchExprs(s, i, w)
+		d.forwardExprs(s, i, w)
 		d.plannedExprs(s, i, w)
 		d.clusters(s, i, w)
 	}
