@@ -68,12 +68,11 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 		}
 	}
 	src.Text = text
-	if len(v.Include) > 0 {
-		hs, err := b.external(v, text)
-		if err != nil {
+	if len(v.Include) > 0 || v.StdHeaders {
+		var err error
+		if src.Text, src.Headers, err = b.external(v, text); err != nil {
 			return Source{}, err
 		}
-		src.Headers = hs
 		return src, nil
 	}
 	src.Headers = b.included(text)

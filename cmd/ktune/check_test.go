@@ -78,6 +78,10 @@ func TestCheckExitCodes(t *testing.T) {
 			[]string{"FAILED argcheck.cu", "check.yaml:10:85: variant short, launch 0: step: the kernel takes 4 parameters, the launch declares 3 (missing: the kernel's parameters from 3 on are not passed)"}},
 		{"an argument of another size", "{name: wide, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, \"heads:i64\", scale]}]}", exitBuild,
 			[]string{"FAILED argcheck.cu", "step: parameter 2 is 4 bytes at offset 16 in the kernel, but the launch declares heads:i64, 8 bytes at offset 16"}},
+		{"C and C++ headers NVRTC lacks, given", "{name: std, kernel: TESTDATA/stdheaders.cu, std_headers: true, launches: [{entry: step, grid: [1], block: [32], args: [q, out, heads]}]}", exitOK,
+			[]string{"ok     stdheaders.cu", "step: "}},
+		{"C and C++ headers NVRTC lacks, not given", "{name: nostd, kernel: TESTDATA/stdheaders.cu, launches: [{entry: step, grid: [1], block: [32], args: [q, out, heads]}]}", exitBuild,
+			[]string{"FAILED stdheaders.cu", `could not open source file "float.h"`}},
 		{"arguments that match", "{name: match, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads, scale]}]}", exitOK,
 			[]string{"ok     argcheck.cu", "step: "}},
 	} {

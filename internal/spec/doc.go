@@ -398,9 +398,21 @@
 // source may include: #include "x" is looked up next to the including
 // file and then in these, #include <x> in these, and every header found
 // is handed to NVRTC and hashed with the point, so editing one re-measures
-// the kernels that include it. A header found in none of them (a toolkit
-// header such as <cuda_fp16.h>) is left to NVRTC; give it a directory with
-// a flag (-I/usr/local/cuda/include) when NVRTC lacks it built in.
+// the kernels that include it. A header is the file its #include resolves
+// to, keyed by its path from the kernel's directory: one file reached
+// under two spellings is one header, two files with one spelling are two
+// (ktune rewrites the #include lines NVRTC reads to the keys, line numbers
+// unchanged). A header found in none of them (a toolkit header such as
+// <cuda_fp16.h>) is left to NVRTC; give it a directory with a flag
+// (-I/usr/local/cuda/include) when NVRTC lacks it built in.
+//
+// std_headers: true gives the kernel ktune's own minimal C and C++
+// headers for device code where NVRTC has none (<float.h>, <cfloat>,
+// <stdint.h>, <cstdint>, <limits.h>, <climits>, <assert.h>, <cassert>,
+// <type_traits>, <algorithm>, <utility>: kernels/nvrtcstd/README.md says
+// what each provides); the include directories win over them. NVRTC
+// defines assert, std::move and std::forward itself, so those headers
+// leave them to it.
 //
 // flags are extra NVRTC options, one token each (-DNAME=value,
 // --use_fast_math, -maxrregcount=64, -arch=sm_90a, which replaces the

@@ -99,6 +99,9 @@ func (d *decoder) forwardExprs(s *Spec, i int, w *where) {
 			d.checkExprWith(s, i, src, n, key, nil)
 		}
 	}
+	if v.StdHeaders && (v.Builtin != nil || len(v.Dispatch) > 0 || v.Artifact != "") {
+		d.errorf(vn.stdHeaders, "variants[%d] (%s).std_headers: only a kernel NVRTC compiles from an engine's source takes std_headers (a built-in has its headers, a prebuilt file is built)", i, v.Name)
+	}
 	if v.Forward != nil && (v.Builtin != nil || len(v.Dispatch) > 0 || v.Artifact != "") {
 		d.errorf(vn.forward, "variants[%d] (%s).forward: only a kernel NVRTC compiles from an engine's source takes forward (a built-in needs ktune's defines, a prebuilt file none)", i, v.Name)
 		return

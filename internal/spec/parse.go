@@ -140,6 +140,8 @@ type variantNodes struct {
 	// forward is the forward key's node, forwardVals its values'.
 	forward     *yaml.Node
 	forwardVals []*yaml.Node
+	// stdHeaders is std_headers' value.
+	stdHeaders *yaml.Node
 }
 
 var topKeys = []string{"version", "name", "description", "landed", "shapes", "axes", "restrict", "variants", "probes", "gates", "measure", "engine"}
@@ -415,7 +417,7 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 
 var variantKeys = append([]string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
 	"include", "flags", "io", "scratch", "planned", "structs", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse",
-	"forward"}, budgetKeys...)
+	"forward", "std_headers"}, budgetKeys...)
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -476,6 +478,14 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			d.engineKey(key, k, val, &v, vn)
 		case "forward":
 			v.Forward = d.forward(val, k, vn)
+		case "std_headers":
+			vn.stdHeaders = val
+			switch p, ok := d.scalar(val, k); {
+			case ok && p == "true":
+				v.StdHeaders = true
+			case ok && p != "false":
+				d.errorf(val, "%s: want true or false, got %q", k, p)
+			}
 		case "pdl":
 			switch p, ok := d.scalar(val, k); {
 			case ok && p == "true":

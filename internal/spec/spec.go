@@ -126,6 +126,10 @@ type Variant struct {
 	// kernel: it is compiled with these defines and none of ktune's own
 	// (forward.go).
 	Forward []Forward
+	// StdHeaders gives the kernel ktune's C and C++ headers for device
+	// code where NVRTC lacks them (kernels/nvrtcstd): <float.h>,
+	// <stdint.h>, <type_traits> …
+	StdHeaders bool
 }
 
 // An Arm is one branch of a dispatch variant: a kernel with fixed defines
