@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,5 +275,73 @@ func TestScratchBuffers(t *testing.T) {
 	}
 	if !strings.Contains(pt.Launches[0].Args[4].String(), "scratch:exp_sums") {
 		t.Errorf("hash text %s", pt.Launches[0].Args[4])
+	}
+}
+
+// fastdivSpec passes fast-division objects in a params struct, their
+// constants computed from the PAGE and CHUNK defines by the host
+// functions of the expressions (kernels/testdata/fastdiv.cu's layout).
+const fastdivSpec = `name: s
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 64, kv_dtype: f16, batch: 3, capacity: 100}]
+axes: {nkv: [50], SPLITS: [1], PAGE: [7], CHUNK: [12]}
+variants:
+  - name: eng
+    kernel: k.cu
+    structs:
+      uint_fastdiv:
+        fields:
+          - {name: d, arg: "u32:PAGE"}
+          - {name: m, arg: "u32:fastdiv_m(PAGE)"}
+          - {name: s, arg: "u32:fastdiv_s(PAGE)"}
+          - {name: a, arg: "u32:fastdiv_a(PAGE)"}
+      fast_mod_div:
+        fields:
+          - {name: divisor, arg: "u32:CHUNK"}
+          - {name: multiplier, arg: "u32:fmd_mul(CHUNK)"}
+          - {name: add, arg: "u32:fmd_add(CHUNK)"}
+          - {name: shift, arg: "i32:fmd_shift(CHUNK)"}
+      params:
+        fields:
+          - {name: out, arg: out}
+          - {name: page, struct: uint_fastdiv}
+          - {name: chunk, struct: fast_mod_div}
+          - {name: n, arg: "i32:capacity"}
+    launches:
+      - {entry: divide, grid: [1], block: [128], args: [{struct: params}]}
+`
+
+// TestFastdivStructBytes: the host-computed constants land in the
+// struct's bytes, and a kernel dividing with them gets every quotient of
+// the launch's indices right (the kernel's formulas, run here).
+func TestFastdivStructBytes(t *testing.T) {
+	pt := planned(t, fastdivSpec, map[string]string{"k.cu": "// test\n"}).Points[0]
+	w := testWorkspace()
+	l, err := pointLayout(pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.l = l
+	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := args[0].([]byte)
+	if len(b) != 48 {
+		t.Fatalf("struct of %d bytes, want 48 (out@0, page@8, chunk@24, n@40, padded to 8)", len(b))
+	}
+	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
+	d, m, s, a := u32(8), u32(12), u32(16), u32(20)
+	div, mul, add, shift := u32(24), u32(28), u32(32), u32(36)
+	if d != 7 || m != 0x24924925 || s != 3 || a != 1 || div != 12 || shift != 3 {
+		t.Errorf("uint_fastdiv {%d %#x %d %d}, fast_mod_div {%d %d %d %d}", d, m, s, a, div, mul, add, shift)
+	}
+	for i := uint32(0); i < 1<<20; i++ {
+		hi, _ := bits.Mul32(m, i)
+		q1 := (hi + a*i) >> s
+		n := i + add
+		hi2, _ := bits.Mul32(n, mul)
+		if q1 != i/7 || hi2>>shift != i/12 {
+			t.Fatalf("%d: %d and %d, want %d and %d", i, q1, hi2>>shift, i/7, i/12)
+		}
 	}
 }

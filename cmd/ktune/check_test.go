@@ -82,6 +82,8 @@ func TestCheckExitCodes(t *testing.T) {
 			[]string{"ok     stdheaders.cu", "step: "}},
 		{"C and C++ headers NVRTC lacks, not given", "{name: nostd, kernel: TESTDATA/stdheaders.cu, launches: [{entry: step, grid: [1], block: [32], args: [q, out, heads]}]}", exitBuild,
 			[]string{"FAILED stdheaders.cu", `could not open source file "float.h"`}},
+		{"fast-division objects in a params struct", `{name: fastdiv, kernel: TESTDATA/fastdiv.cu, defines: {PAGE: [16]}, structs: {ufd: {fields: [{name: d, arg: "u32:PAGE"}, {name: m, arg: "u32:fastdiv_m(PAGE)"}, {name: s, arg: "u32:fastdiv_s(PAGE)"}, {name: a, arg: "u32:fastdiv_a(PAGE)"}]}, fmd: {fields: [{name: divisor, arg: "u32:PAGE"}, {name: multiplier, arg: "u32:fmd_mul(PAGE)"}, {name: add, arg: "u32:fmd_add(PAGE)"}, {name: shift, arg: "i32:fmd_shift(PAGE)"}]}, params: {fields: [{name: out, arg: out}, {name: page, struct: ufd}, {name: chunk, struct: fmd}, {name: n, arg: "i32:capacity"}]}}, launches: [{entry: divide, grid: [1], block: [128], args: [{struct: params}]}]}`, exitOK,
+			[]string{"ok     fastdiv.cu", "divide: "}},
 		{"arguments that match", "{name: match, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads, scale]}]}", exitOK,
 			[]string{"ok     argcheck.cu", "step: "}},
 	} {

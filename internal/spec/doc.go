@@ -248,8 +248,24 @@
 //
 // grid, block (1 to 3 entries; missing dimensions are 1) and shared are
 // integer expressions: literals, + - * / % with C precedence and
-// truncation, unary minus, parentheses, min(a, b), max(a, b) and
-// cdiv(a, b) = ceil(a/b). YAML splits a flow list at commas, so an
+// truncation, unary minus, parentheses, min(a, b), max(a, b),
+// cdiv(a, b) = ceil(a/b), and the values engines compute on the host:
+// log2(x) = ⌊log₂ x⌋ and ceil_log2(x); fastdiv_m(d), fastdiv_s(d) and
+// fastdiv_a(d), the multiplier, shift and add indicator of a uint_fastdiv
+// {d, m, s, a} (FlashInfer's paged_kv_t::page_size); fmd_mul(d),
+// fmd_add(d) and fmd_shift(d), those of CCCL's
+// cuda::fast_mod_div<uint32_t> {divisor, multiplier, add, shift}
+// (internal/expr/hostfuncs.go gives each formula). A struct passes a
+// fast-division object as a nested struct of those fields:
+//
+//	uint_fastdiv:
+//	  fields:
+//	    - {name: d, arg: "u32:page_size"}
+//	    - {name: m, arg: "u32:fastdiv_m(page_size)"}
+//	    - {name: s, arg: "u32:fastdiv_s(page_size)"}
+//	    - {name: a, arg: "u32:fastdiv_a(page_size)"}
+//
+// YAML splits a flow list at commas, so an
 // expression with a comma is quoted there: grid: ["cdiv(nkv, 64)", heads].
 // Their symbols are heads, kv_heads, head_dim,
 // batch, group (= heads/kv_heads), capacity, nkv, HEAD_DIM, KV_F16 (KV_BF16,
