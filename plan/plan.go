@@ -386,6 +386,9 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	if err := b.seal(v, sh, defs, nkv, &src, launches); err != nil {
 		return nil, err
 	}
+	if err := b.resolveSymbols(v, &src, launches); err != nil {
+		return nil, err
+	}
 	scratch, err := b.scratch(v, sh, defs, nkv)
 	if err != nil {
 		return nil, err

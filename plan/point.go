@@ -57,6 +57,10 @@ type Source struct {
 	// none of the point's own defines (CompileDefines).
 	Sealed    bool        `json:",omitempty"`
 	Forwarded abi.Defines `json:",omitempty"`
+	// Symbols maps each entry of a prebuilt artifact written as a C++ name
+	// to its symbol in the file (cppnames.go); nil when every entry is
+	// written as its symbol.
+	Symbols map[string]string `json:",omitempty"`
 }
 
 // Tolerance bounds for the oracle gate. A NaN anywhere never passes.

@@ -321,7 +321,7 @@ func checkKernel(k *KernelCheck, env checkEnv) {
 		return
 	case k.Artifact != "":
 		k.Cached = true
-		k.readImage(k.src.Artifact, nil, env)
+		k.readImage(k.src.Artifact, nil, env) // a C++-named entry maps through k.src.Symbols (symbolOf)
 		return
 	}
 	if why := env.unsupported(k.Arch); why != "" {

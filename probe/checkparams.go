@@ -99,9 +99,10 @@ func CheckPrebuilt(sets []CheckSet) []string {
 		}
 		for i := range k.Entries {
 			e := &k.Entries[i]
-			fn := img.Functions[e.Entry]
+			sym := symbolOf(k.src, nil, e.Entry)
+			fn := img.Functions[sym]
 			if fn == nil || !fn.Entry {
-				k.fail("%s: the image has no entry %s (it has %s)", k.Source, e.Entry, listOrNone(img.Entries()))
+				k.fail("%s: the image has no entry %s (it has %s)", k.Source, sym, listOrNone(img.Entries()))
 				continue
 			}
 			k.checkParams(e, fn)

@@ -145,10 +145,10 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 		have := cubin.PTXEntries(image)
 		for i := range k.Entries {
 			e := &k.Entries[i]
-			if slices.Contains(have, e.Entry) {
-				e.Symbol = e.Entry
+			if sym := symbolOf(k.src, lowered, e.Entry); slices.Contains(have, sym) {
+				e.Symbol = sym
 			} else {
-				k.fail("the PTX has no entry %s (it has %s)", e.Entry, listOrNone(have))
+				k.fail("the PTX has no entry %s (it has %s)", sym, listOrNone(have))
 			}
 		}
 		k.Notes = append(k.Notes, "resources not known: a PTX image is compiled by the driver when it loads")
@@ -177,12 +177,10 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 	}
 	for i := range k.Entries {
 		e := &k.Entries[i]
-		sym := e.Entry
-		if k.src.Named {
-			if sym = lowered[e.Entry]; sym == "" {
-				k.fail("NVRTC resolved no symbol for the name expression %q", e.Entry)
-				continue
-			}
+		sym := symbolOf(k.src, lowered, e.Entry)
+		if sym == "" {
+			k.fail("NVRTC resolved no symbol for the name expression %q", e.Entry)
+			continue
 		}
 		fn := img.Functions[sym]
 		if fn == nil || !fn.Entry {

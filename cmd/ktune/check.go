@@ -204,8 +204,12 @@ func writeKernelCheck(w io.Writer, k *probe.KernelCheck) {
 		if e.MaxThreads > 0 {
 			bound = fmt.Sprintf(" (bound %d)", e.MaxThreads)
 		}
+		name := e.Entry
+		if e.Symbol != "" && e.Symbol != e.Entry && k.Artifact != "" {
+			name += " (" + e.Symbol + ")" // a C++ name and the symbol it resolved to
+		}
 		fmt.Fprintf(w, "    %s: %d registers, %d B local, %d B static + %d B dynamic shared, block %d%s",
-			e.Entry, e.Registers, e.FrameBytes, e.StaticShared, e.DynamicShared, e.Threads, bound)
+			name, e.Registers, e.FrameBytes, e.StaticShared, e.DynamicShared, e.Threads, bound)
 		if e.LocalLoads >= 0 {
 			fmt.Fprintf(w, ", SASS %d LDL %d STL", e.LocalLoads, e.LocalStores)
 		}

@@ -134,3 +134,46 @@ func TestKParamRejects(t *testing.T) {
 		t.Errorf("decoded %+v, %v; want ordinal 3, offset 16, 32 bytes", p, err)
 	}
 }
+
+// An entry written as C++ is found by demangling params.cubin's symbols;
+// an ambiguous or missing one is refused with the candidates.
+func TestResolve(t *testing.T) {
+	b, err := os.ReadFile("testdata/params.cubin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := img.Entries()
+	for name, want := range map[string]string{
+		"eng::decode<128, unsigned short, 512>": "_ZN3eng6decodeILi128EtLi512EEEvPfPKT0_PKif",
+		"eng::decode<64,__half,256>":            "_ZN3eng6decodeILi64E6__halfLi256EEEvPfPKT0_PKif",
+		"tiled<float, 4, true>":                 "_Z5tiledIfLi4ELb1EEvPT_i",
+		"tiled<float, 4, false>(float*, int)":   "_Z5tiledIfLi4ELb0EEvPT_i",
+		"mixed":                                 "mixed",
+		"_Z5tiledI6__halfLi8ELb0EEvPT_i":        "_Z5tiledI6__halfLi8ELb0EEvPT_i",
+	} {
+		if got, err := Resolve(syms, name); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %s", name, got, err, want)
+		}
+	}
+	for name, want := range map[string]string{
+		"tiled<float, 8, true>": "no entry of the image is named tiled<float, 8, true>; entries named tiled: tiled<__half, 8, false> (_Z5tiledI6__halfLi8ELb0EEvPT_i); tiled<float, 4, false> (_Z5tiledIfLi4ELb0EEvPT_i); tiled<float, 4, true> (_Z5tiledIfLi4ELb1EEvPT_i)",
+		"decode<128, unsigned short, 512>": "no entry of the image is named decode<128, unsigned short, 512>; entries named decode: eng::decode<128, unsigned short, 512>",
+		"absent":                           "no entry of the image is named absent; its entries: eng::decode<128",
+	} {
+		if _, err := Resolve(syms, name); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v\nwant %s…", name, err, want)
+		}
+	}
+	// Two symbols with one C++ name (overloads differing in parameters).
+	over := []string{"_Z1fIiEvPf", "_Z1fIiEvPi"}
+	if _, err := Resolve(over, "f<int>"); err == nil || !strings.Contains(err.Error(), "f<int> names 2 entries of the image (write its parameter types to choose one)") {
+		t.Errorf("overloads: %v", err)
+	}
+	if got, err := Resolve(over, "f<int>(int*)"); err != nil || got != "_Z1fIiEvPi" {
+		t.Errorf("f<int>(int*): %q, %v", got, err)
+	}
+}

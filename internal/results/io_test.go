@@ -36,9 +36,10 @@ func fullRecord(hash string) Record {
 			L2Bytes: 60 << 20, MemBytes: 141 << 30, Driver: "13.0", NVRTC: "13.0",
 			ClockMHz: 1980, MemClockMHz: 3201, ReadBWGBps: 4560.1, Host: "h200-a", Ktune: "v0.1.0",
 		},
-		Status:  StatusGateFailed,
-		Error:   "some text",
-		Compile: Compile{Seconds: 1.5, Cached: true, Flags: []string{"-lineinfo"}, Log: "warning: x", Artifact: "ptx sha256:00ff"},
+		Status: StatusGateFailed,
+		Error:  "some text",
+		Compile: Compile{Seconds: 1.5, Cached: true, Flags: []string{"-lineinfo"}, Log: "warning: x", Artifact: "ptx sha256:00ff",
+			Symbols: map[string]string{"eng::decode<128>": "_ZN3eng6decodeILi128EEEvPf"}},
 		Resources: []Resource{{
 			Kernel: "attn_partial", Registers: 96, LocalBytes: 8, StaticShared: 512, DynamicShared: 4096,
 			MaxBlocksPerSM: 16, Occupancy: 0.5, LoadsBeforeChain: 4,

@@ -154,6 +154,10 @@ type Compile struct {
 	// Artifact names a prebuilt kernel loaded as it is, without NVRTC:
 	// "ptx sha256:<hex>" (or cubin, fatbin), the digest of the very file.
 	Artifact string `json:"artifact,omitempty"`
+	// Symbols maps each entry of a prebuilt artifact written as its C++
+	// name in the spec to its symbol in the file (the name the records'
+	// resources carry is the C++ one).
+	Symbols map[string]string `json:"symbols,omitempty"`
 }
 
 // Resource is the compiled footprint of one kernel entry point.

@@ -618,9 +618,16 @@
 // A kernel whose path ends in .ptx, .cubin or .fatbin is a prebuilt
 // artifact, the very file an engine ships: the driver loads it (PTX
 // through its JIT) without NVRTC, and its SHA-256 goes into the point's
-// hash and its record (compile.artifact). Its entries are symbols as in
-// the file (the mangled name of a C++ kernel: the .entry lines of the
-// PTX, or cuobjdump -symbols); include and flags do not apply. An
+// hash and its record (compile.artifact). Its entries are written as
+// symbols as in the file (the .entry lines of the PTX, or cuobjdump
+// -symbols) or as C++ names with their template arguments, spaces aside
+// (vllm::paged_attention_v2_reduce_kernel<unsigned short, 128, 128, 512>;
+// an enum argument as the demangler writes it,
+// (vllm::Fp8KVCacheDataType)0), {EXPR} placeholders included: the plan
+// demangles the file's entries and refuses, at the launch's line, a name
+// that denotes none (listing the entries of that base name) or several
+// (overloads: write the parameter types, f<int>(int*)); the record keeps
+// both names (compile.symbols). include and flags do not apply. An
 // artifact is a build output, so one that does not exist yet is no spec
 // error: the plan warns, and its points fail until it is built.
 //

@@ -295,12 +295,6 @@ func (d *decoder) engineKernels(s *Spec, w *where) {
 					break
 				}
 			}
-			for j, l := range v.Launches {
-				if strings.ContainsAny(l.Entry, "<>:( ") {
-					d.errorf(e.launch[j].entry, "%s.launches[%d].entry: %q is a C++ name expression, which only NVRTC can resolve; a prebuilt %s names its symbols as they are in the file (cuobjdump -symbols, or the .entry lines of a PTX)",
-						where, j, l.Entry, v.Artifact)
-				}
-			}
 		}
 		for j, dir := range v.Include {
 			p := dir
@@ -470,7 +464,7 @@ func (d *decoder) launchFiles(s *Spec, v *Variant, e *engineNodes, where string)
 			if k := artifactKind(l.Kernel); k == "" {
 				d.errorf(ln.kernel, "%s.launches[%d].kernel: %q is not a prebuilt .ptx, .cubin or .fatbin (a launch of its own file loads it as it is; a source is the variant's kernel)", where, j, l.Kernel)
 			} else if strings.ContainsAny(l.Entry, "<>:( ") {
-				d.errorf(ln.entry, "%s.launches[%d].entry: %q is a C++ name expression, which only NVRTC can resolve; a prebuilt %s names its symbols as they are in the file", where, j, l.Entry, k)
+				d.errorf(ln.entry, "%s.launches[%d].entry: %q is a C++ name; a launch's own prebuilt %s names its symbols as they are in the file (the variant's own artifact may name them as C++)", where, j, l.Entry, k)
 			}
 			l.Kernel = resolve(l.Kernel)
 		}
