@@ -160,7 +160,7 @@ func TestResolve(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"tiled<float, 8, true>": "no entry of the image is named tiled<float, 8, true>; entries named tiled: tiled<__half, 8, false> (_Z5tiledI6__halfLi8ELb0EEvPT_i); tiled<float, 4, false> (_Z5tiledIfLi4ELb0EEvPT_i); tiled<float, 4, true> (_Z5tiledIfLi4ELb1EEvPT_i)",
+		"tiled<float, 8, true>":            "no entry of the image is named tiled<float, 8, true>; entries named tiled: tiled<__half, 8, false> (_Z5tiledI6__halfLi8ELb0EEvPT_i); tiled<float, 4, false> (_Z5tiledIfLi4ELb0EEvPT_i); tiled<float, 4, true> (_Z5tiledIfLi4ELb1EEvPT_i)",
 		"decode<128, unsigned short, 512>": "no entry of the image is named decode<128, unsigned short, 512>; entries named decode: eng::decode<128, unsigned short, 512>",
 		"absent":                           "no entry of the image is named absent; its entries: eng::decode<128",
 	} {
