@@ -276,7 +276,11 @@ func (b *builder) warn(p *Plan) {
 				reads = append(reads, e)
 			}
 		}
-		if len(reads) > 0 {
+		switch {
+		case len(reads) > 0 && v.NeverCaptured:
+			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: geometry reads nkv (%s), launched eagerly (graph: never): its points get no replay gate and no graph probe",
+				v.Name, strings.Join(reads, ", ")))
+		case len(reads) > 0:
 			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: geometry reads nkv (%s): a captured CUDA graph cannot replay it, so its replay gate will fail",
 				v.Name, strings.Join(reads, ", ")))
 		}

@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 	"os"
@@ -343,5 +344,81 @@ func TestFastdivStructBytes(t *testing.T) {
 		if q1 != i/7 || hi2>>shift != i/12 {
 			t.Fatalf("%d: %d and %d, want %d and %d", i, q1, hi2>>shift, i/7, i/12)
 		}
+	}
+}
+
+// An engine that passes scale pointers for every cache type (vLLM's
+// k_scale and v_scale) gets them on an unscaled K/V too: a kv_scale
+// allocation exists only because a launch names it, and it holds 1.0.
+func TestUnscaledScalePointers(t *testing.T) {
+	const specText = `name: s
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 64, kv_dtype: f16, batch: 3, capacity: 100}]
+axes: {nkv: [50], SPLITS: [1]}
+variants:
+  - name: with
+    kernel: k.cu
+    launches: [{entry: k, grid: [1], block: [32], args: [q, out, k_scale, v_scale]}]
+  - name: without
+    kernel: k.cu
+    launches: [{entry: k, grid: [1], block: [32], args: [q, out]}]
+`
+	pl := planned(t, specText, map[string]string{"k.cu": "// test\n"})
+	with, err := pointLayout(pl.Points[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := pointLayout(pl.Points[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.KVScale != 16 || without.KVScale != 0 {
+		t.Errorf("kv_scale bytes %d with scale pointers, %d without; want 16 (2 × 2 KV heads × 4) and 0", with.KVScale, without.KVScale)
+	}
+	w := testWorkspace()
+	w.l = with
+	w.kvScale = 0x9000
+	args, err := marshal(pl.Points[0].Launches[0].Args, pl.Points[0].Config.Shape, pl.Points[0].Config.Defines, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(args[2]) != fmt.Sprint(0x9000) || fmt.Sprint(args[3]) != fmt.Sprint(0x9000+8) {
+		t.Errorf("k_scale %#v, v_scale %#v; want the kv_scale buffer and its V half (2 KV heads later)", args[2], args[3])
+	}
+}
+
+// A scratch buffer named like a word of the vocabulary (shadow: true)
+// with a constant fill: scratch:k_scale passes it, and the workspace
+// writes 1.0 in every word of it before the first launch.
+func TestScratchConstantShadow(t *testing.T) {
+	const specText = `name: s
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 64, kv_dtype: f16, batch: 3, capacity: 100}]
+axes: {nkv: [50], SPLITS: [1]}
+variants:
+  - name: eng
+    kernel: k.cu
+    scratch:
+      k_scale: {bytes: "kv_heads * 4", fill: "f32:1.0", shadow: true}
+      marks: {bytes: 64, fill: "i32:-1"}
+    launches: [{entry: k, grid: [1], block: [32], args: [q, out, "scratch:k_scale", "scratch:marks"]}]
+`
+	pt := planned(t, specText, map[string]string{"k.cu": "// test\n"}).Points[0]
+	l, err := pointLayout(pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.KVScale != 0 {
+		t.Errorf("the vocabulary's kv_scale is allocated (%d bytes) though only the scratch buffer is passed", l.KVScale)
+	}
+	w := testWorkspace()
+	w.l, w.workspace = l, 0x10000
+	words := map[string]uint32{}
+	for _, f := range w.workspaceFills() {
+		words[f.name] = f.word
+	}
+	if words["k_scale"] != math.Float32bits(1) || words["marks"] != 0xffffffff {
+		t.Errorf("fills %v; want k_scale 1.0 (%#x) and marks -1", words, math.Float32bits(1))
+	}
+	if pt.Scratch[0].Fill != "f32:1" {
+		t.Errorf("fill %q, want the canonical f32:1", pt.Scratch[0].Fill)
 	}
 }

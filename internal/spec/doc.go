@@ -483,7 +483,8 @@
 //	                 that counts in them leaves them zero when it ends
 //	kv_scale         a scaled kv_dtype's f32 [2][kv_heads] scales, K's first
 //	k_scale, v_scale its K half and its V half (vLLM's k_scale, v_scale);
-//	                 the three are errors for a shape without scales
+//	                 for a shape without scales they hold 1.0 (vLLM
+//	                 passes its scale pointers for f16 caches too)
 //	heads, kv_heads, head_dim, capacity, batch, group, splits   int32
 //	kv_row_stride    elements between rows of one KV head
 //	kv_head_stride   elements between KV heads of one row
@@ -537,7 +538,12 @@
 // max_logits and tmp_out): a mapping of name to bytes (an expression) and
 // fill, what the buffer holds when the workspace is made: zero (the
 // default), poison (the gates' NaN, so that reading an element not
-// written this step shows in out) or never (not filled by ktune). They
+// written this step shows in out), never (not filled by ktune) or a
+// constant in every 32-bit word, f32:V, i32:V or u32:V (f32:1 for a scale
+// an engine's host sets to 1). A scratch buffer is always passed as
+// scratch:NAME, so its name may be a word of the vocabulary when
+// shadow: true says so ({bytes: "kv_heads * 4", fill: "f32:1", shadow:
+// true} under k_scale keeps vLLM's name). They
 // live in the workspace allocation after io.workspace's bytes, each
 // 256-byte aligned:
 //
