@@ -188,6 +188,11 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	for _, m := range s.Modules {
 		field("module", m.HashText())
 	}
+	// The input-set waivers change what passes; only when set, so that
+	// every other hash stays as it was.
+	if t := waiverText(pt.Waivers); t != "" {
+		field("waivers", t)
+	}
 	// A sealed kernel's compile defines are the forwarded ones; only when
 	// set, so that every other hash stays as it was.
 	if s.Sealed || len(s.Forwarded) > 0 {

@@ -131,6 +131,10 @@ type Point struct {
 	Budget  Budget `json:",omitzero"`
 	Seed    uint64
 	Tol     Tolerance
+	// Waivers are the spec's decisions about single input sets (bounds
+	// of their own, or a set that does not apply), each with its reason
+	// (waivers.go).
+	Waivers []Waiver `json:",omitempty"`
 	Twin    *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
 	Probes  []results.Probe
 	Measure Measure

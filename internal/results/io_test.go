@@ -47,8 +47,9 @@ func fullRecord(hash string) Record {
 		Gates: []Gate{{
 			Kind: GateTolerance, NKV: 1641, Pass: true, Seed: 7, Twin: "r4",
 			MaxAbs: 1e-4, MaxRel: 2e-3, NMSE: 1e-9, NaNs: 1,
-			DiffBytes: 3, FirstDiff: 12, Buffer: "out", Detail: "d", Inputs: "peaked",
+			DiffBytes: 3, FirstDiff: 12, Buffer: "out", Detail: "d", Inputs: "peaked", Waiver: "peaked: own bounds (r)",
 		}},
+		Waivers: []string{"subnormal: not applicable (r)"},
 		Probes: []Measurement{{
 			Probe: ProbeCold, SamplesNS: []float64{84400, 84500.5},
 			Summary:   Summary{N: 2, Median: 84450, Min: 84400, Max: 84500.5, Q1: 84400, Q3: 84500.5, RelNoise: 0.001},

@@ -686,7 +686,24 @@
 // that type: fp8's rounding (1/16 relative) is far coarser than f16's. An
 // fp8e4m3 input set chooses its own scales (amax/448 of its values, per
 // tensor or per head), so a kernel that applies K's scale to V or one
-// head's scale to another fails. measure: warmup ≥ 0 launches before the first sample; between
+// head's scale to another fails.
+//
+// gates.inputs records the kernel owner's decisions about single input
+// sets, each with a reason (required): bounds of the set's own, used as
+// written (not scaled by the set's |V|; a bound left out is the point's),
+// or skip: true, the set does not apply to the kernel (never the uniform
+// set, which carries the determinism, stale-rows and fresh-module gates):
+//
+//	gates:
+//	  inputs:
+//	    subnormal: {max_abs: 2e-6, nmse: 0.1, reason: "tmp_out is f16, as vLLM keeps it"}
+//	    outliers: {skip: true, reason: "the engine clamps K upstream"}
+//
+// A waiver is hashed with the point, listed in its record (waivers),
+// named by every gate judged under it (a gate's waiver) and in the gate
+// log, so a pass reached under one never reads as a plain pass.
+//
+// measure: warmup ≥ 0 launches before the first sample; between
 // min_samples ≥ 1 and max_samples samples, stopping once the interquartile
 // range is within max_noise (a fraction in (0, 1)) of the median or when
 // budget runs out; hot_batch ≥ 1 launches per hot or graph sample; timeout

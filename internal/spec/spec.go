@@ -169,6 +169,9 @@ type Gates struct {
 	// ones (gates: {bf16: {max_abs: …}}), by kv_dtype name; a zero field
 	// inherits the spec-wide bound.
 	KV map[string]Bounds
+	// Inputs are the decisions about single input sets: bounds of their
+	// own, or a set that does not apply, each with its reason (waivers.go).
+	Inputs []InputWaiver
 }
 
 // Bounds are the tolerance bounds of the oracle gate.
