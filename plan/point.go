@@ -128,14 +128,14 @@ type Point struct {
 	NeverCaptured bool `json:",omitempty"`
 	// Budget is the variant's resource limits: a point whose compiled
 	// kernels break it is recorded over_budget, not run.
-	Budget  Budget `json:",omitzero"`
-	Seed    uint64
-	Tol     Tolerance
+	Budget Budget `json:",omitzero"`
+	Seed   uint64
+	Tol    Tolerance
 	// Waivers are the spec's decisions about single input sets (bounds
 	// of their own, or a set that does not apply), each with its reason
 	// (waivers.go).
 	Waivers []Waiver `json:",omitempty"`
-	Twin    *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
+	Twin    *Point   // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
 	Probes  []results.Probe
 	Measure Measure
 	Landed  bool // this point is the landed kernel's configuration
