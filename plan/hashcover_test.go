@@ -26,6 +26,7 @@ var notHashed = map[string]string{
 	"Source.NameExprs":          "the entries of the launches as NVRTC name expressions; the launches are hashed",
 	"Source.Artifact":           "the file's bytes; their SHA-256 is hashed (Source.ArtifactSHA256)",
 	"Source.ArtifactKind":       "hashed with the artifact's digest, which is set exactly when it is",
+	"Layouts":                   "a check of the declared structs against the kernel's C++ types, made by ktune check; the declarations themselves are hashed with the launches",
 	"Source.Symbols":            "the symbols of the launches' C++-named entries in the artifact: a function of its bytes and the entries, both hashed",
 	"Geometry.Symbols":          "the values the grid expressions read other than nkv, each the shape's or a define's, which are hashed",
 	"Twin":                      "the twin's own hash inputs, through its GateKey (Twin.GateKey)",

@@ -393,6 +393,10 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	if err := b.resolveSymbols(v, &src, launches); err != nil {
 		return nil, err
 	}
+	layouts, err := b.layoutChecks(v)
+	if err != nil {
+		return nil, err
+	}
 	scratch, err := b.scratch(v, sh, defs, nkv)
 	if err != nil {
 		return nil, err
@@ -411,7 +415,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 			BudgetSec: m.BudgetSec, HotBatch: m.HotBatch, TimeoutSec: m.TimeoutSec},
 		Landed:   b.landed(v, defs),
 		Geometry: geo,
-		Launches: launches, WorkspaceBytes: wsBytes, Scratch: scratch,
+		Launches: launches, WorkspaceBytes: wsBytes, Scratch: scratch, Layouts: layouts,
 	}
 	if v.PDL {
 		for i := 1; i < len(pt.Launches); i++ {

@@ -131,6 +131,10 @@ type Point struct {
 	Budget Budget `json:",omitzero"`
 	Seed   uint64
 	Tol    Tolerance
+	// Layouts are the variant's structs that name their C++ type, whose
+	// declared layouts ktune check verifies against the kernel's own
+	// (layouts.go).
+	Layouts []LayoutCheck `json:",omitempty"`
 	// Waivers are the spec's decisions about single input sets (bounds
 	// of their own, or a set that does not apply), each with its reason
 	// (waivers.go).

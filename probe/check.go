@@ -232,6 +232,7 @@ func checkJobs(sets []CheckSet, arch, nvrtcVersion string) []*KernelCheck {
 		}
 		k.use(set.Name, p)
 		k.declare(set, p)
+		k.addLayouts(p)
 	}
 	// Each other file a step's launches come from is checked as a
 	// prebuilt kernel of its own, for the launches taken from it.
@@ -322,6 +323,7 @@ func checkKernel(k *KernelCheck, env checkEnv) {
 	case k.Artifact != "":
 		k.Cached = true
 		k.readImage(k.src.Artifact, nil, env) // a C++-named entry maps through k.src.Symbols (symbolOf)
+		k.checkLayouts(env)
 		return
 	}
 	if why := env.unsupported(k.Arch); why != "" {
@@ -350,5 +352,6 @@ func checkKernel(k *KernelCheck, env checkEnv) {
 		}
 	default:
 		k.readImage(f.cubin, f.lowered, env)
+		k.checkLayouts(env)
 	}
 }

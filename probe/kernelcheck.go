@@ -77,6 +77,7 @@ type KernelCheck struct {
 	src       plan.Source
 	budgetsOf []variantBudget
 	declared  []declaredLaunch
+	layouts   []plan.LayoutCheck
 }
 
 // A variantBudget is the budget of one variant that runs a kernel.

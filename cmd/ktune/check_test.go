@@ -84,6 +84,13 @@ func TestCheckExitCodes(t *testing.T) {
 			[]string{"FAILED stdheaders.cu", `could not open source file "float.h"`}},
 		{"fast-division objects in a params struct", `{name: fastdiv, kernel: TESTDATA/fastdiv.cu, defines: {PAGE: [16]}, structs: {ufd: {fields: [{name: d, arg: "u32:PAGE"}, {name: m, arg: "u32:fastdiv_m(PAGE)"}, {name: s, arg: "u32:fastdiv_s(PAGE)"}, {name: a, arg: "u32:fastdiv_a(PAGE)"}]}, fmd: {fields: [{name: divisor, arg: "u32:PAGE"}, {name: multiplier, arg: "u32:fmd_mul(PAGE)"}, {name: add, arg: "u32:fmd_add(PAGE)"}, {name: shift, arg: "i32:fmd_shift(PAGE)"}]}, params: {fields: [{name: out, arg: out}, {name: page, struct: ufd}, {name: chunk, struct: fmd}, {name: n, arg: "i32:capacity"}]}}, launches: [{entry: divide, grid: [1], block: [128], args: [{struct: params}]}]}`, exitOK,
 			[]string{"ok     fastdiv.cu", "divide: "}},
+		{"a struct laid out as the engine's type", "{name: layout, kernel: TESTDATA/layout.cu, structs: {fd: {fields: [{name: d, arg: \"u32:8\"}, {name: m, arg: \"u32:fastdiv_m(8)\"}, {name: s, arg: \"u32:fastdiv_s(8)\"}, {name: a, arg: \"u32:fastdiv_a(8)\"}]}, params: {type: \"eng::params<float>\", fields: [{name: out, arg: out}, {name: heads, arg: heads}, {name: kv_heads, arg: kv_heads}, {name: head_dim, arg: head_dim}, {name: scale, arg: scale}, {name: d, arg: \"i64:0\"}, {name: page, struct: fd}, {name: n, arg: \"i32:capacity\"}]}}, launches: [{entry: step, grid: [1], block: [32], args: [{struct: params}]}]}", exitOK,
+			[]string{"ok     layout.cu", "step: "}},
+		// kv_heads and head_dim swapped: both 4-byte ints, so the
+		// parameter's size is right and only the layout check sees it.
+		{"a struct field at a wrong offset", "{name: swapped, kernel: TESTDATA/layout.cu, structs: {fd: {fields: [{name: d, arg: \"u32:8\"}, {name: m, arg: \"u32:fastdiv_m(8)\"}, {name: s, arg: \"u32:fastdiv_s(8)\"}, {name: a, arg: \"u32:fastdiv_a(8)\"}]}, params: {type: \"eng::params<float>\", fields: [{name: out, arg: out}, {name: heads, arg: heads}, {name: head_dim, arg: head_dim}, {name: kv_heads, arg: kv_heads}, {name: scale, arg: scale}, {name: d, arg: \"i64:0\"}, {name: page, struct: fd}, {name: n, arg: \"i32:capacity\"}]}}, launches: [{entry: step, grid: [1], block: [32], args: [{struct: params}]}]}", exitBuild,
+			[]string{"FAILED layout.cu", "struct params (eng::params<float>): field head_dim is declared at offset 12 (4 bytes), but the type has it at offset 16 (4 bytes)",
+				"field kv_heads is declared at offset 16 (4 bytes), but the type has it at offset 12 (4 bytes)"}},
 		{"arguments that match", "{name: match, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads, scale]}]}", exitOK,
 			[]string{"ok     argcheck.cu", "step: "}},
 	} {

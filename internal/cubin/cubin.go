@@ -316,3 +316,38 @@ func PTXEntries(ptx []byte) []string {
 	sort.Strings(out)
 	return out
 }
+
+// SymbolData returns the initial bytes of a variable of the image: the
+// size bytes at the symbol's value in its section (a __device__ array's
+// initializer, in .nv.global.init).
+func SymbolData(image []byte, name string) ([]byte, error) {
+	if !bytes.HasPrefix(image, []byte(elf.ELFMAG)) {
+		return nil, fmt.Errorf("reading symbol %s: %w", name, ErrNotCUBIN)
+	}
+	f, err := elf.NewFile(bytes.NewReader(standardVersion(image)))
+	if err != nil {
+		return nil, fmt.Errorf("reading symbol %s: %w", name, err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, fmt.Errorf("reading symbol %s: %w", name, err)
+	}
+	for _, s := range syms {
+		if s.Name != name {
+			continue
+		}
+		if int(s.Section) <= 0 || int(s.Section) >= len(f.Sections) {
+			return nil, fmt.Errorf("symbol %s has no section of data", name)
+		}
+		data, err := f.Sections[s.Section].Data()
+		if err != nil {
+			return nil, fmt.Errorf("reading symbol %s: %w", name, err)
+		}
+		if s.Value+s.Size > uint64(len(data)) {
+			return nil, fmt.Errorf("symbol %s: %d bytes at %d past its section's %d", name, s.Size, s.Value, len(data))
+		}
+		return data[s.Value : s.Value+s.Size], nil
+	}
+	return nil, fmt.Errorf("the image has no symbol %s", name)
+}

@@ -570,6 +570,16 @@
 //	launches:
 //	  - {entry: partial, grid: [SPLITS, heads, batch], block: [32], args: [{struct: params}]}
 //
+// type names the engine's C++ type a struct stands for (type:
+// "flashinfer::BatchDecodeParams<half, half, half, int>"): ktune check
+// then compiles a layout probe beside the kernel, with its headers and
+// options, and refuses (exit 3) every declared field whose offset or size
+// is not the type's (a field's name is the member's; a nested struct's
+// fields are checked through its member), naming the field, its declared
+// offset and its real one; and a declared sizeof or alignof that differs.
+// The check needs the source: a prebuilt artifact's structs are not
+// probed (ktune check says so).
+//
 // Before the first launch the probe compares every launch's arguments,
 // laid out as the compiler lays out parameters, with the kernel's own
 // (cuFuncGetParamInfo, CUDA 12.4 and later): a parameter of another size

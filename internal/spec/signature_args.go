@@ -62,7 +62,7 @@ func (d *decoder) arg(n *yaml.Node, where string, e *engineNodes) abi.Arg {
 	return a
 }
 
-var structKeys = []string{"fields", "size", "align"}
+var structKeys = []string{"fields", "size", "align", "type"} // type: layoutcheck.go
 var fieldKeys = []string{"name", "arg", "struct", "count", "offset"}
 
 // structs decodes a variant's by-value structs: a mapping of name to
@@ -78,6 +78,8 @@ func (d *decoder) structs(n *yaml.Node, where string, e *engineNodes) map[string
 				st.Size, _ = d.integer(v, k+".size")
 			case "align":
 				st.Align, _ = d.integer(v, k+".align")
+			case "type":
+				d.structType(name, v, k+".type", e) // layoutcheck.go
 			case "fields":
 				l, ok := d.list(v, k+".fields", false)
 				if !ok {

@@ -38,6 +38,8 @@ type engineNodes struct {
 	// refs are the struct arguments by name, resolved against structs
 	// once the whole variant is read.
 	refs []structRef
+	// structTypes are the C++ types the structs declare (layoutcheck.go).
+	structTypes map[string]StructType
 }
 
 type argExpr struct {
@@ -95,6 +97,7 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 	case "structs":
 		e.structs = val
 		v.Structs = d.structs(val, where, e)
+		v.StructTypes = e.structTypes
 	case "scratch":
 		e.scratch = val
 		v.Scratch = d.scratch(val, where, e)

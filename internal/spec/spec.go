@@ -130,6 +130,10 @@ type Variant struct {
 	// code where NVRTC lacks them (kernels/nvrtcstd): <float.h>,
 	// <stdint.h>, <type_traits> …
 	StdHeaders bool
+	// StructTypes are the C++ types of the structs that name one
+	// (structs.NAME.type), by struct name: the layout ktune check
+	// verifies field by field against the engine's own definition.
+	StructTypes map[string]StructType
 }
 
 // An Arm is one branch of a dispatch variant: a kernel with fixed defines

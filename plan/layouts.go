@@ -1,0 +1,88 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/spec"
+)
+
+// A LayoutCheck is a by-value struct whose declared layout is to be
+// verified against the engine's C++ type (spec.StructType): ktune check
+// compiles a layout probe beside the kernel and compares every field.
+type LayoutCheck struct {
+	// Struct is the spec's name of the struct, Type the C++ type, Where
+	// its place in the spec (file:line:col).
+	Struct, Type, Where string
+	// Size and Align are the declaration's sizeof and alignof.
+	Size, Align int
+	// Fields are the declared fields, nested ones by their member path
+	// (page.m), each with its offset from the struct's start and its size.
+	Fields []LayoutField
+}
+
+// A LayoutField is one declared field's place.
+type LayoutField struct {
+	Path         string
+	Offset, Size int
+}
+
+// layoutChecks lists the declared layouts of a variant's typed structs.
+func (b *builder) layoutChecks(v *spec.Variant) ([]LayoutCheck, error) {
+	names := make([]string, 0, len(v.StructTypes))
+	for n := range v.StructTypes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []LayoutCheck
+	for _, n := range names {
+		st, t := v.Structs[n], v.StructTypes[n]
+		if st == nil {
+			continue
+		}
+		l, err := st.Layout()
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d:%d: variant %s, struct %s: %w", b.s.Path, t.Pos.Line, t.Pos.Col, v.Name, n, err)
+		}
+		c := LayoutCheck{Struct: n, Type: t.Type, Where: fmt.Sprintf("%s:%d:%d", b.s.Path, t.Pos.Line, t.Pos.Col), Size: l.Size, Align: l.Align}
+		if err := appendFields(&c.Fields, st, "", 0); err != nil {
+			return nil, fmt.Errorf("%s: variant %s, struct %s: %w", c.Where, v.Name, n, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// appendFields adds st's fields at base, nested structs' fields by path.
+func appendFields(out *[]LayoutField, st *abi.Struct, prefix string, base int) error {
+	l, err := st.Layout()
+	if err != nil {
+		return err
+	}
+	for i, f := range st.Fields {
+		path, off := prefix+f.Name, base+l.Offsets[i]
+		count := max(f.Count, 1)
+		var size int
+		if f.Arg.Struct != nil {
+			nl, err := f.Arg.Struct.Layout()
+			if err != nil {
+				return err
+			}
+			size = nl.Size
+		} else {
+			slots, err := abi.ParamSlots([]abi.Arg{f.Arg})
+			if err != nil {
+				return err
+			}
+			size = slots[0].Size
+		}
+		*out = append(*out, LayoutField{Path: path, Offset: off, Size: size * count})
+		if f.Arg.Struct != nil && count == 1 {
+			if err := appendFields(out, f.Arg.Struct, path+".", off); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
