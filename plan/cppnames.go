@@ -48,7 +48,7 @@ func artifactSymbols(image []byte) ([]string, error) {
 // NVRTC compiles, an artifact not built yet, or entries all written as
 // symbols.
 func (b *builder) resolveSymbols(v *spec.Variant, src *Source, launches []Launch) error {
-	if src.ArtifactKind == "" || src.Missing != "" {
+	if src.ArtifactKind == "" || src.Missing != "" || src.BuildFailed {
 		return nil
 	}
 	own := func(i int) bool { return i >= len(v.Launches) || v.Launches[i].Kernel == "" }

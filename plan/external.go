@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ktune/ktune/internal/spec"
@@ -44,6 +45,9 @@ func (b *builder) external(v *spec.Variant, text string) (string, map[string]str
 	// resolve finds an include of a file in dir (empty: not on disk),
 	// returning its key and its text; ok is false when it is not found.
 	resolve := func(inc include, dir string) (key, text string, onDisk string, ok bool, err error) {
+		if slices.Contains(v.HostHeaders, inc.name) {
+			return inc.name, "// ktune: host code, left out of a device-only compile (host_headers)\n", "", true, nil
+		}
 		var dirs []string
 		if inc.quoted && dir != "" {
 			dirs = append(dirs, dir)

@@ -193,6 +193,10 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	if t := waiverText(pt.Waivers); t != "" {
 		field("waivers", t)
 	}
+	// An engine build's inputs; only when built so.
+	if s.BuildKey != "" {
+		field("build", s.BuildKey)
+	}
 	// A sealed kernel's compile defines are the forwarded ones; only when
 	// set, so that every other hash stays as it was.
 	if s.Sealed || len(s.Forwarded) > 0 {

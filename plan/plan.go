@@ -102,7 +102,8 @@ func BuildWith(s *spec.Spec, arch string, over Override) (*Plan, error) {
 // BuildFrom is Build reading built-in kernel sources and headers from files
 // (a test passes its own).
 func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, error) {
-	b := &builder{s: s, arch: arch, files: files, over: over, text: map[string]string{}, memo: map[string]*Point{}, arms: map[*spec.Arm]*spec.Variant{}}
+	b := &builder{s: s, arch: arch, files: files, over: over, text: map[string]string{}, memo: map[string]*Point{}, arms: map[*spec.Arm]*spec.Variant{},
+		builds: map[string]Source{}, versions: map[string]string{}}
 	if err := b.loadHeaders(); err != nil {
 		return nil, err
 	}
@@ -243,6 +244,10 @@ type builder struct {
 	text    map[string]string // kernel source by file
 	memo    map[string]*Point // by identity, so a twin is built once
 	arms    map[*spec.Arm]*spec.Variant
+	// builds are the engine builds run or found, by expanded command;
+	// versions the compilers' --version output, by path (build.go).
+	builds   map[string]Source
+	versions map[string]string
 }
 
 func (b *builder) loadHeaders() error {
@@ -389,6 +394,11 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	}
 	if err := b.seal(v, sh, defs, nkv, &src, launches); err != nil {
 		return nil, err
+	}
+	if v.Build != nil {
+		if err := b.built(v, sh, defs, nkv, &src); err != nil {
+			return nil, err
+		}
 	}
 	if err := b.resolveSymbols(v, &src, launches); err != nil {
 		return nil, err

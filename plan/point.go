@@ -61,6 +61,17 @@ type Source struct {
 	// to its symbol in the file (cppnames.go); nil when every entry is
 	// written as its symbol.
 	Symbols map[string]string `json:",omitempty"`
+	// BuildKey is the digest of what the engine's build of the kernel
+	// read (build.go): its command, the compiler's version and every file
+	// its dependency output named; empty for a kernel not built so.
+	// BuildInputs counts those files. BuildFailed is set, with the
+	// command's output in BuildLog, when the build failed.
+	// EngineBuild is set for a kernel made by the engine's build.
+	EngineBuild bool   `json:",omitempty"`
+	BuildKey    string `json:",omitempty"`
+	BuildInputs int    `json:",omitempty"`
+	BuildFailed bool   `json:",omitempty"`
+	BuildLog    string `json:",omitempty"`
 }
 
 // Tolerance bounds for the oracle gate. A NaN anywhere never passes.

@@ -68,7 +68,7 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 		}
 	}
 	src.Text = text
-	if len(v.Include) > 0 || v.StdHeaders {
+	if len(v.Include) > 0 || v.StdHeaders || len(v.HostHeaders) > 0 {
 		var err error
 		if src.Text, src.Headers, err = b.external(v, text); err != nil {
 			return Source{}, err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -212,6 +214,8 @@ func checkJobs(sets []CheckSet, arch, nvrtcVersion string) []*KernelCheck {
 	add := func(set CheckSet, p *plan.Point) {
 		k := &KernelCheck{Source: p.Source.Name, Arch: arch, LoadsBeforeChain: -1, src: p.Source}
 		switch {
+		case p.Source.BuildFailed:
+			k.Key, k.Artifact = "build-failed "+p.Source.BuildKey, p.Source.ArtifactKind
 		case p.Source.Missing != "":
 			k.Key, k.Artifact = "missing "+p.Source.Missing, p.Source.ArtifactKind
 		case p.Source.ArtifactKind != "":
@@ -316,6 +320,15 @@ func (k *KernelCheck) launch(entry string, threads, shared int) {
 func checkKernel(k *KernelCheck, env checkEnv) {
 	k.Status = CheckBuilt
 	switch {
+	case k.src.BuildFailed:
+		k.Status, k.Log = CheckFailed, strings.TrimSpace(k.src.BuildLog)
+		k.Problems = append(k.Problems, "the engine's build failed (its output below)")
+		return
+	case k.src.EngineBuild && k.src.Missing != "":
+		// Not checked, and not a pass: counted as unchecked.
+		k.Status = CheckNoCompiler
+		k.Problems = append(k.Problems, k.src.Missing)
+		return
 	case strings.HasPrefix(k.Key, "missing "):
 		k.Status = CheckSkipped
 		k.Problems = append(k.Problems, fmt.Sprintf("the prebuilt %s %s does not exist: a build output, made before a sweep", k.Artifact, k.src.Missing))
@@ -354,4 +367,21 @@ func checkKernel(k *KernelCheck, env checkEnv) {
 		k.readImage(f.cubin, f.lowered, env)
 		k.checkLayouts(env)
 	}
+}
+
+// BuildDir is the engine-build cache (plan.Override.BuildDir) beside the
+// CUBIN cache a --cache flag names: "" for the default directory, "off"
+// for none (then builds run into a fresh temporary directory).
+func BuildDir(cache string) (string, error) {
+	switch cache {
+	case "off":
+		return os.MkdirTemp("", "ktune-builds-")
+	case "":
+		dir, err := defaultCacheDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(dir, "builds"), nil
+	}
+	return filepath.Join(cache, "builds"), nil
 }

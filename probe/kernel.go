@@ -81,6 +81,9 @@ func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*ker
 func (b *Backend) loadOne(src plan.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
 	opts := compileOptions(b.arch, src.CompileDefines(c.Defines), flags)
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
+	if src.BuildFailed { // the engine's own build (plan/build.go), its output recorded
+		return nil, &build{record: results.Compile{Log: src.BuildLog}}, failPoint(results.StatusCompileFailed, "the engine's build of %s failed; its output is in compile.log", src.Name)
+	}
 	if src.Missing != "" {
 		return nil, nil, failPoint(results.StatusError, "the build output %s did not exist when the plan was made: build it, then run the point again", src.Missing)
 	}

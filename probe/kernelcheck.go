@@ -33,6 +33,10 @@ const (
 	// that neither NVRTC's built-in headers nor any -I directory of this
 	// machine supplies, so it was not checked. Not a pass either.
 	CheckNoHeaders CheckStatus = "needs CUDA headers"
+	// CheckNoCompiler: the variant is built by the engine's own command
+	// (build:), whose compiler this machine lacks, so it was not built
+	// nor checked. Not a pass either.
+	CheckNoCompiler CheckStatus = "needs its build's compiler"
 	// CheckSkipped: a prebuilt kernel that is not built yet (a build
 	// output, absent from a clean checkout), so there is nothing to read.
 	CheckSkipped CheckStatus = "skipped"
@@ -41,7 +45,9 @@ const (
 // Unchecked reports whether the kernel could not be checked on this
 // machine (an NVRTC too old, CUDA headers it lacks): nothing is known of
 // it, which ktune check counts as a failure unless told otherwise.
-func (s CheckStatus) Unchecked() bool { return s == CheckUnsupported || s == CheckNoHeaders }
+func (s CheckStatus) Unchecked() bool {
+	return s == CheckUnsupported || s == CheckNoHeaders || s == CheckNoCompiler
+}
 
 // A KernelCheck is one distinct kernel of a plan and what checking it
 // found.

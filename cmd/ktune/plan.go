@@ -6,6 +6,7 @@ import (
 
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/probe"
 )
 
 func init() {
@@ -81,6 +82,11 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 	}
 	if *count {
 		return writeCount(stdout, plan.CountPoints(s), s.Restrictions)
+	}
+	// A variant's own build is looked up in the build cache, not run:
+	// ktune check and sweeps run it.
+	if over.BuildDir, err = probe.BuildDir(""); err != nil {
+		return err
 	}
 	p, err := plan.BuildWith(s, *arch, over)
 	if err != nil {

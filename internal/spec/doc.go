@@ -440,6 +440,35 @@
 // as an identifier in the kernel's sources (a template parameter int
 // SPLITS, which -DSPLITS=32 turns into int 32).
 //
+// host_headers lists includes of host code (a framework's headers, such
+// as torch/all.h) that a device-only compile leaves out: ktune gives each
+// as an empty header, by name, and hashes the list.
+//
+// build gives the engine's own build of the kernel instead of NVRTC's:
+// command is its argv, where {out} is the artifact's path (required),
+// {dep} a make-style dependency file the command may write (-MD -MF
+// {dep} for nvcc: every file it names is hashed with the point), {arch}
+// the architecture and {EXPR} an expression over the point's values, an
+// axis forwarded by name ("-DPARTITION_SIZE={PARTITION_SIZE}"); artifact
+// is what {out} holds (cubin, the default; fatbin; ptx). The variant's
+// kernel is the build's main source. ktune check and sweeps run the
+// command (in the kernel's directory) where its compiler exists, and
+// cache the artifact by the command, the compiler's --version and the
+// files the dependency output named; ktune plan only looks the cache up.
+// The artifact is then loaded as a prebuilt one (its entries symbols or
+// C++ names); a build that fails fails its points (compile_failed, the
+// command's output in compile.log), and where the compiler is missing
+// ktune check says so and does not pass the kernel.
+//
+//	kernel: ${VLLM_ROOT}/csrc/attention/paged_attention_v2.cu
+//	build:
+//	  command: [nvcc, -cubin, "-arch={arch}", -O3, -MD, -MF, "{dep}", -o, "{out}", "${VLLM_ROOT}/csrc/attention/paged_attention_v2.cu"]
+//
+// ${NAME} in a kernel path, an include directory or a build token is the
+// environment variable NAME: the root of an engine's tree, given on the
+// command line (VLLM_ROOT=/src/vllm ktune check spec.yaml), so that a
+// committed spec holds no machine's paths; an unset one is a spec error.
+//
 // forward seals an engine's kernel: it is compiled with the defines
 // forward names and none of ktune's. Each is NAME: VALUE, VALUE an
 // integer expression over the geometry symbols and the variant's

@@ -142,6 +142,8 @@ type variantNodes struct {
 	forwardVals []*yaml.Node
 	// stdHeaders is std_headers' value.
 	stdHeaders *yaml.Node
+	// build and hostHeaders are the build and host_headers keys' values.
+	build, hostHeaders *yaml.Node
 }
 
 var topKeys = []string{"version", "name", "description", "landed", "shapes", "axes", "restrict", "variants", "probes", "gates", "measure", "engine"}
@@ -417,7 +419,7 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 
 var variantKeys = append([]string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
 	"include", "flags", "io", "scratch", "planned", "structs", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse",
-	"forward", "std_headers"}, budgetKeys...)
+	"forward", "std_headers", "host_headers", "build"}, budgetKeys...)
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -430,7 +432,7 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			v.Name, vn.name = d.str(val, k), val
 			d.label(val, k, v.Name)
 		case "kernel":
-			v.Kernel, vn.kernel = d.str(val, k), val
+			v.Kernel, vn.kernel = d.expandEnv(d.str(val, k), val, k), val
 		case "dispatch":
 			v.Dispatch, vn.arms = d.dispatch(val, k)
 		case "bitwise_with":
@@ -478,6 +480,16 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			d.engineKey(key, k, val, &v, vn)
 		case "forward":
 			v.Forward = d.forward(val, k, vn)
+		case "build":
+			vn.build = val
+			v.Build = d.build(val, k) // build.go
+		case "host_headers":
+			vn.hostHeaders = val
+			if l, ok := d.list(val, k, true); ok {
+				for _, h := range l {
+					v.HostHeaders = append(v.HostHeaders, d.str(h, k))
+				}
+			}
 		case "std_headers":
 			vn.stdHeaders = val
 			switch p, ok := d.scalar(val, k); {

@@ -73,7 +73,7 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 			return
 		}
 		for _, n := range l {
-			v.Include, e.includes = append(v.Include, d.str(n, where)), append(e.includes, n)
+			v.Include, e.includes = append(v.Include, d.expandEnv(d.str(n, where), n, where)), append(e.includes, n)
 		}
 	case "flags":
 		e.flags = val

@@ -134,6 +134,12 @@ type Variant struct {
 	// (structs.NAME.type), by struct name: the layout ktune check
 	// verifies field by field against the engine's own definition.
 	StructTypes map[string]StructType
+	// Build is the engine's own build of the kernel (build.go); nil:
+	// NVRTC compiles it, or it is a prebuilt file.
+	Build *Build
+	// HostHeaders are includes of host code (a framework's headers) that
+	// a device-only compile leaves out: ktune gives them empty.
+	HostHeaders []string
 }
 
 // An Arm is one branch of a dispatch variant: a kernel with fixed defines

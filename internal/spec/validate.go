@@ -282,6 +282,7 @@ func (d *decoder) geometry(s *Spec, w *where) {
 		}
 		d.launchExprs(s, i, w)
 		d.forwardExprs(s, i, w)
+		d.buildExprs(s, i, w)
 		d.plannedExprs(s, i, w)
 		d.clusters(s, i, w)
 	}

@@ -1,0 +1,241 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ktune/ktune/internal/spec"
+)
+
+// The engine's own build (spec.Build): the plan runs the variant's build
+// command where the plan's options allow it (Override.RunBuilds: ktune
+// check and sweeps do, ktune plan does not) and the compiler exists, and
+// caches the artifact by what it read. The cache key is the command (its
+// placeholders expanded at the point, {out} and {dep} left as they are),
+// the compiler's --version and the main source; an entry also keeps every
+// file the command's dependency output named with its digest, and is
+// used only while they all still have it. Source.BuildKey, the digest of
+// all of it, is hashed with the point; the artifact's own digest is too,
+// as any prebuilt file's.
+
+// buildTimeout bounds one build.
+const buildTimeout = 30 * time.Minute
+
+// maxBuildLog bounds the compiler output a failed build keeps.
+const maxBuildLog = 64 << 10
+
+// A buildEntry is what the cache keeps beside an artifact.
+type buildEntry struct {
+	Command []string          `json:"command"`
+	Version string            `json:"version"`
+	Inputs  map[string]string `json:"inputs"` // path → sha256 of every file the dependency output named
+}
+
+// built runs (or finds) the build of a point and makes src its artifact:
+// its bytes and digest, or why there are none (Missing: not built here;
+// BuildLog with BuildFailed: the command failed).
+func (b *builder) built(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, src *Source) error {
+	bd := v.Build
+	env, _ := b.evaluator(v, sh, defs, nkv)
+	var argv []string
+	for _, t := range bd.Command {
+		x, err := spec.ExpandEntry(t, func(e string) (string, error) {
+			switch e {
+			case "out", "dep":
+				return "{" + e + "}", nil
+			case "arch":
+				return b.arch, nil
+			}
+			return value(e, env, defs)
+		})
+		if err != nil {
+			return b.pointErrorf(v, sh, defs, nkv, "build: %w", err)
+		}
+		argv = append(argv, x)
+	}
+	// The artifact replaces the source: its entries are symbols to
+	// resolve (cppnames.go), not NVRTC name expressions, and the source's
+	// text is hashed through BuildKey.
+	src.ArtifactKind, src.Named, src.NameExprs, src.Text, src.Headers = bd.Artifact, false, nil, "", nil
+	src.EngineBuild = true
+	memo := strings.Join(argv, "\x00")
+	if got, ok := b.builds[memo]; ok {
+		src.Artifact, src.ArtifactSHA256, src.Missing, src.BuildKey, src.BuildLog, src.BuildFailed =
+			got.Artifact, got.ArtifactSHA256, got.Missing, got.BuildKey, got.BuildLog, got.BuildFailed
+		return nil
+	}
+	b.runBuild(v, argv, src)
+	b.builds[memo] = *src
+	return nil
+}
+
+// runBuild does built's work for one expanded command.
+func (b *builder) runBuild(v *spec.Variant, argv []string, src *Source) {
+	tool, err := exec.LookPath(argv[0])
+	if err != nil {
+		src.Missing = fmt.Sprintf("the build of %s (not run: %s is not on this machine)", filepath.Base(v.Path), argv[0])
+		return
+	}
+	version, err := b.compilerVersion(tool)
+	if err != nil {
+		src.Missing = fmt.Sprintf("the build of %s (not run: %v)", filepath.Base(v.Path), err)
+		return
+	}
+	main, err := os.ReadFile(v.Path)
+	if err != nil {
+		src.Missing = fmt.Sprintf("the build of %s (its source: %v)", filepath.Base(v.Path), err)
+		return
+	}
+	key0 := digestOf(append(append([]string{version, sha256Hex(main)}, argv...), src.ArtifactKind)...)
+	dir := filepath.Join(b.over.BuildDir, key0[:2], key0)
+	if b.over.BuildDir == "" {
+		src.Missing = fmt.Sprintf("the build of %s (not run: no build cache)", filepath.Base(v.Path))
+		return
+	}
+	if b.useCached(dir, src) {
+		return
+	}
+	if !b.over.RunBuilds {
+		src.Missing = fmt.Sprintf("the build of %s (not built yet: ktune check or a sweep builds it)", filepath.Base(v.Path))
+		return
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	if err == nil || errors.Is(err, os.ErrNotExist) {
+		if err != nil {
+			if err = os.MkdirAll(filepath.Dir(dir), 0o755); err == nil {
+				tmp, err = os.MkdirTemp(filepath.Dir(dir), "build-")
+			}
+		}
+	}
+	if err != nil {
+		src.Missing = fmt.Sprintf("the build of %s (not run: %v)", filepath.Base(v.Path), err)
+		return
+	}
+	defer os.RemoveAll(tmp)
+	out, dep := filepath.Join(tmp, "artifact."+src.ArtifactKind), filepath.Join(tmp, "deps.d")
+	run := make([]string, len(argv))
+	for i, t := range argv {
+		run[i] = strings.NewReplacer("{out}", out, "{dep}", dep).Replace(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tool, run[1:]...)
+	cmd.Dir = filepath.Dir(v.Path)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	err = cmd.Run()
+	text := log.String()
+	if len(text) > maxBuildLog {
+		text = text[:maxBuildLog] + "\n[… cut at 64 KiB]"
+	}
+	if err != nil {
+		src.BuildFailed, src.BuildLog = true, fmt.Sprintf("$ %s\n%s\n%v", strings.Join(run, " "), text, err)
+		src.BuildKey = key0
+		return
+	}
+	inputs := map[string]string{v.Path: sha256Hex(main)}
+	if d, err := os.ReadFile(dep); err == nil {
+		for _, p := range depFiles(string(d)) {
+			if data, err := os.ReadFile(p); err == nil {
+				inputs[p] = sha256Hex(data)
+			}
+		}
+	}
+	e := buildEntry{Command: argv, Version: version, Inputs: inputs}
+	j, _ := json.MarshalIndent(e, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, "entry.json"), j, 0o644); err == nil {
+		os.RemoveAll(dir)
+		if err := os.Rename(tmp, dir); err == nil && b.useCached(dir, src) {
+			return
+		}
+	}
+	src.Missing = fmt.Sprintf("the build of %s (built, but its cache %s could not be written)", filepath.Base(v.Path), dir)
+}
+
+// useCached loads a cache entry whose inputs all still have their
+// recorded digests.
+func (b *builder) useCached(dir string, src *Source) bool {
+	j, err := os.ReadFile(filepath.Join(dir, "entry.json"))
+	if err != nil {
+		return false
+	}
+	var e buildEntry
+	if json.Unmarshal(j, &e) != nil {
+		return false
+	}
+	paths := make([]string, 0, len(e.Inputs))
+	for p := range e.Inputs {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	parts := append([]string{e.Version}, e.Command...)
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil || sha256Hex(data) != e.Inputs[p] {
+			return false
+		}
+		parts = append(parts, p, e.Inputs[p])
+	}
+	art, err := os.ReadFile(filepath.Join(dir, "artifact."+src.ArtifactKind))
+	if err != nil {
+		return false
+	}
+	src.Artifact, src.ArtifactSHA256, src.BuildKey = art, sha256Hex(art), digestOf(parts...)
+	src.BuildInputs = len(paths)
+	return true
+}
+
+// compilerVersion is a compiler's --version output, once per tool.
+func (b *builder) compilerVersion(tool string) (string, error) {
+	if v, ok := b.versions[tool]; ok {
+		return v, nil
+	}
+	out, err := exec.Command(tool, "--version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", tool, err)
+	}
+	b.versions[tool] = strings.TrimSpace(string(out))
+	return b.versions[tool], nil
+}
+
+// depFiles lists the files of a make-style dependency file: every
+// prerequisite of its rules, line continuations joined, escaped spaces
+// kept.
+func depFiles(d string) []string {
+	d = strings.ReplaceAll(d, "\\\n", " ")
+	var out []string
+	for _, line := range strings.Split(d, "\n") {
+		_, deps, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Fields(strings.ReplaceAll(deps, "\\ ", "\x00")) {
+			f = strings.ReplaceAll(f, "\x00", " ")
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// digestOf is the hex SHA-256 of length-prefixed parts.
+func digestOf(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
