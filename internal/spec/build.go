@@ -102,6 +102,9 @@ var buildPlaceholders = []string{"out", "dep", "arch"}
 // known, and that the variant's kernel is a source the build reads.
 func (d *decoder) buildExprs(s *Spec, i int, w *where) {
 	v, vn := &s.Variants[i], w.variants[i]
+	if len(v.HostHeaders) > 0 && (v.Builtin != nil || len(v.Dispatch) > 0 || artifactKind(v.Path) != "") {
+		d.errorf(vn.hostHeaders, "variants[%d] (%s).host_headers: only an engine's source compiled by ktune leaves host headers out (a built-in has none, a prebuilt file is built)", i, v.Name)
+	}
 	if v.Build == nil {
 		return
 	}
