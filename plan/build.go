@@ -46,14 +46,14 @@ type buildEntry struct {
 // built runs (or finds) the build of a point and makes src its artifact:
 // its bytes and digest, or why there are none (Missing: not built here;
 // BuildLog with BuildFailed: the command failed).
-func (b *builder) built(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, src *Source) error {
+func (b *builder) built(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, src *Source, launches []Launch) error {
 	bd := v.Build
 	env, _ := b.evaluator(v, sh, defs, nkv)
 	var argv []string
 	for _, t := range bd.Command {
 		x, err := spec.ExpandEntry(t, func(e string) (string, error) {
 			switch e {
-			case "out", "dep":
+			case "out", "dep", "host", "instantiate":
 				return "{" + e + "}", nil
 			case "arch":
 				return b.arch, nil
@@ -70,19 +70,20 @@ func (b *builder) built(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	// text is hashed through BuildKey.
 	src.ArtifactKind, src.Named, src.NameExprs, src.Text, src.Headers = bd.Artifact, false, nil, "", nil
 	src.EngineBuild = true
-	memo := strings.Join(argv, "\x00")
+	inst := instantiation(v, launches)
+	memo := strings.Join(append(argv, inst), "\x00")
 	if got, ok := b.builds[memo]; ok {
 		src.Artifact, src.ArtifactSHA256, src.Missing, src.BuildKey, src.BuildLog, src.BuildFailed =
 			got.Artifact, got.ArtifactSHA256, got.Missing, got.BuildKey, got.BuildLog, got.BuildFailed
 		return nil
 	}
-	b.runBuild(v, argv, src)
+	b.runBuild(v, argv, inst, src)
 	b.builds[memo] = *src
 	return nil
 }
 
 // runBuild does built's work for one expanded command.
-func (b *builder) runBuild(v *spec.Variant, argv []string, src *Source) {
+func (b *builder) runBuild(v *spec.Variant, argv []string, inst string, src *Source) {
 	tool, err := exec.LookPath(argv[0])
 	if err != nil {
 		src.Missing = fmt.Sprintf("the build of %s (not run: %s is not on this machine)", filepath.Base(v.Path), argv[0])
@@ -98,7 +99,7 @@ func (b *builder) runBuild(v *spec.Variant, argv []string, src *Source) {
 		src.Missing = fmt.Sprintf("the build of %s (its source: %v)", filepath.Base(v.Path), err)
 		return
 	}
-	key0 := digestOf(append(append([]string{version, sha256Hex(main)}, argv...), src.ArtifactKind)...)
+	key0 := digestOf(append(append([]string{version, sha256Hex(main), inst, strings.Join(v.HostHeaders, "\n")}, argv...), src.ArtifactKind)...)
 	dir := filepath.Join(b.over.BuildDir, key0[:2], key0)
 	if b.over.BuildDir == "" {
 		src.Missing = fmt.Sprintf("the build of %s (not run: no build cache)", filepath.Base(v.Path))
@@ -125,9 +126,14 @@ func (b *builder) runBuild(v *spec.Variant, argv []string, src *Source) {
 	}
 	defer os.RemoveAll(tmp)
 	out, dep := filepath.Join(tmp, "artifact."+src.ArtifactKind), filepath.Join(tmp, "deps.d")
+	host, instFile := filepath.Join(tmp, "host"), filepath.Join(tmp, "instantiate.cu")
+	if err := writeBuildInputs(host, v.HostHeaders, instFile, inst); err != nil {
+		src.Missing = fmt.Sprintf("the build of %s (not run: %v)", filepath.Base(v.Path), err)
+		return
+	}
 	run := make([]string, len(argv))
 	for i, t := range argv {
-		run[i] = strings.NewReplacer("{out}", out, "{dep}", dep).Replace(t)
+		run[i] = strings.NewReplacer("{out}", out, "{dep}", dep, "{host}", host, "{instantiate}", instFile).Replace(t)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
@@ -148,6 +154,9 @@ func (b *builder) runBuild(v *spec.Variant, argv []string, src *Source) {
 	inputs := map[string]string{v.Path: sha256Hex(main)}
 	if d, err := os.ReadFile(dep); err == nil {
 		for _, p := range depFiles(string(d)) {
+			if strings.HasPrefix(p, tmp) {
+				continue // ktune's own inputs (host, instantiate): hashed in the key
+			}
 			if data, err := os.ReadFile(p); err == nil {
 				inputs[p] = sha256Hex(data)
 			}
@@ -238,4 +247,43 @@ func digestOf(parts ...string) string {
 		fmt.Fprintf(h, "%d:%s", len(p), p)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// instantiation is the C++ of {instantiate}: the variant's source, then
+// the address of every launch's entry, which makes a compiler emit each
+// template instantiation as the engine's launcher would (for an engine
+// whose launcher needs its framework's headers: vLLM's needs torch's).
+// An entry names its instantiation in C++, so the spelling the demangler
+// gives ((vllm::Fp8KVCacheDataType)0 for an enum) instantiates it too.
+func instantiation(v *spec.Variant, launches []Launch) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "// ktune: the launches' entries of variant %s, instantiated\n#include \"%s\"\n", v.Name, v.Path)
+	b.WriteString("static void* const ktune_entries[] = {\n")
+	for i, l := range launches {
+		if i < len(v.Launches) && v.Launches[i].Kernel != "" {
+			continue
+		}
+		fmt.Fprintf(&b, "    (void*)&%s,\n", l.Entry)
+	}
+	b.WriteString("};\n")
+	return b.String()
+}
+
+// writeBuildInputs makes {host}, a directory holding every host header as
+// an empty file (host_headers, for a device build without the framework),
+// and {instantiate}.
+func writeBuildInputs(host string, headers []string, instFile, inst string) error {
+	for _, h := range headers {
+		p := filepath.Join(host, filepath.FromSlash(h))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte("// ktune: host code, left out of a device-only build (host_headers)\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(host, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(instFile, []byte(inst), 0o644)
 }

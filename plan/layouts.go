@@ -46,7 +46,7 @@ func (b *builder) layoutChecks(v *spec.Variant) ([]LayoutCheck, error) {
 			return nil, fmt.Errorf("%s:%d:%d: variant %s, struct %s: %w", b.s.Path, t.Pos.Line, t.Pos.Col, v.Name, n, err)
 		}
 		c := LayoutCheck{Struct: n, Type: t.Type, Where: fmt.Sprintf("%s:%d:%d", b.s.Path, t.Pos.Line, t.Pos.Col), Size: l.Size, Align: l.Align}
-		if err := appendFields(&c.Fields, st, "", 0); err != nil {
+		if err := appendFields(&c.Fields, st, "", 0, v.StructTypes); err != nil {
 			return nil, fmt.Errorf("%s: variant %s, struct %s: %w", c.Where, v.Name, n, err)
 		}
 		out = append(out, c)
@@ -54,8 +54,11 @@ func (b *builder) layoutChecks(v *spec.Variant) ([]LayoutCheck, error) {
 	return out, nil
 }
 
-// appendFields adds st's fields at base, nested structs' fields by path.
-func appendFields(out *[]LayoutField, st *abi.Struct, prefix string, base int) error {
+// appendFields adds st's fields at base, and the fields of a nested
+// struct that names its type too, by path: a nested struct without one
+// (an engine's object of private members, such as a fast-division one)
+// is checked as a whole, its offset and size.
+func appendFields(out *[]LayoutField, st *abi.Struct, prefix string, base int, typed map[string]spec.StructType) error {
 	l, err := st.Layout()
 	if err != nil {
 		return err
@@ -78,11 +81,19 @@ func appendFields(out *[]LayoutField, st *abi.Struct, prefix string, base int) e
 			size = slots[0].Size
 		}
 		*out = append(*out, LayoutField{Path: path, Offset: off, Size: size * count})
-		if f.Arg.Struct != nil && count == 1 {
-			if err := appendFields(out, f.Arg.Struct, path+".", off); err != nil {
+		if _, ok := typed[structName(f.Arg.Struct)]; ok && count == 1 {
+			if err := appendFields(out, f.Arg.Struct, path+".", off, typed); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// structName is a nested struct's declared name, "" for none.
+func structName(st *abi.Struct) string {
+	if st == nil {
+		return ""
+	}
+	return st.Name
 }

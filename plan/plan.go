@@ -396,7 +396,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		return nil, err
 	}
 	if v.Build != nil {
-		if err := b.built(v, sh, defs, nkv, &src); err != nil {
+		if err := b.built(v, sh, defs, nkv, &src, launches); err != nil {
 			return nil, err
 		}
 	}

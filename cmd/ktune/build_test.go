@@ -20,6 +20,7 @@ func TestCheckEngineBuild(t *testing.T) {
 	spec := buildCheckSpec(t,
 		`{name: nvcc, kernel: TESTDATA/hostcode.cu, defines: {VEC: [4]}, build: {command: [nvcc, -cubin, "-arch={arch}", -O3, -MD, -MF, "{dep}", "-DVEC_UNUSED={VEC}", -o, "{out}", TESTDATA/hostcode.cu]}, `+launch+`}`,
 		`{name: nvrtc, kernel: TESTDATA/hostcode.cu, defines: {VEC: [4]}, `+launch+`}`,
+		`{name: header, kernel: TESTDATA/headeronly.cuh, defines: {ROWS: [8]}, host_headers: [framework/host.h], build: {command: [nvcc, -cubin, "-arch={arch}", "-I{host}", -o, "{out}", "{instantiate}"]}, launches: [{entry: "eng::rows_kernel<float, {ROWS}>", grid: [1], block: [32], args: [q, out, heads]}]}`,
 		`{name: nocompiler, kernel: TESTDATA/hostcode.cu, build: {command: [ktune-no-such-compiler, "-o", "{out}"]}, launches: [{entry: k, grid: [1], block: [32], args: [q, out]}]}`,
 		`{name: broken, kernel: TESTDATA/hostcode.cu, defines: {VEC: [4]}, build: {command: [nvcc, -cubin, -DBROKEN=1, "--no-such-flag", -o, "{out}", TESTDATA/hostcode.cu]}, `+launch+`}`)
 	cache := t.TempDir()
@@ -31,6 +32,7 @@ func TestCheckEngineBuild(t *testing.T) {
 		"ok     hostcode.cu artifact-", "[sm_90, prebuilt cubin]", "eng::scale_rows<float, 4> (_ZN3eng10scale_rowsIfLi4EEEvPKT_PS1_if): ",
 		`could not open source file "iostream"`,
 		"the engine's build failed (its output below)", "--no-such-flag",
+		"eng::rows_kernel<float, 8> (_ZN3eng11rows_kernelIfLi8EEEvPKT_PS1_i): ",
 		"NEEDS ITS BUILD'S COMPILER hostcode.cu", "the build of hostcode.cu (not run: ktune-no-such-compiler is not on this machine)", "1 need their build's compiler",
 	} {
 		if !strings.Contains(stdout, w) {

@@ -96,7 +96,7 @@ func (d *decoder) build(n *yaml.Node, where string) *Build {
 
 // buildPlaceholders are the {…} a build token may hold besides
 // expressions.
-var buildPlaceholders = []string{"out", "dep", "arch"}
+var buildPlaceholders = []string{"out", "dep", "arch", "host", "instantiate"}
 
 // buildExprs checks a build's {EXPR} placeholders once the axes are
 // known, and that the variant's kernel is a source the build reads.

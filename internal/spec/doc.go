@@ -449,7 +449,11 @@
 // {dep} a make-style dependency file the command may write (-MD -MF
 // {dep} for nvcc: every file it names is hashed with the point), {arch}
 // the architecture and {EXPR} an expression over the point's values, an
-// axis forwarded by name ("-DPARTITION_SIZE={PARTITION_SIZE}"); artifact
+// axis forwarded by name ("-DPARTITION_SIZE={PARTITION_SIZE}"),
+// {instantiate} a C++ file ktune writes (the kernel's source included,
+// then the address of every launch's entry, which instantiates a template
+// kernel whose engine launcher needs a framework) and {host} a directory
+// holding the variant's host_headers as empty files; artifact
 // is what {out} holds (cubin, the default; fatbin; ptx). The variant's
 // kernel is the build's main source. ktune check and sweeps run the
 // command (in the kernel's directory) where its compiler exists, and
@@ -603,8 +607,10 @@
 // "flashinfer::BatchDecodeParams<half, half, half, int>"): ktune check
 // then compiles a layout probe beside the kernel, with its headers and
 // options, and refuses (exit 3) every declared field whose offset or size
-// is not the type's (a field's name is the member's; a nested struct's
-// fields are checked through its member), naming the field, its declared
+// is not the type's (a field's name is the member's; a nested struct that
+// names its type too has its fields checked through its member, one
+// that does not, its offset and size only: an object of private members
+// such as a fast-division one), naming the field, its declared
 // offset and its real one; and a declared sizeof or alignof that differs.
 // The check needs the source: a prebuilt artifact's structs are not
 // probed (ktune check says so).

@@ -82,7 +82,7 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 			return
 		}
 		for _, n := range l {
-			f := d.str(n, where)
+			f := d.expandEnv(d.str(n, where), n, where) // -I${CUDA_INCLUDE}
 			switch {
 			case f == "" || strings.ContainsAny(f, " \t\r\n"):
 				d.errorf(n, "%s: %q: one NVRTC option per entry, without spaces (write -I dir as -Idir)", where, f)
