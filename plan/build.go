@@ -46,7 +46,7 @@ type buildEntry struct {
 // built runs (or finds) the build of a point and makes src its artifact:
 // its bytes and digest, or why there are none (Missing: not built here;
 // BuildLog with BuildFailed: the command failed).
-func (b *builder) built(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, src *Source, launches []Launch) error {
+func (b *builder) built(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int, src *Source, launches []Launch, layouts []LayoutCheck) error {
 	bd := v.Build
 	env, _ := b.evaluator(v, sh, defs, nkv)
 	var argv []string
@@ -73,13 +73,32 @@ func (b *builder) built(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	inst := instantiation(v, launches)
 	memo := strings.Join(append(argv, inst), "\x00")
 	if got, ok := b.builds[memo]; ok {
-		src.Artifact, src.ArtifactSHA256, src.Missing, src.BuildKey, src.BuildLog, src.BuildFailed =
-			got.Artifact, got.ArtifactSHA256, got.Missing, got.BuildKey, got.BuildLog, got.BuildFailed
+		src.Artifact, src.ArtifactSHA256, src.Missing, src.BuildKey, src.BuildLog, src.BuildFailed, src.LayoutProbe, src.LayoutLog =
+			got.Artifact, got.ArtifactSHA256, got.Missing, got.BuildKey, got.BuildLog, got.BuildFailed, got.LayoutProbe, got.LayoutLog
 		return nil
 	}
 	b.runBuild(v, argv, inst, src)
+	b.layoutBuild(v, argv, layouts, src)
 	b.builds[memo] = *src
 	return nil
+}
+
+// layoutBuild builds the struct layout probe of a built variant with its
+// own command, {instantiate} holding the kernel's source and the probe
+// (LayoutProbe), so that ktune check compares the declared structs with
+// the types as the engine's compiler lays them out. Only for a command
+// that compiles {instantiate}, after a build that succeeded.
+func (b *builder) layoutBuild(v *spec.Variant, argv []string, layouts []LayoutCheck, src *Source) {
+	if len(layouts) == 0 || src.Artifact == nil || !slices.ContainsFunc(argv, func(t string) bool { return strings.Contains(t, "{instantiate}") }) {
+		return
+	}
+	probe := Source{ArtifactKind: src.ArtifactKind}
+	text := fmt.Sprintf("// ktune: the struct layout probe of variant %s\n#include \"%s\"\n%s", v.Name, v.Path, LayoutProbe(layouts))
+	b.runBuild(v, argv, text, &probe)
+	src.LayoutProbe, src.LayoutLog = probe.Artifact, probe.BuildLog
+	if probe.Artifact == nil && probe.BuildLog == "" {
+		src.LayoutLog = probe.Missing
+	}
 }
 
 // runBuild does built's work for one expanded command.

@@ -28,6 +28,8 @@ var notHashed = map[string]string{
 	"Source.ArtifactKind":       "hashed with the artifact's digest, which is set exactly when it is",
 	"Layouts":                   "a check of the declared structs against the kernel's C++ types, made by ktune check; the declarations themselves are hashed with the launches",
 	"Source.EngineBuild":        "set with Source.BuildKey, which is hashed, or with Missing, whose points fail",
+	"Source.LayoutProbe":        "the layout probe of a check, built from hashed inputs (Source.BuildKey, the launches' structs)",
+	"Source.LayoutLog":          "the output of the layout probe's build, for a check",
 	"Source.BuildInputs":        "a count of the files BuildKey hashes",
 	"Source.BuildFailed":        "the outcome of a build whose inputs are hashed (Source.BuildKey)",
 	"Source.BuildLog":           "the output of a build whose inputs are hashed (Source.BuildKey)",

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/spec"
@@ -96,4 +97,28 @@ func structName(st *abi.Struct) string {
 		return ""
 	}
 	return st.Name
+}
+
+// LayoutSymbol names the layout probe's array of the i-th struct.
+func LayoutSymbol(i int) string { return fmt.Sprintf("ktune_layout_%d", i) }
+
+// LayoutProbe is the C++ that, after the kernel's source, records the
+// layout of each checked struct's type: one __device__ array per struct
+// holding sizeof and alignof of the type, then the offset and size of
+// every declared field; its initializer is in the CUBIN, read without a
+// GPU (cubin.SymbolData).
+func LayoutProbe(checks []LayoutCheck) string {
+	var b strings.Builder
+	b.WriteString("\n// ktune layout probe\n")
+	for i, c := range checks {
+		fmt.Fprintf(&b, "extern \"C\" __device__ unsigned long long %s[] = {sizeof(%s), alignof(%s)", LayoutSymbol(i), c.Type, c.Type)
+		for _, f := range c.Fields {
+			// NVRTC has neither offsetof nor __builtin_offsetof; a member's
+			// address from a null pointer is its offset, and the front end
+			// folds it into the constant initializer.
+			fmt.Fprintf(&b, ",\n    (unsigned long long)&(((%s*)0)->%s), sizeof(((%s*)0)->%s)", c.Type, f.Path, c.Type, f.Path)
+		}
+		b.WriteString("};\n")
+	}
+	return b.String()
 }

@@ -395,16 +395,16 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	if err := b.seal(v, sh, defs, nkv, &src, launches); err != nil {
 		return nil, err
 	}
+	layouts, err := b.layoutChecks(v)
+	if err != nil {
+		return nil, err
+	}
 	if v.Build != nil {
-		if err := b.built(v, sh, defs, nkv, &src, launches); err != nil {
+		if err := b.built(v, sh, defs, nkv, &src, launches, layouts); err != nil {
 			return nil, err
 		}
 	}
 	if err := b.resolveSymbols(v, &src, launches); err != nil {
-		return nil, err
-	}
-	layouts, err := b.layoutChecks(v)
-	if err != nil {
 		return nil, err
 	}
 	scratch, err := b.scratch(v, sh, defs, nkv)

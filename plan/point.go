@@ -72,6 +72,12 @@ type Source struct {
 	BuildInputs int    `json:",omitempty"`
 	BuildFailed bool   `json:",omitempty"`
 	BuildLog    string `json:",omitempty"`
+	// LayoutProbe is the CUBIN of the struct layout probe (LayoutProbe)
+	// built with the variant's own command, for ktune check; nil with
+	// LayoutLog the command's output when that build failed, or when the
+	// variant checks no struct.
+	LayoutProbe []byte `json:",omitempty"`
+	LayoutLog   string `json:",omitempty"`
 }
 
 // Tolerance bounds for the oracle gate. A NaN anywhere never passes.

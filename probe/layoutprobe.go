@@ -3,7 +3,6 @@ package probe
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -19,26 +18,6 @@ import (
 // initializer is in the CUBIN (cubin.SymbolData); no GPU runs anything.
 // A field the type lacks, or a type the source does not define, is a
 // compile error, reported with the compiler's log.
-
-// layoutSymbol names the probe's array of the i-th struct.
-func layoutSymbol(i int) string { return fmt.Sprintf("ktune_layout_%d", i) }
-
-// layoutProbe is the C++ appended to the kernel's source.
-func layoutProbe(checks []plan.LayoutCheck) string {
-	var b strings.Builder
-	b.WriteString("\n// ktune layout probe\n")
-	for i, c := range checks {
-		fmt.Fprintf(&b, "extern \"C\" __device__ unsigned long long %s[] = {sizeof(%s), alignof(%s)", layoutSymbol(i), c.Type, c.Type)
-		for _, f := range c.Fields {
-			// NVRTC has neither offsetof nor __builtin_offsetof; a member's
-			// address from a null pointer is its offset, and EDG folds it
-			// into the constant initializer.
-			fmt.Fprintf(&b, ",\n    (unsigned long long)&(((%s*)0)->%s), sizeof(((%s*)0)->%s)", c.Type, f.Path, c.Type, f.Path)
-		}
-		b.WriteString("};\n")
-	}
-	return b.String()
-}
 
 // addLayouts records the point's typed structs on the kernel, once each.
 func (k *KernelCheck) addLayouts(p *plan.Point) {
@@ -56,24 +35,36 @@ func (k *KernelCheck) checkLayouts(env checkEnv) {
 	if len(k.layouts) == 0 {
 		return
 	}
-	if k.Artifact != "" {
+	var image []byte
+	switch {
+	case k.src.EngineBuild && k.src.LayoutProbe != nil: // built by the variant's own command (plan/build.go)
+		image = k.src.LayoutProbe
+	case k.src.EngineBuild && k.src.LayoutLog == "":
+		k.Notes = append(k.Notes, "struct layouts not checked: the variant's build command compiles no {instantiate}, which the layout probe needs")
+		return
+	case k.src.EngineBuild:
+		k.fail("the struct layout probe, built with the variant's command, failed:\n%s", strings.TrimSpace(k.src.LayoutLog))
+		return
+	case k.Artifact != "":
 		k.Notes = append(k.Notes, "struct layouts not checked: a prebuilt image has no source to probe")
 		return
-	}
-	src := k.src
-	src.Text += layoutProbe(k.layouts)
-	src.NameExprs, src.Named = nil, false
-	f, err := env.cache.obtain(context.Background(), cacheKey(src, k.Options, k.Arch, env.version), src, k.Options, env.compile, cacheWait{now: env.now}, env.warn)
-	switch {
-	case err != nil:
-		k.fail("compiling the struct layout probe: %v", err)
-		return
-	case f.rejected:
-		k.fail("the struct layout probe does not compile (a type the source does not define, or a field it lacks):\n%s", strings.TrimSpace(f.log))
-		return
+	default:
+		src := k.src
+		src.Text += plan.LayoutProbe(k.layouts)
+		src.NameExprs, src.Named = nil, false
+		f, err := env.cache.obtain(context.Background(), cacheKey(src, k.Options, k.Arch, env.version), src, k.Options, env.compile, cacheWait{now: env.now}, env.warn)
+		switch {
+		case err != nil:
+			k.fail("compiling the struct layout probe: %v", err)
+			return
+		case f.rejected:
+			k.fail("the struct layout probe does not compile (a type the source does not define, or a field it lacks):\n%s", strings.TrimSpace(f.log))
+			return
+		}
+		image = f.cubin
 	}
 	for i, c := range k.layouts {
-		data, err := cubin.SymbolData(f.cubin, layoutSymbol(i))
+		data, err := cubin.SymbolData(image, plan.LayoutSymbol(i))
 		if err != nil || len(data) != 8*(2+2*len(c.Fields)) {
 			k.fail("%s: reading the layout probe of struct %s: %v (%d bytes)", c.Where, c.Struct, err, len(data))
 			continue
