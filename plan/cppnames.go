@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/ktune/ktune/internal/cubin"
-	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/spec"
 )
 
@@ -25,11 +24,11 @@ func cxxName(entry string) bool { return strings.ContainsAny(entry, "<>:( ") }
 
 // artifactSymbols lists the entries of a prebuilt image: a CUBIN's (or a
 // fatbin's uncompressed CUBIN's) entry functions, a PTX's .entry lines.
-func artifactSymbols(image []byte) ([]string, error) {
-	switch cuda.Kind(image) {
-	case cuda.ImagePTX:
+func artifactSymbols(kind string, image []byte) ([]string, error) {
+	switch kind {
+	case spec.ArtifactPTX:
 		return cubin.PTXEntries(image), nil
-	case cuda.ImageFatbin:
+	case spec.ArtifactFatbin:
 		at := bytes.Index(image, []byte("\x7fELF"))
 		if at < 0 {
 			return nil, fmt.Errorf("the fatbin holds no uncompressed CUBIN, whose symbols could be read")
@@ -59,7 +58,7 @@ func (b *builder) resolveSymbols(v *spec.Variant, src *Source, launches []Launch
 	if !named {
 		return nil
 	}
-	syms, err := artifactSymbols(src.Artifact)
+	syms, err := artifactSymbols(src.ArtifactKind, src.Artifact)
 	if err != nil {
 		return fmt.Errorf("%s:%d:%d: variant %s: reading the symbols of %s: %w", b.s.Path, v.Pos.Line, v.Pos.Col, v.Name, v.Path, err)
 	}
