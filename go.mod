@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/ebitengine/purego v0.11.3
+	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/olekukonko/tablewriter v1.1.5
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	gonum.org/v1/plot v0.17.0

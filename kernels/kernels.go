@@ -10,6 +10,16 @@ import "embed"
 //go:embed *.cu *.cuh
 var FS embed.FS
 
+// StdFS holds nvrtcstd/: minimal C and C++ library headers for device
+// code, which NVRTC lacks (nvrtcstd/README.md), given to a variant that
+// asks for them (std_headers: true).
+//
+//go:embed nvrtcstd
+var StdFS embed.FS
+
+// StdDir is StdFS's directory of headers.
+const StdDir = "nvrtcstd"
+
 // Read returns the text of one embedded file.
 func Read(name string) (string, error) {
 	b, err := FS.ReadFile(name)

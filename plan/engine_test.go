@@ -77,8 +77,14 @@ func TestEnginePlan(t *testing.T) {
 	for n := range src.Headers {
 		names = append(names, n)
 	}
-	if len(src.Headers) != 3 || src.Headers["k.cuh"] == "" || src.Headers["sub/load.cuh"] != "// loader\n" || src.Headers["abi.cuh"] == "" {
-		t.Errorf("headers %v", names)
+	// Each is keyed by its file's path from the kernel's directory, and
+	// the #include lines NVRTC reads name that key.
+	if len(src.Headers) != 3 || src.Headers["../include/k.cuh"] != "#include \"../include/sub/load.cuh\"\n#include \"abi.cuh\"\n" ||
+		src.Headers["../include/sub/load.cuh"] != "// loader\n" || src.Headers["abi.cuh"] == "" {
+		t.Errorf("headers %v: %q", names, src.Headers)
+	}
+	if src.Text != "#include \"../include/k.cuh\"\n#include <cuda_fp16.h>\n" {
+		t.Errorf("the kernel's text as NVRTC reads it: %q", src.Text)
 	}
 	if !src.Named || !reflect.DeepEqual(src.NameExprs, []string{"part<__half, 4>", "comb"}) || !reflect.DeepEqual(src.Entries, src.NameExprs) {
 		t.Errorf("named %v exprs %q entries %q", src.Named, src.NameExprs, src.Entries)
@@ -204,5 +210,39 @@ func TestMissingArtifact(t *testing.T) {
 	}
 	if built := buildEngine(t, engineFiles); built.Points[1].Hash == shipped.Hash {
 		t.Error("building the artifact kept the hash")
+	}
+}
+
+// A header is the file an #include resolves to: one file reached under
+// two spellings is one header, and two files with one spelling (a util.h
+// beside each of two headers) are two, each #include naming its own.
+func TestHeadersByPath(t *testing.T) {
+	files := map[string]string{
+		"eng/src/k.cu":         "#include \"a/x.cuh\"\n#include \"b/x.cuh\"\n#include <a/x.cuh>\n#include \"../src/a/x.cuh\"\n",
+		"eng/src/a/x.cuh":      "#include \"util.h\"\n",
+		"eng/src/b/x.cuh":      "#include \"util.h\"\n",
+		"eng/src/a/util.h":     "// a's util\n",
+		"eng/src/b/util.h":     "// b's util\n",
+		"eng/include/a/x.cuh":  "// shadowed: a quoted include finds the including file's directory first\n",
+		"eng/include/a/y.cuh":  "",
+		"spec.yaml":            strings.Replace(engineYAML, "launches:", "std_headers: false\n    launches:", 1),
+		"eng/k.ptx":            ".version 8.0\n",
+		"eng/include/sub/l.cu": "",
+	}
+	p := buildEngine(t, files)
+	src := p.Points[0].Source
+	want := map[string]string{
+		"a/x.cuh":  "#include \"a/util.h\"\n",
+		"b/x.cuh":  "#include \"b/util.h\"\n",
+		"a/util.h": "// a's util\n",
+		"b/util.h": "// b's util\n",
+		// <a/x.cuh> is looked up in the include directories only.
+		"../include/a/x.cuh": "// shadowed: a quoted include finds the including file's directory first\n",
+	}
+	if !reflect.DeepEqual(src.Headers, want) {
+		t.Errorf("headers %q\nwant    %q", src.Headers, want)
+	}
+	if wantText := "#include \"a/x.cuh\"\n#include \"b/x.cuh\"\n#include \"../include/a/x.cuh\"\n#include \"a/x.cuh\"\n"; src.Text != wantText {
+		t.Errorf("text %q\nwant %q", src.Text, wantText)
 	}
 }

@@ -22,6 +22,9 @@ import (
 // passed as one parameter of its C size. The refused-*.yaml specs plan
 // too, and must fail that comparison: they are declarations a kernel
 // cannot match, which the probe refuses before any launch.
+// engineRoot is the ${NAME} of an engine's tree in a spec.
+var engineRoot = regexp.MustCompile(`\$\{([A-Z_][A-Z0-9_]*)\}`)
+
 func TestEngineSpecsPlan(t *testing.T) {
 	paths, err := filepath.Glob("../experiments/engines/*.yaml")
 	if err != nil || len(paths) == 0 {
@@ -34,6 +37,13 @@ func TestEngineSpecsPlan(t *testing.T) {
 		}
 		if m := placeholder.Find(text); m != nil {
 			t.Errorf("%s: %q: an engine spec names what the kernel really takes", path, m)
+		}
+		// A spec of an engine's own tree (${VLLM_ROOT} …) plans where the
+		// tree is given; ktune check checks its parameters against the
+		// built kernel (cmd/ktune's tests do on kernels of the project's).
+		if roots := engineRoot.FindAllSubmatch(text, -1); len(roots) > 0 {
+			t.Logf("%s: an engine's own tree (${%s}): not planned here", path, roots[0][1])
+			continue
 		}
 		s, err := spec.Load(path, variants.Builtins())
 		if err != nil {

@@ -188,6 +188,20 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	for _, m := range s.Modules {
 		field("module", m.HashText())
 	}
+	// The input-set waivers change what passes; only when set, so that
+	// every other hash stays as it was.
+	if t := waiverText(pt.Waivers); t != "" {
+		field("waivers", t)
+	}
+	// An engine build's inputs; only when built so.
+	if s.BuildKey != "" {
+		field("build", s.BuildKey)
+	}
+	// A sealed kernel's compile defines are the forwarded ones; only when
+	// set, so that every other hash stays as it was.
+	if s.Sealed || len(s.Forwarded) > 0 {
+		field("forwarded", fmt.Sprint(s.Sealed, " ", s.Forwarded.String()))
+	}
 	for i, l := range pt.Launches {
 		if l.SMs != 0 || l.BlocksPerSM != 0 {
 			field("device-symbols", fmt.Sprint(i, " sms ", l.SMs, " blocks_per_sm ", l.BlocksPerSM))

@@ -27,6 +27,11 @@ type Override struct {
 	// blocks_per_sm that grid expressions may read (devicesyms.go); 0:
 	// the architecture's default SM count, and DefaultBlocksPerSM.
 	SMs, BlocksPerSM int
+	// RunBuilds lets the plan run a variant's build command (spec.Build)
+	// when BuildDir holds no artifact for it; BuildDir is the build
+	// cache (empty: builds are neither run nor looked up).
+	RunBuilds bool
+	BuildDir  string
 }
 
 // apply changes one point before it is hashed.

@@ -102,12 +102,14 @@ func BuildWith(s *spec.Spec, arch string, over Override) (*Plan, error) {
 // BuildFrom is Build reading built-in kernel sources and headers from files
 // (a test passes its own).
 func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, error) {
-	b := &builder{s: s, arch: arch, files: files, over: over, text: map[string]string{}, memo: map[string]*Point{}, arms: map[*spec.Arm]*spec.Variant{}}
+	b := &builder{s: s, arch: arch, files: files, over: over, text: map[string]string{}, memo: map[string]*Point{}, arms: map[*spec.Arm]*spec.Variant{},
+		builds: map[string]Source{}, versions: map[string]string{}}
 	if err := b.loadHeaders(); err != nil {
 		return nil, err
 	}
 	p := &Plan{Spec: s, Restricted: make([]int, len(s.Restrictions))}
 	b.warn(p)
+	warned := map[string]bool{} // the variants whose define collisions were looked for
 	nkvs := s.NKVs()
 	for i := range s.Shapes {
 		sh := &s.Shapes[i]
@@ -141,6 +143,10 @@ func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, er
 					}
 					pt.Index = len(p.Points)
 					p.Points = append(p.Points, pt)
+					if !warned[v.Name] {
+						warned[v.Name] = true
+						p.Warnings = append(p.Warnings, collisions(v, pt.Source, pt.Config.Defines)...)
+					}
 				}
 				return true
 			})
@@ -238,6 +244,10 @@ type builder struct {
 	text    map[string]string // kernel source by file
 	memo    map[string]*Point // by identity, so a twin is built once
 	arms    map[*spec.Arm]*spec.Variant
+	// builds are the engine builds run or found, by expanded command;
+	// versions the compilers' --version output, by path (build.go).
+	builds   map[string]Source
+	versions map[string]string
 }
 
 func (b *builder) loadHeaders() error {
@@ -271,7 +281,11 @@ func (b *builder) warn(p *Plan) {
 				reads = append(reads, e)
 			}
 		}
-		if len(reads) > 0 {
+		switch {
+		case len(reads) > 0 && v.NeverCaptured:
+			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: geometry reads nkv (%s), launched eagerly (graph: never): its points get no replay gate and no graph probe",
+				v.Name, strings.Join(reads, ", ")))
+		case len(reads) > 0:
 			p.Warnings = append(p.Warnings, fmt.Sprintf("variant %s: geometry reads nkv (%s): a captured CUDA graph cannot replay it, so its replay gate will fail",
 				v.Name, strings.Join(reads, ", ")))
 		}
@@ -378,6 +392,21 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	if err != nil {
 		return nil, err
 	}
+	if err := b.seal(v, sh, defs, nkv, &src, launches); err != nil {
+		return nil, err
+	}
+	layouts, err := b.layoutChecks(v)
+	if err != nil {
+		return nil, err
+	}
+	if v.Build != nil {
+		if err := b.built(v, sh, defs, nkv, &src, launches, layouts); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.resolveSymbols(v, &src, launches); err != nil {
+		return nil, err
+	}
 	scratch, err := b.scratch(v, sh, defs, nkv)
 	if err != nil {
 		return nil, err
@@ -391,12 +420,12 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 		Index: -1, Config: cfg, Source: src, Flags: compileFlags(v), IO: pointIO(v, defs), PageSize: pageSize,
 		GateNKV: optionGateNKV(gateNKV(g.NKV, splits, sh.Capacity), shape, splits, pageSize), Seed: g.Seed,
 		NeverCaptured: v.NeverCaptured, Budget: v.Budget,
-		Tol: Tolerance(g.For(sh.KVDtype)),
+		Tol: Tolerance(g.For(sh.KVDtype)), Waivers: waivers(&g, Tolerance(g.For(sh.KVDtype))),
 		Measure: Measure{Warmup: m.Warmup, MinSamples: m.MinSamples, MaxSamples: m.MaxSamples, MaxNoise: m.MaxNoise,
 			BudgetSec: m.BudgetSec, HotBatch: m.HotBatch, TimeoutSec: m.TimeoutSec},
 		Landed:   b.landed(v, defs),
 		Geometry: geo,
-		Launches: launches, WorkspaceBytes: wsBytes, Scratch: scratch,
+		Launches: launches, WorkspaceBytes: wsBytes, Scratch: scratch, Layouts: layouts,
 	}
 	if v.PDL {
 		for i := 1; i < len(pt.Launches); i++ {

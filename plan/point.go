@@ -52,6 +52,32 @@ type Source struct {
 	// (launchmeta.go), in launch order; Entries then lists only the
 	// entries of the variant's own kernel.
 	Modules []Module `json:",omitempty"`
+	// Sealed is set for a variant that declares forward: it is compiled
+	// with Forwarded (the forwarded defines evaluated at the point) and
+	// none of the point's own defines (CompileDefines).
+	Sealed    bool        `json:",omitempty"`
+	Forwarded abi.Defines `json:",omitempty"`
+	// Symbols maps each entry of a prebuilt artifact written as a C++ name
+	// to its symbol in the file (cppnames.go); nil when every entry is
+	// written as its symbol.
+	Symbols map[string]string `json:",omitempty"`
+	// BuildKey is the digest of what the engine's build of the kernel
+	// read (build.go): its command, the compiler's version and every file
+	// its dependency output named; empty for a kernel not built so.
+	// BuildInputs counts those files. BuildFailed is set, with the
+	// command's output in BuildLog, when the build failed.
+	// EngineBuild is set for a kernel made by the engine's build.
+	EngineBuild bool   `json:",omitempty"`
+	BuildKey    string `json:",omitempty"`
+	BuildInputs int    `json:",omitempty"`
+	BuildFailed bool   `json:",omitempty"`
+	BuildLog    string `json:",omitempty"`
+	// LayoutProbe is the CUBIN of the struct layout probe (LayoutProbe)
+	// built with the variant's own command, for ktune check; nil with
+	// LayoutLog the command's output when that build failed, or when the
+	// variant checks no struct.
+	LayoutProbe []byte `json:",omitempty"`
+	LayoutLog   string `json:",omitempty"`
 }
 
 // Tolerance bounds for the oracle gate. A NaN anywhere never passes.
@@ -119,10 +145,18 @@ type Point struct {
 	NeverCaptured bool `json:",omitempty"`
 	// Budget is the variant's resource limits: a point whose compiled
 	// kernels break it is recorded over_budget, not run.
-	Budget  Budget `json:",omitzero"`
-	Seed    uint64
-	Tol     Tolerance
-	Twin    *Point // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
+	Budget Budget `json:",omitzero"`
+	Seed   uint64
+	Tol    Tolerance
+	// Layouts are the variant's structs that name their C++ type, whose
+	// declared layouts ktune check verifies against the kernel's own
+	// (layouts.go).
+	Layouts []LayoutCheck `json:",omitempty"`
+	// Waivers are the spec's decisions about single input sets (bounds
+	// of their own, or a set that does not apply), each with its reason
+	// (waivers.go).
+	Waivers []Waiver `json:",omitempty"`
+	Twin    *Point   // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
 	Probes  []results.Probe
 	Measure Measure
 	Landed  bool // this point is the landed kernel's configuration

@@ -68,12 +68,11 @@ func (b *builder) source(v *spec.Variant) (Source, error) {
 		}
 	}
 	src.Text = text
-	if len(v.Include) > 0 {
-		hs, err := b.external(v, text)
-		if err != nil {
+	if len(v.Include) > 0 || v.StdHeaders || len(v.HostHeaders) > 0 {
+		var err error
+		if src.Text, src.Headers, err = b.external(v, text); err != nil {
 			return Source{}, err
 		}
-		src.Headers = hs
 		return src, nil
 	}
 	src.Headers = b.included(text)
@@ -117,7 +116,11 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 	launches := make([]Launch, len(specs))
 	for li, ls := range specs {
 		prefix := launchPrefix(v, li)
-		l := Launch{Entry: ls.Entry, Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: ls.Args, SharedSymbol: ls.SharedSymbol}
+		entry, err := b.expandEntry(v, sh, defs, nkv, ls.Entry)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		l := Launch{Entry: entry, Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: ls.Args, SharedSymbol: ls.SharedSymbol}
 		for i := range 3 {
 			if i < len(ls.Grid) {
 				sms, bps, err := b.deviceEnv(env, ls.Grid[i])

@@ -158,7 +158,7 @@ func pointLayout(p *plan.Point) (layout, error) {
 		for _, ln := range p.Launches {
 			for _, arg := range ln.Args {
 				for _, a := range arg.Leaves() {
-					if a.IsBuffer() && a.Name == name {
+					if a.IsBuffer() && !a.IsScratch() && a.Name == name { // scratch:NAME is the engine's own, whatever its name
 						return true
 					}
 				}
@@ -367,7 +367,7 @@ func allocWorkspace(c *cuda.Context, l layout, s *cuda.Stream, fill deviceFill) 
 		}
 	}
 	if l.KVScale > 0 {
-		if err := c.CopyHtoD(w.kvScale, scaleFill(l.KVScale)); err != nil {
+		if err := c.CopyHtoD(w.kvScale, scaleFill(l.KVScale, l.kv.Scaled)); err != nil {
 			w.free(c)
 			return nil, fmt.Errorf("filling kv_scale: %w", err)
 		}
@@ -499,7 +499,8 @@ type wordFill struct {
 // workspaceFills are the word fills of a new workspace after the random
 // fill: a paged pool's spare pages (NaN, pages.go), then the workspace
 // allocation, all of it zeroed, then each scratch buffer's declared fill:
-// poison poisoned; zero and never keep the zeros.
+// poison poisoned, a constant written in every word; zero and never keep
+// the zeros.
 func (w *workspace) workspaceFills() []wordFill {
 	out := w.spareFills()
 	if w.l.Workspace == 0 {
@@ -509,6 +510,9 @@ func (w *workspace) workspaceFills() []wordFill {
 	for _, sp := range w.l.dims(abi.Shape{}).ScratchSpans() {
 		if sp.Fill == abi.FillPoison {
 			out = append(out, wordFill{sp.Name, w.workspace + devOff(sp.Offset), abi.Align16(sp.Bytes), poison})
+		}
+		if word, ok := sp.Fill.Word(); ok { // a constant (f32:1 …)
+			out = append(out, wordFill{sp.Name, w.workspace + devOff(sp.Offset), abi.Align16(sp.Bytes), word})
 		}
 	}
 	return out

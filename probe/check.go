@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -86,6 +88,10 @@ type checkEnv struct {
 type CheckSet struct {
 	Name   string
 	Points []*plan.Point
+	// Where places a point's launch (by index) in its spec, as
+	// file:line:col, for the parameter check's messages; nil: "launch N
+	// of variant V".
+	Where func(p *plan.Point, launch int) string
 }
 
 // Check compiles every distinct kernel of the sets' points (their bitwise
@@ -205,15 +211,17 @@ func check(sets []CheckSet, arch string, env checkEnv) *CheckReport {
 func checkJobs(sets []CheckSet, arch, nvrtcVersion string) []*KernelCheck {
 	var out []*KernelCheck
 	byKey := map[string]*KernelCheck{}
-	add := func(set string, p *plan.Point) {
+	add := func(set CheckSet, p *plan.Point) {
 		k := &KernelCheck{Source: p.Source.Name, Arch: arch, LoadsBeforeChain: -1, src: p.Source}
 		switch {
+		case p.Source.BuildFailed:
+			k.Key, k.Artifact = "build-failed "+p.Source.BuildKey, p.Source.ArtifactKind
 		case p.Source.Missing != "":
 			k.Key, k.Artifact = "missing "+p.Source.Missing, p.Source.ArtifactKind
 		case p.Source.ArtifactKind != "":
 			k.Key, k.Artifact = "artifact-"+p.Source.ArtifactSHA256, p.Source.ArtifactKind
 		default:
-			k.Options = compileOptions(arch, p.Config.Defines, p.Flags)
+			k.Options = compileOptions(arch, p.Source.CompileDefines(p.Config.Defines), p.Flags)
 			k.Key = cacheKey(p.Source, k.Options, arch, nvrtcVersion)
 			k.Arch = targetArch(k.Options)
 		}
@@ -226,11 +234,13 @@ func checkJobs(sets []CheckSet, arch, nvrtcVersion string) []*KernelCheck {
 			byKey[lkey] = k
 			out = append(out, k)
 		}
-		k.use(set, p)
+		k.use(set.Name, p)
+		k.declare(set, p)
+		k.addLayouts(p)
 	}
 	// Each other file a step's launches come from is checked as a
 	// prebuilt kernel of its own, for the launches taken from it.
-	addModules := func(set string, p *plan.Point) {
+	addModules := func(set CheckSet, p *plan.Point) {
 		for _, m := range p.Source.Modules {
 			q := *p
 			q.Source = moduleSource(m)
@@ -239,10 +249,10 @@ func checkJobs(sets []CheckSet, arch, nvrtcVersion string) []*KernelCheck {
 	}
 	for _, s := range sets {
 		for _, p := range s.Points {
-			add(s.Name, p)
-			addModules(s.Name, p)
+			add(s, p)
+			addModules(s, p)
 			if p.Twin != nil {
-				add(s.Name, p.Twin)
+				add(s, p.Twin)
 			}
 		}
 	}
@@ -310,13 +320,23 @@ func (k *KernelCheck) launch(entry string, threads, shared int) {
 func checkKernel(k *KernelCheck, env checkEnv) {
 	k.Status = CheckBuilt
 	switch {
+	case k.src.BuildFailed:
+		k.Status, k.Log = CheckFailed, strings.TrimSpace(k.src.BuildLog)
+		k.Problems = append(k.Problems, "the engine's build failed (its output below)")
+		return
+	case k.src.EngineBuild && k.src.Missing != "":
+		// Not checked, and not a pass: counted as unchecked.
+		k.Status = CheckNoCompiler
+		k.Problems = append(k.Problems, k.src.Missing)
+		return
 	case strings.HasPrefix(k.Key, "missing "):
 		k.Status = CheckSkipped
 		k.Problems = append(k.Problems, fmt.Sprintf("the prebuilt %s %s does not exist: a build output, made before a sweep", k.Artifact, k.src.Missing))
 		return
 	case k.Artifact != "":
 		k.Cached = true
-		k.readImage(k.src.Artifact, nil, env)
+		k.readImage(k.src.Artifact, nil, env) // a C++-named entry maps through k.src.Symbols (symbolOf)
+		k.checkLayouts(env)
 		return
 	}
 	if why := env.unsupported(k.Arch); why != "" {
@@ -345,5 +365,23 @@ func checkKernel(k *KernelCheck, env checkEnv) {
 		}
 	default:
 		k.readImage(f.cubin, f.lowered, env)
+		k.checkLayouts(env)
 	}
+}
+
+// BuildDir is the engine-build cache (plan.Override.BuildDir) beside the
+// CUBIN cache a --cache flag names: "" for the default directory, "off"
+// for none (then builds run into a fresh temporary directory).
+func BuildDir(cache string) (string, error) {
+	switch cache {
+	case "off":
+		return os.MkdirTemp("", "ktune-builds-")
+	case "":
+		dir, err := defaultCacheDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(dir, "builds"), nil
+	}
+	return filepath.Join(cache, "builds"), nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
@@ -27,11 +28,23 @@ func smallCUBIN(t *testing.T) []byte {
 	return b
 }
 
+// smallArgs are arguments that match small.cubin's parameters:
+// bounded(float*, const int*, int) and plain(float*).
+var smallArgs = map[string][]string{"bounded": {"out", "seqlens", "heads"}, "plain": {"out"}}
+
 // withLaunches gives a point launches of the named entries, each with
-// block threads and dynamic shared memory.
+// block threads and dynamic shared memory, and smallArgs's arguments.
 func withLaunches(p *plan.Point, threads, shared int, entries ...string) *plan.Point {
 	for _, e := range entries {
-		p.Launches = append(p.Launches, plan.Launch{Entry: e, Block: [3]int{threads, 1, 1}, Shared: shared})
+		var args []abi.Arg
+		for _, n := range smallArgs[e] {
+			a, err := abi.ParseArg(n)
+			if err != nil {
+				panic(err)
+			}
+			args = append(args, a)
+		}
+		p.Launches = append(p.Launches, plan.Launch{Entry: e, Block: [3]int{threads, 1, 1}, Shared: shared, Args: args})
 	}
 	p.Source.Entries = entries
 	return p

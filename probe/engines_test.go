@@ -2,7 +2,9 @@ package probe
 
 import (
 	"encoding/binary"
+	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/ktune/ktune/internal/abi"
@@ -25,6 +27,22 @@ func TestEngineSpecsMarshal(t *testing.T) {
 		t.Fatalf("no engine specs: %v", err)
 	}
 	for _, path := range paths {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A spec of an engine's own tree (${VLLM_ROOT} …) loads where the
+		// tree is given on the command line.
+		unset := ""
+		for _, m := range regexp.MustCompile(`\$\{([A-Z_][A-Z0-9_]*)\}`).FindAllSubmatch(text, -1) {
+			if os.Getenv(string(m[1])) == "" {
+				unset = string(m[1])
+			}
+		}
+		if unset != "" {
+			t.Logf("%s: %s is not set: an engine's own tree, not marshalled here", path, unset)
+			continue
+		}
 		s, err := spec.Load(path, variants.Builtins())
 		if err != nil {
 			t.Fatal(err)

@@ -276,7 +276,7 @@ func (f *fakeDevice) allocWorkspace(l layout) (*workspace, error) {
 		}
 	}
 	if l.KVScale > 0 {
-		copy(f.at(w.kvScale), scaleFill(l.KVScale))
+		copy(f.at(w.kvScale), scaleFill(l.KVScale, l.kv.Scaled))
 	}
 	for _, fl := range w.workspaceFills() {
 		b := f.at(fl.p)[:fl.n]

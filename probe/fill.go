@@ -242,11 +242,18 @@ func fillE4M3(seed uint64, i int64) uint8 {
 // the fp8 fill decodes to [−1, 1] like the other types' fills.
 const fillScale = float32(1.0 / kvtype.E4M3Max)
 
-// scaleFill returns n bytes of fillScale, f32 little-endian.
-func scaleFill(n int64) []byte {
+// scaleFill returns n bytes of the kv_scale a workspace starts with, f32
+// little-endian: fillScale for a scaled KV type, 1.0 for an unscaled one,
+// whose values are their own (an engine that passes scale pointers for
+// every type multiplies by them).
+func scaleFill(n int64, scaled bool) []byte {
+	v := float32(1)
+	if scaled {
+		v = fillScale
+	}
 	out := make([]byte, 0, n)
 	for range n / 4 {
-		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(fillScale))
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
 	}
 	return out
 }

@@ -271,10 +271,15 @@ func TestFillNewKVTypes(t *testing.T) {
 	if l.KVScale != 16 || l.elt != 1 || l.K != 2*40*2*16 {
 		t.Errorf("fp8 layout %+v", l)
 	}
-	sb := scaleFill(16)
+	sb, ones := scaleFill(16, true), scaleFill(16, false)
 	for i := 0; i < 16; i += 4 {
 		if f := math.Float32frombits(binary.LittleEndian.Uint32(sb[i:])); f != fillScale || f <= 0 {
 			t.Errorf("scale %d = %v", i/4, f)
+		}
+		// An unscaled type's scales, passed to an engine that takes
+		// them for every type, leave its values as they are.
+		if f := math.Float32frombits(binary.LittleEndian.Uint32(ones[i:])); f != 1 {
+			t.Errorf("unscaled scale %d = %v, want 1", i/4, f)
 		}
 	}
 	f16 := c

@@ -97,7 +97,7 @@ func (w *workspace) initInputs() {
 				}
 			}
 		} else if e.name == "kv_scale" {
-			c.fill = func(_ int64, b []byte) { copy(b, scaleFill(int64(len(b)))) }
+			c.fill = func(_ int64, b []byte) { copy(b, scaleFill(int64(len(b)), w.l.kv.Scaled)) }
 		} else {
 			c.fill = func(_ int64, b []byte) { clear(b) } // positions: cleared at allocation
 		}

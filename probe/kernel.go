@@ -79,8 +79,11 @@ func (b *Backend) load(src plan.Source, c *results.Config, flags []string) (*ker
 // loadOne loads the variant's own kernel of src (load adds its other
 // files).
 func (b *Backend) loadOne(src plan.Source, c *results.Config, flags []string) (*kernelPair, *build, error) {
-	opts := compileOptions(b.arch, c.Defines, flags)
+	opts := compileOptions(b.arch, src.CompileDefines(c.Defines), flags)
 	key := cacheKey(src, opts, b.arch, b.nvrtcVersion)
+	if src.BuildFailed { // the engine's own build (plan/build.go), its output recorded
+		return nil, &build{record: results.Compile{Log: src.BuildLog}}, failPoint(results.StatusCompileFailed, "the engine's build of %s failed; its output is in compile.log", src.Name)
+	}
 	if src.Missing != "" {
 		return nil, nil, failPoint(results.StatusError, "the build output %s did not exist when the plan was made: build it, then run the point again", src.Missing)
 	}
@@ -103,7 +106,7 @@ func (b *Backend) loadOne(src plan.Source, c *results.Config, flags []string) (*
 	}
 	var bld *build
 	if src.ArtifactKind != "" {
-		bld = &build{key: key, cubin: src.Artifact, record: results.Compile{Cached: true, Artifact: src.ArtifactKind + " sha256:" + src.ArtifactSHA256}}
+		bld = &build{key: key, cubin: src.Artifact, record: results.Compile{Cached: true, Artifact: src.ArtifactKind + " sha256:" + src.ArtifactSHA256, Symbols: src.Symbols}}
 	} else {
 		var err error
 		if bld, err = b.compile(src, opts); err != nil {
@@ -120,12 +123,10 @@ func (b *Backend) loadOne(src plan.Source, c *results.Config, flags []string) (*
 	k := &kernelPair{mod: mod, build: bld, fns: map[string]*cuda.Function{}, params: map[string][]abi.ParamSlot{}}
 	names := entryPoints(src)
 	for _, entry := range names {
-		sym := entry
-		if src.Named {
-			if sym = bld.lowered[entry]; sym == "" {
-				mod.Unload()
-				return nil, bld, fmt.Errorf("NVRTC resolved no symbol for the name expression %q of %s", entry, src.Name)
-			}
+		sym := symbolOf(src, bld.lowered, entry)
+		if sym == "" {
+			mod.Unload()
+			return nil, bld, fmt.Errorf("NVRTC resolved no symbol for the name expression %q of %s", entry, src.Name)
 		}
 		if k.fns[entry], err = mod.Function(sym); err != nil {
 			mod.Unload()
@@ -146,15 +147,26 @@ func (b *Backend) loadOne(src plan.Source, c *results.Config, flags []string) (*
 		b.keep(c.Variant, key, ".cubin", bld.cubin)
 	}
 	if src.ArtifactKind == "" || cuda.Kind(src.Artifact) == cuda.ImageCUBIN {
-		first := names[0]
-		if src.Named {
-			first = bld.lowered[first]
-		}
+		first := symbolOf(src, bld.lowered, names[0])
 		b.inspect(k, c.Variant, key, first)
 	} else {
 		k.loadsBeforeChain = -1 // PTX is compiled by the driver: no CUBIN to read
 	}
 	return k, bld, nil
+}
+
+// symbolOf is the symbol an entry of src has in its image: NVRTC's
+// lowered name of a name expression, the symbol the plan found for a
+// prebuilt artifact's C++-named entry (plan.Source.Symbols), else the
+// entry itself; "" for a name expression NVRTC resolved to none.
+func symbolOf(src plan.Source, lowered map[string]string, entry string) string {
+	if src.Named {
+		return lowered[entry]
+	}
+	if sym, ok := src.Symbols[entry]; ok {
+		return sym
+	}
+	return entry
 }
 
 // entryPoints names the functions to look up in a build of src: each

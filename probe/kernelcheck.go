@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cubin"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/results"
@@ -32,6 +33,10 @@ const (
 	// that neither NVRTC's built-in headers nor any -I directory of this
 	// machine supplies, so it was not checked. Not a pass either.
 	CheckNoHeaders CheckStatus = "needs CUDA headers"
+	// CheckNoCompiler: the variant is built by the engine's own command
+	// (build:), whose compiler this machine lacks, so it was not built
+	// nor checked. Not a pass either.
+	CheckNoCompiler CheckStatus = "needs its build's compiler"
 	// CheckSkipped: a prebuilt kernel that is not built yet (a build
 	// output, absent from a clean checkout), so there is nothing to read.
 	CheckSkipped CheckStatus = "skipped"
@@ -40,7 +45,9 @@ const (
 // Unchecked reports whether the kernel could not be checked on this
 // machine (an NVRTC too old, CUDA headers it lacks): nothing is known of
 // it, which ktune check counts as a failure unless told otherwise.
-func (s CheckStatus) Unchecked() bool { return s == CheckUnsupported || s == CheckNoHeaders }
+func (s CheckStatus) Unchecked() bool {
+	return s == CheckUnsupported || s == CheckNoHeaders || s == CheckNoCompiler
+}
 
 // A KernelCheck is one distinct kernel of a plan and what checking it
 // found.
@@ -75,6 +82,8 @@ type KernelCheck struct {
 
 	src       plan.Source
 	budgetsOf []variantBudget
+	declared  []declaredLaunch
+	layouts   []plan.LayoutCheck
 }
 
 // A variantBudget is the budget of one variant that runs a kernel.
@@ -102,6 +111,9 @@ type EntryCheck struct {
 	// LocalLoads and LocalStores count LDL and STL instructions in the
 	// SASS (-1: no disassembler): spills show as both.
 	LocalLoads, LocalStores int
+	// Params are the entry's parameters as the CUBIN records them
+	// (checkparams.go); nil when it records none.
+	Params []abi.ParamSlot
 }
 
 // maxSharedPerBlock is the opt-in dynamic plus static shared memory one
@@ -140,10 +152,10 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 		have := cubin.PTXEntries(image)
 		for i := range k.Entries {
 			e := &k.Entries[i]
-			if slices.Contains(have, e.Entry) {
-				e.Symbol = e.Entry
+			if sym := symbolOf(k.src, lowered, e.Entry); slices.Contains(have, sym) {
+				e.Symbol = sym
 			} else {
-				k.fail("the PTX has no entry %s (it has %s)", e.Entry, listOrNone(have))
+				k.fail("the PTX has no entry %s (it has %s)", sym, listOrNone(have))
 			}
 		}
 		k.Notes = append(k.Notes, "resources not known: a PTX image is compiled by the driver when it loads")
@@ -172,12 +184,10 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 	}
 	for i := range k.Entries {
 		e := &k.Entries[i]
-		sym := e.Entry
-		if k.src.Named {
-			if sym = lowered[e.Entry]; sym == "" {
-				k.fail("NVRTC resolved no symbol for the name expression %q", e.Entry)
-				continue
-			}
+		sym := symbolOf(k.src, lowered, e.Entry)
+		if sym == "" {
+			k.fail("NVRTC resolved no symbol for the name expression %q", e.Entry)
+			continue
 		}
 		fn := img.Functions[sym]
 		if fn == nil || !fn.Entry {
@@ -192,6 +202,7 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 			e.StaticShared -= reservedShared
 		}
 		k.limits(e, sm)
+		k.checkParams(e, fn)
 	}
 	k.budgets()
 	k.readSASS(image, env)

@@ -62,7 +62,7 @@ func (r *pointRun) longGates(ctx context.Context, launches [][]int, log *gateLog
 	if err != nil {
 		return err
 	}
-	bounds := oracle.SetUniform.Bounds(r.bounds(), s)
+	bounds, waiver := r.setBounds(oracle.SetUniform)
 	for i, lengths := range want {
 		nkv := slices.Max(lengths)
 		o, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
@@ -74,7 +74,7 @@ func (r *pointRun) longGates(ctx context.Context, launches [][]int, log *gateLog
 			return err
 		}
 		tag := func(g results.Gate) results.Gate {
-			g.Inputs = string(oracle.SetUniform)
+			g.Inputs, g.Waiver = string(oracle.SetUniform), waiver
 			why := fmt.Sprintf("rows past %d tiled to the capacity", in.Rows)
 			if g.Detail == "" {
 				g.Detail = why

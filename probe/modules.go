@@ -44,10 +44,7 @@ type fileImage struct {
 func fileImages(src plan.Source, bld *build) []fileImage {
 	first := fileImage{name: src.Name, image: bld.cubin, entries: entryPoints(src), symbol: map[string]string{}}
 	for _, e := range first.entries {
-		first.symbol[e] = e
-		if src.Named {
-			first.symbol[e] = bld.lowered[e]
-		}
+		first.symbol[e] = symbolOf(src, bld.lowered, e)
 	}
 	out := []fileImage{first}
 	for _, m := range src.Modules {

@@ -3,7 +3,9 @@ package probe
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,5 +276,149 @@ func TestScratchBuffers(t *testing.T) {
 	}
 	if !strings.Contains(pt.Launches[0].Args[4].String(), "scratch:exp_sums") {
 		t.Errorf("hash text %s", pt.Launches[0].Args[4])
+	}
+}
+
+// fastdivSpec passes fast-division objects in a params struct, their
+// constants computed from the PAGE and CHUNK defines by the host
+// functions of the expressions (kernels/testdata/fastdiv.cu's layout).
+const fastdivSpec = `name: s
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 64, kv_dtype: f16, batch: 3, capacity: 100}]
+axes: {nkv: [50], SPLITS: [1], PAGE: [7], CHUNK: [12]}
+variants:
+  - name: eng
+    kernel: k.cu
+    structs:
+      uint_fastdiv:
+        fields:
+          - {name: d, arg: "u32:PAGE"}
+          - {name: m, arg: "u32:fastdiv_m(PAGE)"}
+          - {name: s, arg: "u32:fastdiv_s(PAGE)"}
+          - {name: a, arg: "u32:fastdiv_a(PAGE)"}
+      fast_mod_div:
+        fields:
+          - {name: divisor, arg: "u32:CHUNK"}
+          - {name: multiplier, arg: "u32:fmd_mul(CHUNK)"}
+          - {name: add, arg: "u32:fmd_add(CHUNK)"}
+          - {name: shift, arg: "i32:fmd_shift(CHUNK)"}
+      params:
+        fields:
+          - {name: out, arg: out}
+          - {name: page, struct: uint_fastdiv}
+          - {name: chunk, struct: fast_mod_div}
+          - {name: n, arg: "i32:capacity"}
+    launches:
+      - {entry: divide, grid: [1], block: [128], args: [{struct: params}]}
+`
+
+// TestFastdivStructBytes: the host-computed constants land in the
+// struct's bytes, and a kernel dividing with them gets every quotient of
+// the launch's indices right (the kernel's formulas, run here).
+func TestFastdivStructBytes(t *testing.T) {
+	pt := planned(t, fastdivSpec, map[string]string{"k.cu": "// test\n"}).Points[0]
+	w := testWorkspace()
+	l, err := pointLayout(pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.l = l
+	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := args[0].([]byte)
+	if len(b) != 48 {
+		t.Fatalf("struct of %d bytes, want 48 (out@0, page@8, chunk@24, n@40, padded to 8)", len(b))
+	}
+	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
+	d, m, s, a := u32(8), u32(12), u32(16), u32(20)
+	div, mul, add, shift := u32(24), u32(28), u32(32), u32(36)
+	if d != 7 || m != 0x24924925 || s != 3 || a != 1 || div != 12 || shift != 3 {
+		t.Errorf("uint_fastdiv {%d %#x %d %d}, fast_mod_div {%d %d %d %d}", d, m, s, a, div, mul, add, shift)
+	}
+	for i := uint32(0); i < 1<<20; i++ {
+		hi, _ := bits.Mul32(m, i)
+		q1 := (hi + a*i) >> s
+		n := i + add
+		hi2, _ := bits.Mul32(n, mul)
+		if q1 != i/7 || hi2>>shift != i/12 {
+			t.Fatalf("%d: %d and %d, want %d and %d", i, q1, hi2>>shift, i/7, i/12)
+		}
+	}
+}
+
+// An engine that passes scale pointers for every cache type (vLLM's
+// k_scale and v_scale) gets them on an unscaled K/V too: a kv_scale
+// allocation exists only because a launch names it, and it holds 1.0.
+func TestUnscaledScalePointers(t *testing.T) {
+	const specText = `name: s
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 64, kv_dtype: f16, batch: 3, capacity: 100}]
+axes: {nkv: [50], SPLITS: [1]}
+variants:
+  - name: with
+    kernel: k.cu
+    launches: [{entry: k, grid: [1], block: [32], args: [q, out, k_scale, v_scale]}]
+  - name: without
+    kernel: k.cu
+    launches: [{entry: k, grid: [1], block: [32], args: [q, out]}]
+`
+	pl := planned(t, specText, map[string]string{"k.cu": "// test\n"})
+	with, err := pointLayout(pl.Points[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := pointLayout(pl.Points[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.KVScale != 16 || without.KVScale != 0 {
+		t.Errorf("kv_scale bytes %d with scale pointers, %d without; want 16 (2 × 2 KV heads × 4) and 0", with.KVScale, without.KVScale)
+	}
+	w := testWorkspace()
+	w.l = with
+	w.kvScale = 0x9000
+	args, err := marshal(pl.Points[0].Launches[0].Args, pl.Points[0].Config.Shape, pl.Points[0].Config.Defines, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(args[2]) != fmt.Sprint(0x9000) || fmt.Sprint(args[3]) != fmt.Sprint(0x9000+8) {
+		t.Errorf("k_scale %#v, v_scale %#v; want the kv_scale buffer and its V half (2 KV heads later)", args[2], args[3])
+	}
+}
+
+// A scratch buffer named like a word of the vocabulary (shadow: true)
+// with a constant fill: scratch:k_scale passes it, and the workspace
+// writes 1.0 in every word of it before the first launch.
+func TestScratchConstantShadow(t *testing.T) {
+	const specText = `name: s
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 64, kv_dtype: f16, batch: 3, capacity: 100}]
+axes: {nkv: [50], SPLITS: [1]}
+variants:
+  - name: eng
+    kernel: k.cu
+    scratch:
+      k_scale: {bytes: "kv_heads * 4", fill: "f32:1.0", shadow: true}
+      marks: {bytes: 64, fill: "i32:-1"}
+    launches: [{entry: k, grid: [1], block: [32], args: [q, out, "scratch:k_scale", "scratch:marks"]}]
+`
+	pt := planned(t, specText, map[string]string{"k.cu": "// test\n"}).Points[0]
+	l, err := pointLayout(pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.KVScale != 0 {
+		t.Errorf("the vocabulary's kv_scale is allocated (%d bytes) though only the scratch buffer is passed", l.KVScale)
+	}
+	w := testWorkspace()
+	w.l, w.workspace = l, 0x10000
+	words := map[string]uint32{}
+	for _, f := range w.workspaceFills() {
+		words[f.name] = f.word
+	}
+	if words["k_scale"] != math.Float32bits(1) || words["marks"] != 0xffffffff {
+		t.Errorf("fills %v; want k_scale 1.0 (%#x) and marks -1", words, math.Float32bits(1))
+	}
+	if pt.Scratch[0].Fill != "f32:1" {
+		t.Errorf("fill %q, want the canonical f32:1", pt.Scratch[0].Fill)
 	}
 }

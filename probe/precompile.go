@@ -84,7 +84,7 @@ func compileJobs(points []*plan.Point, arch, nvrtcVersion string) []compileJob {
 		if p.Source.ArtifactKind != "" {
 			return // prebuilt: loaded as it is
 		}
-		opts := compileOptions(arch, p.Config.Defines, p.Flags)
+		opts := compileOptions(arch, p.Source.CompileDefines(p.Config.Defines), p.Flags)
 		key := cacheKey(p.Source, opts, arch, nvrtcVersion)
 		if !seen[key] {
 			seen[key] = true

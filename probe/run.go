@@ -57,6 +57,9 @@ func (b *Backend) Run(ctx context.Context, p *plan.Point) (rec results.Record, e
 		Config: p.Config,
 		Env:    b.env,
 		Landed: p.Landed,
+		// Whatever the gates conclude, they conclude it under these
+		// (waivers.go).
+		Waivers: p.WaiverTexts(),
 	}
 	defer func() { rec.WallSec = time.Since(start).Seconds() }()
 	if b.dead != nil {

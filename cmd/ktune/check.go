@@ -31,6 +31,12 @@ ends, standard error gets a line "[n/N] SOURCE KEY ok (1.2 s)" (or
 FAILED, cached, …); the report itself goes to standard output at the
 end.
 
+Every launch's declared arguments are compared with the kernel's
+parameters as the CUBIN records them (EIATTR_KPARAM_INFO: count, offset,
+size): the first parameter that differs fails the kernel, named at the
+launch's file:line:col (the variant's, for one running the ABI's
+signature), as a sweep's probe would refuse it on a GPU.
+
 For each kernel it prints the verdict, the variants that run it, NVRTC's
 build log (warnings included) and, per entry point, what the CUBIN says
 (its ELF .nv.info sections, read without the CUDA toolkit): registers,
@@ -59,6 +65,12 @@ needing CUDA headers: neither was checked, so both fail too, unless
 NVRTC is found as by a sweep (KTUNE_NVRTC, the loader's path, CUDA_HOME,
 /usr/local/cuda), newest first, from CUDA 11.8 (libnvrtc.so.11.2) on; the
 first line names the library and its version.
+
+A variant built by its engine's own command (build:) is built here, with
+that command, where its compiler exists (the build cache sits beside the
+CUBIN cache); where it does not, the kernel is reported as needing its
+build's compiler, not checked, and fails like the other unchecked ones.
+A build that fails fails its kernel, with the command's output.
 
 Exit status: 0 every kernel built (prebuilt ones not built yet are
 skipped, saying so), 3 a kernel failed or could not be checked, 2 a spec
@@ -92,13 +104,19 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 	if err := spec.CheckArch(*arch); err != nil {
 		return usageErrorf("check --arch: %v", err)
 	}
+	builds, err := probe.BuildDir(*cache)
+	if err != nil {
+		return fmt.Errorf("check: the build cache: %w", err)
+	}
 	var sets []probe.CheckSet
 	for _, path := range paths {
 		s, err := loadSpec(path, axes...)
 		if err != nil {
 			return err
 		}
-		p, err := plan.Build(s, *arch)
+		// A variant's own build (build:) runs here where its compiler
+		// exists; where not, its kernel is reported as not checked.
+		p, err := plan.BuildWith(s, *arch, plan.Override{RunBuilds: true, BuildDir: builds})
 		if err != nil {
 			return planError(path, err)
 		}
@@ -108,7 +126,7 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 		for _, w := range p.Warnings {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", path, w)
 		}
-		sets = append(sets, probe.CheckSet{Name: s.Name, Points: p.Points})
+		sets = append(sets, probe.CheckSet{Name: s.Name, Points: p.Points, Where: launchWhere(s)})
 	}
 	progress := func(done, total int, k *probe.KernelCheck) {
 		fmt.Fprintf(stderr, "[%d/%d] %s %s %s (%s)\n", done, total, k.Source, shortKey(k), checkVerdict(k), checkHow(k))
@@ -119,7 +137,7 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 	}
 	counts := writeCheck(stdout, rep, *arch)
 	failed := counts[probe.CheckFailed]
-	unchecked := counts[probe.CheckUnsupported] + counts[probe.CheckNoHeaders]
+	unchecked := counts[probe.CheckUnsupported] + counts[probe.CheckNoHeaders] + counts[probe.CheckNoCompiler]
 	switch {
 	case failed > 0:
 		return withCode(exitBuild, fmt.Errorf("check: %d of %d kernels failed", failed, len(rep.Kernels)))
@@ -141,9 +159,13 @@ func writeCheck(w io.Writer, rep *probe.CheckReport, arch string) map[probe.Chec
 		writeKernelCheck(w, k)
 	}
 	counts := rep.Count()
-	fmt.Fprintf(w, "%d distinct kernels: %d built, %d failed, %d need a newer NVRTC, %d need CUDA headers, %d skipped; %.1f s wall, %.1f s of NVRTC\n",
+	noCompiler := ""
+	if n := counts[probe.CheckNoCompiler]; n > 0 {
+		noCompiler = fmt.Sprintf(", %d need their build's compiler", n)
+	}
+	fmt.Fprintf(w, "%d distinct kernels: %d built, %d failed, %d need a newer NVRTC, %d need CUDA headers%s, %d skipped; %.1f s wall, %.1f s of NVRTC\n",
 		len(rep.Kernels), counts[probe.CheckBuilt], counts[probe.CheckFailed], counts[probe.CheckUnsupported], counts[probe.CheckNoHeaders],
-		counts[probe.CheckSkipped], rep.WallSeconds, rep.CPUSeconds)
+		noCompiler, counts[probe.CheckSkipped], rep.WallSeconds, rep.CPUSeconds)
 	return counts
 }
 
@@ -198,8 +220,12 @@ func writeKernelCheck(w io.Writer, k *probe.KernelCheck) {
 		if e.MaxThreads > 0 {
 			bound = fmt.Sprintf(" (bound %d)", e.MaxThreads)
 		}
+		name := e.Entry
+		if e.Symbol != "" && e.Symbol != e.Entry && k.Artifact != "" {
+			name += " (" + e.Symbol + ")" // a C++ name and the symbol it resolved to
+		}
 		fmt.Fprintf(w, "    %s: %d registers, %d B local, %d B static + %d B dynamic shared, block %d%s",
-			e.Entry, e.Registers, e.FrameBytes, e.StaticShared, e.DynamicShared, e.Threads, bound)
+			name, e.Registers, e.FrameBytes, e.StaticShared, e.DynamicShared, e.Threads, bound)
 		if e.LocalLoads >= 0 {
 			fmt.Fprintf(w, ", SASS %d LDL %d STL", e.LocalLoads, e.LocalStores)
 		}

@@ -71,6 +71,28 @@ func TestCheckExitCodes(t *testing.T) {
 			[]string{"FAILED noentry.cu", "the image has no entry attn_partial (it has attn_combine, attn_partal)"}},
 		{"a block over __launch_bounds__", "{name: regs-block, kernel: TESTDATA/regs.cu, block: [64]}", exitBuild,
 			[]string{"FAILED regs.cu", "a block of 64 threads is over its __launch_bounds__ of 32"}},
+		// The parameter check reads the CUBIN's parameters: no GPU.
+		{"an ABI kernel without float scale", "{name: noscale, kernel: TESTDATA/noscale.cu}", exitBuild,
+			[]string{"FAILED noscale.cu", "check.yaml:10:5: variant noscale, launch 0: attn_partial: the kernel takes 8 parameters, the launch declares 9 (argument 8 (scale) and after have no parameter)"}},
+		{"a launch one argument short", "{name: short, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads]}]}", exitBuild,
+			[]string{"FAILED argcheck.cu", "check.yaml:10:85: variant short, launch 0: step: the kernel takes 4 parameters, the launch declares 3 (missing: the kernel's parameters from 3 on are not passed)"}},
+		{"an argument of another size", "{name: wide, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, \"heads:i64\", scale]}]}", exitBuild,
+			[]string{"FAILED argcheck.cu", "step: parameter 2 is 4 bytes at offset 16 in the kernel, but the launch declares heads:i64, 8 bytes at offset 16"}},
+		{"C and C++ headers NVRTC lacks, given", "{name: std, kernel: TESTDATA/stdheaders.cu, std_headers: true, launches: [{entry: step, grid: [1], block: [32], args: [q, out, heads]}]}", exitOK,
+			[]string{"ok     stdheaders.cu", "step: "}},
+		{"C and C++ headers NVRTC lacks, not given", "{name: nostd, kernel: TESTDATA/stdheaders.cu, launches: [{entry: step, grid: [1], block: [32], args: [q, out, heads]}]}", exitBuild,
+			[]string{"FAILED stdheaders.cu", `could not open source file "float.h"`}},
+		{"fast-division objects in a params struct", `{name: fastdiv, kernel: TESTDATA/fastdiv.cu, defines: {PAGE: [16]}, structs: {ufd: {fields: [{name: d, arg: "u32:PAGE"}, {name: m, arg: "u32:fastdiv_m(PAGE)"}, {name: s, arg: "u32:fastdiv_s(PAGE)"}, {name: a, arg: "u32:fastdiv_a(PAGE)"}]}, fmd: {fields: [{name: divisor, arg: "u32:PAGE"}, {name: multiplier, arg: "u32:fmd_mul(PAGE)"}, {name: add, arg: "u32:fmd_add(PAGE)"}, {name: shift, arg: "i32:fmd_shift(PAGE)"}]}, params: {fields: [{name: out, arg: out}, {name: page, struct: ufd}, {name: chunk, struct: fmd}, {name: n, arg: "i32:capacity"}]}}, launches: [{entry: divide, grid: [1], block: [128], args: [{struct: params}]}]}`, exitOK,
+			[]string{"ok     fastdiv.cu", "divide: "}},
+		{"a struct laid out as the engine's type", "{name: layout, kernel: TESTDATA/layout.cu, structs: {fd: {fields: [{name: d, arg: \"u32:8\"}, {name: m, arg: \"u32:fastdiv_m(8)\"}, {name: s, arg: \"u32:fastdiv_s(8)\"}, {name: a, arg: \"u32:fastdiv_a(8)\"}]}, params: {type: \"eng::params<float>\", fields: [{name: out, arg: out}, {name: heads, arg: heads}, {name: kv_heads, arg: kv_heads}, {name: head_dim, arg: head_dim}, {name: scale, arg: scale}, {name: d, arg: \"i64:0\"}, {name: page, struct: fd}, {name: n, arg: \"i32:capacity\"}]}}, launches: [{entry: step, grid: [1], block: [32], args: [{struct: params}]}]}", exitOK,
+			[]string{"ok     layout.cu", "step: "}},
+		// kv_heads and head_dim swapped: both 4-byte ints, so the
+		// parameter's size is right and only the layout check sees it.
+		{"a struct field at a wrong offset", "{name: swapped, kernel: TESTDATA/layout.cu, structs: {fd: {fields: [{name: d, arg: \"u32:8\"}, {name: m, arg: \"u32:fastdiv_m(8)\"}, {name: s, arg: \"u32:fastdiv_s(8)\"}, {name: a, arg: \"u32:fastdiv_a(8)\"}]}, params: {type: \"eng::params<float>\", fields: [{name: out, arg: out}, {name: heads, arg: heads}, {name: head_dim, arg: head_dim}, {name: kv_heads, arg: kv_heads}, {name: scale, arg: scale}, {name: d, arg: \"i64:0\"}, {name: page, struct: fd}, {name: n, arg: \"i32:capacity\"}]}}, launches: [{entry: step, grid: [1], block: [32], args: [{struct: params}]}]}", exitBuild,
+			[]string{"FAILED layout.cu", "struct params (eng::params<float>): field head_dim is declared at offset 12 (4 bytes), but the type has it at offset 16 (4 bytes)",
+				"field kv_heads is declared at offset 16 (4 bytes), but the type has it at offset 12 (4 bytes)"}},
+		{"arguments that match", "{name: match, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads, scale]}]}", exitOK,
+			[]string{"ok     argcheck.cu", "step: "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var vs []string

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/probe"
 )
 
 func init() {
@@ -30,7 +31,9 @@ spec of a million points, where the full plan takes minutes.
 
 A mistake in the spec is reported as file:line:col: message and exits 2,
 as is a launch no GPU accepts (a block over 1024 threads) and an --arch
-that is not sm_NN[a|f].
+that is not sm_NN[a|f]. A launch of a prebuilt CUBIN whose arguments are
+not the kernel's parameters (as the CUBIN records them), or whose entry
+the CUBIN lacks, is reported at the launch's file:line:col and exits 3.
 
 Examples:
   $ ktune plan experiments/slice.yaml
@@ -80,11 +83,19 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 	if *count {
 		return writeCount(stdout, plan.CountPoints(s), s.Restrictions)
 	}
+	// A variant's own build is looked up in the build cache, not run:
+	// ktune check and sweeps run it.
+	if over.BuildDir, err = probe.BuildDir(""); err != nil {
+		return err
+	}
 	p, err := plan.BuildWith(s, *arch, over)
 	if err != nil {
 		return planError(paths[0], err)
 	}
 	if err := checkLaunches(s, p.Points); err != nil {
+		return err
+	}
+	if err := checkPrebuiltParams(s, p.Points); err != nil {
 		return err
 	}
 	if err := p.WriteTable(stdout); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/probe"
 	"github.com/ktune/ktune/replay"
 	"github.com/ktune/ktune/report"
 	"github.com/ktune/ktune/sweep"
@@ -229,6 +230,11 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 		return usageErrorf("sweep wants -o DIR: the directory of results.jsonl (ktune help sweep)")
 	}
 	over := plan.Override{BlocksPerSM: devOver.BlocksPerSM} // sms: the device's (openBench)
+	// A variant's own build (build:) runs on the machine that sweeps.
+	over.RunBuilds = true
+	if over.BuildDir, err = probe.BuildDir(""); err != nil {
+		return err
+	}
 	over.NoGates = f.noGates
 	if f.probes != "" {
 		if over.Probes, err = measure.ParseProbes(f.probes); err != nil {

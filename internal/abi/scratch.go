@@ -1,7 +1,6 @@
 package abi
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -29,7 +28,8 @@ func ParseScratchFill(s string) (ScratchFill, error) {
 	case FillZero, FillPoison, FillNever:
 		return f, nil
 	}
-	return "", fmt.Errorf("want %s, %s or %s, got %q", FillZero, FillPoison, FillNever, s)
+	f, _, err := constFill(s) // scratchfill.go
+	return f, err
 }
 
 // A Scratch is a named scratch buffer as a spec declares it: the engines'

@@ -161,9 +161,11 @@ var Allocs = [NumAllocs]Alloc{
 		}
 		return Align16(d.scratchEnd())
 	}, RoleScratch},
-	// A scaled KV type's f32 [2][kv_heads] scales, K's first.
-	{AllocKVScale, "kv_scale", func(d Dims, _ bool) int64 {
-		if !d.Shape.KVType().Scaled {
+	// A scaled KV type's f32 [2][kv_heads] scales, K's first; for an
+	// unscaled type, only when a launch passes them (an engine that takes
+	// scale pointers for every cache type, as vLLM does), holding 1.0.
+	{AllocKVScale, "kv_scale", func(d Dims, used bool) int64 {
+		if !d.Shape.KVType().Scaled && !used {
 			return 0
 		}
 		return Align16(2 * int64(d.Shape.KVHeads) * 4)
@@ -234,7 +236,7 @@ var Buffers = []Buffer{
 		Doc: "int32 [batch], nkv of each sequence"},
 	{Name: "lse", Alloc: AllocLse, Doc: "f32 [batch][SPLITS][heads], room for a log-sum-exp; a variant declaring lse writes f32 [batch][q_len][heads] there, gated"},
 	{Name: "counters", Alloc: AllocScratch, Doc: "int32 arrival counters, zero between launches"},
-	{Name: "kv_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [2][kv_heads], K's scales then V's"},
+	{Name: "kv_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [2][kv_heads], K's scales then V's (1.0 for an unscaled type)"},
 	{Name: "k_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [kv_heads], K's half of kv_scale"},
 	{Name: "v_scale", Alloc: AllocKVScale, Scaled: true, Offset: func(d Dims) int64 { return 4 * int64(d.Shape.KVHeads) },
 		Doc: "f32 [kv_heads], V's half of kv_scale"},

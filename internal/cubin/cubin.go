@@ -49,7 +49,18 @@ type Function struct {
 	// (EIATTR_MAXREG_COUNT, from __launch_bounds__'s second argument or
 	// -maxrregcount), 0 when none.
 	MaxRegisters int
+	// Params are the kernel's parameters in order (EIATTR_KPARAM_INFO:
+	// ordinal, offset in the parameter buffer, size), what the driver's
+	// cuFuncGetParamInfo reports once it is loaded; ParamsKnown is set
+	// for an entry, whose section of its own holds one KPARAM_INFO per
+	// parameter (none for a kernel without parameters: params.cubin's
+	// none has neither KPARAM_INFO nor EIATTR_CBANK_PARAM_SIZE).
+	Params      []Param
+	ParamsKnown bool
 }
+
+// A Param is one kernel parameter's place in the parameter buffer.
+type Param struct{ Ordinal, Offset, Size int }
 
 // An Image is the functions of one CUBIN, by symbol.
 type Image struct {
@@ -67,6 +78,7 @@ const (
 	fmtSVal = 0x04 // a 16-bit size, then that many bytes
 
 	attrMaxThreads   = 0x05 // SVAL: x, y, z (uint32 each), per function
+	attrKParamInfo   = 0x17 // SVAL: index, ordinal (u16), offset (u16), flags and size (bits 18..31), per function
 	attrFrameSize    = 0x11 // SVAL: symbol index, bytes (global section)
 	attrMaxRegCount  = 0x1b // HVAL: register cap, per function
 	attrMaxStackSize = 0x23 // SVAL: symbol index, bytes (global section)
@@ -224,7 +236,7 @@ func (img *Image) readFunction(sec *elf.Section, name string) error {
 	if fn == nil {
 		return nil
 	}
-	fn.Entry = true
+	fn.Entry, fn.ParamsKnown = true, true
 	attrs, err := sectionAttrs(sec)
 	if err != nil {
 		return err
@@ -237,9 +249,46 @@ func (img *Image) readFunction(sec *elf.Section, name string) error {
 			}
 		case attrMaxRegCount:
 			fn.MaxRegisters = int(a.value)
+		case attrKParamInfo:
+			p, err := kparam(a.data)
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", sec.Name, err)
+			}
+			fn.Params = append(fn.Params, p)
+		}
+	}
+	sort.Slice(fn.Params, func(i, j int) bool { return fn.Params[i].Ordinal < fn.Params[j].Ordinal })
+	for i, p := range fn.Params {
+		if p.Ordinal != i {
+			return fmt.Errorf("reading %s: parameter ordinals %v are not 0..%d", sec.Name, ordinals(fn.Params), len(fn.Params)-1)
 		}
 	}
 	return nil
+}
+
+// kparam decodes one EIATTR_KPARAM_INFO: a 32-bit index (0), the
+// parameter's 16-bit ordinal and 16-bit offset, then a word whose bits
+// 18..31 are its size in bytes (the low bits are the pointee's log
+// alignment, its space and the constant bank, which cuobjdump -elf
+// prints beside them). Checked against cuobjdump 11.8 on parameters of
+// 1, 2, 4, 8, 32 and 128 bytes (TestParams).
+func kparam(b []byte) (Param, error) {
+	if len(b) != 12 {
+		return Param{}, fmt.Errorf("EIATTR_KPARAM_INFO of %d bytes, want 12", len(b))
+	}
+	return Param{
+		Ordinal: int(binary.LittleEndian.Uint16(b[4:])),
+		Offset:  int(binary.LittleEndian.Uint16(b[6:])),
+		Size:    int(binary.LittleEndian.Uint32(b[8:]) >> 18),
+	}, nil
+}
+
+func ordinals(ps []Param) []int {
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = p.Ordinal
+	}
+	return out
 }
 
 // Entries lists the entry points of the image, sorted.
@@ -266,4 +315,39 @@ func PTXEntries(ptx []byte) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SymbolData returns the initial bytes of a variable of the image: the
+// size bytes at the symbol's value in its section (a __device__ array's
+// initializer, in .nv.global.init).
+func SymbolData(image []byte, name string) ([]byte, error) {
+	if !bytes.HasPrefix(image, []byte(elf.ELFMAG)) {
+		return nil, fmt.Errorf("reading symbol %s: %w", name, ErrNotCUBIN)
+	}
+	f, err := elf.NewFile(bytes.NewReader(standardVersion(image)))
+	if err != nil {
+		return nil, fmt.Errorf("reading symbol %s: %w", name, err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, fmt.Errorf("reading symbol %s: %w", name, err)
+	}
+	for _, s := range syms {
+		if s.Name != name {
+			continue
+		}
+		if int(s.Section) <= 0 || int(s.Section) >= len(f.Sections) {
+			return nil, fmt.Errorf("symbol %s has no section of data", name)
+		}
+		data, err := f.Sections[s.Section].Data()
+		if err != nil {
+			return nil, fmt.Errorf("reading symbol %s: %w", name, err)
+		}
+		if s.Value+s.Size > uint64(len(data)) {
+			return nil, fmt.Errorf("symbol %s: %d bytes at %d past its section's %d", name, s.Size, s.Value, len(data))
+		}
+		return data[s.Value : s.Value+s.Size], nil
+	}
+	return nil, fmt.Errorf("the image has no symbol %s", name)
 }

@@ -3,6 +3,7 @@ package cubin
 import (
 	"errors"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -28,12 +29,13 @@ func TestParseSmall(t *testing.T) {
 	if bounded == nil || plain == nil {
 		t.Fatalf("functions %v", img.Functions)
 	}
-	want := Function{Name: "bounded", Entry: true, Registers: 32, FrameBytes: 1024, StaticShared: 1280, MaxThreads: 64, MaxRegisters: 255}
-	if *bounded != want {
+	want := Function{Name: "bounded", Entry: true, Registers: 32, FrameBytes: 1024, StaticShared: 1280, MaxThreads: 64, MaxRegisters: 255,
+		Params: []Param{{0, 0, 8}, {1, 8, 8}, {2, 16, 4}}, ParamsKnown: true}
+	if !reflect.DeepEqual(*bounded, want) {
 		t.Errorf("bounded = %+v\nwant      %+v", *bounded, want)
 	}
-	want = Function{Name: "plain", Entry: true, Registers: 8, MaxRegisters: 255}
-	if *plain != want {
+	want = Function{Name: "plain", Entry: true, Registers: 8, MaxRegisters: 255, Params: []Param{{0, 0, 8}}, ParamsKnown: true}
+	if !reflect.DeepEqual(*plain, want) {
 		t.Errorf("plain = %+v\nwant    %+v", *plain, want)
 	}
 	for name, f := range img.Functions {
@@ -91,5 +93,87 @@ func TestPTXEntries(t *testing.T) {
 `
 	if got := PTXEntries([]byte(ptx)); !slices.Equal(got, []string{"_Z7partialPf", "attn_combine"}) {
 		t.Errorf("entries %q", got)
+	}
+}
+
+// TestParams reads params.cubin's parameter records; the expected
+// offsets and sizes are cuobjdump 11.8's -elf dump of the same file,
+// which the source's types explain (testdata/params.cu).
+func TestParams(t *testing.T) {
+	b, err := os.ReadFile("testdata/params.cubin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed, none := img.Functions["mixed"], img.Functions["none"]
+	if mixed == nil || none == nil {
+		t.Fatalf("functions %v", img.Entries())
+	}
+	want := []Param{{0, 0, 8}, {1, 8, 4}, {2, 12, 1}, {3, 16, 32}, {4, 48, 8}, {5, 56, 2}, {6, 112, 128}}
+	if !mixed.ParamsKnown || !slices.Equal(mixed.Params, want) {
+		t.Errorf("mixed: known %v, params %v\nwant %v", mixed.ParamsKnown, mixed.Params, want)
+	}
+	if !none.ParamsKnown || len(none.Params) != 0 {
+		t.Errorf("none: known %v, params %v; want known and none", none.ParamsKnown, none.Params)
+	}
+	dec := img.Functions["_ZN3eng6decodeILi128EtLi512EEEvPfPKT0_PKif"]
+	if dec == nil || !slices.Equal(dec.Params, []Param{{0, 0, 8}, {1, 8, 8}, {2, 16, 8}, {3, 24, 4}}) {
+		t.Errorf("eng::decode<128, unsigned short>: %+v", dec)
+	}
+}
+
+func TestKParamRejects(t *testing.T) {
+	if _, err := kparam(make([]byte, 8)); err == nil {
+		t.Error("an 8-byte KPARAM_INFO decoded")
+	}
+	p, err := kparam([]byte{0, 0, 0, 0, 3, 0, 0x10, 0, 0, 0xf0, 0x81, 0x00})
+	if err != nil || p != (Param{Ordinal: 3, Offset: 16, Size: 32}) {
+		t.Errorf("decoded %+v, %v; want ordinal 3, offset 16, 32 bytes", p, err)
+	}
+}
+
+// An entry written as C++ is found by demangling params.cubin's symbols;
+// an ambiguous or missing one is refused with the candidates.
+func TestResolve(t *testing.T) {
+	b, err := os.ReadFile("testdata/params.cubin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := img.Entries()
+	for name, want := range map[string]string{
+		"eng::decode<128, unsigned short, 512>": "_ZN3eng6decodeILi128EtLi512EEEvPfPKT0_PKif",
+		"eng::decode<64,__half,256>":            "_ZN3eng6decodeILi64E6__halfLi256EEEvPfPKT0_PKif",
+		"tiled<float, 4, true>":                 "_Z5tiledIfLi4ELb1EEvPT_i",
+		"tiled<float, 4, false>(float*, int)":   "_Z5tiledIfLi4ELb0EEvPT_i",
+		"mixed":                                 "mixed",
+		"_Z5tiledI6__halfLi8ELb0EEvPT_i":        "_Z5tiledI6__halfLi8ELb0EEvPT_i",
+	} {
+		if got, err := Resolve(syms, name); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %s", name, got, err, want)
+		}
+	}
+	for name, want := range map[string]string{
+		"tiled<float, 8, true>":            "no entry of the image is named tiled<float, 8, true>; entries named tiled: tiled<__half, 8, false> (_Z5tiledI6__halfLi8ELb0EEvPT_i); tiled<float, 4, false> (_Z5tiledIfLi4ELb0EEvPT_i); tiled<float, 4, true> (_Z5tiledIfLi4ELb1EEvPT_i)",
+		"decode<128, unsigned short, 512>": "no entry of the image is named decode<128, unsigned short, 512>; entries named decode: eng::decode<128, unsigned short, 512>",
+		"absent":                           "no entry of the image is named absent; its entries: eng::decode<128",
+	} {
+		if _, err := Resolve(syms, name); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v\nwant %s…", name, err, want)
+		}
+	}
+	// Two symbols with one C++ name (overloads differing in parameters).
+	over := []string{"_Z1fIiEvPf", "_Z1fIiEvPi"}
+	if _, err := Resolve(over, "f<int>"); err == nil || !strings.Contains(err.Error(), "f<int> names 2 entries of the image (write its parameter types to choose one)") {
+		t.Errorf("overloads: %v", err)
+	}
+	if got, err := Resolve(over, "f<int>(int*)"); err != nil || got != "_Z1fIiEvPi" {
+		t.Errorf("f<int>(int*): %q, %v", got, err)
 	}
 }

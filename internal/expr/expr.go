@@ -1,7 +1,8 @@
 // Package expr parses and evaluates the small integer expressions of
 // ktune's launch geometry (grid, block, shared memory): integer literals,
 // identifiers, + - * / % with C precedence, unary minus, parentheses and the
-// functions min, max and cdiv(a, b) = ceil(a/b). Identifiers are the shape
+// functions min, max and cdiv(a, b) = ceil(a/b), and the host-computed
+// values of hostfuncs.go (log2, fast division). Identifiers are the shape
 // symbols (heads, kv_heads, head_dim, batch, group, capacity, nkv) and the
 // point's defines; an Env supplies their values.
 //
@@ -152,6 +153,13 @@ func (n callNode) eval(env Env) (int64, error) {
 		}
 		args[i] = v
 	}
+	if h, ok := hostFuncs[n.fn]; ok {
+		v, err := h.f(args)
+		if err != nil {
+			return 0, &Error{n.col, fmt.Sprintf("%s: %v", n.fn, err)}
+		}
+		return v, nil
+	}
 	a, b := args[0], args[1]
 	switch n.fn {
 	case "min":
@@ -270,7 +278,7 @@ func (p *parser) primary() (node, error) {
 		}
 		arity, ok := functions[t.text]
 		if !ok {
-			return nil, &Error{t.col, fmt.Sprintf("unknown function %q (want min, max or cdiv)", t.text)}
+			return nil, &Error{t.col, fmt.Sprintf("unknown function %q (want min, max, cdiv, log2, ceil_log2, fastdiv_m, fastdiv_s, fastdiv_a, fmd_mul, fmd_add or fmd_shift)", t.text)}
 		}
 		p.next()
 		var args []node

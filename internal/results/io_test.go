@@ -36,9 +36,10 @@ func fullRecord(hash string) Record {
 			L2Bytes: 60 << 20, MemBytes: 141 << 30, Driver: "13.0", NVRTC: "13.0",
 			ClockMHz: 1980, MemClockMHz: 3201, ReadBWGBps: 4560.1, Host: "h200-a", Ktune: "v0.1.0",
 		},
-		Status:  StatusGateFailed,
-		Error:   "some text",
-		Compile: Compile{Seconds: 1.5, Cached: true, Flags: []string{"-lineinfo"}, Log: "warning: x", Artifact: "ptx sha256:00ff"},
+		Status: StatusGateFailed,
+		Error:  "some text",
+		Compile: Compile{Seconds: 1.5, Cached: true, Flags: []string{"-lineinfo"}, Log: "warning: x", Artifact: "ptx sha256:00ff",
+			Symbols: map[string]string{"eng::decode<128>": "_ZN3eng6decodeILi128EEEvPf"}},
 		Resources: []Resource{{
 			Kernel: "attn_partial", Registers: 96, LocalBytes: 8, StaticShared: 512, DynamicShared: 4096,
 			MaxBlocksPerSM: 16, Occupancy: 0.5, LoadsBeforeChain: 4,
@@ -46,8 +47,9 @@ func fullRecord(hash string) Record {
 		Gates: []Gate{{
 			Kind: GateTolerance, NKV: 1641, Pass: true, Seed: 7, Twin: "r4",
 			MaxAbs: 1e-4, MaxRel: 2e-3, NMSE: 1e-9, NaNs: 1,
-			DiffBytes: 3, FirstDiff: 12, Buffer: "out", Detail: "d", Inputs: "peaked",
+			DiffBytes: 3, FirstDiff: 12, Buffer: "out", Detail: "d", Inputs: "peaked", Waiver: "peaked: own bounds (r)",
 		}},
+		Waivers: []string{"subnormal: not applicable (r)"},
 		Probes: []Measurement{{
 			Probe: ProbeCold, SamplesNS: []float64{84400, 84500.5},
 			Summary:   Summary{N: 2, Median: 84450, Min: 84400, Max: 84500.5, Q1: 84400, Q3: 84500.5, RelNoise: 0.001},

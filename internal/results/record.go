@@ -154,6 +154,10 @@ type Compile struct {
 	// Artifact names a prebuilt kernel loaded as it is, without NVRTC:
 	// "ptx sha256:<hex>" (or cubin, fatbin), the digest of the very file.
 	Artifact string `json:"artifact,omitempty"`
+	// Symbols maps each entry of a prebuilt artifact written as its C++
+	// name in the spec to its symbol in the file (the name the records'
+	// resources carry is the C++ one).
+	Symbols map[string]string `json:"symbols,omitempty"`
 }
 
 // Resource is the compiled footprint of one kernel entry point.
@@ -243,6 +247,9 @@ type Gate struct {
 	// uniform, peaked, large, subnormal, outliers); empty in records
 	// written before there was more than one.
 	Inputs string `json:"inputs,omitempty"`
+	// Waiver is the spec's decision this gate was judged under (bounds of
+	// the input set's own, with the reason), empty for none.
+	Waiver string `json:"waiver,omitempty"`
 }
 
 // A Summary is a probe's order statistics (stats.Summary), recorded
@@ -330,18 +337,22 @@ type Energy struct {
 
 // A Record is one line of a results file.
 type Record struct {
-	Schema    int           `json:"schema"`
-	Hash      string        `json:"hash"`
-	Time      time.Time     `json:"time"`
-	Config    Config        `json:"config"`
-	Env       Env           `json:"env"`
-	Status    Status        `json:"status"`
-	Error     string        `json:"error,omitempty"`
-	Compile   Compile       `json:"compile"`
-	Resources []Resource    `json:"resources,omitempty"`
-	Gates     []Gate        `json:"gates,omitempty"`
-	Probes    []Measurement `json:"probes,omitempty"`
-	WallSec   float64       `json:"wall_sec"` // time spent on this point, compile included
+	Schema    int        `json:"schema"`
+	Hash      string     `json:"hash"`
+	Time      time.Time  `json:"time"`
+	Config    Config     `json:"config"`
+	Env       Env        `json:"env"`
+	Status    Status     `json:"status"`
+	Error     string     `json:"error,omitempty"`
+	Compile   Compile    `json:"compile"`
+	Resources []Resource `json:"resources,omitempty"`
+	Gates     []Gate     `json:"gates,omitempty"`
+	// Waivers are the spec's decisions about single input sets that the
+	// gates applied (an input set's own bounds, or a set that does not
+	// apply, each with its reason): a verdict reached under one says so.
+	Waivers []string      `json:"waivers,omitempty"`
+	Probes  []Measurement `json:"probes,omitempty"`
+	WallSec float64       `json:"wall_sec"` // time spent on this point, compile included
 	// GateSec is the time the gates took on this point; a point whose
 	// compiled kernel was already gated copies the verdict and shows ~0, so
 	// the sum over a file is the gate cost per compiled kernel.

@@ -248,8 +248,24 @@
 //
 // grid, block (1 to 3 entries; missing dimensions are 1) and shared are
 // integer expressions: literals, + - * / % with C precedence and
-// truncation, unary minus, parentheses, min(a, b), max(a, b) and
-// cdiv(a, b) = ceil(a/b). YAML splits a flow list at commas, so an
+// truncation, unary minus, parentheses, min(a, b), max(a, b),
+// cdiv(a, b) = ceil(a/b), and the values engines compute on the host:
+// log2(x) = ⌊log₂ x⌋ and ceil_log2(x); fastdiv_m(d), fastdiv_s(d) and
+// fastdiv_a(d), the multiplier, shift and add indicator of a uint_fastdiv
+// {d, m, s, a} (FlashInfer's paged_kv_t::page_size); fmd_mul(d),
+// fmd_add(d) and fmd_shift(d), those of CCCL's
+// cuda::fast_mod_div<uint32_t> {divisor, multiplier, add, shift}
+// (internal/expr/hostfuncs.go gives each formula). A struct passes a
+// fast-division object as a nested struct of those fields:
+//
+//	uint_fastdiv:
+//	  fields:
+//	    - {name: d, arg: "u32:page_size"}
+//	    - {name: m, arg: "u32:fastdiv_m(page_size)"}
+//	    - {name: s, arg: "u32:fastdiv_s(page_size)"}
+//	    - {name: a, arg: "u32:fastdiv_a(page_size)"}
+//
+// YAML splits a flow list at commas, so an
 // expression with a comma is quoted there: grid: ["cdiv(nkv, 64)", heads].
 // Their symbols are heads, kv_heads, head_dim,
 // batch, group (= heads/kv_heads), capacity, nkv, HEAD_DIM, KV_F16 (KV_BF16,
@@ -398,17 +414,80 @@
 // source may include: #include "x" is looked up next to the including
 // file and then in these, #include <x> in these, and every header found
 // is handed to NVRTC and hashed with the point, so editing one re-measures
-// the kernels that include it. A header found in none of them (a toolkit
-// header such as <cuda_fp16.h>) is left to NVRTC; give it a directory with
-// a flag (-I/usr/local/cuda/include) when NVRTC lacks it built in.
+// the kernels that include it. A header is the file its #include resolves
+// to, keyed by its path from the kernel's directory: one file reached
+// under two spellings is one header, two files with one spelling are two
+// (ktune rewrites the #include lines NVRTC reads to the keys, line numbers
+// unchanged). A header found in none of them (a toolkit header such as
+// <cuda_fp16.h>) is left to NVRTC; give it a directory with a flag
+// (-I/usr/local/cuda/include) when NVRTC lacks it built in.
+//
+// std_headers: true gives the kernel ktune's own minimal C and C++
+// headers for device code where NVRTC has none (<float.h>, <cfloat>,
+// <stdint.h>, <cstdint>, <limits.h>, <climits>, <assert.h>, <cassert>,
+// <type_traits>, <algorithm>, <utility>: kernels/nvrtcstd/README.md says
+// what each provides); the include directories win over them. NVRTC
+// defines assert, std::move and std::forward itself, so those headers
+// leave them to it.
 //
 // flags are extra NVRTC options, one token each (-DNAME=value,
 // --use_fast_math, -maxrregcount=64, -arch=sm_90a, which replaces the
 // device's architecture, --std=c++20, which replaces ktune's c++17).
-// ktune always passes its -D defines (HEAD_DIM, KV_F16, SPLITS and the
-// axes); a kernel that takes its sizes at run time ignores them, and a
-// flag may forward one under the engine's own name:
-// -DATTN_SPLITS=SPLITS.
+// Without forward, ktune passes its -D defines (HEAD_DIM, KV_F16, SPLITS
+// and the axes); a kernel that takes its sizes at run time ignores them,
+// and a flag may forward one under the engine's own name:
+// -DATTN_SPLITS=SPLITS. The plan warns when a define's name is declared
+// as an identifier in the kernel's sources (a template parameter int
+// SPLITS, which -DSPLITS=32 turns into int 32).
+//
+// host_headers lists includes of host code (a framework's headers, such
+// as torch/all.h) that a device-only compile leaves out: ktune gives each
+// as an empty header, by name, and hashes the list.
+//
+// build gives the engine's own build of the kernel instead of NVRTC's:
+// command is its argv, where {out} is the artifact's path (required),
+// {dep} a make-style dependency file the command may write (-MD -MF
+// {dep} for nvcc: every file it names is hashed with the point), {arch}
+// the architecture and {EXPR} an expression over the point's values, an
+// axis forwarded by name ("-DPARTITION_SIZE={PARTITION_SIZE}"),
+// {instantiate} a C++ file ktune writes (the kernel's source included,
+// then the address of every launch's entry, which instantiates a template
+// kernel whose engine launcher needs a framework) and {host} a directory
+// holding the variant's host_headers as empty files; artifact
+// is what {out} holds (cubin, the default; fatbin; ptx). The variant's
+// kernel is the build's main source. ktune check and sweeps run the
+// command (in the kernel's directory) where its compiler exists, and
+// cache the artifact by the command, the compiler's --version and the
+// files the dependency output named; ktune plan only looks the cache up.
+// The artifact is then loaded as a prebuilt one (its entries symbols or
+// C++ names); a build that fails fails its points (compile_failed, the
+// command's output in compile.log), and where the compiler is missing
+// ktune check says so and does not pass the kernel.
+//
+//	kernel: ${VLLM_ROOT}/csrc/attention/paged_attention_v2.cu
+//	build:
+//	  command: [nvcc, -cubin, "-arch={arch}", -O3, -MD, -MF, "{dep}", -o, "{out}", "${VLLM_ROOT}/csrc/attention/paged_attention_v2.cu"]
+//
+// ${NAME} in a kernel path, an include directory or a build token is the
+// environment variable NAME: the root of an engine's tree, given on the
+// command line (VLLM_ROOT=/src/vllm ktune check spec.yaml), so that a
+// committed spec holds no machine's paths; an unset one is a spec error.
+//
+// forward seals an engine's kernel: it is compiled with the defines
+// forward names and none of ktune's. Each is NAME: VALUE, VALUE an
+// integer expression over the geometry symbols and the variant's
+// defines, or a define's name (its value passed as it is); never nkv.
+// forward: {} passes none. An entry's template arguments may read the
+// same values, written {EXPR}, so an axis reaches a template parameter
+// under any name and stays sweepable:
+//
+//	defines: {PARTITION_SIZE: [256, 512]}
+//	forward: {}
+//	launches:
+//	  - entry: "partial<{head_dim}, {PARTITION_SIZE}>"
+//
+// forward is for a kernel NVRTC (or the variant's build) compiles from
+// source: a built-in, a dispatch and a prebuilt file refuse it.
 //
 // launches replaces the ABI's attn_partial + attn_combine with the
 // engine's own step: one launch (a fused kernel), two or more, in stream
@@ -437,7 +516,8 @@
 //	                 that counts in them leaves them zero when it ends
 //	kv_scale         a scaled kv_dtype's f32 [2][kv_heads] scales, K's first
 //	k_scale, v_scale its K half and its V half (vLLM's k_scale, v_scale);
-//	                 the three are errors for a shape without scales
+//	                 for a shape without scales they hold 1.0 (vLLM
+//	                 passes its scale pointers for f16 caches too)
 //	heads, kv_heads, head_dim, capacity, batch, group, splits   int32
 //	kv_row_stride    elements between rows of one KV head
 //	kv_head_stride   elements between KV heads of one row
@@ -491,7 +571,12 @@
 // max_logits and tmp_out): a mapping of name to bytes (an expression) and
 // fill, what the buffer holds when the workspace is made: zero (the
 // default), poison (the gates' NaN, so that reading an element not
-// written this step shows in out) or never (not filled by ktune). They
+// written this step shows in out), never (not filled by ktune) or a
+// constant in every 32-bit word, f32:V, i32:V or u32:V (f32:1 for a scale
+// an engine's host sets to 1). A scratch buffer is always passed as
+// scratch:NAME, so its name may be a word of the vocabulary when
+// shadow: true says so ({bytes: "kv_heads * 4", fill: "f32:1", shadow:
+// true} under k_scale keeps vLLM's name). They
 // live in the workspace allocation after io.workspace's bytes, each
 // 256-byte aligned:
 //
@@ -517,6 +602,18 @@
 //	      - {name: grid, arg: {uint3: [SPLITS, heads, batch]}}
 //	launches:
 //	  - {entry: partial, grid: [SPLITS, heads, batch], block: [32], args: [{struct: params}]}
+//
+// type names the engine's C++ type a struct stands for (type:
+// "flashinfer::BatchDecodeParams<half, half, half, int>"): ktune check
+// then compiles a layout probe beside the kernel, with its headers and
+// options, and refuses (exit 3) every declared field whose offset or size
+// is not the type's (a field's name is the member's; a nested struct that
+// names its type too has its fields checked through its member, one
+// that does not, its offset and size only: an object of private members
+// such as a fast-division one), naming the field, its declared
+// offset and its real one; and a declared sizeof or alignof that differs.
+// The check needs the source: a prebuilt artifact's structs are not
+// probed (ktune check says so).
 //
 // Before the first launch the probe compares every launch's arguments,
 // laid out as the compiler lays out parameters, with the kernel's own
@@ -572,9 +669,16 @@
 // A kernel whose path ends in .ptx, .cubin or .fatbin is a prebuilt
 // artifact, the very file an engine ships: the driver loads it (PTX
 // through its JIT) without NVRTC, and its SHA-256 goes into the point's
-// hash and its record (compile.artifact). Its entries are symbols as in
-// the file (the mangled name of a C++ kernel: the .entry lines of the
-// PTX, or cuobjdump -symbols); include and flags do not apply. An
+// hash and its record (compile.artifact). Its entries are written as
+// symbols as in the file (the .entry lines of the PTX, or cuobjdump
+// -symbols) or as C++ names with their template arguments, spaces aside
+// (vllm::paged_attention_v2_reduce_kernel<unsigned short, 128, 128, 512>;
+// an enum argument as the demangler writes it,
+// (vllm::Fp8KVCacheDataType)0), {EXPR} placeholders included: the plan
+// demangles the file's entries and refuses, at the launch's line, a name
+// that denotes none (listing the entries of that base name) or several
+// (overloads: write the parameter types, f<int>(int*)); the record keeps
+// both names (compile.symbols). include and flags do not apply. An
 // artifact is a build output, so one that does not exist yet is no spec
 // error: the plan warns, and its points fail until it is built.
 //
@@ -627,7 +731,24 @@
 // that type: fp8's rounding (1/16 relative) is far coarser than f16's. An
 // fp8e4m3 input set chooses its own scales (amax/448 of its values, per
 // tensor or per head), so a kernel that applies K's scale to V or one
-// head's scale to another fails. measure: warmup ≥ 0 launches before the first sample; between
+// head's scale to another fails.
+//
+// gates.inputs records the kernel owner's decisions about single input
+// sets, each with a reason (required): bounds of the set's own, used as
+// written (not scaled by the set's |V|; a bound left out is the point's),
+// or skip: true, the set does not apply to the kernel (never the uniform
+// set, which carries the determinism, stale-rows and fresh-module gates):
+//
+//	gates:
+//	  inputs:
+//	    subnormal: {max_abs: 2e-6, nmse: 0.1, reason: "tmp_out is f16, as vLLM keeps it"}
+//	    outliers: {skip: true, reason: "the engine clamps K upstream"}
+//
+// A waiver is hashed with the point, listed in its record (waivers),
+// named by every gate judged under it (a gate's waiver) and in the gate
+// log, so a pass reached under one never reads as a plain pass.
+//
+// measure: warmup ≥ 0 launches before the first sample; between
 // min_samples ≥ 1 and max_samples samples, stopping once the interquartile
 // range is within max_noise (a fraction in (0, 1)) of the median or when
 // budget runs out; hot_batch ≥ 1 launches per hot or graph sample; timeout

@@ -137,6 +137,13 @@ type variantNodes struct {
 	cluster []*yaml.Node
 	// nonPortable is cluster_nonportable's value.
 	nonPortable *yaml.Node
+	// forward is the forward key's node, forwardVals its values'.
+	forward     *yaml.Node
+	forwardVals []*yaml.Node
+	// stdHeaders is std_headers' value.
+	stdHeaders *yaml.Node
+	// build and hostHeaders are the build and host_headers keys' values.
+	build, hostHeaders *yaml.Node
 }
 
 var topKeys = []string{"version", "name", "description", "landed", "shapes", "axes", "restrict", "variants", "probes", "gates", "measure", "engine"}
@@ -411,7 +418,8 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 }
 
 var variantKeys = append([]string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
-	"include", "flags", "io", "scratch", "planned", "structs", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse"}, budgetKeys...)
+	"include", "flags", "io", "scratch", "planned", "structs", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse",
+	"forward", "std_headers", "host_headers", "build"}, budgetKeys...)
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -424,7 +432,7 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			v.Name, vn.name = d.str(val, k), val
 			d.label(val, k, v.Name)
 		case "kernel":
-			v.Kernel, vn.kernel = d.str(val, k), val
+			v.Kernel, vn.kernel = d.expandEnv(d.str(val, k), val, k), val
 		case "dispatch":
 			v.Dispatch, vn.arms = d.dispatch(val, k)
 		case "bitwise_with":
@@ -470,6 +478,26 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			v.Shared, vn.shared = d.str(val, k), val
 		case "include", "flags", "io", "scratch", "planned", "structs", "launches":
 			d.engineKey(key, k, val, &v, vn)
+		case "forward":
+			v.Forward = d.forward(val, k, vn)
+		case "build":
+			vn.build = val
+			v.Build = d.build(val, k) // build.go
+		case "host_headers":
+			vn.hostHeaders = val
+			if l, ok := d.list(val, k, true); ok {
+				for _, h := range l {
+					v.HostHeaders = append(v.HostHeaders, d.str(h, k))
+				}
+			}
+		case "std_headers":
+			vn.stdHeaders = val
+			switch p, ok := d.scalar(val, k); {
+			case ok && p == "true":
+				v.StdHeaders = true
+			case ok && p != "false":
+				d.errorf(val, "%s: want true or false, got %q", k, p)
+			}
 		case "pdl":
 			switch p, ok := d.scalar(val, k); {
 			case ok && p == "true":

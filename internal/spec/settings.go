@@ -40,7 +40,7 @@ func (d *decoder) probes(n *yaml.Node, s *Spec) {
 
 // gateKeys are the keys of gates: the settings, then the KV types, each
 // of which may override the bounds for its shapes.
-var gateKeys = append([]string{"nkv", "max_abs", "max_rel", "nmse", "seed"}, kvtypeNames()...)
+var gateKeys = append([]string{"nkv", "max_abs", "max_rel", "nmse", "seed", "inputs"}, kvtypeNames()...)
 
 func kvtypeNames() []string {
 	var out []string
@@ -94,6 +94,8 @@ func (d *decoder) gates(n *yaml.Node, g *Gates) {
 			}
 		case "max_abs", "max_rel", "nmse":
 			d.bound(v, k, map[string]*float64{"max_abs": &g.MaxAbs, "max_rel": &g.MaxRel, "nmse": &g.NMSE}[key])
+		case "inputs":
+			g.Inputs = d.inputWaivers(v, k) // waivers.go
 		case "seed":
 			var x uint64
 			if _, ok := d.scalar(v, k); ok && (v.Tag != "!!int" || v.Decode(&x) != nil) {

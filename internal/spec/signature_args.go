@@ -62,7 +62,7 @@ func (d *decoder) arg(n *yaml.Node, where string, e *engineNodes) abi.Arg {
 	return a
 }
 
-var structKeys = []string{"fields", "size", "align"}
+var structKeys = []string{"fields", "size", "align", "type"} // type: layoutcheck.go
 var fieldKeys = []string{"name", "arg", "struct", "count", "offset"}
 
 // structs decodes a variant's by-value structs: a mapping of name to
@@ -78,6 +78,8 @@ func (d *decoder) structs(n *yaml.Node, where string, e *engineNodes) map[string
 				st.Size, _ = d.integer(v, k+".size")
 			case "align":
 				st.Align, _ = d.integer(v, k+".align")
+			case "type":
+				d.structType(name, v, k+".type", e) // layoutcheck.go
 			case "fields":
 				l, ok := d.list(v, k+".fields", false)
 				if !ok {
@@ -187,7 +189,7 @@ func sortedKeys[T any](m map[string]T) []string {
 	return out
 }
 
-var scratchKeys = []string{"bytes", "fill"}
+var scratchKeys = []string{"bytes", "fill", "shadow"}
 
 // scratch decodes a variant's named scratch buffers: a mapping of name to
 // {bytes: EXPR, fill: zero | poison | never}.
@@ -195,13 +197,16 @@ func (d *decoder) scratch(n *yaml.Node, where string, e *engineNodes) []abi.Scra
 	var out []abi.Scratch
 	d.fields(n, where, nil, func(name string, kn, sv *yaml.Node) {
 		k := where + "." + name
-		if abi.BufferNamed(name) != nil || abi.ScalarNamed(name) != nil {
-			d.errorf(kn, "%s: %s is a name of the vocabulary; a scratch buffer needs one of its own", k, name)
-		}
+		vocabulary := abi.BufferNamed(name) != nil || abi.ScalarNamed(name) != nil
 		sc := abi.Scratch{Name: name, Fill: abi.FillZero}
-		var bytesNode *yaml.Node
+		var bytesNode, shadowNode *yaml.Node
 		seen := d.fields(sv, k, scratchKeys, func(key string, _, v *yaml.Node) {
 			switch key {
+			case "shadow":
+				shadowNode = v
+				if p, ok := d.scalar(v, k+".shadow"); ok && p != "true" {
+					d.errorf(v, "%s.shadow: want true (the buffer is named like a word of the vocabulary on purpose), got %q", k, p)
+				}
 			case "bytes":
 				sc.Bytes, bytesNode = d.str(v, k+".bytes"), v
 			case "fill":
@@ -214,6 +219,15 @@ func (d *decoder) scratch(n *yaml.Node, where string, e *engineNodes) []abi.Scra
 		})
 		if deref(sv).Kind == yaml.MappingNode {
 			d.require(sv, k, seen, "bytes")
+		}
+		// scratch:NAME always names the scratch buffer, so a name of the
+		// vocabulary is no ambiguity in the arguments; it is refused
+		// unless shadow: true says it is meant (vLLM's k_scale).
+		switch {
+		case vocabulary && shadowNode == nil:
+			d.errorf(kn, "%s: %s is a name of the vocabulary; give the scratch buffer a name of its own, or shadow: true to keep the engine's (scratch:%s passes it, %s the vocabulary's)", k, name, name, name)
+		case !vocabulary && shadowNode != nil:
+			d.errorf(shadowNode, "%s.shadow: %s is no name of the vocabulary: there is nothing to shadow", k, name)
 		}
 		if bytesNode == nil {
 			bytesNode = sv

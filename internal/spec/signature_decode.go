@@ -38,6 +38,8 @@ type engineNodes struct {
 	// refs are the struct arguments by name, resolved against structs
 	// once the whole variant is read.
 	refs []structRef
+	// structTypes are the C++ types the structs declare (layoutcheck.go).
+	structTypes map[string]StructType
 }
 
 type argExpr struct {
@@ -71,7 +73,7 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 			return
 		}
 		for _, n := range l {
-			v.Include, e.includes = append(v.Include, d.str(n, where)), append(e.includes, n)
+			v.Include, e.includes = append(v.Include, d.expandEnv(d.str(n, where), n, where)), append(e.includes, n)
 		}
 	case "flags":
 		e.flags = val
@@ -80,7 +82,7 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 			return
 		}
 		for _, n := range l {
-			f := d.str(n, where)
+			f := d.expandEnv(d.str(n, where), n, where) // -I${CUDA_INCLUDE}
 			switch {
 			case f == "" || strings.ContainsAny(f, " \t\r\n"):
 				d.errorf(n, "%s: %q: one NVRTC option per entry, without spaces (write -I dir as -Idir)", where, f)
@@ -95,6 +97,7 @@ func (d *decoder) engineKey(key, where string, val *yaml.Node, v *Variant, vn *v
 	case "structs":
 		e.structs = val
 		v.Structs = d.structs(val, where, e)
+		v.StructTypes = e.structTypes
 	case "scratch":
 		e.scratch = val
 		v.Scratch = d.scratch(val, where, e)
@@ -295,12 +298,6 @@ func (d *decoder) engineKernels(s *Spec, w *where) {
 					break
 				}
 			}
-			for j, l := range v.Launches {
-				if strings.ContainsAny(l.Entry, "<>:( ") {
-					d.errorf(e.launch[j].entry, "%s.launches[%d].entry: %q is a C++ name expression, which only NVRTC can resolve; a prebuilt %s names its symbols as they are in the file (cuobjdump -symbols, or the .entry lines of a PTX)",
-						where, j, l.Entry, v.Artifact)
-				}
-			}
 		}
 		for j, dir := range v.Include {
 			p := dir
@@ -470,7 +467,7 @@ func (d *decoder) launchFiles(s *Spec, v *Variant, e *engineNodes, where string)
 			if k := artifactKind(l.Kernel); k == "" {
 				d.errorf(ln.kernel, "%s.launches[%d].kernel: %q is not a prebuilt .ptx, .cubin or .fatbin (a launch of its own file loads it as it is; a source is the variant's kernel)", where, j, l.Kernel)
 			} else if strings.ContainsAny(l.Entry, "<>:( ") {
-				d.errorf(ln.entry, "%s.launches[%d].entry: %q is a C++ name expression, which only NVRTC can resolve; a prebuilt %s names its symbols as they are in the file", where, j, l.Entry, k)
+				d.errorf(ln.entry, "%s.launches[%d].entry: %q is a C++ name; a launch's own prebuilt %s names its symbols as they are in the file (the variant's own artifact may name them as C++)", where, j, l.Entry, k)
 			}
 			l.Kernel = resolve(l.Kernel)
 		}

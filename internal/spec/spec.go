@@ -122,6 +122,24 @@ type Variant struct {
 	Structs  map[string]*abi.Struct
 	Launches []Launch
 	Artifact string
+	// Forward, when not nil (the forward key, even empty), seals the
+	// kernel: it is compiled with these defines and none of ktune's own
+	// (forward.go).
+	Forward []Forward
+	// StdHeaders gives the kernel ktune's C and C++ headers for device
+	// code where NVRTC lacks them (kernels/nvrtcstd): <float.h>,
+	// <stdint.h>, <type_traits> …
+	StdHeaders bool
+	// StructTypes are the C++ types of the structs that name one
+	// (structs.NAME.type), by struct name: the layout ktune check
+	// verifies field by field against the engine's own definition.
+	StructTypes map[string]StructType
+	// Build is the engine's own build of the kernel (build.go); nil:
+	// NVRTC compiles it, or it is a prebuilt file.
+	Build *Build
+	// HostHeaders are includes of host code (a framework's headers) that
+	// a device-only compile leaves out: ktune gives them empty.
+	HostHeaders []string
 }
 
 // An Arm is one branch of a dispatch variant: a kernel with fixed defines
@@ -161,6 +179,9 @@ type Gates struct {
 	// ones (gates: {bf16: {max_abs: …}}), by kv_dtype name; a zero field
 	// inherits the spec-wide bound.
 	KV map[string]Bounds
+	// Inputs are the decisions about single input sets: bounds of their
+	// own, or a set that does not apply, each with its reason (waivers.go).
+	Inputs []InputWaiver
 }
 
 // Bounds are the tolerance bounds of the oracle gate.

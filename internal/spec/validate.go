@@ -38,7 +38,6 @@ func (d *decoder) validate(s *Spec, w *where, kernels catalog.Set) {
 	d.shapes(s, w)
 	d.kernels(s, w, kernels)
 	d.engineKernels(s, w)
-	d.scaleArgs(s)
 	d.layoutArgs(s)
 	d.references(s, w)
 	if len(d.errs) > 0 {
@@ -91,28 +90,6 @@ func (d *decoder) shapes(s *Spec, w *where) {
 		if b := sh.KVBytes(); b > maxKVBytes {
 			d.errorAt(at, "shapes[%d] (%s): K and V take %.1f TiB (2 × batch %d × capacity %d × kv_heads %d × head_dim %d × %s); ktune refuses more than 1 TiB",
 				i, sh.Name, b/maxKVBytes, sh.Batch, sh.Capacity, sh.KVHeads, sh.HeadDim, sh.KVDtype)
-		}
-	}
-}
-
-// scaleArgs refuses a launch that passes a scale buffer when a shape of
-// the spec has none to pass: its KV type is not scaled.
-func (d *decoder) scaleArgs(s *Spec) {
-	for i := range s.Variants {
-		v := &s.Variants[i]
-		for li, l := range v.Launches {
-			for _, a := range l.Args {
-				if b := abi.BufferNamed(a.Name); !a.IsBuffer() || b == nil || !b.Scaled {
-					continue
-				}
-				for _, sh := range s.Shapes {
-					if !sh.KVType().Scaled {
-						d.errorAt(l.Pos, "variants[%d] (%s).launches[%d]: argument %s: shape %s has kv_dtype %s, which has no scales",
-							i, v.Name, li, a.Name, sh.Name, sh.KVDtype)
-						break
-					}
-				}
-			}
 		}
 	}
 }
@@ -304,6 +281,8 @@ func (d *decoder) geometry(s *Spec, w *where) {
 			d.checkExpr(s, i, v.Shared, vn.shared, "shared")
 		}
 		d.launchExprs(s, i, w)
+		d.forwardExprs(s, i, w)
+		d.buildExprs(s, i, w)
 		d.plannedExprs(s, i, w)
 		d.clusters(s, i, w)
 	}

@@ -1,0 +1,25 @@
+// layout.cu: an engine-style kernel taking a by-value params struct with
+// a nested fast-division object and members of mixed alignment, for the
+// struct layout check: a spec that names the type (structs.NAME.type)
+// has every declared field compared with the type's own offsetof and
+// sizeof, compiled beside this source without a GPU. C's rule puts
+// scale at 24 (after 8 + 4 + 4 + 4, padded to 4), d at 32, page at 40,
+// n at 56; sizeof 64, alignof 8. The body only touches the parameters.
+namespace eng {
+struct fastdiv { unsigned d, m, s, a; };
+template <typename T>
+struct params {
+    T* out;
+    int heads;
+    int kv_heads;
+    int head_dim;
+    float scale;
+    double d;
+    fastdiv page;
+    int n;
+};
+}  // namespace eng
+
+extern "C" __global__ void step(eng::params<float> p) {
+    if (int(threadIdx.x) < p.n) p.out[threadIdx.x] = p.scale * float(p.heads + p.kv_heads + p.head_dim + p.page.d) + float(p.d);
+}

@@ -1,0 +1,40 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+)
+
+// An input-set waiver reaches every point with the point's bounds filled
+// in, and moves the hash (and so the gate key): a verdict under a waiver
+// is never the verdict without it.
+func TestWaiversHashed(t *testing.T) {
+	base := strings.Replace(engineYAML, "  - name: shipped\n    kernel: eng/k.ptx\n", "", 1)
+	with := base + "gates:\n  max_rel: 0.05\n  inputs:\n    subnormal: {max_abs: 2e-6, nmse: 0.1, reason: f16 partials}\n    outliers: {skip: true, reason: clamped upstream}\n"
+	plain := base + "gates:\n  max_rel: 0.05\n"
+	files := func(y string) map[string]string {
+		m := map[string]string{}
+		for k, v := range engineFiles {
+			m[k] = v
+		}
+		m["spec.yaml"] = y
+		return m
+	}
+	pw, pp := buildEngine(t, files(with)).Points[0], buildEngine(t, files(plain)).Points[0]
+	if len(pw.Waivers) != 2 || len(pp.Waivers) != 0 {
+		t.Fatalf("waivers %+v and %+v", pw.Waivers, pp.Waivers)
+	}
+	if w := pw.Waivers[0]; w.Tol != (Tolerance{MaxAbs: 2e-6, MaxRel: 0.05, NMSE: 0.1}) || w.Skip || w.Reason != "f16 partials" {
+		t.Errorf("subnormal waiver %+v: want its own max_abs and nmse, the spec's max_rel", w)
+	}
+	if got := pw.WaiverTexts(); got[1] != "outliers: not applicable (clamped upstream)" {
+		t.Errorf("texts %q", got)
+	}
+	if pw.Hash == pp.Hash || pw.GateKey == pp.GateKey {
+		t.Error("a waiver leaves the hash or the gate key as it was")
+	}
+	reasoned := buildEngine(t, files(strings.Replace(with, "clamped upstream", "clamped upstream; always", 1))).Points[0]
+	if reasoned.Hash == pw.Hash {
+		t.Error("the reason is not hashed")
+	}
+}
