@@ -1,0 +1,225 @@
+package search
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/replay"
+	"github.com/ktune/ktune/sweep"
+)
+
+// SimOptions configure Simulate.
+type SimOptions struct {
+	// Seeds is how many seeds (1, 2, … Seeds) each strategy runs with.
+	Seeds int
+	// Probe is the measurement that decides; "" means cold.
+	Probe results.Probe
+	// Within are the thresholds: a search has found the best once the
+	// table of its full measurements is within this fraction of the full
+	// set's at every cell, e.g. 0.01 and 0.02.
+	Within []float64
+	// Budget prunes points, as SearchOptions.Budget does.
+	Budget spec.Budget
+}
+
+// A SimResult is one strategy over one recorded space, over every seed.
+type SimResult struct {
+	Strategy Name
+	// Points, Configs and Cells are the space's; Pruned its points never
+	// timed.
+	Points, Configs, Cells, Pruned int
+	// Reached has one entry per threshold of SimOptions.Within.
+	Reached []Reach
+}
+
+// A Reach is how much a strategy timed until its table came within a
+// threshold of the best, over the seeds.
+type Reach struct {
+	Within float64
+	// Points and GPUSec hold one value per seed that reached it: timed
+	// points (screening ones included) and the GPU seconds the records
+	// say they cost, compile and gates included.
+	Points []int
+	GPUSec []float64
+	// Seeds is how many seeds ran; those missing from Points never got
+	// there.
+	Seeds int
+}
+
+// Simulate runs a strategy over recorded results as if they were a
+// device: each proposed point is served its record by the replay backend
+// (a screening measurement keeps the first samples of the record's), and
+// after every point the table of the full measurements so far is
+// compared with the table of the whole set. The objective is the one
+// 'ktune tune' ships: at each cell (shape and nkv) the fastest
+// configuration, by the median of the probe; a search has come within x
+// of the best when the worst cell of its table is within x of the full
+// set's, every cell measured. It stops when every threshold is reached or
+// the strategy ends. build makes the strategy for a seed.
+func Simulate(ctx context.Context, recs []results.Record, build func(Common) (Strategy, error), o SimOptions) (*SimResult, error) {
+	probe := cmp.Or(o.Probe, results.ProbeCold)
+	recs = latest(recs)
+	pl, facts := simPlan(recs)
+	sp := NewSpace(pl.Points, facts, o.Budget)
+	best := map[Cell]float64{}
+	for _, p := range sp.Points {
+		r := recordOf(recs, p.Hash)
+		if t, ok := timeOf(r, probe); ok {
+			c := cellOf(&p.Config)
+			if b, seen := best[c]; !seen || t < b {
+				best[c] = t
+			}
+		}
+	}
+	if len(best) == 0 {
+		return nil, errors.New("simulating: no record passed its gates and was measured")
+	}
+	res := &SimResult{Points: len(sp.Points), Configs: len(sp.Configs), Cells: len(best), Pruned: len(sp.Pruned)}
+	for _, w := range o.Within {
+		res.Reached = append(res.Reached, Reach{Within: w, Seeds: o.Seeds})
+	}
+	cost := newCosts(recs)
+	for seed := 1; seed <= o.Seeds; seed++ {
+		st, err := build(Common{Seed: uint64(seed), Probe: probe, Simulated: true})
+		if err != nil {
+			return nil, err
+		}
+		m := &simMeasurer{b: replay.New(recs), probe: probe, best: best, got: map[Cell]float64{},
+			cost: cost, paid: map[string]bool{}, within: o.Within, reached: make([]bool, len(o.Within)), res: res}
+		err = drive(ctx, st, sp, m, &SearchResult{}, io.Discard)
+		if err != nil && !errors.Is(err, errAllReached) {
+			return nil, fmt.Errorf("simulating seed %d: %w", seed, err)
+		}
+	}
+	return res, nil
+}
+
+var errAllReached = errors.New("every threshold reached")
+
+// simMeasurer serves proposals from the replay backend and watches the
+// table.
+type simMeasurer struct {
+	b       *replay.Backend
+	probe   results.Probe
+	best    map[Cell]float64 // the full set's table
+	got     map[Cell]float64 // the table so far
+	cost    *costs
+	paid    map[string]bool
+	points  int
+	gpu     float64
+	within  []float64
+	reached []bool
+	res     *SimResult
+}
+
+func (m *simMeasurer) measure(ctx context.Context, pr Proposal, _ int) ([]results.Record, sweep.Summary, error) {
+	out := make([]results.Record, len(pr.Points))
+	var sum sweep.Summary
+	for i, p := range pr.Points {
+		rec, err := m.b.Run(ctx, p)
+		if err != nil {
+			return out, sum, err
+		}
+		if pr.Samples > 0 {
+			for j := range rec.Probes {
+				s := &rec.Probes[j].SamplesNS
+				*s = (*s)[:min(len(*s), pr.Samples)]
+			}
+		}
+		out[i] = rec
+		sum.Planned++
+		sum.Ran++
+		m.points++
+		m.gpu += m.cost.of(p.Hash, pr.Samples, m.paid)
+		if pr.Samples > 0 {
+			continue
+		}
+		if t, ok := timeOf(&rec, m.probe); ok {
+			c := cellOf(&p.Config)
+			if g, seen := m.got[c]; !seen || t < g {
+				m.got[c] = t
+			}
+		}
+		if m.check() {
+			return out[:i+1], sum, errAllReached
+		}
+	}
+	return out, sum, nil
+}
+
+// check records the thresholds the table now meets; true once all are.
+func (m *simMeasurer) check() bool {
+	worst := 1.0
+	for c, b := range m.best {
+		g, ok := m.got[c]
+		if !ok {
+			worst = math.Inf(1)
+			break
+		}
+		worst = max(worst, g/b)
+	}
+	all := true
+	for i, w := range m.within {
+		if !m.reached[i] && worst <= 1+w {
+			m.reached[i] = true
+			r := &m.res.Reached[i]
+			r.Points = append(r.Points, m.points)
+			r.GPUSec = append(r.GPUSec, m.gpu)
+		}
+		all = all && m.reached[i]
+	}
+	return all
+}
+
+// latest keeps the last record of each hash, in the order of their first
+// appearance, as a results file reads.
+func latest(recs []results.Record) []results.Record {
+	idx := map[string]int{}
+	var out []results.Record
+	for _, r := range recs {
+		if i, ok := idx[r.Hash]; ok {
+			out[i] = r
+			continue
+		}
+		idx[r.Hash] = len(out)
+		out = append(out, r)
+	}
+	return out
+}
+
+// simPlan rebuilds the plan the records were measured from: one point per
+// record, in file order, and the compile facts each record carries.
+func simPlan(recs []results.Record) (*plan.Plan, map[string]Facts) {
+	pl := &plan.Plan{}
+	facts := map[string]Facts{}
+	for i := range recs {
+		r := &recs[i]
+		p := &plan.Point{Index: i, Hash: r.Hash, Config: r.Config, Landed: r.Landed}
+		for _, m := range r.Probes {
+			p.Measure.MaxSamples = max(p.Measure.MaxSamples, len(m.SamplesNS))
+			if !slices.Contains(p.Probes, m.Probe) {
+				p.Probes = append(p.Probes, m.Probe)
+			}
+		}
+		pl.Points = append(pl.Points, p)
+		facts[r.Hash] = FactsOf(r)
+	}
+	return pl, facts
+}
+
+func recordOf(recs []results.Record, hash string) *results.Record {
+	for i := range recs {
+		if recs[i].Hash == hash {
+			return &recs[i]
+		}
+	}
+	return nil
+}
