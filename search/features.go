@@ -16,12 +16,15 @@ import (
 // (registers, local memory, shared memory, occupancy). Numeric values
 // enter as logarithms (times scale with sizes, not with their
 // differences), names as one column each; constant columns are dropped.
-func features(points []*plan.Point, facts map[string]Facts, useFacts bool) [][]float64 {
+//
+// shared marks the columns that describe the configuration, every one but
+// nkv's: the process's second kernel (gp.go) runs over them.
+func features(points []*plan.Point, facts map[string]Facts, useFacts bool) (x [][]float64, shared []bool) {
 	var cols []func(p *plan.Point) float64
 	add := func(f func(p *plan.Point) float64) { cols = append(cols, f) }
 	log2 := func(v float64) float64 { return math.Log2(1 + max(v, 0)) }
 
-	add(func(p *plan.Point) float64 { return log2(float64(p.Config.NKV)) })
+	add(func(p *plan.Point) float64 { return log2(float64(p.Config.NKV)) }) // column 0: nkv
 	add(func(p *plan.Point) float64 { return log2(float64(p.Config.Shape.Heads)) })
 	add(func(p *plan.Point) float64 { return log2(float64(p.Config.Shape.KVHeads)) })
 	add(func(p *plan.Point) float64 { return log2(float64(p.Config.Shape.HeadDim)) })
@@ -90,11 +93,11 @@ func features(points []*plan.Point, facts map[string]Facts, useFacts bool) [][]f
 		add(func(p *plan.Point) float64 { return res(p, func(r resourceFacts) float64 { return r.occupancy }) })
 	}
 
-	x := make([][]float64, len(points))
+	x = make([][]float64, len(points))
 	for i := range x {
 		x[i] = make([]float64, 0, len(cols))
 	}
-	for _, col := range cols {
+	for c, col := range cols {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		vals := make([]float64, len(points))
 		for i, p := range points {
@@ -107,8 +110,9 @@ func features(points []*plan.Point, facts map[string]Facts, useFacts bool) [][]f
 		for i := range x {
 			x[i] = append(x[i], (vals[i]-lo)/(hi-lo))
 		}
+		shared = append(shared, c != 0)
 	}
-	return x
+	return x, shared
 }
 
 // resourceFacts sums up a point's compiled entry points: the most

@@ -3,28 +3,40 @@ package search
 import (
 	"errors"
 	"math"
+	"slices"
 )
 
-// A gp is a Gaussian-process regression of y over x in [0,1]^d with a
-// Matérn-5/2 kernel, one length scale per dimension (ARD), a signal and a
-// noise variance. Its hyperparameters are fitted by maximising the log
-// marginal likelihood plus weak log-normal priors (a MAP estimate), by
-// gradient ascent: with a handful of points the priors keep the length
-// scales from running to the edges of the space.
+// A gp is a Gaussian-process regression of y over x in [0,1]^d. Its
+// covariance is a sum of Matérn-5/2 kernels that share one length scale
+// per dimension (ARD), each over its own dimensions and with a variance
+// of its own, plus noise: one over every dimension, and, when the model
+// gives a split of the dimensions (the configuration's and nkv's), one
+// over each side. That is the structure of kernel times: log time is
+// close to a(nkv) + b(configuration) + c(both) — every configuration
+// slows with nkv alike, a configuration faster at one nkv is mostly
+// faster at the next — and a product kernel alone learns either only
+// from many points: a configuration not yet measured would fall back to
+// the mean of every nkv.
+//
+// The hyperparameters are fitted by maximising the log marginal
+// likelihood plus weak log-normal priors (a MAP estimate), by gradient
+// ascent: with a handful of points the priors keep the length scales
+// from running to the edges of the space.
 //
 // Matérn-5/2 rather than the squared exponential: kernel times move in
 // steps (a split count that crosses the SM count, a tile that stops
 // fitting), and the squared exponential's infinitely smooth functions
 // over-smooth them.
 type gp struct {
-	x      [][]float64
-	y      []float64 // standardised
-	mean   float64   // of the raw y
-	scale  float64   // of the raw y
-	theta  []float64 // log ℓ_1..d, log σf, log σn
-	chol   [][]float64
-	alpha  []float64
-	kernel func(a, b []float64) float64
+	masks [][]bool // each term's dimensions; nil: all
+	x     [][]float64
+	y     []float64 // standardised
+	mean  float64   // of the raw y
+	scale float64   // of the raw y
+	// theta is log ℓ_1..d, log σn, then log σ of each term.
+	theta []float64
+	chol  [][]float64
+	alpha []float64
 }
 
 // Priors and bounds of the hyperparameters, on the standardised y and
@@ -41,14 +53,26 @@ const (
 )
 
 // newGP returns an unfitted process over d dimensions with the priors'
-// means as hyperparameters.
-func newGP(d int) *gp {
-	th := make([]float64, d+2)
+// means as hyperparameters. split, if it marks some dimensions and not
+// all, adds a kernel over the marked ones and one over the others.
+func newGP(d int, split []bool) *gp {
+	masks := [][]bool{nil}
+	if slices.Contains(split, true) && slices.Contains(split, false) {
+		other := make([]bool, len(split))
+		for i, v := range split {
+			other[i] = !v
+		}
+		masks = append(masks, split, other)
+	}
+	th := make([]float64, d+1+len(masks))
 	for i := range d {
 		th[i] = gpLogLenMean
 	}
-	th[d], th[d+1] = gpLogSigMean, -3
-	return &gp{theta: th}
+	th[d] = -3
+	for t := range masks {
+		th[d+1+t] = gpLogSigMean
+	}
+	return &gp{theta: th, masks: masks}
 }
 
 // fit sets the data, runs iters steps of Adam on the hyperparameters
@@ -84,13 +108,17 @@ func (g *gp) fit(x [][]float64, y []float64, iters int) error {
 	return g.factor()
 }
 
+func (g *gp) dims() int { return len(g.theta) - 1 - len(g.masks) }
+
 func (g *gp) clamp() {
-	d := len(g.theta) - 2
+	d := g.dims()
 	for i := range d {
 		g.theta[i] = min(max(g.theta[i], -4), 3)
 	}
-	g.theta[d] = min(max(g.theta[d], -3), 3)
-	g.theta[d+1] = min(max(g.theta[d+1], gpMinLogNoise), gpMaxLogNoise)
+	g.theta[d] = min(max(g.theta[d], gpMinLogNoise), gpMaxLogNoise)
+	for t := range g.masks {
+		g.theta[d+1+t] = min(max(g.theta[d+1+t], -4), 3)
+	}
 }
 
 func meanSD(y []float64) (float64, float64) {
@@ -110,13 +138,16 @@ func meanSD(y []float64) (float64, float64) {
 	return mean, sd
 }
 
-// matern returns the Matérn-5/2 correlation and, through dk, the factor
-// that gives its derivative by log ℓ_i as dk·(a_i−b_i)²/ℓ_i².
-func (g *gp) matern(a, b []float64) (k, dk float64) {
+// matern returns the Matérn-5/2 correlation of a and b over the
+// dimensions in mask (nil: all) and the factor dk that gives its
+// derivative by log ℓ_i as dk·(a_i−b_i)²/ℓ_i².
+func (g *gp) matern(a, b []float64, mask []bool) (k, dk float64) {
 	var r2 float64
 	for i := range a {
-		l := math.Exp(g.theta[i])
-		d := (a[i] - b[i]) / l
+		if mask != nil && !mask[i] {
+			continue
+		}
+		d := (a[i] - b[i]) / math.Exp(g.theta[i])
 		r2 += d * d
 	}
 	r := math.Sqrt(r2)
@@ -125,72 +156,99 @@ func (g *gp) matern(a, b []float64) (k, dk float64) {
 	return (1 + s5 + 5*r2/3) * e, 5.0 / 3 * (1 + s5) * e
 }
 
-// covariance builds K = σf²·C + σn²·I and the derivative factors.
-func (g *gp) covariance() (k, dk [][]float64) {
-	n, d := len(g.x), len(g.theta)-2
-	sf2, sn2 := math.Exp(2*g.theta[d]), math.Exp(2*g.theta[d+1])
-	k, dk = square(n), square(n)
-	for i := range n {
-		for j := 0; j <= i; j++ {
-			c, dc := g.matern(g.x[i], g.x[j])
-			k[i][j], k[j][i] = sf2*c, sf2*c
-			dk[i][j], dk[j][i] = sf2*dc, sf2*dc
+// cov is the covariance of a and b without noise; terms, if not nil,
+// receives each term's value and derivative factor.
+func (g *gp) cov(a, b []float64, terms [][2]float64) float64 {
+	d := g.dims()
+	var k float64
+	for t, mask := range g.masks {
+		s2 := math.Exp(2 * g.theta[d+1+t])
+		c, dc := g.matern(a, b, mask)
+		k += s2 * c
+		if terms != nil {
+			terms[t] = [2]float64{s2 * c, s2 * dc}
 		}
-		k[i][i] += sn2 + 1e-8
 	}
-	return k, dk
+	return k
 }
 
 // gradient is the gradient of the log posterior of the hyperparameters:
 // ½ tr((ααᵀ − K⁻¹) ∂K/∂θ) plus the priors'.
 func (g *gp) gradient() ([]float64, error) {
-	n, d := len(g.x), len(g.theta)-2
-	k, dk := g.covariance()
+	n, d, nt := len(g.x), g.dims(), len(g.masks)
+	sn2 := math.Exp(2 * g.theta[d])
+	k := square(n)
+	terms := make([][][][2]float64, n) // [i][j][term]
+	for i := range n {
+		terms[i] = make([][][2]float64, i+1)
+		for j := 0; j <= i; j++ {
+			terms[i][j] = make([][2]float64, nt)
+			c := g.cov(g.x[i], g.x[j], terms[i][j])
+			k[i][j], k[j][i] = c, c
+		}
+		k[i][i] += sn2 + 1e-8
+	}
 	l, err := cholesky(k)
 	if err != nil {
 		return nil, err
 	}
 	alpha := cholSolve(l, g.y)
 	kinv := cholInverse(l)
-	// w = ααᵀ − K⁻¹
-	w := square(n)
-	for i := range n {
-		for j := range n {
-			w[i][j] = alpha[i]*alpha[j] - kinv[i][j]
-		}
-	}
-	grad := make([]float64, d+2)
+	w := func(i, j int) float64 { return alpha[i]*alpha[j] - kinv[i][j] } // ααᵀ − K⁻¹
+	grad := make([]float64, len(g.theta))
 	for dim := range d {
 		l2 := math.Exp(2 * g.theta[dim])
 		var s float64
 		for i := range n {
 			for j := range i {
 				diff := g.x[i][dim] - g.x[j][dim]
-				s += 2 * w[i][j] * dk[i][j] * diff * diff / l2
+				if diff == 0 {
+					continue
+				}
+				var f float64
+				for t, mask := range g.masks {
+					if mask == nil || mask[dim] {
+						f += terms[i][j][t][1]
+					}
+				}
+				s += 2 * w(i, j) * f * diff * diff / l2
 			}
 		}
 		grad[dim] = s/2 - (g.theta[dim]-gpLogLenMean)/(gpLogLenSD*gpLogLenSD)
 	}
-	sn2 := math.Exp(2 * g.theta[d+1])
-	var sf, sn float64
+	var sn float64
+	sig := make([]float64, nt)
 	for i := range n {
-		for j := range n {
-			kf := k[i][j]
+		sn += w(i, i) * 2 * sn2
+		for j := 0; j <= i; j++ {
+			mult := 2.0 // both (i, j) and (j, i)
 			if i == j {
-				kf -= sn2 + 1e-8
-				sn += w[i][i] * 2 * sn2
+				mult = 1
 			}
-			sf += w[i][j] * 2 * kf
+			for t := range nt {
+				sig[t] += mult * w(i, j) * 2 * terms[i][j][t][0]
+			}
 		}
 	}
-	grad[d] = sf/2 - (g.theta[d]-gpLogSigMean)/(gpLogSigSD*gpLogSigSD)
-	grad[d+1] = sn / 2
+	grad[d] = sn / 2
+	for t := range nt {
+		grad[d+1+t] = sig[t]/2 - (g.theta[d+1+t]-gpLogSigMean)/(gpLogSigSD*gpLogSigSD)
+	}
 	return grad, nil
 }
 
 // factor factorises K for predictions.
 func (g *gp) factor() error {
-	k, _ := g.covariance()
+	n, d := len(g.x), g.dims()
+	sn2 := math.Exp(2 * g.theta[d])
+	k := square(n)
+	for i := range n {
+		for j := 0; j <= i; j++ {
+			c := g.cov(g.x[i], g.x[j], nil)
+			k[i][j], k[j][i] = c, c
+		}
+		k[i][i] += sn2 + 1e-8
+	}
 	l, err := cholesky(k)
 	if err != nil {
 		return err
@@ -202,20 +260,19 @@ func (g *gp) factor() error {
 // predict returns the posterior mean and standard deviation of the raw y
 // at x.
 func (g *gp) predict(x []float64) (mu, sd float64) {
-	n, d := len(g.x), len(g.theta)-2
-	sf2 := math.Exp(2 * g.theta[d])
+	n := len(g.x)
 	ks := make([]float64, n)
 	for i := range n {
-		c, _ := g.matern(x, g.x[i])
-		ks[i] = sf2 * c
+		ks[i] = g.cov(x, g.x[i], nil)
 		mu += ks[i] * g.alpha[i]
 	}
+	prior := g.cov(x, x, nil)
 	v := forward(g.chol, ks)
 	var vv float64
 	for _, e := range v {
 		vv += e * e
 	}
-	sd = math.Sqrt(max(sf2-vv, 1e-12))
+	sd = math.Sqrt(max(prior-vv, 1e-12))
 	return g.mean + g.scale*mu, g.scale * sd
 }
 

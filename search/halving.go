@@ -234,4 +234,3 @@ func sampleMedian(s []float64) float64 {
 	}
 	return (x[n/2-1] + x[n/2]) / 2
 }
-

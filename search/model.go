@@ -26,12 +26,12 @@ const (
 var modelRegistration = Registration{
 	Name:    "model",
 	Summary: "Bayesian optimisation: a Gaussian process over the axes and compile facts proposes the points most likely to improve the table",
-	Seeded: true,
+	Seeded:  true,
 	Flags: func(fs *flag.FlagSet) func(Common) (Strategy, error) {
 		batch := fs.Int("batch", DefaultModelBatch, "model: points per round (`N`)")
 		budget := fs.Int("budget", 0, "model: time at most `N` points (0: until the model expects no gain)")
 		stop := fs.Float64("stop", DefaultModelStop, "model: stop once no point has probability `P` of being 1% faster than its cell's best")
-		facts := fs.Bool("facts", true, "model: learn from compile facts (registers, local and shared memory, occupancy)")
+		facts := fs.Bool("facts", false, "model: learn from compile facts too (registers, local and shared memory, occupancy)")
 		return func(c Common) (Strategy, error) {
 			switch {
 			case *batch < 1:
@@ -87,9 +87,11 @@ func NewModel(o ModelOptions) Strategy {
 type model struct {
 	o        ModelOptions
 	x        map[string][]float64 // features by point hash
+	shared   []bool               // the configuration's columns of x
 	gp       *gp
 	proposed map[string]bool
 	count    int
+	fitN     int // points at the last hyperparameter fit
 }
 
 func (m *model) Settings() map[string]string {
@@ -100,7 +102,8 @@ func (m *model) Settings() map[string]string {
 func (m *model) Next(_ context.Context, st *State) (Proposal, error) {
 	sp := st.Space
 	if m.x == nil {
-		x := features(sp.Points, sp.Facts, m.o.Facts)
+		x, shared := features(sp.Points, sp.Facts, m.o.Facts)
+		m.shared = shared
 		m.x = make(map[string][]float64, len(x))
 		for i, p := range sp.Points {
 			m.x[p.Hash] = x[i]
@@ -146,6 +149,10 @@ func (m *model) initial(sp *Space, cand []*plan.Point, n int) []*plan.Point {
 			rest = append(rest, p)
 		}
 	}
+	if len(pick) > 0 {
+		// The baseline measures every cell of its shape: enough to fit.
+		return pick
+	}
 	for _, i := range drawOrder(len(rest), min(n, len(rest)), m.o.Seed) {
 		pick = append(pick, rest[i])
 	}
@@ -180,11 +187,19 @@ func (m *model) choose(st *State, cand []*plan.Point, n int) ([]*plan.Point, err
 	}
 	sortPoints(xs, ys) // map order must not decide the fit
 	if m.gp == nil {
-		m.gp = newGP(len(xs[0]))
+		m.gp = newGP(len(xs[0]), m.shared)
 	}
-	iters := 30
-	if len(xs) < 3*m.o.Batch {
+	// The hyperparameters move little once there are a few dozen points,
+	// and each step costs O(n³): step them when the data grew by a fifth.
+	iters := 0
+	switch {
+	case len(xs) < 3*m.o.Batch:
 		iters = 100
+	case float64(len(xs)) >= 1.2*float64(m.fitN):
+		iters = 30
+	}
+	if iters > 0 {
+		m.fitN = len(xs)
 	}
 	if err := m.gp.fit(xs, ys, iters); err != nil {
 		return nil, fmt.Errorf("model search: %w", err)

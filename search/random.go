@@ -13,7 +13,7 @@ import (
 var randomRegistration = Registration{
 	Name:    "random",
 	Summary: "--samples N configurations drawn with --seed, each at every nkv, plus the landed one",
-	Seeded: true,
+	Seeded:  true,
 	Flags: func(fs *flag.FlagSet) func(Common) (Strategy, error) {
 		n := fs.Int("samples", 0, "random: how many configurations to draw (`N`; the landed one is added)")
 		return func(c Common) (Strategy, error) {

@@ -33,8 +33,9 @@ func init() {
 }
 
 const tuneUsage = `Usage:
-  ktune tune SPEC -o DIR [--search grid|random|halving] [flags]
+  ktune tune SPEC -o DIR [--search grid|random|halving|model] [flags]
   ktune tune --from RESULTS... -o DIR [--probe cold|graph]
+  ktune tune --simulate RESULTS... [--search all|STRATEGY,...] [--seeds N]
 
 Tune searches the space of the experiment SPEC on the GPU, records every
 measured point in DIR/results.jsonl as 'ktune sweep' does, and exports
@@ -68,6 +69,22 @@ survivors are screened again with twice the samples, up to --rounds
 rounds, or until one configuration per shape and nkv is left; the last
 round measures the survivors under the spec's own stopping rule.
 
+--search model is Bayesian optimisation of the table: it times the landed
+configuration, then rounds of --batch points (default 4) chosen by a
+Gaussian process fitted to the log times measured so far, over nkv, the
+shape, the variant and each define: the points of largest expected
+improvement over the best time of their own shape and nkv, a shape and
+nkv with no time yet first. It stops after --budget points or once no
+point has a --stop chance (default 0.05) of being 1% faster than the best
+of its shape and nkv. --facts adds the compile facts of each point to
+what it learns from (off: on the committed H200 searches they cost
+points). --seed draws its first points when there is no landed
+configuration.
+
+Whatever the search, a point whose compile facts break its variant's
+budget or --max-registers, --no-spills or --max-shared is never timed;
+DIR/search.json lists it with why.
+
 The screening rounds are recorded in DIR/screen/results.jsonl (their
 samples are too few for a table; each measurement's note says "halving
 round 1 of 3: screening, 5 samples"; 'ktune report DIR/screen' shows
@@ -84,6 +101,17 @@ table of one search alone.
 The devices, the worker processes and the compile cache are those of
 'ktune sweep' (ktune help sweep).
 
+# Simulation
+
+With --simulate, tune measures nothing: it runs the strategies of --search
+(all, or a comma-separated list; their flags apply) with seeds 1..--seeds
+over each recorded full search, serving each proposed point its record,
+and prints for each the points it timed, and the GPU seconds the records
+say they cost (compile and gates included), until the table of its full
+measurements was within 1% and 2% of the whole file's at every shape and
+nkv: the median over seeds, the lowest and highest, how many seeds got
+there, and how many times fewer points than random search's median.
+
 # Export only
 
 With --from, tune measures nothing: it exports the table from results
@@ -98,6 +126,8 @@ Examples:
   $ ktune tune experiments/slice.yaml -o out/slice
   $ ktune tune experiments/slice.yaml -o out/halving --search halving --devices all
   $ ktune tune experiments/slice.yaml -o out/random --search random --samples 8 --seed 7
+  $ ktune tune experiments/splits.yaml -o out/model --search model --budget 32
+  $ ktune tune --simulate experiments/results/h200/splits.jsonl --search random,model
   $ ktune tune --from experiments/results/h200/slice.jsonl -o out/dispatch
   $ ktune tune --from out/run1 --from out/run2 --probe graph -o out/dispatch
 

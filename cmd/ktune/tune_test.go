@@ -73,6 +73,7 @@ func TestTuneSearchExportsAsFrom(t *testing.T) {
 		{"grid", nil},
 		{"random", []string{"--search", "random", "--samples", "3", "--seed", "9"}},
 		{"halving", []string{"--search", "halving", "--rounds", "3"}},
+		{"model", []string{"--search", "model", "--batch", "3", "--seed", "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, again := t.TempDir(), t.TempDir()
@@ -172,10 +173,58 @@ func TestTuneUsageErrors(t *testing.T) {
 		{"--from", "x", "-o", "d", "--devices", "all"},
 		{"a.yaml", "b.yaml", "-o", "d"},
 		{tuneSpec, "-o", "d", "--probe", "hot"},
+		{tuneSpec, "-o", "d", "--search", "model", "--samples", "3"},
+		{tuneSpec, "-o", "d", "--search", "model", "--batch", "0"},
+		{tuneSpec, "-o", "d", "--search", "halving", "--seed", "3"},
+		{tuneSpec, "-o", "d", "--seeds", "3"},
+		{"--simulate"},
+		{"--simulate", simFixture, "-o", "d"},
+		{"--simulate", simFixture, "--search", "random,anneal"},
+		{"--simulate", simFixture, "--search", "model", "--rounds", "2"},
+		{"--simulate", simFixture, "--seed", "2"},
+		{"--simulate", simFixture, "--seeds", "0"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if err := runTune(context.Background(), &stdout, &stderr, args, deps); exitCode(err) != exitUsage {
 			t.Errorf("%q: exit %d (%v), want %d", args, exitCode(err), err, exitUsage)
 		}
+	}
+}
+
+const simFixture = "../../search/testdata/window.jsonl"
+
+// TestTuneSimulate: --simulate runs every strategy over recorded results
+// and prints, per strategy and threshold, the points it needed.
+func TestTuneSimulate(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--simulate", simFixture, "--search", "all", "--seeds", "3"}
+	if err := runTune(context.Background(), &stdout, &stderr, args, tuneDeps(nil)); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, simFixture+": 32 points, 8 configurations, 4 cells; 3 seeds") {
+		t.Errorf("no space header:\n%s", out)
+	}
+	for _, name := range search.Names() {
+		for _, within := range []string{"1%", "2%"} {
+			if !strings.Contains(out, "\n"+string(name)+strings.Repeat(" ", 10-len(name))+within) {
+				t.Errorf("no row for %s within %s:\n%s", name, within, out)
+			}
+		}
+	}
+	// A strategy's own flags reach the simulation: model at batch 1
+	// proposes otherwise than at 4.
+	var b1 bytes.Buffer
+	args = []string{"--simulate", simFixture, "--search", "model", "--seeds", "1", "--batch", "1"}
+	if err := runTune(context.Background(), &b1, &stderr, args, tuneDeps(nil)); err != nil {
+		t.Fatal(err)
+	}
+	var b4 bytes.Buffer
+	args = []string{"--simulate", simFixture, "--search", "model", "--seeds", "1"}
+	if err := runTune(context.Background(), &b4, &stderr, args, tuneDeps(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if b1.String() == b4.String() {
+		t.Errorf("--batch 1 simulated as the default:\n%s", b1.String())
 	}
 }
