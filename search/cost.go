@@ -1,8 +1,6 @@
 package search
 
 import (
-	"fmt"
-
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -18,12 +16,6 @@ type costs struct {
 	timing   map[string]float64 // by record hash
 	group    map[string]string  // record hash → group
 	samples  map[string]int     // record hash → most samples of a probe
-}
-
-// gateGroup is what the gates of a point are paid per: one compiled
-// kernel at one launch geometry.
-func gateGroup(c *results.Config) string {
-	return fmt.Sprintf("%s\x00%v\x00%v\x00%v\x00%v", configKey(c), c.Grid, c.Block, c.CombineGrid, c.CombineBlock)
 }
 
 func newCosts(recs []results.Record) *costs {

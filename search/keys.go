@@ -1,6 +1,8 @@
 package search
 
 import (
+	"fmt"
+
 	"strings"
 
 	"github.com/ktune/ktune/internal/results"
@@ -37,3 +39,9 @@ type Cell struct {
 
 // cellOf is the cell of a point's configuration.
 func cellOf(c *results.Config) Cell { return Cell{Shape: shapeKey(c.Shape), NKV: c.NKV} }
+
+// gateGroup is what the gates of a point are paid per: one compiled
+// kernel at one launch geometry.
+func gateGroup(c *results.Config) string {
+	return fmt.Sprintf("%s\x00%v\x00%v\x00%v\x00%v", configKey(c), c.Grid, c.Block, c.CombineGrid, c.CombineBlock)
+}

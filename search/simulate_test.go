@@ -62,6 +62,12 @@ func TestSimulateGrid(t *testing.T) {
 	if res.Points != 32 || res.Configs != 8 || res.Cells != 4 {
 		t.Errorf("space %+v", res)
 	}
+	// Grid ends with the whole file: its table is the full set's.
+	for _, e := range res.Ends {
+		if e.Points != 32 || e.Worst != 0 {
+			t.Errorf("grid ended at %+v", e)
+		}
+	}
 	for i, w := range []float64{0.01, 0.02} {
 		r := res.Reached[i]
 		n := want(w)
@@ -94,6 +100,13 @@ func TestSimulateModelBeatsRandom(t *testing.T) {
 		}
 		if medianInts(m.Points) >= medianInts(r.Points) {
 			t.Errorf("within %g: model's median %g points, random's %g", r.Within, medianInts(m.Points), medianInts(r.Points))
+		}
+	}
+	// The model stops on its own before the space is exhausted, its
+	// table then within 1% everywhere.
+	for _, e := range mod.Ends {
+		if e.Points >= 32 || e.Worst > 0.01 {
+			t.Errorf("the model stopped at %+v", e)
 		}
 	}
 	// Random's draws differ by seed; so do its points.
@@ -145,5 +158,19 @@ func TestWriteSimTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestReachMedian: a seed that never reached the threshold counts as
+// more than any that did, so the median is over every seed.
+func TestReachMedian(t *testing.T) {
+	r := Reach{Seeds: 4, Points: []int{10, 30, 20}, GPUSec: []float64{1, 3, 2}}
+	if m := r.median(); m != 25 {
+		t.Errorf("median of 10, 30, 20 and a miss: %g, want 25", m)
+	}
+	r.Seeds = 5
+	r.Points, r.GPUSec = r.Points[:2], r.GPUSec[:2]
+	if m := r.median(); !math.IsInf(m, 1) {
+		t.Errorf("median with 3 misses of 5: %g, want +Inf", m)
 	}
 }

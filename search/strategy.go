@@ -84,9 +84,10 @@ type Common struct {
 	// Probe is the measurement that decides; never "" (cold by default).
 	Probe results.Probe
 	// Simulated is set when the strategy runs over recorded results to be
-	// compared with others: a strategy that would stop at a budget or a
-	// sample count goes on until the space is exhausted, so the
-	// simulation can see when it would have found the best.
+	// compared with others: a strategy whose size the user must choose
+	// before it starts (random's --samples) proposes the whole space in
+	// the order it would have drawn it, so the simulation sees what each
+	// size would have found. A strategy with a stopping rule keeps it.
 	Simulated bool
 }
 

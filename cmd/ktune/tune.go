@@ -75,7 +75,7 @@ Gaussian process fitted to the log times measured so far, over nkv, the
 shape, the variant and each define: the points of largest expected
 improvement over the best time of their own shape and nkv, a shape and
 nkv with no time yet first. It stops after --budget points or once no
-point has a --stop chance (default 0.05) of being 1% faster than the best
+point has a --stop chance (default 0.02) of being 1% faster than the best
 of its shape and nkv. --facts adds the compile facts of each point to
 what it learns from (off: on the committed H200 searches they cost
 points). --seed draws its first points when there is no landed
