@@ -92,6 +92,9 @@ type model struct {
 	fitN     int // points at the last hyperparameter fit
 }
 
+// UsesFacts says whether the model learns from compile facts.
+func (m *model) UsesFacts() bool { return m.o.Facts }
+
 func (m *model) Settings() map[string]string {
 	return map[string]string{"seed": strconv.FormatUint(m.o.Seed, 10), "batch": strconv.Itoa(m.o.Batch),
 		"budget": strconv.Itoa(m.o.Budget), "facts": strconv.FormatBool(m.o.Facts)}

@@ -75,6 +75,12 @@ func (st *State) Full() map[string]*results.Record {
 	return out
 }
 
+// A FactsUser is a strategy that may learn from compile facts: a search
+// compiles every point before timing when UsesFacts says so.
+type FactsUser interface {
+	UsesFacts() bool
+}
+
 // Common are the settings every strategy receives.
 type Common struct {
 	// Seed drives every random choice: the same seed, space and records

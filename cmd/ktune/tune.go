@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,7 +28,7 @@ func init() {
 		run: func(stdout, stderr io.Writer, args []string) error {
 			ctx, stop := interruptible(stderr)
 			defer stop()
-			return runTune(ctx, stdout, stderr, args, sweepDeps{open: openBackend, isTTY: isTerminal, precompile: precompile})
+			return runTune(ctx, stdout, stderr, args, sweepDeps{open: openBackend, isTTY: isTerminal, precompile: precompile, facts: compileFacts})
 		},
 	})
 }
@@ -294,6 +295,9 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 	}
 	defer bn.close()
 	opts := search.SearchOptions{Name: name, Strategy: st, Budget: f.budget.budget(), Run: bn.opts}
+	if opts.Facts, err = tuneFacts(stderr, f, st, bn, deps); err != nil {
+		return err
+	}
 	opts.Run.Force = f.force
 	fmt.Fprintf(stderr, "%s: %d points, %d configurations; %s search on %s (%s, %s) into %s\n",
 		specPath, len(bn.plan.Points), len(search.Configurations(bn.plan.Points)), name,
@@ -330,6 +334,37 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 	// The same export as --from DIR, restricted to this spec: a directory
 	// may hold the results of others.
 	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name}, f.out)
+}
+
+// tuneFacts compiles the plan's points before the search when something
+// reads their compile facts: a budget of the search (which nothing else
+// could enforce before timing) or a strategy that learns from them.
+func tuneFacts(stderr io.Writer, f *tuneFlags, st search.Strategy, bn *bench, deps sweepDeps) (map[string]search.Facts, error) {
+	budget := !f.budget.budget().IsZero()
+	fu, ok := st.(search.FactsUser)
+	if !budget && (!ok || !fu.UsesFacts()) {
+		return nil, nil
+	}
+	var err error
+	if deps.facts == nil {
+		err = errors.New("this backend compiles nothing before timing")
+	} else {
+		var points []*plan.Point
+		for _, p := range bn.plan.Points {
+			if bn.opts.Filter == nil || bn.opts.Filter(p) {
+				points = append(points, p)
+			}
+		}
+		var facts map[string]search.Facts
+		if facts, err = deps.facts(bn.env.Arch, points, stderr); err == nil {
+			return facts, nil
+		}
+	}
+	if budget {
+		return nil, fmt.Errorf("tune: --max-registers, --no-spills and --max-shared need every point compiled first: %w", err)
+	}
+	fmt.Fprintf(stderr, "ktune: warning: no compile facts before timing (%v); the model learns from the axes alone\n", err)
+	return nil, nil
 }
 
 // writeSearch records what a search ran in dir/search.json: the seed of a

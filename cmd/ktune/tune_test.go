@@ -228,3 +228,45 @@ func TestTuneSimulate(t *testing.T) {
 		t.Errorf("--batch 1 simulated as the default:\n%s", b1.String())
 	}
 }
+
+// TestTunePrunesByCompileFacts: with --max-registers, tune compiles the
+// points first and never times one whose kernel breaks it; search.json
+// says which and why. Without a way to compile first, the budget is an
+// error, not a silent no-op.
+func TestTunePrunesByCompileFacts(t *testing.T) {
+	m := &modelled{}
+	deps := tuneDeps(m)
+	var compiled int
+	deps.facts = func(arch string, points []*plan.Point, _ io.Writer) (map[string]search.Facts, error) {
+		out := map[string]search.Facts{}
+		for _, p := range points {
+			compiled++
+			regs := 40
+			if p.Config.Splits == 64 {
+				regs = 96
+			}
+			out[p.Hash] = search.Facts{Builds: true, Resources: []results.Resource{{Kernel: "attn_partial", Registers: regs}}}
+		}
+		return out, nil
+	}
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{tuneSpec, "-o", dir, "--max-registers", "64"}
+	if err := runTune(context.Background(), &stdout, &stderr, args, deps); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var log search.SearchResult
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "search.json")), &log); err != nil {
+		t.Fatal(err)
+	}
+	if compiled != 64 || m.runs != 48 || len(log.Pruned) != 16 || !strings.Contains(log.Pruned[0], "96 registers, over max_registers 64") {
+		t.Errorf("compiled %d, timed %d, pruned %d: %v", compiled, m.runs, len(log.Pruned), log.Pruned)
+	}
+	if strings.Contains(stdout.String(), "SPLITS=64") {
+		t.Errorf("the table names a pruned configuration:\n%s", stdout.String())
+	}
+	err := runTune(context.Background(), &stdout, &stderr, args, tuneDeps(&modelled{}))
+	if err == nil || !strings.Contains(err.Error(), "need every point compiled first") {
+		t.Errorf("a budget without compile facts: %v", err)
+	}
+}
