@@ -183,6 +183,7 @@ func TestTuneUsageErrors(t *testing.T) {
 		{"--simulate", simFixture, "--search", "model", "--rounds", "2"},
 		{"--simulate", simFixture, "--seed", "2"},
 		{"--simulate", simFixture, "--seeds", "0"},
+		{"--simulate", simFixture, "--search", "random", "--samples", "3"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if err := runTune(context.Background(), &stdout, &stderr, args, deps); exitCode(err) != exitUsage {

@@ -26,6 +26,11 @@ func tuneSimulate(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSe
 	if flagSet(fs, "seed") {
 		return usageErrorf("tune: --simulate runs seeds 1..--seeds; --seed is for a search")
 	}
+	if flagSet(fs, "samples") {
+		// Random's sample size is chosen before a search; the simulation
+		// shows what every size would have found.
+		return usageErrorf("tune: --simulate draws every configuration in random's order; --samples is for a search")
+	}
 	if len(f.from.paths) == 0 {
 		return usageErrorf("tune: --simulate wants recorded RESULTS files or sweep directories")
 	}
