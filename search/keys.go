@@ -2,7 +2,6 @@ package search
 
 import (
 	"fmt"
-
 	"strings"
 
 	"github.com/ktune/ktune/internal/results"

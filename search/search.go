@@ -18,7 +18,6 @@ import (
 	"github.com/ktune/ktune/sweep"
 
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -32,7 +31,7 @@ type SearchOptions struct {
 	Facts map[string]Facts
 	// Budget prunes, on top of each variant's own budget, points whose
 	// facts break it.
-	Budget spec.Budget
+	Budget plan.Budget
 	// Run are the options of every round. Run.Dir receives the full
 	// measurements; screening rounds go to ScreenDir(Run.Dir). Run.Filter,
 	// if set, narrows the space first.

@@ -10,9 +10,7 @@ import (
 	"slices"
 
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
-	"github.com/ktune/ktune/replay"
 	"github.com/ktune/ktune/sweep"
 )
 
@@ -27,7 +25,7 @@ type SimOptions struct {
 	// set's at every cell, e.g. 0.01 and 0.02.
 	Within []float64
 	// Budget prunes points, as SearchOptions.Budget does.
-	Budget spec.Budget
+	Budget plan.Budget
 }
 
 // A SimResult is one strategy over one recorded space, over every seed.
@@ -66,16 +64,17 @@ type Reach struct {
 }
 
 // Simulate runs a strategy over recorded results as if they were a
-// device: each proposed point is served its record by the replay backend
-// (a screening measurement keeps the first samples of the record's), and
+// device: each proposed point is served its record by b (a screening
+// measurement keeps the first samples of the record's), and
 // after every point the table of the full measurements so far is
 // compared with the table of the whole set. The objective is the one
 // 'ktune tune' ships: at each cell (shape and nkv) the fastest
 // configuration, by the median of the probe; a search has come within x
 // of the best when the worst cell of its table is within x of the full
 // set's, every cell measured. The strategy runs until it stops on its
-// own (End). build makes the strategy for a seed.
-func Simulate(ctx context.Context, recs []results.Record, build func(Common) (Strategy, error), o SimOptions) (*SimResult, error) {
+// own (End). build makes the strategy for a seed; b serves the records
+// (replay.New(recs)), each point by its hash.
+func Simulate(ctx context.Context, b plan.Backend, recs []results.Record, build func(Common) (Strategy, error), o SimOptions) (*SimResult, error) {
 	probe := cmp.Or(o.Probe, results.ProbeCold)
 	recs = latest(recs)
 	pl, facts := simPlan(recs)
@@ -103,7 +102,7 @@ func Simulate(ctx context.Context, recs []results.Record, build func(Common) (St
 		if err != nil {
 			return nil, err
 		}
-		m := &simMeasurer{b: replay.New(recs), probe: probe, best: best, got: map[Cell]float64{},
+		m := &simMeasurer{b: b, probe: probe, best: best, got: map[Cell]float64{},
 			cost: cost, paid: map[string]bool{}, within: o.Within, reached: make([]bool, len(o.Within)), res: res}
 		if err := drive(ctx, st, sp, m, &SearchResult{}, io.Discard); err != nil {
 			return nil, fmt.Errorf("simulating seed %d: %w", seed, err)
@@ -116,7 +115,7 @@ func Simulate(ctx context.Context, recs []results.Record, build func(Common) (St
 // simMeasurer serves proposals from the replay backend and watches the
 // table.
 type simMeasurer struct {
-	b       *replay.Backend
+	b       plan.Backend
 	probe   results.Probe
 	best    map[Cell]float64 // the full set's table
 	got     map[Cell]float64 // the table so far

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/replay"
 )
 
 func simulate(t *testing.T, recs []results.Record, name Name, seeds int) *SimResult {
@@ -16,7 +17,7 @@ func simulate(t *testing.T, recs []results.Record, name Name, seeds int) *SimRes
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Simulate(context.Background(), recs, func(c Common) (Strategy, error) {
+	res, err := Simulate(context.Background(), replay.New(recs), recs, func(c Common) (Strategy, error) {
 		st := buildAll(t, c)[reg.Name]
 		return st, nil
 	}, SimOptions{Seeds: seeds, Within: []float64{0.01, 0.02}})

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -82,7 +81,7 @@ type Space struct {
 
 // NewSpace is the space of points: those whose facts say they do not
 // build, or break their variant's budget or the search's, are pruned.
-func NewSpace(points []*plan.Point, facts map[string]Facts, budget spec.Budget) *Space {
+func NewSpace(points []*plan.Point, facts map[string]Facts, budget plan.Budget) *Space {
 	sp := &Space{Facts: facts}
 	for _, p := range points {
 		if why := pruneWhy(p, facts, budget); why != "" {
@@ -96,7 +95,7 @@ func NewSpace(points []*plan.Point, facts map[string]Facts, budget spec.Budget) 
 }
 
 // pruneWhy says why p is never timed; "" when it may be.
-func pruneWhy(p *plan.Point, facts map[string]Facts, budget spec.Budget) string {
+func pruneWhy(p *plan.Point, facts map[string]Facts, budget plan.Budget) string {
 	f, ok := facts[p.Hash]
 	if !ok {
 		return ""
@@ -105,7 +104,7 @@ func pruneWhy(p *plan.Point, facts map[string]Facts, budget spec.Budget) string 
 		return "does not build"
 	}
 	var out []string
-	for _, b := range []spec.Budget{p.Budget, budget} {
+	for _, b := range []plan.Budget{p.Budget, budget} {
 		for _, r := range f.Resources {
 			for _, v := range b.Breaks(r.Registers, r.LocalBytes, r.StaticShared, r.DynamicShared) {
 				out = append(out, r.Kernel+": "+v)

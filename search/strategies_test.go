@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/replay"
 )
@@ -154,12 +153,12 @@ func TestPruneNeverTimes(t *testing.T) {
 		facts[p.Hash] = Facts{Builds: true, Resources: []results.Resource{{Kernel: "attn_partial", Registers: regs}}}
 	}
 	facts[pl.Points[4].Hash] = Facts{Builds: false} // SPLITS=64 at 1024
-	pl.Points[5].Budget = spec.Budget{NoSpills: true}
+	pl.Points[5].Budget = plan.Budget{NoSpills: true}
 	facts[pl.Points[5].Hash] = Facts{Builds: true, Resources: []results.Resource{{Kernel: "attn_partial", Registers: 64, LocalBytes: 16}}}
 
 	b := newTimed(func(*plan.Point) (float64, float64) { return 1e4, 0.01 })
 	e := newRunEnv(t)
-	res, err := Search(context.Background(), b, pl, SearchOptions{Facts: facts, Budget: spec.Budget{MaxRegisters: 128}, Run: e.opts()})
+	res, err := Search(context.Background(), b, pl, SearchOptions{Facts: facts, Budget: plan.Budget{MaxRegisters: 128}, Run: e.opts()})
 	if err != nil {
 		t.Fatal(err)
 	}

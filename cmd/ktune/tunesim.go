@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/replay"
 	"github.com/ktune/ktune/search"
 )
 
@@ -73,7 +74,7 @@ func tuneSimulate(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSe
 				c.Probe = p
 				return f.strategies.New(n, c)
 			}
-			res, err := search.Simulate(ctx, set.Records, build, search.SimOptions{Seeds: f.seeds, Probe: p,
+			res, err := search.Simulate(ctx, replay.New(set.Records), set.Records, build, search.SimOptions{Seeds: f.seeds, Probe: p,
 				Within: simWithin, Budget: f.budget.budget()})
 			if err != nil {
 				return fmt.Errorf("tune: --simulate %s over %s: %w", n, path, err)
