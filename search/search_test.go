@@ -138,14 +138,14 @@ func TestSearchRandomRunsWholeConfigurations(t *testing.T) {
 	pl := searchPlan("8", "16", "32", "64", "128", "256")
 	b := newTimed(func(*plan.Point) (float64, float64) { return 1e4, 0.01 })
 	e := newRunEnv(t)
-	res, err := Search(context.Background(), b, pl, SearchOptions{Strategy: StrategyRandom, Samples: 2, Seed: 3, Run: e.opts()})
+	res, err := Search(context.Background(), b, pl, SearchOptions{Name: "random", Strategy: &random{samples: 2, seed: 3}, Run: e.opts()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := labels(Sample(Configurations(pl.Points), 2, 3))
 	same(t, "chosen", res.Chosen, want)
-	if res.Random == nil || res.Random.Seed != 3 || res.Random.Samples != 2 {
-		t.Errorf("draw not recorded: %+v", res.Random)
+	if res.Settings["seed"] != "3" || res.Settings["samples"] != "2" {
+		t.Errorf("draw not recorded: %+v", res.Settings)
 	}
 	var wantHashes []string
 	for _, p := range pl.Points {
@@ -206,7 +206,7 @@ func TestSearchHalving(t *testing.T) {
 	pl := searchPlan("32", "16", "64", "8", "128", "256")
 	b := newTimed(halvingDist)
 	e := newRunEnv(t)
-	opts := SearchOptions{Strategy: StrategyHalving, Rounds: 3, Keep: DefaultKeep, Run: e.opts()}
+	opts := SearchOptions{Name: "halving", Strategy: NewHalving(HalvingOptions{Rounds: 3, Keep: DefaultKeep}), Run: e.opts()}
 	res, err := Search(context.Background(), b, pl, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -267,6 +267,7 @@ func TestSearchHalving(t *testing.T) {
 
 	// Run again: every round resumes, nothing is measured twice.
 	before := len(b.calls)
+	opts.Strategy = NewHalving(HalvingOptions{Rounds: 3, Keep: DefaultKeep})
 	res2, err := Search(context.Background(), b, pl, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +288,7 @@ func TestSearchHalvingStopsWhenDecided(t *testing.T) {
 	pl := searchPlan("16", "128")
 	b := newTimed(halvingDist)
 	e := newRunEnv(t)
-	res, err := Search(context.Background(), b, pl, SearchOptions{Strategy: StrategyHalving, Rounds: 4, Keep: DefaultKeep, Run: e.opts()})
+	res, err := Search(context.Background(), b, pl, SearchOptions{Strategy: NewHalving(HalvingOptions{Rounds: 4, Keep: DefaultKeep}), Run: e.opts()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestSearchHalvingStopsWhenDecided(t *testing.T) {
 	// not landed: here it is, and it survives although slower.
 	pl = searchPlan("128", "16")
 	e = newRunEnv(t)
-	res, err = Search(context.Background(), newTimed(halvingDist), pl, SearchOptions{Strategy: StrategyHalving, Keep: DefaultKeep, Run: e.opts()})
+	res, err = Search(context.Background(), newTimed(halvingDist), pl, SearchOptions{Strategy: NewHalving(HalvingOptions{Keep: DefaultKeep}), Run: e.opts()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +328,7 @@ func TestSearchHalvingKeepMargin(t *testing.T) {
 	} {
 		pl := searchPlan("16", "64")
 		e := newRunEnv(t)
-		res, err := Search(context.Background(), newTimed(dist), pl, SearchOptions{Strategy: StrategyHalving, Keep: tc.keep, Run: e.opts()})
+		res, err := Search(context.Background(), newTimed(dist), pl, SearchOptions{Strategy: NewHalving(HalvingOptions{Keep: tc.keep}), Run: e.opts()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,13 +351,13 @@ func TestScreenPointHash(t *testing.T) {
 	}
 }
 
-func TestParseStrategy(t *testing.T) {
-	for _, s := range []string{"grid", "random", "halving"} {
-		if st, err := ParseStrategy(s); err != nil || string(st) != s {
-			t.Errorf("%s: %v %v", s, st, err)
+func TestLookup(t *testing.T) {
+	for _, s := range []string{"grid", "random", "halving", "model"} {
+		if r, err := Lookup(s); err != nil || string(r.Name) != s {
+			t.Errorf("%s: %v %v", s, r.Name, err)
 		}
 	}
-	if _, err := ParseStrategy("anneal"); err == nil {
+	if _, err := Lookup("anneal"); err == nil {
 		t.Error("anneal accepted")
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/probe"
 	"github.com/ktune/ktune/replay"
+	"github.com/ktune/ktune/search"
 	"github.com/ktune/ktune/sweep"
 )
 
@@ -36,6 +37,9 @@ type sweepDeps struct {
 	// for the architecture arch, and returns the function that stops it
 	// and reports what it did; nil compiles nothing ahead.
 	precompile func(arch string, todo []*plan.Point, log io.Writer) (stop func() plan.CompileStats, err error)
+	// facts compiles points before any is timed and says what each
+	// image holds (tune's pruning and model); nil: not available.
+	facts func(arch string, points []*plan.Point, log io.Writer) (map[string]search.Facts, error)
 }
 
 // backendSpec says what runs a sweep's points.

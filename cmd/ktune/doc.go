@@ -80,14 +80,20 @@ machine-readable verdict for CI.
 # Search, and export a dispatch table
 
 	$ ktune tune experiments/h200-frontier.yaml -o out/frontier --search halving
+	$ ktune tune experiments/h200-frontier2-tune.yaml -o out/model --search model
 	$ ktune tune --from out/frontier -o out/dispatch
+	$ ktune tune --simulate experiments/results/h200/splits.jsonl --search all
 
 tune SPEC measures (grid by default; --search random samples
 configurations; --search halving screens every configuration with a few
 samples and drops those significantly slower before measuring the rest in
-full), then writes dispatch.yaml and dispatch.h: per shape and nkv range,
+full; --search model fits a Gaussian process to the times measured so far
+and times, a batch at a time, the points most likely to improve the
+table), then writes dispatch.yaml and dispatch.h: per shape and nkv range,
 the fastest configuration that passed its gates, a winner declared only
 where the difference is significant. --from exports from results already
-measured.
+measured. --simulate runs strategies over recorded results, no GPU, and
+prints how many points each needed to come within 1% and 2% of the best
+table.
 */
 package main

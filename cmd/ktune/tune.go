@@ -3,17 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ktune/ktune/internal/dispatch"
 	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/search"
 )
@@ -25,14 +28,15 @@ func init() {
 		run: func(stdout, stderr io.Writer, args []string) error {
 			ctx, stop := interruptible(stderr)
 			defer stop()
-			return runTune(ctx, stdout, stderr, args, sweepDeps{open: openBackend, isTTY: isTerminal, precompile: precompile})
+			return runTune(ctx, stdout, stderr, args, sweepDeps{open: openBackend, isTTY: isTerminal, precompile: precompile, facts: compileFacts})
 		},
 	})
 }
 
 const tuneUsage = `Usage:
-  ktune tune SPEC -o DIR [--search grid|random|halving] [flags]
+  ktune tune SPEC -o DIR [--search grid|random|halving|model] [flags]
   ktune tune --from RESULTS... -o DIR [--probe cold|graph]
+  ktune tune --simulate RESULTS... [--search all|STRATEGY,...] [--seeds N]
 
 Tune searches the space of the experiment SPEC on the GPU, records every
 measured point in DIR/results.jsonl as 'ktune sweep' does, and exports
@@ -66,6 +70,22 @@ survivors are screened again with twice the samples, up to --rounds
 rounds, or until one configuration per shape and nkv is left; the last
 round measures the survivors under the spec's own stopping rule.
 
+--search model is Bayesian optimisation of the table: it times the landed
+configuration, then rounds of --batch points (default 4) chosen by a
+Gaussian process fitted to the log times measured so far, over nkv, the
+shape, the variant and each define: the points of largest expected
+improvement over the best time of their own shape and nkv, a shape and
+nkv with no time yet first. It stops after --budget points or once no
+point has a --stop chance (default 0.02) of being 1% faster than the best
+of its shape and nkv. --facts adds the compile facts of each point to
+what it learns from (off: on the committed H200 searches they cost
+points). --seed draws its first points when there is no landed
+configuration.
+
+Whatever the search, a point whose compile facts break its variant's
+budget or --max-registers, --no-spills or --max-shared is never timed;
+DIR/search.json lists it with why.
+
 The screening rounds are recorded in DIR/screen/results.jsonl (their
 samples are too few for a table; each measurement's note says "halving
 round 1 of 3: screening, 5 samples"; 'ktune report DIR/screen' shows
@@ -82,6 +102,17 @@ table of one search alone.
 The devices, the worker processes and the compile cache are those of
 'ktune sweep' (ktune help sweep).
 
+# Simulation
+
+With --simulate, tune measures nothing: it runs the strategies of --search
+(all, or a comma-separated list; their flags apply) with seeds 1..--seeds
+over each recorded full search, serving each proposed point its record,
+and prints for each the points it timed, and the GPU seconds the records
+say they cost (compile and gates included), until the table of its full
+measurements was within 1% and 2% of the whole file's at every shape and
+nkv: the median over seeds, the lowest and highest, how many seeds got
+there, and how many times fewer points than random search's median.
+
 # Export only
 
 With --from, tune measures nothing: it exports the table from results
@@ -96,6 +127,8 @@ Examples:
   $ ktune tune experiments/slice.yaml -o out/slice
   $ ktune tune experiments/slice.yaml -o out/halving --search halving --devices all
   $ ktune tune experiments/slice.yaml -o out/random --search random --samples 8 --seed 7
+  $ ktune tune experiments/splits.yaml -o out/model --search model --budget 32
+  $ ktune tune --simulate experiments/results/h200/splits.jsonl --search random,model
   $ ktune tune --from experiments/results/h200/slice.jsonl -o out/dispatch
   $ ktune tune --from out/run1 --from out/run2 --probe graph -o out/dispatch
 
@@ -129,21 +162,38 @@ func (f *tuneFiles) Set(v string) error {
 // tuneFlags are the flags of the search; backendFlags those of sweep.
 type tuneFlags struct {
 	backendFlags
-	from    tuneFiles
-	probe   string
-	search  string
-	samples int
-	seed    uint64
-	rounds  int
-	keep    float64
-	force   bool
+	from     tuneFiles
+	probe    string
+	search   string
+	seed     uint64
+	force    bool
+	simulate bool
+	seeds    int
+	budget   budgetFlags
+	// strategies are the flags each strategy declares.
+	strategies *search.Flags
 	// allowReplayed: see replayed.go.
 	allowReplayed bool
 }
 
-// searchFlagNames are the flags that only a search takes.
-var searchFlagNames = []string{"search", "samples", "seed", "rounds", "keep", "force",
+// budgetFlags prune points before timing: a point whose compile facts
+// break them is never timed.
+type budgetFlags struct {
+	maxRegisters, maxShared int
+	noSpills                bool
+}
+
+func (b budgetFlags) budget() spec.Budget {
+	return spec.Budget{MaxRegisters: b.maxRegisters, NoSpills: b.noSpills, MaxShared: b.maxShared}
+}
+
+// searchFlagNames are the flags that only a search takes (each
+// strategy's own besides).
+var searchFlagNames = []string{"search", "seed", "force", "simulate", "seeds", "max-registers", "no-spills", "max-shared",
 	"device", "devices", "in-process", "wait", "v", "backend", "replay-from", "replay-match", "axis"}
+
+// simulateOnly are the flags of --simulate alone.
+var simulateOnly = []string{"simulate", "seeds"}
 
 func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps sweepDeps) error {
 	var f tuneFlags
@@ -153,12 +203,15 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	fs.Lookup("o").Usage = "`DIR` of the results and of dispatch.yaml and dispatch.h (required)"
 	fs.Var(&f.from, "from", "export only, from this `RESULTS` file or sweep directory (repeatable; more may follow as arguments)")
 	fs.StringVar(&f.probe, "probe", string(results.ProbeCold), "`PROBE` whose samples decide: cold or graph")
-	fs.StringVar(&f.search, "search", string(search.StrategyGrid), "search `STRATEGY`: grid, random or halving")
-	fs.IntVar(&f.samples, "samples", 0, "random: how many configurations to draw (`N`; the landed one is added)")
-	fs.Uint64Var(&f.seed, "seed", 1, "random: the `SEED` of the draw")
-	fs.IntVar(&f.rounds, "rounds", search.DefaultRounds, "halving: at most `R` rounds, the last under the spec's stopping rule")
-	fs.Float64Var(&f.keep, "keep", search.DefaultKeep, "halving: keep a configuration whose median is within `F` (a fraction) of the best's")
+	fs.StringVar(&f.search, "search", "grid", "search `STRATEGY`: "+strategyList()+" (--simulate: a comma-separated list, or all)")
+	fs.Uint64Var(&f.seed, "seed", 1, "random, model: the `SEED` of every random choice")
 	fs.BoolVar(&f.force, "force", false, "measure again points already recorded in DIR (the new record supersedes)")
+	fs.BoolVar(&f.simulate, "simulate", false, "run the strategies over recorded RESULTS instead of a device, and print how many points each needs")
+	fs.IntVar(&f.seeds, "seeds", 20, "simulate: run each strategy with seeds 1..`N`")
+	fs.IntVar(&f.budget.maxRegisters, "max-registers", 0, "never time a point whose kernels use more than `N` registers per thread")
+	fs.BoolVar(&f.budget.noSpills, "no-spills", false, "never time a point whose kernels use local memory (spills)")
+	fs.IntVar(&f.budget.maxShared, "max-shared", 0, "never time a point whose kernels use more than `BYTES` of shared memory per block")
+	f.strategies = search.DeclareFlags(fs)
 	registerAllowReplayed(fs, &f.allowReplayed)
 	paths, help, err := parseArgs(fs, args, tuneUsage, tuneExit)
 	if help || err != nil {
@@ -172,14 +225,26 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	if err != nil || p != results.ProbeCold && p != results.ProbeGraph {
 		return usageErrorf("tune: --probe %q: want cold or graph", f.probe)
 	}
+	if f.simulate {
+		return tuneSimulate(ctx, stdout, stderr, fs, &f, p)
+	}
+	for _, name := range simulateOnly {
+		if flagSet(fs, name) {
+			return usageErrorf("tune: --%s belongs to --simulate", name)
+		}
+	}
 	if f.out == "" {
 		return usageErrorf("tune: -o DIR is required (run 'ktune help tune')")
 	}
 	if f.from.from {
-		for _, name := range searchFlagNames {
-			if flagSet(fs, name) {
-				return usageErrorf("tune: --%s measures, --from only exports: give one of them", name)
+		set := ""
+		fs.Visit(func(fl *flag.Flag) {
+			if set == "" && (slices.Contains(searchFlagNames, fl.Name) || f.strategies.Owner(fl.Name) != "") {
+				set = fl.Name
 			}
+		})
+		if set != "" {
+			return usageErrorf("tune: --%s measures, --from only exports: give one of them", set)
 		}
 		// Records of 'sweep --backend replay' are not measurements (replayed.go).
 		if err := refuseReplayedFiles(stderr, f.from.paths, f.allowReplayed); err != nil {
@@ -193,24 +258,32 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	return tuneSearch(ctx, stdout, stderr, fs, &f, p, deps)
 }
 
+// strategyList is the registered strategies for help, e.g. "grid, random,
+// halving or model".
+func strategyList() string {
+	var names []string
+	for _, n := range search.Names() {
+		names = append(names, string(n))
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // tuneSearch runs the search of one spec into f.out and exports its table.
 func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet, f *tuneFlags, p results.Probe, deps sweepDeps) error {
 	specPath := f.from.paths[0]
-	st, err := search.ParseStrategy(f.search)
-	if err != nil {
+	if _, err := search.Lookup(f.search); err != nil {
 		return usageErrorf("tune: --search: %v", err)
 	}
-	switch {
-	case st == search.StrategyRandom && f.samples < 1:
-		return usageErrorf("tune: --search random wants --samples N (N ≥ 1 configurations to draw)")
-	case st != search.StrategyRandom && (flagSet(fs, "samples") || flagSet(fs, "seed")):
-		return usageErrorf("tune: --samples and --seed belong to --search random")
-	case st != search.StrategyHalving && (flagSet(fs, "rounds") || flagSet(fs, "keep")):
-		return usageErrorf("tune: --rounds and --keep belong to --search halving")
-	case f.rounds < 1:
-		return usageErrorf("tune: --rounds %d: want at least 1", f.rounds)
-	case f.keep < 0:
-		return usageErrorf("tune: --keep %g: want a fraction ≥ 0, e.g. 0.03", f.keep)
+	name := search.Name(strings.TrimSpace(f.search))
+	st, err := f.strategies.Build(name, search.Common{Seed: f.seed, Probe: p})
+	if err != nil {
+		return usageErrorf("tune: %v", err)
+	}
+	if reg, _ := search.Lookup(string(name)); flagSet(fs, "seed") && !reg.Seeded {
+		return usageErrorf("tune: --seed: --search %s draws nothing at random", name)
 	}
 	bs, err := f.backend(fs, stderr)
 	if err != nil {
@@ -221,11 +294,13 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 		return err
 	}
 	defer bn.close()
-	opts := search.SearchOptions{Strategy: st, Samples: f.samples, Seed: f.seed, Rounds: f.rounds, Keep: f.keep,
-		Probe: p, Run: bn.opts}
+	opts := search.SearchOptions{Name: name, Strategy: st, Budget: f.budget.budget(), Run: bn.opts}
+	if opts.Facts, err = tuneFacts(stderr, f, st, bn, deps); err != nil {
+		return err
+	}
 	opts.Run.Force = f.force
 	fmt.Fprintf(stderr, "%s: %d points, %d configurations; %s search on %s (%s, %s) into %s\n",
-		specPath, len(bn.plan.Points), len(search.Configurations(bn.plan.Points)), st,
+		specPath, len(bn.plan.Points), len(search.Configurations(bn.plan.Points)), name,
 		bn.env.Device, bn.env.Arch, bn.where, results.FilePath(f.out))
 
 	res, runErr := search.Search(ctx, bn.backend, bn.plan, opts)
@@ -237,8 +312,12 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 		if r.Samples > 0 {
 			samples = fmt.Sprintf("%d samples", r.Samples)
 		}
-		fmt.Fprintf(stdout, "round %d of %d (%s): %d configurations, %d points (%d already recorded, %d run)",
-			r.Number, r.Of, samples, len(r.Ran), r.Points, r.Skipped, r.Measured)
+		of := ""
+		if r.Of > 0 {
+			of = fmt.Sprintf(" of %d", r.Of)
+		}
+		fmt.Fprintf(stdout, "round %d%s (%s): %d configurations, %d points (%d already recorded, %d run)",
+			r.Number, of, samples, len(r.Ran), r.Points, r.Skipped, r.Measured)
 		if len(r.Dropped) > 0 {
 			fmt.Fprintf(stdout, "; dropped %d", len(r.Dropped))
 		}
@@ -255,6 +334,37 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 	// The same export as --from DIR, restricted to this spec: a directory
 	// may hold the results of others.
 	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name}, f.out)
+}
+
+// tuneFacts compiles the plan's points before the search when something
+// reads their compile facts: a budget of the search (which nothing else
+// could enforce before timing) or a strategy that learns from them.
+func tuneFacts(stderr io.Writer, f *tuneFlags, st search.Strategy, bn *bench, deps sweepDeps) (map[string]search.Facts, error) {
+	budget := !f.budget.budget().IsZero()
+	fu, ok := st.(search.FactsUser)
+	if !budget && (!ok || !fu.UsesFacts()) {
+		return nil, nil
+	}
+	var err error
+	if deps.facts == nil {
+		err = errors.New("this backend compiles nothing before timing")
+	} else {
+		var points []*plan.Point
+		for _, p := range bn.plan.Points {
+			if bn.opts.Filter == nil || bn.opts.Filter(p) {
+				points = append(points, p)
+			}
+		}
+		var facts map[string]search.Facts
+		if facts, err = deps.facts(bn.env.Arch, points, stderr); err == nil {
+			return facts, nil
+		}
+	}
+	if budget {
+		return nil, fmt.Errorf("tune: --max-registers, --no-spills and --max-shared need every point compiled first: %w", err)
+	}
+	fmt.Fprintf(stderr, "ktune: warning: no compile facts before timing (%v); the model learns from the axes alone\n", err)
+	return nil, nil
 }
 
 // writeSearch records what a search ran in dir/search.json: the seed of a

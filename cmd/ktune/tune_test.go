@@ -73,6 +73,7 @@ func TestTuneSearchExportsAsFrom(t *testing.T) {
 		{"grid", nil},
 		{"random", []string{"--search", "random", "--samples", "3", "--seed", "9"}},
 		{"halving", []string{"--search", "halving", "--rounds", "3"}},
+		{"model", []string{"--search", "model", "--batch", "3", "--seed", "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, again := t.TempDir(), t.TempDir()
@@ -102,8 +103,8 @@ func TestTuneSearchExportsAsFrom(t *testing.T) {
 			}
 			switch tc.name {
 			case "random":
-				if log.Random == nil || log.Random.Seed != 9 || log.Random.Samples != 3 {
-					t.Errorf("search.json does not record the draw: %+v", log.Random)
+				if log.Settings["seed"] != "9" || log.Settings["samples"] != "3" {
+					t.Errorf("search.json does not record the draw: %+v", log.Settings)
 				}
 			case "halving":
 				// r4 and d2 at SPLITS 8 and 16 are far slower everywhere.
@@ -172,10 +173,101 @@ func TestTuneUsageErrors(t *testing.T) {
 		{"--from", "x", "-o", "d", "--devices", "all"},
 		{"a.yaml", "b.yaml", "-o", "d"},
 		{tuneSpec, "-o", "d", "--probe", "hot"},
+		{tuneSpec, "-o", "d", "--search", "model", "--samples", "3"},
+		{tuneSpec, "-o", "d", "--search", "model", "--batch", "0"},
+		{tuneSpec, "-o", "d", "--search", "halving", "--seed", "3"},
+		{tuneSpec, "-o", "d", "--seeds", "3"},
+		{"--simulate"},
+		{"--simulate", simFixture, "-o", "d"},
+		{"--simulate", simFixture, "--search", "random,anneal"},
+		{"--simulate", simFixture, "--search", "model", "--rounds", "2"},
+		{"--simulate", simFixture, "--seed", "2"},
+		{"--simulate", simFixture, "--seeds", "0"},
+		{"--simulate", simFixture, "--search", "random", "--samples", "3"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if err := runTune(context.Background(), &stdout, &stderr, args, deps); exitCode(err) != exitUsage {
 			t.Errorf("%q: exit %d (%v), want %d", args, exitCode(err), err, exitUsage)
 		}
+	}
+}
+
+const simFixture = "../../search/testdata/window.jsonl"
+
+// TestTuneSimulate: --simulate runs every strategy over recorded results
+// and prints, per strategy and threshold, the points it needed.
+func TestTuneSimulate(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--simulate", simFixture, "--search", "all", "--seeds", "3"}
+	if err := runTune(context.Background(), &stdout, &stderr, args, tuneDeps(nil)); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, simFixture+": 32 points, 8 configurations, 4 cells; 3 seeds") {
+		t.Errorf("no space header:\n%s", out)
+	}
+	for _, name := range search.Names() {
+		for _, within := range []string{"1%", "2%"} {
+			if !strings.Contains(out, "\n"+string(name)+strings.Repeat(" ", 10-len(name))+within) {
+				t.Errorf("no row for %s within %s:\n%s", name, within, out)
+			}
+		}
+	}
+	// A strategy's own flags reach the simulation: model at batch 1
+	// proposes otherwise than at 4.
+	var b1 bytes.Buffer
+	args = []string{"--simulate", simFixture, "--search", "model", "--seeds", "1", "--batch", "1"}
+	if err := runTune(context.Background(), &b1, &stderr, args, tuneDeps(nil)); err != nil {
+		t.Fatal(err)
+	}
+	var b4 bytes.Buffer
+	args = []string{"--simulate", simFixture, "--search", "model", "--seeds", "1"}
+	if err := runTune(context.Background(), &b4, &stderr, args, tuneDeps(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if b1.String() == b4.String() {
+		t.Errorf("--batch 1 simulated as the default:\n%s", b1.String())
+	}
+}
+
+// TestTunePrunesByCompileFacts: with --max-registers, tune compiles the
+// points first and never times one whose kernel breaks it; search.json
+// says which and why. Without a way to compile first, the budget is an
+// error, not a silent no-op.
+func TestTunePrunesByCompileFacts(t *testing.T) {
+	m := &modelled{}
+	deps := tuneDeps(m)
+	var compiled int
+	deps.facts = func(arch string, points []*plan.Point, _ io.Writer) (map[string]search.Facts, error) {
+		out := map[string]search.Facts{}
+		for _, p := range points {
+			compiled++
+			regs := 40
+			if p.Config.Splits == 64 {
+				regs = 96
+			}
+			out[p.Hash] = search.Facts{Builds: true, Resources: []results.Resource{{Kernel: "attn_partial", Registers: regs}}}
+		}
+		return out, nil
+	}
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{tuneSpec, "-o", dir, "--max-registers", "64"}
+	if err := runTune(context.Background(), &stdout, &stderr, args, deps); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var log search.SearchResult
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "search.json")), &log); err != nil {
+		t.Fatal(err)
+	}
+	if compiled != 64 || m.runs != 48 || len(log.Pruned) != 16 || !strings.Contains(log.Pruned[0], "96 registers, over max_registers 64") {
+		t.Errorf("compiled %d, timed %d, pruned %d: %v", compiled, m.runs, len(log.Pruned), log.Pruned)
+	}
+	if strings.Contains(stdout.String(), "SPLITS=64") {
+		t.Errorf("the table names a pruned configuration:\n%s", stdout.String())
+	}
+	err := runTune(context.Background(), &stdout, &stderr, args, tuneDeps(&modelled{}))
+	if err == nil || !strings.Contains(err.Error(), "need every point compiled first") {
+		t.Errorf("a budget without compile facts: %v", err)
 	}
 }

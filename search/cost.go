@@ -1,0 +1,79 @@
+package search
+
+import (
+	"github.com/ktune/ktune/internal/results"
+)
+
+// costs says what timing a recorded point cost on the GPU, as its records
+// tell: the compile and the gates, paid once per compiled kernel and
+// geometry (the first of its points to run pays them), and the timing of
+// the point itself. A record that keeps gate_sec splits its wall time
+// exactly. An older one does not: its group's first record in file order
+// carried the compile and the gates, estimated as that record's wall time
+// beyond the cheapest other point of its group.
+type costs struct {
+	overhead map[string]float64 // by group
+	timing   map[string]float64 // by record hash
+	group    map[string]string  // record hash → group
+	samples  map[string]int     // record hash → most samples of a probe
+}
+
+func newCosts(recs []results.Record) *costs {
+	c := &costs{overhead: map[string]float64{}, timing: map[string]float64{}, group: map[string]string{}, samples: map[string]int{}}
+	byGroup := map[string][]*results.Record{}
+	var order []string
+	for i := range recs {
+		r := &recs[i]
+		g := gateGroup(&r.Config)
+		if byGroup[g] == nil {
+			order = append(order, g)
+		}
+		byGroup[g] = append(byGroup[g], r)
+		c.group[r.Hash] = g
+		for _, m := range r.Probes {
+			c.samples[r.Hash] = max(c.samples[r.Hash], len(m.SamplesNS))
+		}
+	}
+	for _, g := range order {
+		rs := byGroup[g]
+		split := false
+		for _, r := range rs {
+			split = split || r.GateSec > 0
+		}
+		if split {
+			for _, r := range rs {
+				c.overhead[g] += r.GateSec + r.Compile.Seconds
+				c.timing[r.Hash] = max(r.WallSec-r.GateSec-r.Compile.Seconds, 0)
+			}
+			continue
+		}
+		for _, r := range rs {
+			c.timing[r.Hash] = r.WallSec
+		}
+		if len(rs) < 2 {
+			continue
+		}
+		cheapest := rs[1].WallSec
+		for _, r := range rs[2:] {
+			cheapest = min(cheapest, r.WallSec)
+		}
+		c.overhead[g] = max(rs[0].WallSec-cheapest, 0)
+		c.timing[rs[0].Hash] = rs[0].WallSec - c.overhead[g]
+	}
+	return c
+}
+
+// of is the cost of timing the point of hash with samples (0: as
+// recorded), its group's overhead included when paid adds it (the group
+// not yet gated).
+func (c *costs) of(hash string, samples int, paid map[string]bool) float64 {
+	t := c.timing[hash]
+	if n := c.samples[hash]; samples > 0 && n > samples {
+		t *= float64(samples) / float64(n)
+	}
+	if g := c.group[hash]; !paid[g] {
+		paid[g] = true
+		t += c.overhead[g]
+	}
+	return t
+}
