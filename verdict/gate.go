@@ -18,6 +18,7 @@ import (
 	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/stats"
+	"github.com/ktune/ktune/internal/workload"
 )
 
 // A Verdict is the outcome of a landing gate.
@@ -85,6 +86,12 @@ type GateOptions struct {
 	// Expected lists the points a plan asks for (the SPEC form): each one
 	// without a record of its configuration is missing.
 	Expected []results.Config
+	// Workload, when set, decides performance by the change weighted by
+	// its buckets (checkWorkload) instead of point by point; a bucket that
+	// regresses fails the gate when the regressed buckets carry more than
+	// MaxRegressedWeight of the steps.
+	Workload           *workload.Workload
+	MaxRegressedWeight float64
 }
 
 // A GateResult is the verdict with a row per point and per configuration.
@@ -120,6 +127,11 @@ type GateResult struct {
 	// them all (0 when none is undecided).
 	Undecided      int `json:"undecided"`
 	SamplesPerSide int `json:"samples_per_side,omitempty"`
+	// Counts sums up the point rows: faster, slower, within noise,
+	// undecided.
+	Counts Counts `json:"counts"`
+	// Workload is the judgement under --workload, nil without one.
+	Workload *WorkloadResult `json:"workload,omitempty"`
 }
 
 // A NumRow is the numerics verdict of one candidate configuration (its
@@ -162,6 +174,8 @@ type GatePoint struct {
 	// (null when a side has too few samples for an interval).
 	WorstPct *float64 `json:"worst_pct"`
 	Reason   string   `json:"reason"`
+
+	side *sidePoint // the samples compared, for a workload
 }
 
 // Gate decides whether opts.Candidate may replace the baseline. An error
@@ -224,15 +238,23 @@ func Gate(recs []results.Record, opts GateOptions) (*GateResult, error) {
 	passed := res.checkNumerics(cand, opts.Failures)
 	res.checkPerformance(cand, base, passed, opts)
 	res.checkExpected(rows, opts)
+	res.Counts = countPoints(res.Points)
+	// Without a workload every point decides alike; with one, the
+	// weighted change and the regressed buckets' share do.
+	regressed, undecided := anyPoint(res.Points), res.Undecided > 0
+	if opts.Workload != nil {
+		res.checkWorkload(opts)
+		regressed, undecided = res.Workload.regression(), res.Workload.undecided()
+	}
 
 	switch {
 	case anyNum(res.Numerics, func(n NumRow) bool { return !n.Pass && !n.Error }):
 		res.Verdict = VerdictNumerics
-	case anyPoint(res.Points):
+	case regressed:
 		res.Verdict = VerdictRegression
 	case len(res.Missing) > 0 || anyNum(res.Numerics, func(n NumRow) bool { return n.Error }):
 		res.Verdict = VerdictIncomplete
-	case res.Undecided > 0 || (opts.SameDevice && len(res.EnvWarnings) > 0) ||
+	case undecided || (opts.SameDevice && len(res.EnvWarnings) > 0) ||
 		(res.SkippedRecords+res.ExcludedRecords > 0 && !opts.AllowDamaged):
 		res.Verdict = VerdictUndecided
 	default:
@@ -455,6 +477,7 @@ func (res *GateResult) checkPerformance(cand, base []row, passed map[decision.Co
 				Candidate: decision.ConfigLabel(c.cfg()), Baseline: decision.ConfigLabel(b.cfg()),
 				CandNS: row.New.Center, BaseNS: row.Old.Center, DeltaPct: row.DeltaPct,
 				P: row.P, N1: row.N2, N2: row.N1,
+				side: &sidePoint{model: modelOf(c.cfg().Shape), name: c.Label, batch: c.cfg().Shape.Batch, cand: cs.SamplesNS, base: bs.SamplesNS},
 			}
 			if !math.IsInf(row.RatioHi, 0) {
 				w := row.RatioHi * 100

@@ -99,6 +99,9 @@ func (res *GateResult) WriteText(w io.Writer) error {
 		ew.printf("\n%d row(s) undecided: the samples cannot tell a pass from a regression; about %d samples per side would decide\n",
 			res.Undecided, res.SamplesPerSide)
 	}
-	ew.printf("\nverdict: %s\n", res.Verdict)
+	if res.Workload != nil && ew.err == nil {
+		ew.err = res.Workload.write(w, res.Threshold)
+	}
+	ew.printf("\nverdict: %s (%s)\n", res.Verdict, res.Counts)
 	return ew.err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/workload"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/verdict"
 )
@@ -89,10 +90,29 @@ which outrank undecided.
 rows with reasons, skipped_records, undecided and samples_per_side) and
 nothing else on standard output, for CI steps.
 
+# Workload
+
+With --workload FILE the performance check weighs the points by how
+often the engine runs them: FILE holds (batch, nkv, weight) buckets, in
+ktune's YAML or imported from a histogram CSV, a FlashInfer-Bench trace
+(.jsonl) or vLLM batch specs (.txt): 'go doc ./internal/workload' has the
+forms. At each shape and probe, each bucket takes the compared points'
+medians at its batch and nkv, interpolated linearly between measured nkv
+(the table says so) and never beyond them (such a bucket is not
+evaluated and the gate is undecided). The gate then fails when the
+weighted change is significantly slower than the threshold, or when the
+buckets that regress (slower by more than the threshold, their 95%
+interval above 1) carry more than --max-regressed-weight of the steps
+even though the total improves; it is undecided when the interval of the
+weighted change allows a slowdown beyond the threshold. Intervals come
+from a bootstrap of the points' samples (fixed seed). Numerics, missing
+points and damaged input decide as without a workload.
+
 Examples:
   $ ktune gate --candidate d2 out/slice
   $ ktune gate --candidate d2 --define SPLITS=64 --against r4 --threshold 0.01 out/slice/results.jsonl
   $ ktune gate experiments/slice.yaml --candidate d2 --results out/slice --json
+  $ ktune gate experiments/slice.yaml --candidate r4 --results experiments/results/h200/slice.jsonl --workload experiments/workloads/long-context.csv
 
 Flags:
 `
@@ -135,6 +155,9 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	probes := fs.String("probes", "", "gate only these `PROBES` (cold,hot,graph); default: every probe measured on both sides")
 	resultsDir := fs.String("results", "", "results `DIR` of the sweep of SPEC (second form)")
 	asJSON := fs.Bool("json", false, "print a machine-readable verdict only")
+	workloadFile := fs.String("workload", "", "decide on the change weighted by the workload `FILE` (ktune help gate: Workload)")
+	fs.Float64Var(&opts.MaxRegressedWeight, "max-regressed-weight", verdict.DefaultMaxRegressedWeight,
+		"with --workload: fail when buckets that regress carry more than this `fraction` of the steps")
 	fs.BoolVar(&opts.AllowDamaged, "allow-damaged", false, "let the gate pass although input lines could not be read or records are not evidence (they are still counted)")
 	fs.BoolVar(&opts.SameDevice, "same-device", false, "a point whose two sides ran on different GPUs, drivers or clocks is undecided, not a warning")
 	var allowReplayed bool
@@ -150,6 +173,16 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	// never holds: a NaN or infinite threshold would pass any regression.
 	if math.IsNaN(opts.Threshold) || math.IsInf(opts.Threshold, 0) || opts.Threshold < 0 || opts.Threshold >= 1 {
 		return usageErrorf("--threshold %g: want a fraction in [0, 1), e.g. 0.02", opts.Threshold)
+	}
+	if math.IsNaN(opts.MaxRegressedWeight) || opts.MaxRegressedWeight < 0 || opts.MaxRegressedWeight > 1 {
+		return usageErrorf("--max-regressed-weight %g: want a fraction in [0, 1], e.g. 0.05", opts.MaxRegressedWeight)
+	}
+	if *workloadFile != "" {
+		w, err := workload.Load(*workloadFile)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		opts.Workload = w
 	}
 	if *probes != "" {
 		var err error
@@ -218,7 +251,16 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	if code == exitOK {
 		return nil
 	}
-	return withCode(code, fmt.Errorf("gate: candidate %s: %s", res.Candidate, res.Verdict))
+	why := ""
+	if res.Workload != nil {
+		for _, g := range res.Workload.Groups {
+			if g.Regression || g.Undecided {
+				why = fmt.Sprintf(": %s, probe %s: %s", g.Shape, g.Probe, g.Reason)
+				break
+			}
+		}
+	}
+	return withCode(code, fmt.Errorf("gate: candidate %s: %s%s", res.Candidate, res.Verdict, why))
 }
 
 func gateExitCode(v verdict.Verdict) int {
