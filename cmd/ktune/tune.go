@@ -120,6 +120,18 @@ files or sweep directories (a directory means its results.jsonl); when two
 hold the same configuration, the later wins. 'ktune tune SPEC -o DIR'
 writes the same files as 'ktune tune --from DIR -o DIR' would after it.
 
+# A few arms
+
+--max-arms N limits each shape's table to N nkv ranges: when the winners
+above form more, the ranges are those of least total cost, the sum over
+the measured nkv of log(median of the range's configuration / median of
+that nkv's winner). Each nkv where the range's configuration is not the
+winner says by how much it is slower (rule "arms"); one where it was not
+measured at all says so (rule "unmeasured", median "-"), and a warning
+names every configuration of the table not measured at a measured nkv:
+the sweep to run before trusting the table there. 'ktune report' opens
+with this table for every shape with a landed kernel (--max-arms 3).
+
 The outputs name their results files with a sha256, never a date:
 regenerating from the same files gives the same bytes.
 
@@ -131,6 +143,7 @@ Examples:
   $ ktune tune --simulate experiments/results/h200/splits.jsonl --search random,model
   $ ktune tune --from experiments/results/h200/slice.jsonl -o out/dispatch
   $ ktune tune --from out/run1 --from out/run2 --probe graph -o out/dispatch
+  $ ktune tune --from experiments/results/h200/slice.jsonl --max-arms 2 -o out/dispatch
 
 Flags:
 `
@@ -172,6 +185,7 @@ type tuneFlags struct {
 	budget   budgetFlags
 	// strategies are the flags each strategy declares.
 	strategies *search.Flags
+	maxArms    int
 	// allowReplayed: see replayed.go.
 	allowReplayed bool
 }
@@ -205,6 +219,7 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	fs.StringVar(&f.probe, "probe", string(results.ProbeCold), "`PROBE` whose samples decide: cold or graph")
 	fs.StringVar(&f.search, "search", "grid", "search `STRATEGY`: "+strategyList()+" (--simulate: a comma-separated list, or all)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random, model: the `SEED` of every random choice")
+	fs.IntVar(&f.maxArms, "max-arms", 0, "at most `N` nkv ranges per shape, chosen for the least cost against each nkv's winner (0: no limit)")
 	fs.BoolVar(&f.force, "force", false, "measure again points already recorded in DIR (the new record supersedes)")
 	fs.BoolVar(&f.simulate, "simulate", false, "run the strategies over recorded RESULTS instead of a device, and print how many points each needs")
 	fs.IntVar(&f.seeds, "seeds", 20, "simulate: run each strategy with seeds 1..`N`")
@@ -250,7 +265,7 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 		if err := refuseReplayedFiles(stderr, f.from.paths, f.allowReplayed); err != nil {
 			return err
 		}
-		return tuneExport(stdout, stderr, f.from.paths, dispatch.Options{Probe: p}, f.out)
+		return tuneExport(stdout, stderr, f.from.paths, dispatch.Options{Probe: p, MaxArms: f.maxArms}, f.out)
 	}
 	if len(f.from.paths) != 1 {
 		return usageErrorf("tune: want one SPEC or --from RESULTS... (run 'ktune help tune')")
@@ -333,7 +348,7 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 	}
 	// The same export as --from DIR, restricted to this spec: a directory
 	// may hold the results of others.
-	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name}, f.out)
+	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name, MaxArms: f.maxArms}, f.out)
 }
 
 // tuneFacts compiles the plan's points before the search when something

@@ -25,7 +25,7 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 	if opt.Alpha == 0 {
 		opt.Alpha = decision.Alpha
 	}
-	t := &Table{Probe: opt.Probe, Alpha: opt.Alpha, Sources: sources}
+	t := &Table{Probe: opt.Probe, Alpha: opt.Alpha, Sources: sources, MaxArms: opt.MaxArms}
 
 	groups := map[tableKey]map[int]map[string]*candidate{}
 	devices := map[string]bool{}
@@ -92,7 +92,11 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 	slices.SortFunc(keys, compareKeys)
 	for _, k := range keys {
 		decs := decision.Decide(groups[k], opt.Alpha)
-		t.Shapes = append(t.Shapes, ShapeTable{Shape: k.shape, PageSize: k.pageSize, Ranges: mergeRanges(decs)})
+		missing := limitArms(decs, opt.MaxArms, opt.Alpha)
+		t.Shapes = append(t.Shapes, ShapeTable{Shape: k.shape, PageSize: k.pageSize, Ranges: mergeRanges(decs), Missing: missing})
+		for _, m := range missing {
+			t.Warnings = append(t.Warnings, fmt.Sprintf("%s: nkv %d: %s, an arm of the table, was not measured here: it may be faster or slower than the table says", shapeLabel(k), m.NKV, m.Config))
+		}
 	}
 	return t, nil
 }

@@ -21,9 +21,13 @@ func mergeRanges(decs []*decision.Decision) []Range {
 			out = append(out, Range{MinNKV: lo})
 		}
 		r := &out[len(out)-1]
-		r.Picks = append(r.Picks, Pick{NKV: d.NKV, MedianNS: d.Winner.Median, Rule: d.Rule, Margin: d.Margin})
+		med := d.Winner.Median
+		if d.Rule == RuleUnmeasured {
+			med = 0 // the arm was measured at other nkv only
+		}
+		r.Picks = append(r.Picks, Pick{NKV: d.NKV, MedianNS: med, Rule: d.Rule, Margin: d.Margin})
 		// Fields from the largest measured nkv: each pick overwrites.
-		fill(r, d.Winner.Rec, d.Winner.Median, d.Margin)
+		fill(r, d.Winner.Rec, med, d.Margin)
 	}
 	return out
 }

@@ -19,6 +19,10 @@ type Options struct {
 	// input a later line superseded, Input.Superseded): a configuration
 	// that failed a gate or faulted in any of them is never chosen.
 	Failed []results.Record
+	// MaxArms, when > 0, limits each shape's table to that many ranges
+	// (limitArms): an engine ships a dispatch of a few arms, and the cost
+	// of the simplicity is printed per nkv.
+	MaxArms int
 }
 
 // A Table is a dispatch table: per shape, the configuration to launch for
@@ -30,6 +34,8 @@ type Table struct {
 	Sources  []Source      // the results files, in the order given
 	Shapes   []ShapeTable  // sorted by name, then dimensions, batch, attention options and page size
 	Warnings []string      // measured nkv left without a candidate, and similar
+	// MaxArms is Options.MaxArms (0: every winner has its range).
+	MaxArms int
 }
 
 // A ShapeTable is the dispatch of one shape.
@@ -41,6 +47,18 @@ type ShapeTable struct {
 	// kernels read (their PAGE_SIZE define); 0 for a contiguous cache.
 	PageSize int
 	Ranges   []Range // ascending, contiguous, from nkv 1 to no upper bound
+	// Missing lists, with MaxArms, each arm of the table not measured at
+	// a measured nkv of the shape: it might have been faster there.
+	Missing []Missing
+}
+
+// A Missing point is a configuration of a table not measured at an nkv.
+type Missing struct {
+	NKV     int
+	Config  string // "d2 NR=4 SPLITS=32"
+	Variant string
+	Defines []results.Define
+	Spec    string // the spec whose records measured the configuration
 }
 
 // A Range is one nkv interval [MinNKV, MaxNKV) and what to launch there.

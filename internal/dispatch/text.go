@@ -23,8 +23,11 @@ func (t *Table) WriteText(w io.Writer) error {
 			rng := rangeLabel(r)
 			cfg := configLabel(r)
 			for _, p := range r.Picks {
-				row := []string{shape, rng, cfg, strconv.Itoa(p.NKV),
-					strconv.FormatFloat(p.MedianNS/1e3, 'f', 1, 64), p.Margin}
+				med := "-" // not measured here (RuleUnmeasured)
+				if p.MedianNS > 0 {
+					med = strconv.FormatFloat(p.MedianNS/1e3, 'f', 1, 64)
+				}
+				row := []string{shape, rng, cfg, strconv.Itoa(p.NKV), med, p.Margin}
 				tbl.Add(row...)
 			}
 		}

@@ -13,10 +13,12 @@ import (
 // The YAML layout is its own set of types so that the exported field names
 // and their order are fixed here, not by the Go types.
 type yamlDoc struct {
-	Probe  string      `yaml:"probe"`
-	Alpha  float64     `yaml:"alpha"`
-	Device string      `yaml:"device"`
-	Shapes []yamlShape `yaml:"shapes"`
+	Probe  string  `yaml:"probe"`
+	Alpha  float64 `yaml:"alpha"`
+	Device string  `yaml:"device"`
+	// MaxArms is the arm limit the table was built under, omitted without one.
+	MaxArms int         `yaml:"max_arms,omitempty"`
+	Shapes  []yamlShape `yaml:"shapes"`
 }
 
 type yamlShape struct {
@@ -91,7 +93,7 @@ func (v nsValue) MarshalYAML() (any, error) {
 // WriteYAML writes the table as YAML, headed by a comment naming the
 // results files it was built from and the rule that built it.
 func (t *Table) WriteYAML(w io.Writer) error {
-	doc := yamlDoc{Probe: string(t.Probe), Alpha: t.Alpha, Device: t.Device}
+	doc := yamlDoc{Probe: string(t.Probe), Alpha: t.Alpha, Device: t.Device, MaxArms: t.MaxArms}
 	for _, st := range t.Shapes {
 		s := st.Shape
 		ys := yamlShape{Name: s.Name, Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, KVDtype: string(s.KVDtype), KVScale: s.KVScale, Batch: s.Batch,
