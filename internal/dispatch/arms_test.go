@@ -2,8 +2,8 @@ package dispatch
 
 import (
 	"math"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
