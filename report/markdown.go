@@ -18,6 +18,12 @@ func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) erro
 	if ew.err != nil {
 		return ew.err
 	}
+	if err := rep.WriteRecommend(w); err != nil {
+		return err
+	}
+	if len(rep.Recommend) > 0 {
+		ew.printf("\n")
+	}
 	if err := rep.WriteShip(w, true); err != nil {
 		return err
 	}
@@ -74,6 +80,7 @@ func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) erro
 			ew.err = rep.writeProjection(w, true)
 		}
 	}
+	rep.writeDuplicates(ew)
 	if sums := SummariseWarnings(rep.Warnings); len(sums) > 0 {
 		ew.printf("\n## Warnings\n\n")
 		for _, s := range sums {

@@ -22,6 +22,10 @@ type Options struct {
 	// summary then names the files that hold the shipped configurations
 	// in its `ktune tune --from` command.
 	Sources []string
+	// MaxArms > 0 builds the recommendation report.md opens with: per
+	// shape with a landed kernel, a dispatch of at most MaxArms ranges
+	// (recommend).
+	MaxArms int
 }
 
 // A Report is the data model every renderer formats.
@@ -45,6 +49,12 @@ type Report struct {
 	// (duplicate points, refused projection rows); SummariseWarnings
 	// counts them per kind.
 	Warnings []Warning
+	// Recommend holds, with Options.MaxArms, one recommendation per shape
+	// with a landed kernel (recommend.go).
+	Recommend []Recommendation
+	// Duplicates lists every point measured by more than one record: the
+	// record kept and why, the ones left out.
+	Duplicates []Duplicate
 }
 
 // A Row is one configuration at one context length.
@@ -188,6 +198,14 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 	}
 	rep.Ship = buildShip(rep)
 	rep.ShipConfigs = nameShipped(rep.Ship)
+	kept := map[decision.PointKey]int{}
+	for _, p := range points {
+		kept[p.Key] = index[p.Rec]
+	}
+	rep.Duplicates = duplicates(recs, opts.Sources, kept, dups, labels)
+	if opts.MaxArms > 0 {
+		rep.recommend(recs, opts.Sources, opts.MaxArms)
+	}
 	if opts.Layers > 0 && opts.StepMS > 0 {
 		pr, err := project(rep, opts)
 		if err != nil {

@@ -35,7 +35,7 @@ type WarningSummary struct {
 }
 
 var warningMeaning = map[WarningKind]string{
-	WarnDuplicate:  "a point measured more than once (the same device, shape, configuration and nkv in several records or files); the newest record of each is kept",
+	WarnDuplicate:  "a point measured more than once (the same device, shape, configuration and nkv in several records or files); the newest record of each is kept (report.md's Duplicate points lists each)",
 	WarnProjection: "the landed kernel's attention time × layers exceeds the step time at these points, so the step has no room for the rest of the model; no projection is printed there",
 }
 

@@ -100,6 +100,7 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	asJSON := fs.Bool("json", false, "write the report as JSON: DIR/report.json with -o, else stdout")
 	layers := fs.Int("layers", 0, "`N` attention launches per decode step, for the projection")
 	stepMS := fs.Float64("step-ms", 0, "measured decode step with the landed kernel (`MS`, milliseconds), for the projection")
+	maxArms := fs.Int("max-arms", report.DefaultMaxArms, "report.md opens with a dispatch of at most `N` nkv ranges per shape with a landed kernel (0: none)")
 	only := fs.String("only", "", "render only the records `FILTER` selects (the syntax of sweep --only: KEY=VALUE[|VALUE],...)")
 	var allowReplayed bool
 	registerAllowReplayed(fs, &allowReplayed)
@@ -140,7 +141,7 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if err := refuseReplayed(stderr, recs, allowReplayed); err != nil {
 		return err
 	}
-	rep, err := report.Build(recs, report.Options{Layers: *layers, StepMS: *stepMS, Sources: sources})
+	rep, err := report.Build(recs, report.Options{Layers: *layers, StepMS: *stepMS, Sources: sources, MaxArms: *maxArms})
 	if errors.Is(err, report.ErrProjection) {
 		return withCode(exitUsage, err)
 	}

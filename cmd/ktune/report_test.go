@@ -184,9 +184,14 @@ func TestReportWarningsOnStderr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ship, warn := bytes.Index(md, []byte("## What to ship")), bytes.Index(md, []byte("## Warnings"))
-	if ship < 0 || ship > 20 || warn < 0 || bytes.Count(md[warn:], []byte("\n- ")) != 1 || bytes.Contains(md[warn:], []byte("\n## ")) {
-		t.Errorf("report.md: what to ship at byte %d, warnings at %d: %q", ship, warn, md[max(warn, 0):])
+	rec, ship, warn := bytes.Index(md, []byte("## Recommendation")), bytes.Index(md, []byte("## What to ship")), bytes.Index(md, []byte("## Warnings"))
+	if rec < 0 || rec > 20 || ship < rec || warn < 0 || bytes.Count(md[warn:], []byte("\n- ")) != 1 || bytes.Contains(md[warn:], []byte("\n## ")) {
+		t.Errorf("report.md: recommendation at byte %d, what to ship at %d, warnings at %d: %q", rec, ship, warn, md[max(warn, 0):])
+	}
+	// The duplicates the warning counts are listed, each with the record kept.
+	dup := bytes.Index(md, []byte("## Duplicate points"))
+	if dup < 0 || dup > warn || !bytes.Contains(md[dup:warn], []byte("point(s) were measured by more than one record; 270 record(s) left out")) {
+		t.Errorf("report.md: no Duplicate points section listing the 270 points before the warnings")
 	}
 }
 

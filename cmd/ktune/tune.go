@@ -186,6 +186,7 @@ type tuneFlags struct {
 	// strategies are the flags each strategy declares.
 	strategies *search.Flags
 	maxArms    int
+	byDims     bool
 	// allowReplayed: see replayed.go.
 	allowReplayed bool
 }
@@ -219,6 +220,7 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	fs.StringVar(&f.probe, "probe", string(results.ProbeCold), "`PROBE` whose samples decide: cold or graph")
 	fs.StringVar(&f.search, "search", "grid", "search `STRATEGY`: "+strategyList()+" (--simulate: a comma-separated list, or all)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random, model: the `SEED` of every random choice")
+	fs.BoolVar(&f.byDims, "by-dims", false, "shapes that differ only in their name are one shape (as in 'ktune report')")
 	fs.IntVar(&f.maxArms, "max-arms", 0, "at most `N` nkv ranges per shape, chosen for the least cost against each nkv's winner (0: no limit)")
 	fs.BoolVar(&f.force, "force", false, "measure again points already recorded in DIR (the new record supersedes)")
 	fs.BoolVar(&f.simulate, "simulate", false, "run the strategies over recorded RESULTS instead of a device, and print how many points each needs")
@@ -265,7 +267,7 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 		if err := refuseReplayedFiles(stderr, f.from.paths, f.allowReplayed); err != nil {
 			return err
 		}
-		return tuneExport(stdout, stderr, f.from.paths, dispatch.Options{Probe: p, MaxArms: f.maxArms}, f.out)
+		return tuneExport(stdout, stderr, f.from.paths, dispatch.Options{Probe: p, MaxArms: f.maxArms, ByDims: f.byDims}, f.out)
 	}
 	if len(f.from.paths) != 1 {
 		return usageErrorf("tune: want one SPEC or --from RESULTS... (run 'ktune help tune')")
@@ -348,7 +350,7 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 	}
 	// The same export as --from DIR, restricted to this spec: a directory
 	// may hold the results of others.
-	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name, MaxArms: f.maxArms}, f.out)
+	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name, MaxArms: f.maxArms, ByDims: f.byDims}, f.out)
 }
 
 // tuneFacts compiles the plan's points before the search when something

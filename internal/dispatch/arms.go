@@ -20,9 +20,10 @@ const (
 	RuleUnmeasured decision.Rule = "unmeasured"
 )
 
-// unmeasuredCost outweighs any measured cost: a range over an nkv where
-// its configuration was not measured is a last resort.
-const unmeasuredCost = 1e6
+// unmeasuredPenalty is added to the estimated log-cost of a
+// configuration at an nkv where it was not measured (about 5%): of two
+// arms that look alike, the measured one is preferred.
+const unmeasuredPenalty = 0.05
 
 // limitArms rewrites decs (one shape, ascending nkv, every one decided)
 // so that at most maxArms ranges remain, and returns the points the
@@ -33,8 +34,12 @@ const unmeasuredCost = 1e6
 // most maxArms ranges they are kept as they are. Otherwise the ranges
 // are the ones of least total cost, the sum over nkv of log(median of the
 // range's configuration / median of the nkv's winner), found by dynamic
-// programming over contiguous segments; a configuration not measured at
-// an nkv of its segment costs unmeasuredCost there. Equal costs go to the
+// programming over contiguous segments. A configuration not measured at
+// an nkv of its segment is assumed to keep its standing against the
+// winners of its nearest measured nkv (the mean log-cost there, in log-nkv
+// distance, of the nearest below and above), plus unmeasuredPenalty;
+// every such point is named in the result, since the table rests there on
+// an assumption, not a measurement. Equal costs go to the
 // configuration the decisions chose at more nkv, then to the order of
 // decide's tie rules (landed, smaller SPLITS, name).
 func limitArms(decs []*decision.Decision, maxArms int, alpha float64) (missing []Missing) {
@@ -105,10 +110,15 @@ func assignArms(decs []*decision.Decision, maxArms int, alpha float64) {
 	cost := make([][]float64, len(configs))
 	for ci, c := range configs {
 		cost[ci] = make([]float64, m)
+		measured := make([]bool, m)
 		for k, d := range decs {
-			cost[ci][k] = unmeasuredCost
 			if at := candidateAt(d, c.ID); at != nil {
-				cost[ci][k] = math.Log(at.Median / d.Winner.Median)
+				cost[ci][k], measured[k] = math.Log(at.Median/d.Winner.Median), true
+			}
+		}
+		for k := range decs {
+			if !measured[k] {
+				cost[ci][k] = estimateCost(decs, cost[ci], measured, k) + unmeasuredPenalty
 			}
 		}
 	}
@@ -166,6 +176,34 @@ func assignArms(decs []*decision.Decision, maxArms int, alpha float64) {
 		}
 		j = i
 	}
+}
+
+// estimateCost is a configuration's log-cost at nkv index k where it was
+// not measured: the nearest measured nkv's below and above, weighted by
+// their distance in log nkv, or the one side there is.
+func estimateCost(decs []*decision.Decision, cost []float64, measured []bool, k int) float64 {
+	lo, hi := -1, -1
+	for j := k - 1; j >= 0; j-- {
+		if measured[j] {
+			lo = j
+			break
+		}
+	}
+	for j := k + 1; j < len(decs); j++ {
+		if measured[j] {
+			hi = j
+			break
+		}
+	}
+	switch {
+	case lo < 0:
+		return cost[hi]
+	case hi < 0:
+		return cost[lo]
+	}
+	x := func(i int) float64 { return math.Log(float64(decs[i].NKV)) }
+	f := (x(k) - x(lo)) / (x(hi) - x(lo))
+	return (1-f)*cost[lo] + f*cost[hi]
 }
 
 // setArm makes c the decision at d, saying why when it is not the

@@ -26,6 +26,10 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 		opt.Alpha = decision.Alpha
 	}
 	t := &Table{Probe: opt.Probe, Alpha: opt.Alpha, Sources: sources, MaxArms: opt.MaxArms}
+	if opt.ByDims {
+		recs = unifyLabels(recs)
+		opt.Failed = unifyLabels(opt.Failed)
+	}
 
 	groups := map[tableKey]map[int]map[string]*candidate{}
 	devices := map[string]bool{}

@@ -23,6 +23,9 @@ type Options struct {
 	// (limitArms): an engine ships a dispatch of a few arms, and the cost
 	// of the simplicity is printed per nkv.
 	MaxArms int
+	// ByDims makes shapes that differ only in their name one shape
+	// (unifyLabels), named as most of their records name it.
+	ByDims bool
 }
 
 // A Table is a dispatch table: per shape, the configuration to launch for
