@@ -36,7 +36,7 @@ const reportUsage = `Usage: ktune report RESULTS... -o DIR [--json] [--layers N 
 Report reads one or more results files (or sweep directories holding a
 results.jsonl) and writes into DIR:
 
-  DIR/report.md    what to ship, the environments, per shape its
+  DIR/report.md    the recommendation (below), what to ship, the environments, per shape its
                    configurations, a table per probe and its plots, the
                    gate failures with their evidence, with --layers and
                    --step-ms a wall-clock projection, and the warnings
@@ -56,6 +56,15 @@ not build, such as PyTorch's SDPA) and fault-isolation fixtures, with its
 speedup over the landed kernel and each reference and their 95%
 confidence intervals, and the 'ktune tune --from' command that turns it
 into a dispatch table.
+
+report.md opens with a recommendation per shape with a landed kernel:
+the dispatch of at most --max-arms nkv ranges (3) that 'ktune tune --from
+FILES --by-dims --max-arms N' emits from the files holding what to ship
+(the command is printed; 'ktune help tune' gives the rule), the cost of
+each nkv's arm against that nkv's winner, its speedup over landed and the
+references with 95% intervals, and every arm not measured at a measured
+nkv with the 'ktune sweep --only' command that measures it. Points
+measured more than once are listed with the record kept (the newest).
 
 Each plot draws a few kernel variants, those what to ship names first
 (report.md states the rule); the landed kernel, the references and the
