@@ -17,6 +17,7 @@ import (
 	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/internal/workload"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/search"
 )
@@ -129,7 +130,10 @@ that nkv's winner). Each nkv where the range's configuration is not the
 winner says by how much it is slower (rule "arms"); one where it was not
 measured at all says so (rule "unmeasured", median "-"), and a warning
 names every configuration of the table not measured at a measured nkv:
-the sweep to run before trusting the table there. 'ktune report' opens
+the sweep to run before trusting the table there. With --workload FILE
+(ktune help gate: Workload) each nkv's cost is weighted by the share of
+the engine's steps it stands for (a bucket between two measured nkv
+split between them, one beyond them an error): the arms fit the traffic. 'ktune report' opens
 with this table for every shape with a landed kernel (--max-arms 3).
 
 The outputs name their results files with a sha256, never a date:
@@ -187,6 +191,8 @@ type tuneFlags struct {
 	strategies *search.Flags
 	maxArms    int
 	byDims     bool
+	workload   string
+	weights    func(int, []int) ([]float64, error) // from --workload
 	// allowReplayed: see replayed.go.
 	allowReplayed bool
 }
@@ -221,6 +227,7 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	fs.StringVar(&f.search, "search", "grid", "search `STRATEGY`: "+strategyList()+" (--simulate: a comma-separated list, or all)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random, model: the `SEED` of every random choice")
 	fs.BoolVar(&f.byDims, "by-dims", false, "shapes that differ only in their name are one shape (as in 'ktune report')")
+	fs.StringVar(&f.workload, "workload", "", "with --max-arms: weigh each measured nkv by the workload `FILE`'s steps (ktune help gate: Workload)")
 	fs.IntVar(&f.maxArms, "max-arms", 0, "at most `N` nkv ranges per shape, chosen for the least cost against each nkv's winner (0: no limit)")
 	fs.BoolVar(&f.force, "force", false, "measure again points already recorded in DIR (the new record supersedes)")
 	fs.BoolVar(&f.simulate, "simulate", false, "run the strategies over recorded RESULTS instead of a device, and print how many points each needs")
@@ -253,6 +260,16 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	if f.out == "" {
 		return usageErrorf("tune: -o DIR is required (run 'ktune help tune')")
 	}
+	if f.workload != "" {
+		if f.maxArms <= 0 {
+			return usageErrorf("tune: --workload weighs the arms of --max-arms N: give both")
+		}
+		w, err := workload.Load(f.workload)
+		if err != nil {
+			return usageErrorf("tune: %v", err)
+		}
+		f.weights = w.Spread
+	}
 	if f.from.from {
 		set := ""
 		fs.Visit(func(fl *flag.Flag) {
@@ -267,7 +284,7 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 		if err := refuseReplayedFiles(stderr, f.from.paths, f.allowReplayed); err != nil {
 			return err
 		}
-		return tuneExport(stdout, stderr, f.from.paths, dispatch.Options{Probe: p, MaxArms: f.maxArms, ByDims: f.byDims}, f.out)
+		return tuneExport(stdout, stderr, f.from.paths, dispatch.Options{Probe: p, MaxArms: f.maxArms, ByDims: f.byDims, Weights: f.weights}, f.out)
 	}
 	if len(f.from.paths) != 1 {
 		return usageErrorf("tune: want one SPEC or --from RESULTS... (run 'ktune help tune')")
@@ -350,7 +367,7 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 	}
 	// The same export as --from DIR, restricted to this spec: a directory
 	// may hold the results of others.
-	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name, MaxArms: f.maxArms, ByDims: f.byDims}, f.out)
+	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name, MaxArms: f.maxArms, ByDims: f.byDims, Weights: f.weights}, f.out)
 }
 
 // tuneFacts compiles the plan's points before the search when something

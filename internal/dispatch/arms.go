@@ -42,12 +42,15 @@ const unmeasuredPenalty = 0.05
 // an assumption, not a measurement. Equal costs go to the
 // configuration the decisions chose at more nkv, then to the order of
 // decide's tie rules (landed, smaller SPLITS, name).
-func limitArms(decs []*decision.Decision, maxArms int, alpha float64) (missing []Missing) {
+//
+// weights, when set, multiply each nkv's cost where the limit applies
+// (an nkv the engine never runs costs nothing).
+func limitArms(decs []*decision.Decision, maxArms int, alpha float64, weights []float64) (missing []Missing) {
 	if len(decs) == 0 || maxArms <= 0 {
 		return nil
 	}
 	if ranges := countRanges(decs); ranges > maxArms {
-		assignArms(decs, maxArms, alpha)
+		assignArms(decs, maxArms, alpha, weights)
 	}
 	arms := map[string]*candidate{}
 	var ids []string
@@ -84,7 +87,7 @@ func measuredAt(d *decision.Decision, id string) bool {
 
 // assignArms chooses at most maxArms contiguous ranges of least cost and
 // makes each range's configuration the decision at its nkv.
-func assignArms(decs []*decision.Decision, maxArms int, alpha float64) {
+func assignArms(decs []*decision.Decision, maxArms int, alpha float64, weights []float64) {
 	// Every configuration measured at some nkv of the shape, in the
 	// preference order of equal costs.
 	wins := map[string]int{}
@@ -119,6 +122,13 @@ func assignArms(decs []*decision.Decision, maxArms int, alpha float64) {
 		for k := range decs {
 			if !measured[k] {
 				cost[ci][k] = estimateCost(decs, cost[ci], measured, k) + unmeasuredPenalty
+			}
+		}
+		if weights != nil {
+			for k := range decs {
+				// A tiny floor keeps an nkv of no traffic from being
+				// given to any arm at all when the costs tie.
+				cost[ci][k] *= weights[k] + 1e-9
 			}
 		}
 	}

@@ -1,9 +1,11 @@
 package dispatch
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
@@ -175,5 +177,42 @@ func TestMaxArmsNamesMissingPoints(t *testing.T) {
 	}
 	if arms["b"] != named {
 		t.Errorf("arms %v, missing %+v: b's missing nkv 512 named %v", arms, tab.Shapes[0].Missing, named)
+	}
+}
+
+// Weighted by a workload, one arm goes to where the traffic is: all of
+// it at the first nkv gives that nkv's winner, all at the last the
+// last's; an error of the weights (a bucket beyond the measured range)
+// is the table's.
+func TestMaxArmsWeights(t *testing.T) {
+	nkvs := []int{1, 512, 32768}
+	configs := armsConfigs[:3]
+	var recs []results.Record
+	for ni, n := range nkvs {
+		for ci, c := range configs {
+			med := 100.0
+			if ci == ni {
+				med = 50 // configuration i wins at nkv i
+			}
+			recs = append(recs, fixRecord(fixShape1, n, fixSamples{c, noisy(med*float64(ni+1), uint64(ni*10+ci+1))}))
+		}
+	}
+	for at, want := range map[int]string{0: "a", 2: "c"} {
+		weights := func(batch int, got []int) ([]float64, error) {
+			w := make([]float64, len(got))
+			w[at] = 1
+			return w, nil
+		}
+		tab, err := Build(recs, nil, Options{MaxArms: 1, Weights: weights})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs := tab.Shapes[0].Ranges; len(rs) != 1 || rs[0].Variant != want {
+			t.Errorf("all traffic at nkv %d: ranges %+v, want one of %s", nkvs[at], rs, want)
+		}
+	}
+	bad := func(int, []int) ([]float64, error) { return nil, errors.New("bucket beyond the measured range") }
+	if _, err := Build(recs, nil, Options{MaxArms: 1, Weights: bad}); err == nil || !strings.Contains(err.Error(), "beyond the measured range") {
+		t.Errorf("weights error: %v", err)
 	}
 }

@@ -96,7 +96,23 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 	slices.SortFunc(keys, compareKeys)
 	for _, k := range keys {
 		decs := decision.Decide(groups[k], opt.Alpha)
-		missing := limitArms(decs, opt.MaxArms, opt.Alpha)
+		var weights []float64
+		if opt.Weights != nil && opt.MaxArms > 0 {
+			nkvs := make([]int, len(decs))
+			for i, d := range decs {
+				nkvs[i] = d.NKV
+			}
+			w, err := opt.Weights(k.shape.Batch, nkvs)
+			if err != nil {
+				return nil, fmt.Errorf("building dispatch table of %s: %w", shapeLabel(k), err)
+			}
+			if slices.ContainsFunc(w, func(x float64) bool { return x > 0 }) {
+				weights = w
+			} else {
+				t.Warnings = append(t.Warnings, fmt.Sprintf("%s: the workload has no step at batch %d: its arms weigh every measured nkv alike", shapeLabel(k), k.shape.Batch))
+			}
+		}
+		missing := limitArms(decs, opt.MaxArms, opt.Alpha, weights)
 		t.Shapes = append(t.Shapes, ShapeTable{Shape: k.shape, PageSize: k.pageSize, Ranges: mergeRanges(decs), Missing: missing})
 		for _, m := range missing {
 			t.Warnings = append(t.Warnings, fmt.Sprintf("%s: nkv %d: %s, an arm of the table, was not measured here: it may be faster or slower than the table says", shapeLabel(k), m.NKV, m.Config))

@@ -26,6 +26,10 @@ type Options struct {
 	// ByDims makes shapes that differ only in their name one shape
 	// (unifyLabels), named as most of their records name it.
 	ByDims bool
+	// Weights, with MaxArms, weighs each measured nkv's cost by how often
+	// an engine runs it (workload.Workload.Spread): the arms then fit the
+	// traffic, not the measured axis. nil: every measured nkv alike.
+	Weights func(batch int, nkvs []int) ([]float64, error)
 }
 
 // A Table is a dispatch table: per shape, the configuration to launch for

@@ -104,3 +104,15 @@ func TestEvaluateScalesWithTheCandidate(t *testing.T) {
 		}
 	}
 }
+
+func TestSpread(t *testing.T) {
+	t.Parallel()
+	w := wl(Bucket{1, 100, 1, ""}, Bucket{1, 200, 2, ""}, Bucket{16, 50, 1, ""})
+	got, err := w.Spread(1, []int{100, 300})
+	if err != nil || !near(got[0], 0.25+0.25) || !near(got[1], 0.25) {
+		t.Errorf("spread %v, %v: want [0.5 0.25] (the batch-16 quarter elsewhere)", got, err)
+	}
+	if _, err := w.Spread(1, []int{150, 300}); err == nil || !strings.Contains(err.Error(), "outside the measured nkv 150–300") {
+		t.Errorf("a bucket below the measured range: %v", err)
+	}
+}

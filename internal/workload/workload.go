@@ -183,3 +183,31 @@ func (w *Workload) normalize() error {
 	})
 	return nil
 }
+
+// Spread returns the share of w's steps each measured nkv of a batch
+// stands for (nkvs ascending): a bucket at a measured nkv gives it its
+// weight, one between two measured nkv splits its weight between them as
+// Evaluate interpolates, and one beyond the measured range is an error
+// (never extrapolated). Buckets of other batches give nothing; the shares
+// are those of the whole workload.
+func (w *Workload) Spread(batch int, nkvs []int) ([]float64, error) {
+	out := make([]float64, len(nkvs))
+	for _, b := range w.Buckets {
+		if b.Batch != batch {
+			continue
+		}
+		i, found := slices.BinarySearch(nkvs, b.NKV)
+		switch {
+		case found:
+			out[i] += b.Weight
+		case i == 0 || i == len(nkvs):
+			return nil, fmt.Errorf("workload %s: bucket %s lies outside the measured nkv %d–%d: not extrapolated", w.Name, b, nkvs[0], nkvs[len(nkvs)-1])
+		default:
+			lo, hi := nkvs[i-1], nkvs[i]
+			f := float64(b.NKV-lo) / float64(hi-lo)
+			out[i-1] += b.Weight * (1 - f)
+			out[i] += b.Weight * f
+		}
+	}
+	return out, nil
+}
