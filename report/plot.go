@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/ktune/ktune/internal/results"
 )
@@ -25,14 +26,19 @@ type PlotFile struct {
 	Files  []string // Base + ".png", Base + ".svg"
 	// Series are the legend entries (or heatmap rows) drawn, for checks.
 	Series []string
+	// Covers lists the variants a family's series stands for where one
+	// series draws the fastest of several (the nkv plot).
+	Covers []string
 }
 
 // PlotFormats are the formats Plots writes.
 var plotFormats = [...]string{"png", "svg"}
 
 // plotNote says in report.md how the plots choose and draw their series.
-var plotNote = fmt.Sprintf("Each plot draws at most %d kernel variants (more only when more are shipped), each through its best "+
-	"configuration: those what to ship names, then the others by the geometric mean of their cold time over the landed kernel's. "+
+var plotNote = fmt.Sprintf("Each plot draws at most %[1]d kernel series, each variant through its best "+
+	"configuration: time against nkv a line per kernel, the fastest of its variants at each nkv, the other variants light grey; the other plots %[1]d variants, the best of each kernel first "+
+	"(those what to ship names, then by the geometric mean of their cold time over the landed kernel's). "+
+	"A time axis is logarithmic only where the values span a decade or more. "+
 	"The landed kernel, the references and the time to read K+V once at the streaming-read rate measured in the run are always drawn; error bars span the interquartile range of the samples where it is wider than the marker, and the legend says when none is.", maxSeries)
 
 // readRateLabel names the reference line of the time plots: K+V bytes
@@ -40,9 +46,10 @@ var plotNote = fmt.Sprintf("Each plot draws at most %d kernel variants (more onl
 const readRateLabel = "K+V at the run's streaming-read rate"
 
 // maxSeries caps the kernel variants of one plot; the landed kernel, the
-// references and the read-rate line are drawn besides them. Past about
-// seven lines a reader can no longer tell which is which.
-const maxSeries = 6
+// references and the read-rate line are drawn besides them. Six mma
+// tunings in similar hues on one panel could not be told apart; five,
+// the best of each family first, can.
+const maxSeries = 5
 
 // Plots writes every plot of the report into dir as PNG and SVG and
 // returns them in the order report.md shows them.
@@ -94,7 +101,7 @@ func (rep *Report) figures(ctx context.Context) ([]drawnPlot, error) {
 	for _, g := range rep.shapeGroups() {
 		sty := g.styles()
 		makers := []func(*shapeGroup, styles) (*figure, PlotFile, error){
-			rep.plotNKV, rep.plotProbes, rep.plotSpeedup,
+			rep.plotNKV, rep.plotProbes, rep.plotSpeedup, rep.plotSpeedupRef,
 		}
 		for _, nkv := range g.nkvs {
 			nkv := nkv
@@ -134,6 +141,10 @@ type shapeGroup struct {
 	chosen   []string
 	variants int
 	refs     []string
+	// faint are the kernel variants past maxSeries, drawn unlabelled;
+	// order is every kernel variant in choose's order of preference.
+	faint []string
+	order []string
 }
 
 func (rep *Report) shapeGroups() []*shapeGroup {
@@ -170,11 +181,13 @@ func (rep *Report) shapeGroups() []*shapeGroup {
 	return out
 }
 
-// choose picks the kernel variants a shape's plots draw: first the
-// variants "what to ship" names for the shape, then the others by the
-// geometric mean, over the nkv both measured, of their best cold time
-// over the landed kernel's (lowest first; a variant never measured where
-// the landed kernel was comes last), up to maxSeries in all.
+// choose picks the kernel variants a shape's plots draw, up to maxSeries:
+// the variants "what to ship" names for the shape (those shipped at more
+// nkv first), then the others by the geometric mean, over the nkv both
+// measured, of their best cold time over the landed kernel's (lowest
+// first; a variant never measured where the landed kernel was comes
+// last), the best of each kernel family before a second of any
+// (pickSeries). The rest are drawn faint.
 func (rep *Report) choose(g *shapeGroup) {
 	landed := landedBest(g.rows)
 	sum, cnt := map[string]float64{}, map[string]int{}
@@ -214,24 +227,18 @@ func (rep *Report) choose(g *shapeGroup) {
 		}
 		return names[i] < names[j]
 	})
-	must := map[string]bool{}
+	// Shipped variants first, those shipped at more nkv before others.
+	shipped := map[string]int{}
 	for _, s := range rep.Ship {
 		if s.Device == g.device && s.Shape == g.label {
 			for _, rg := range s.Ranges {
-				must[rg.Variant] = true
+				shipped[rg.Variant] += len(rg.Points)
 			}
 		}
 	}
-	for _, v := range names {
-		if must[v] {
-			g.chosen = append(g.chosen, v)
-		}
-	}
-	for _, v := range names {
-		if !must[v] && len(g.chosen) < maxSeries {
-			g.chosen = append(g.chosen, v)
-		}
-	}
+	sort.SliceStable(names, func(i, j int) bool { return shipped[names[i]] > shipped[names[j]] })
+	g.order = names
+	g.chosen, g.faint = pickSeries(g.rows, names)
 }
 
 // subtitle says how many of the variants a plot could show it draws,
@@ -240,7 +247,7 @@ func subtitle(drawn, measured int) string {
 	if drawn >= measured {
 		return ""
 	}
-	return fmt.Sprintf("\n%d of %d variants: the shipped ones, then by geomean time vs landed", drawn, measured)
+	return fmt.Sprintf("\n%d of %d variants: the best of each kernel first, the shipped ones before others", drawn, measured)
 }
 
 func slugify(s string) string {
@@ -251,22 +258,6 @@ func slugify(s string) string {
 		}
 		return '-'
 	}, s)
-}
-
-// landedLabel names the landed reference line by its configuration when
-// the landed rows of g share one, "landed (best config)" otherwise.
-func landedLabel(rows []Row) string {
-	label := ""
-	for i := range rows {
-		if rows[i].Landed {
-			l := ConfigLabel(rows[i].Config())
-			if label != "" && label != l {
-				return "landed (best config)"
-			}
-			label = l
-		}
-	}
-	return "landed: " + label
 }
 
 // landedRows returns the fastest landed row of g at each nkv, by cold.
@@ -303,13 +294,18 @@ func (rep *Report) plotNKV(g *shapeGroup, sty styles) (*figure, PlotFile, error)
 		pts[r.Variant] = append(pts[r.Variant], plotter.XY{X: float64(r.NKV), Y: us(st.MedianNS)})
 		bars[r.Variant] = append(bars[r.Variant], iqrOf(st)...)
 	}
-	var drawn []string
-	for _, v := range g.chosen {
+	var drawable []string
+	for _, v := range g.order {
 		// The landed variant's line is the landed line when its best
 		// configuration is the landed one everywhere: drawn once.
 		if len(pts[v]) > 0 && !onlyLanded[v] {
-			drawn = append(drawn, v)
+			drawable = append(drawable, v)
 		}
+	}
+	fams, faint := families(g.rows, drawable)
+	var drawn []string
+	for _, fm := range fams {
+		drawn = append(drawn, fm.members...)
 	}
 	landed := landedRows(g)
 	refs := 0
@@ -319,29 +315,43 @@ func (rep *Report) plotNKV(g *shapeGroup, sty styles) (*figure, PlotFile, error)
 	if len(drawn) == 0 && len(landed) == 0 && refs == 0 {
 		return nil, pf, nil
 	}
-	pf.Title = fmt.Sprintf("%s: cold time vs context length (best configuration per variant)", g.label) + subtitle(len(drawn), g.variants)
+	pf.Title = fmt.Sprintf("%s: cold time vs context length (best configuration per variant)", g.label) + familySubtitle(fams, len(drawable))
+	if len(landed) == 0 {
+		pf.Title += noBaseline(g)
+	}
 	f := newFigure(pf.Title, "context length nkv (tokens, log scale)", "partial+combine time (µs, log scale)")
-	f.X.Scale, f.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	f.X.Scale = plot.LogScale{}
 	f.X.Tick.Marker = measuredTicks{values: g.nkvs, axis: dataWidth}
-	f.Y.Tick.Marker = logTicks{axis: dataHeight, vertical: true}
+	if err := f.addFaint(faint, func(v string) plotter.XYs { return pts[v] }); err != nil {
+		return nil, pf, err
+	}
 	lo, hi := math.Inf(1), 0.0
 	span := func(xys plotter.XYs, e plotter.YErrors) {
 		for i, xy := range xys {
 			lo, hi = math.Min(lo, xy.Y-e[i].Low), math.Max(hi, xy.Y+e[i].High)
 		}
 	}
-	for _, v := range drawn {
-		if err := f.addSeries(v, sty[v], pts[v], bars[v], true); err != nil {
+	for i, fm := range fams {
+		xys, e := fm.envelope(pts, bars)
+		// Styles by place in this panel: at most maxSeries series,
+		// each its own colour and marker.
+		st := seriesStyle{colour: palette8[i%len(palette8)], glyph: markers[i%len(markers)], width: vg.Points(1.4)}
+		if err := f.addSeries(fm.name(), st, xys, e, true); err != nil {
 			return nil, pf, err
 		}
-		span(pts[v], bars[v])
-		pf.Series = append(pf.Series, v)
+		span(xys, e)
+		pf.Series = append(pf.Series, fm.name())
+		if len(fm.members) > 1 {
+			pf.Covers = append(pf.Covers, fm.members...)
+		}
 	}
 	var lxy plotter.XYs
 	var lbar plotter.YErrors
 	var fxy plotter.XYs
+	var lrows []*Row
 	for _, n := range g.nkvs {
 		if r := landed[n]; r != nil {
+			lrows = append(lrows, r)
 			st := r.Probe(results.ProbeCold)
 			lxy = append(lxy, plotter.XY{X: float64(n), Y: us(st.MedianNS)})
 			lbar = append(lbar, iqrOf(st)...)
@@ -351,7 +361,7 @@ func (rep *Report) plotNKV(g *shapeGroup, sty styles) (*figure, PlotFile, error)
 		}
 	}
 	if len(lxy) > 0 {
-		name := landedLabel(g.rows)
+		name := landedName(lrows)
 		if err := f.addSeries(name, landedStyle, lxy, lbar, true); err != nil {
 			return nil, pf, err
 		}
@@ -383,7 +393,7 @@ func (rep *Report) plotNKV(g *shapeGroup, sty styles) (*figure, PlotFile, error)
 		pf.Series = append(pf.Series, name)
 	}
 	// Set after every Add, which widens the axes to the data it adds.
-	f.Y.Min, f.Y.Max = lo/1.5, hi*1.5
+	f.timeAxis(lo, hi, "partial+combine time")
 	f.X.Min, f.X.Max = float64(g.nkvs[0])/1.4, float64(g.nkvs[len(g.nkvs)-1])*1.4
 	return f, pf, nil
 }

@@ -42,6 +42,9 @@ type figure struct {
 	finished bool
 	// scale, when set, is drawn below the axes instead of a legend.
 	scale *colourScale
+	// dataLo and dataHi are the time range a time axis was set for
+	// (timeAxis), 0 on other plots.
+	dataLo, dataHi float64
 }
 
 // A colourScale is a heatmap's key: a row of coloured boxes, each with
@@ -52,6 +55,9 @@ type colourScale struct {
 	labels    []string // one per colour
 	none      color.Color
 	noneLabel string
+	// lo and hi are the ratios at the two ends: clipped symmetrically
+	// about 1 (lo·hi = 1).
+	lo, hi float64
 }
 
 // scaleHeight is the height of a colour scale below the axes: its title,

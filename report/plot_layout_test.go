@@ -123,7 +123,8 @@ func TestPlotLayout(t *testing.T) {
 	for _, fg := range figs {
 		checkLayout(t, fg.file.Base, fg.fig)
 		checkErrorBars(t, fg.file.Base, fg.fig)
-		if fg.file.Kind == "speedup" {
+		checkChoosing(t, fg.file, fg.fig)
+		if strings.HasPrefix(fg.file.Kind, "speedup") {
 			heatmaps++
 			if sc := fg.fig.scale; sc == nil || len(sc.labels) != len(sc.colours) || len(sc.colours) < 3 || sc.noneLabel == "" {
 				t.Errorf("%s: heatmap without a colour scale and a no-data key: %+v", fg.file.Base, sc)
@@ -132,6 +133,60 @@ func TestPlotLayout(t *testing.T) {
 	}
 	if heatmaps == 0 {
 		t.Error("no heatmap among the committed results' plots")
+	}
+}
+
+// checkChoosing holds the rules that make a plot one to choose by
+// (plot_rules.go): at most maxSeries kernel series, each the best of a
+// family before a second of one; a log time axis only over a decade or
+// more, with labelled ticks where the data sits; a landed line that says
+// which configuration it is, or "no baseline" in the title; and a ratio
+// colour scale centred on 1, clipped symmetrically, the clip stated.
+func checkChoosing(t *testing.T, pf PlotFile, f *figure) {
+	t.Helper()
+	kernels, landed := 0, false
+	for _, e := range f.legend {
+		switch {
+		case strings.HasPrefix(e.name, "landed"):
+			landed = true
+			if !strings.HasPrefix(e.name, "landed: ") || strings.Contains(e.name, "best config") || len(e.name) < len("landed: x SPLITS=1") {
+				t.Errorf("%s: landed line %q does not say which configuration it is", pf.Base, e.name)
+			}
+		case strings.HasSuffix(e.name, "(reference)"), strings.HasPrefix(e.name, readRateLabel):
+		default:
+			kernels++
+		}
+	}
+	if kernels > maxSeries {
+		t.Errorf("%s: %d kernel series in one panel, want at most %d", pf.Base, kernels, maxSeries)
+	}
+	switch pf.Kind {
+	case "nkv", "splits", "probes":
+		if landed == strings.Contains(pf.Title, "no baseline") {
+			t.Errorf("%s: landed line drawn %v, title %q: a plot without one says \"no baseline\"", pf.Base, landed, pf.Title)
+		}
+		if f.dataLo <= 0 || f.dataHi < f.dataLo {
+			t.Errorf("%s: a time plot whose axis was not set by timeAxis", pf.Base)
+			return
+		}
+		_, logY := f.Y.Scale.(plot.LogScale)
+		if logY != (f.dataHi/f.dataLo >= 10) {
+			t.Errorf("%s: log axis %v over data %g–%g µs: log only where the values span a decade", pf.Base, logY, f.dataLo, f.dataHi)
+		}
+		in := 0
+		for _, tk := range f.Y.Tick.Marker.Ticks(f.Y.Min, f.Y.Max) {
+			if tk.Label != "" && tk.Value >= f.dataLo && tk.Value <= f.dataHi {
+				in++
+			}
+		}
+		if in < 2 {
+			t.Errorf("%s: %d labelled ticks within the data's %g–%g µs, want 2 or more", pf.Base, in, f.dataLo, f.dataHi)
+		}
+	case "speedup", "speedup-ref":
+		sc := f.scale
+		if sc == nil || sc.lo <= 0 || math.Abs(sc.lo*sc.hi-1) > 1e-9 || sc.hi <= 1 || !strings.Contains(sc.title, "clipped at") {
+			t.Errorf("%s: colour scale not centred on 1 and clipped symmetrically with the clip stated: %+v", pf.Base, sc)
+		}
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 	"github.com/ktune/ktune/internal/results"
 )
 
-// plotSplits is cold time against SPLITS at one nkv, the y axis log (a
-// linear one squeezed the fast kernels into the bottom band), the x axis
+// plotSplits is cold time against SPLITS at one nkv, the y axis log
+// where the times span a decade (timeAxis), the x axis
 // the measured SPLITS evenly spaced, each labelled (on a log axis 33 sat
 // beside 32 with no room for its label), one line per drawn variant
 // through its best configuration at each SPLITS, with the landed kernel
@@ -72,9 +72,10 @@ func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, Plot
 	}
 	sort.Ints(splits)
 	pf.Title = fmt.Sprintf("%s, nkv=%d: cold time vs SPLITS", g.label, nkv) + subtitle(len(drawn), len(measured))
+	if landedRows(g)[nkv] == nil {
+		pf.Title += noBaseline(g)
+	}
 	f := newFigure(pf.Title, "SPLITS (the measured values, evenly spaced)", "partial+combine time (µs, log scale)")
-	f.Y.Scale = plot.LogScale{}
-	f.Y.Tick.Marker = logTicks{axis: dataHeight, vertical: true}
 	column := map[int]float64{}
 	names := make([]string, len(splits))
 	for i, s := range splits {
@@ -101,7 +102,7 @@ func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, Plot
 	xlo, xhi := -0.5, float64(len(splits))-0.5
 	if r := landedRows(g)[nkv]; r != nil {
 		y := us(r.Probe(results.ProbeCold).MedianNS)
-		name := landedLabel(g.rows)
+		name := landedNameAt(g, r)
 		if err := f.addRef(name, landedStyle, plotter.XYs{{X: xlo, Y: y}, {X: xhi, Y: y}}); err != nil {
 			return nil, pf, err
 		}
@@ -122,7 +123,7 @@ func (rep *Report) plotSplits(g *shapeGroup, nkv int, sty styles) (*figure, Plot
 		pf.Series = append(pf.Series, v)
 	}
 	f.X.Min, f.X.Max = xlo, xhi
-	f.Y.Min, f.Y.Max = lo/1.3, hi*1.3
+	f.timeAxis(lo, hi, "partial+combine time")
 	return f, pf, nil
 }
 
@@ -172,6 +173,9 @@ func (rep *Report) plotProbes(g *shapeGroup, sty styles) (*figure, PlotFile, err
 		rows = append([]*Row{l}, rows...)
 	}
 	pf.Title = fmt.Sprintf("%s, nkv=%d: time per probe (best configuration by cold)", g.label, nkv)
+	if landedRows(g)[nkv] == nil || len(landedRows(g)[nkv].Probes) < 2 {
+		pf.Title += noBaseline(g)
+	}
 	f := newFigure(pf.Title, "probe", "partial+combine time (µs, log scale)")
 	// Only the probes some drawn row measured: an empty category reads
 	// as a missing measurement of every kernel.
@@ -189,8 +193,6 @@ func (rep *Report) plotProbes(g *shapeGroup, sty styles) (*figure, PlotFile, err
 		names[i] = string(pr)
 	}
 	f.NominalX(names...)
-	f.Y.Scale = plot.LogScale{}
-	f.Y.Tick.Marker = logTicks{axis: dataHeight, vertical: true}
 	lo, hi := math.Inf(1), 0.0
 	width := 0.7 // of each category
 	for k, r := range rows {
@@ -209,7 +211,7 @@ func (rep *Report) plotProbes(g *shapeGroup, sty styles) (*figure, PlotFile, err
 		name := fmt.Sprintf("%s SPLITS=%d", r.Variant, r.Splits)
 		st := sty[r.Variant]
 		if r.Landed {
-			name, st = "landed: "+name, landedStyle
+			name, st = landedNameAt(g, r), landedStyle
 		} else if r.Reference {
 			name = r.Variant + " (reference)"
 		}
@@ -219,7 +221,7 @@ func (rep *Report) plotProbes(g *shapeGroup, sty styles) (*figure, PlotFile, err
 		pf.Series = append(pf.Series, name)
 	}
 	f.X.Min, f.X.Max = -0.5, float64(len(probes))-0.5
-	f.Y.Min, f.Y.Max = lo/1.3, hi*1.3
+	f.timeAxis(lo, hi, "partial+combine time")
 	return f, pf, nil
 }
 
@@ -238,29 +240,78 @@ func (s speedGrid) Y(r int) float64    { return float64(r) }
 // plotSpeedup is the cold speedup over the landed kernel as a heatmap,
 // variant × nkv, for the drawn variants and the references, each cell the
 // variant's best configuration there, with the value written in the cell.
-func (rep *Report) plotSpeedup(g *shapeGroup, _ styles) (*figure, PlotFile, error) {
+func (rep *Report) plotSpeedup(g *shapeGroup, sty styles) (*figure, PlotFile, error) {
+	return rep.plotRatio(g, false)
+}
+
+// plotSpeedupRef is the same against the fastest reference measured at
+// each nkv (cuDNN, FlashInfer…): where every candidate is 4–7× the landed
+// kernel, the contest that decides is the one with the reference, and its
+// 5–15% differences need a scale of their own.
+func (rep *Report) plotSpeedupRef(g *shapeGroup, sty styles) (*figure, PlotFile, error) {
+	if len(g.refs) == 0 {
+		return nil, PlotFile{}, nil
+	}
+	return rep.plotRatio(g, true)
+}
+
+// Clips of the ratio heatmaps' colours, symmetric about 1 in log space: a
+// scale stretched to the largest ratio (7× over landed at batch 16) left
+// every difference that matters in one colour.
+const (
+	clipLanded    = 2.0 // 0.5× … 2×
+	clipReference = 1.5 // 0.67× … 1.5×
+)
+
+func (rep *Report) plotRatio(g *shapeGroup, vsRef bool) (*figure, PlotFile, error) {
 	pf := PlotFile{Kind: "speedup", Base: "speedup_" + g.slug}
+	against, clip := "landed", clipLanded
+	if vsRef {
+		pf.Kind, pf.Base, against, clip = "speedup-ref", "speedup-ref_"+g.slug, "the fastest reference", clipReference
+	}
 	drawSet := map[string]bool{}
-	for _, v := range append(append([]string(nil), g.chosen...), g.refs...) {
+	for _, v := range g.chosen {
 		drawSet[v] = true
+	}
+	if !vsRef {
+		for _, v := range g.refs {
+			drawSet[v] = true
+		}
+	}
+	best := BestRows(g.rows, results.ProbeCold)
+	refAt := map[int]float64{}
+	for _, r := range best {
+		if m := r.Probe(results.ProbeCold).MedianNS; r.Reference && (refAt[r.NKV] == 0 || m < refAt[r.NKV]) {
+			refAt[r.NKV] = m
+		}
 	}
 	cells := map[string]map[int]float64{}
 	var variants []string
-	for _, r := range BestRows(g.rows, results.ProbeCold) {
+	for _, r := range best {
 		st := r.Probe(results.ProbeCold)
-		if st.Speedup <= 0 || !drawSet[r.Variant] {
+		s := st.Speedup
+		if vsRef {
+			s = 0
+			if refAt[r.NKV] > 0 && st.MedianNS > 0 {
+				s = refAt[r.NKV] / st.MedianNS
+			}
+		}
+		if s <= 0 || !drawSet[r.Variant] {
 			continue
 		}
 		if cells[r.Variant] == nil {
 			cells[r.Variant] = map[int]float64{}
 			variants = append(variants, r.Variant)
 		}
-		cells[r.Variant][r.NKV] = st.Speedup
+		cells[r.Variant][r.NKV] = s
 	}
 	if len(variants) == 0 {
 		return nil, pf, nil
 	}
-	pf.Title = fmt.Sprintf("%s: cold speedup vs landed (best configuration per variant)", g.label) + subtitle(len(variants)-len(g.refs), g.variants)
+	pf.Title = fmt.Sprintf("%s: cold speedup vs %s (best configuration per variant)", g.label, against) + subtitle(len(variants)-len(g.refs), g.variants)
+	if vsRef {
+		pf.Title = fmt.Sprintf("%s: cold speedup vs %s (best configuration per variant)", g.label, against) + subtitle(len(variants), g.variants)
+	}
 	// Reverse-sorted so that the first name reads at the top.
 	sort.Sort(sort.Reverse(sort.StringSlice(variants)))
 	var cols []int
@@ -273,7 +324,7 @@ func (rep *Report) plotSpeedup(g *shapeGroup, _ styles) (*figure, PlotFile, erro
 		}
 	}
 	grid := speedGrid{}
-	maxAbs := 0.0
+	maxAbs := math.Log2(clip)
 	var labels plotter.XYLabels
 	var zs []float64
 	for ri, v := range variants {
@@ -282,17 +333,13 @@ func (rep *Report) plotSpeedup(g *shapeGroup, _ styles) (*figure, PlotFile, erro
 			s, ok := cells[v][n]
 			row[ci] = math.NaN()
 			if ok {
-				row[ci] = math.Log2(s)
-				maxAbs = math.Max(maxAbs, math.Abs(row[ci]))
+				row[ci] = math.Max(-maxAbs, math.Min(maxAbs, math.Log2(s)))
 				labels.XYs = append(labels.XYs, plotter.XY{X: float64(ci), Y: float64(ri)})
 				labels.Labels = append(labels.Labels, fmt.Sprintf("%s×", fmtX(s)))
 				zs = append(zs, row[ci])
 			}
 		}
 		grid.z = append(grid.z, row)
-	}
-	if maxAbs == 0 {
-		maxAbs = 1
 	}
 	pal, err := brewer.GetPalette(brewer.TypeDiverging, "RdBu", 11)
 	if err != nil {
@@ -340,17 +387,19 @@ func (rep *Report) plotSpeedup(g *shapeGroup, _ styles) (*figure, PlotFile, erro
 	f.X.Min, f.X.Max = -0.5, float64(len(cols))-0.5
 	f.Y.Min, f.Y.Max = -0.5, float64(len(variants))-0.5
 	pf.Series = append(pf.Series, variants...)
-	speedupScale(f, pal.Colors(), maxAbs, hm.NaN)
+	speedupScale(f, pal.Colors(), clip, against, hm.NaN)
 	return f, pf, nil
 }
 
 // speedupScale gives the heatmap its colour scale: one box per palette
 // colour, labelled with the speedup at the middle of the colour's band
-// (the heatmap maps log2(speedup) from −maxAbs to +maxAbs evenly onto the
-// colours), and the colour of a cell with no data.
-func speedupScale(f *figure, cols []color.Color, maxAbs float64, none color.Color) {
-	sc := &colourScale{title: "cell colour: cold speedup vs landed (log scale)", colours: cols,
-		none: none, noneLabel: "no data (variant or landed not measured at that nkv)"}
+// (the heatmap maps log2(speedup), clipped to ±log2(clip), evenly onto
+// the colours), and the colour of a cell with no data.
+func speedupScale(f *figure, cols []color.Color, clip float64, against string, none color.Color) {
+	sc := &colourScale{title: fmt.Sprintf("cell colour: cold speedup vs %s (log scale, centred on 1×, clipped at %s× and %s×; cells give the value)",
+		against, fmtX(1/clip), fmtX(clip)), colours: cols,
+		none: none, noneLabel: "no data (variant or " + against + " not measured at that nkv)", lo: 1 / clip, hi: clip}
+	maxAbs := math.Log2(clip)
 	step := 2 * maxAbs / float64(len(cols)-1)
 	for i := range cols {
 		sc.labels = append(sc.labels, fmt.Sprintf("%s×", fmtX(math.Exp2(-maxAbs+float64(i)*step))))

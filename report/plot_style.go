@@ -41,6 +41,7 @@ var (
 	dashLanded = []vg.Length{vg.Points(5), vg.Points(3)}
 	black      = color.RGBA{0, 0, 0, 255}
 	floorGrey  = color.RGBA{150, 150, 150, 255}
+	faintGrey  = color.RGBA{205, 205, 205, 255}
 )
 
 var refPalette = [...]color.RGBA{{140, 20, 20, 255}, {20, 20, 140, 255}, {20, 110, 20, 255}, {120, 80, 0, 255}}

@@ -56,8 +56,9 @@ type RecArm struct {
 
 // A RecCell is the recommended arm at one measured nkv.
 type RecCell struct {
-	NKV int    `json:"nkv"`
-	Arm string `json:"arm"`
+	NKV    int    `json:"nkv"`
+	Arm    string `json:"arm"`
+	Config string `json:"config"` // the arm's ConfigLabel
 	// Unmeasured: the arm was not measured here (no times).
 	Unmeasured bool `json:"unmeasured,omitempty"`
 	Median     CI   `json:"median_ns"`
@@ -215,7 +216,7 @@ func rowAt(rows []*Row, config string, nkv int) *Row {
 // kernel and the references.
 func (rep *Report) recCell(rows []*Row, r dispatch.Range, p dispatch.Pick, free *dispatch.ShapeTable) RecCell {
 	cfg := rangeConfig(r)
-	cell := RecCell{NKV: p.NKV, Arm: rep.shortName(cfg)}
+	cell := RecCell{NKV: p.NKV, Arm: rep.shortName(cfg), Config: cfg}
 	var best string
 	for _, fr := range free.Ranges {
 		for _, fp := range fr.Picks {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/workload"
 )
 
 // Options configures Build.
@@ -26,6 +27,9 @@ type Options struct {
 	// shape with a landed kernel, a dispatch of at most MaxArms ranges
 	// (recommend).
 	MaxArms int
+	// Workload, when set, adds the expected step time of each candidate
+	// under it (WorkloadView; with MaxArms, the recommendation's too).
+	Workload *workload.Workload
 }
 
 // A Report is the data model every renderer formats.
@@ -55,6 +59,8 @@ type Report struct {
 	// Duplicates lists every point measured by more than one record: the
 	// record kept and why, the ones left out.
 	Duplicates []Duplicate
+	// Workload is the view under Options.Workload, nil without one.
+	Workload *WorkloadView
 }
 
 // A Row is one configuration at one context length.
@@ -205,6 +211,9 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 	rep.Duplicates = duplicates(recs, opts.Sources, kept, dups, labels)
 	if opts.MaxArms > 0 {
 		rep.recommend(recs, opts.Sources, opts.MaxArms)
+	}
+	if opts.Workload != nil {
+		rep.Workload = rep.workloadView(opts.Workload)
 	}
 	if opts.Layers > 0 && opts.StepMS > 0 {
 		pr, err := project(rep, opts)
