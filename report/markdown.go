@@ -24,6 +24,9 @@ func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) erro
 	if len(rep.Recommend) > 0 {
 		ew.printf("\n")
 	}
+	if err := rep.writeWorkload(w, plots, dir); err != nil {
+		return err
+	}
 	if err := rep.WriteShip(w, true); err != nil {
 		return err
 	}
@@ -51,7 +54,9 @@ func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) erro
 	}
 	byShape := map[string][]PlotFile{}
 	for _, p := range plots {
-		byShape[p.Device+"\x00"+p.Shape] = append(byShape[p.Device+"\x00"+p.Shape], p)
+		if p.Kind != "workload" { // linked from the workload's section
+			byShape[p.Device+"\x00"+p.Shape] = append(byShape[p.Device+"\x00"+p.Shape], p)
+		}
 	}
 	for _, s := range rep.sections() {
 		if err := rep.writeSection(ew, w, s); err != nil {

@@ -125,6 +125,18 @@ func (rep *Report) figures(ctx context.Context) ([]drawnPlot, error) {
 			out = append(out, drawnPlot{f, pf})
 		}
 	}
+	if rep.Workload != nil {
+		for i := range rep.Workload.Shapes {
+			f, pf, err := rep.plotWorkload(&rep.Workload.Shapes[i])
+			if err != nil {
+				return nil, err
+			}
+			if f != nil {
+				f.finish()
+				out = append(out, drawnPlot{f, pf})
+			}
+		}
+	}
 	return out, nil
 }
 

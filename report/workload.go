@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/ktune/ktune/internal/workload"
 )
@@ -45,6 +46,9 @@ type WorkloadCandidate struct {
 	VsLanded        workload.Estimate `json:"vs_landed"`
 	RegressedWeight float64           `json:"regressed_weight"`
 	Interpolated    bool              `json:"interpolated"`
+	// Note says what the time rests on beyond measurements (the
+	// dispatch's arms not measured at some nkv).
+	Note string `json:"note,omitempty"`
 }
 
 // regressThreshold is the slowdown a bucket may show before the view
@@ -119,14 +123,22 @@ func (rep *Report) workloadShape(s *ShipShape, w *workload.Workload) (WorkloadSh
 		side       workload.Side
 	}
 	var cands []cand
+	dispatchNote := ""
 	for _, rc := range rep.Recommend {
 		if rc.Device == s.Device && rc.Shape == s.Shape && rc.Error == "" {
 			c := workload.Curve{}
 			all := rep.rowsOf(s.Device, s.Dims)
+			var unmeasured []int
 			for _, cell := range rc.Cells {
 				if r := rowAt(all, cell.Config, cell.NKV); r != nil && !cell.Unmeasured {
 					c[cell.NKV] = r.Probe(shipProbe).Samples
+				} else {
+					unmeasured = append(unmeasured, cell.NKV)
 				}
+			}
+			if len(unmeasured) > 0 {
+				dispatchNote = fmt.Sprintf("its arm was not measured at nkv %s: there the time is interpolated from the neighbouring measured nkv, perhaps of another arm",
+					strings.ReplaceAll(joinInts(unmeasured), ",", ", "))
 			}
 			cands = append(cands, cand{fmt.Sprintf("recommended dispatch (%d arms)", len(rc.Arms)), "dispatch", workload.Side{batch: c}})
 		}
@@ -163,6 +175,9 @@ func (rep *Report) workloadShape(s *ShipShape, w *workload.Workload) (WorkloadSh
 	ws.Candidates = append(ws.Candidates, vc[:min(len(vc), maxWorkloadVariants)]...)
 	for _, c := range cands {
 		if wc, ok := evalCandidate(w, c.name, c.kind, c.side, landed); ok {
+			if c.kind == "dispatch" {
+				wc.Note = dispatchNote
+			}
 			ws.Candidates = append(ws.Candidates, wc)
 		} else {
 			ws.Skipped = append(ws.Skipped, c.name)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -121,4 +122,33 @@ func rcDims(rep *report.Report, rc report.Recommendation) results.Shape {
 		}
 	}
 	return results.Shape{}
+}
+
+// report --workload adds the section and its bar chart; a workload file
+// that does not parse is a usage error naming its line.
+func TestReportWorkload(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	wl := filepath.Join("..", "..", "experiments", "workloads", "short-turns.csv")
+	if _, stderr, code := runCmd("report", h200Slice, "-o", out, "--workload", wl); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "## Under workload short-turns") {
+		t.Error("report.md has no workload section")
+	}
+	if _, err := os.Stat(filepath.Join(out, "workload_7b.png")); err != nil {
+		t.Errorf("no bar chart: %v", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(bad, []byte("batch,nkv,weight\n1,x,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var e bytes.Buffer
+	err = run(io.Discard, &e, []string{"report", h200Slice, "-o", out, "--workload", bad})
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "bad.csv:2: nkv \"x\"") {
+		t.Errorf("bad workload: %v (exit %d)", err, exitCode(err))
+	}
 }

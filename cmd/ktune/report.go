@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/workload"
 	"github.com/ktune/ktune/report"
 )
 
@@ -66,6 +67,13 @@ references with 95% intervals, and every arm not measured at a measured
 nkv with the 'ktune sweep --only' command that measures it. Points
 measured more than once are listed with the record kept (the newest).
 
+With --workload FILE (the forms: 'ktune help gate', Workload) report.md
+adds, per shape with a landed kernel and steps at its batch, the expected
+attention time per decode step of the recommended dispatch, the landed
+kernel, the references and the best variants, with 95% bootstrap
+intervals and the buckets that regress, and DIR/workload_SHAPE.png, its
+bar chart.
+
 Each plot draws a few kernel variants, those what to ship names first
 (report.md states the rule); the landed kernel, the references and the
 time to stream K+V once at the read rate measured in the run are always
@@ -110,6 +118,7 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	layers := fs.Int("layers", 0, "`N` attention launches per decode step, for the projection")
 	stepMS := fs.Float64("step-ms", 0, "measured decode step with the landed kernel (`MS`, milliseconds), for the projection")
 	maxArms := fs.Int("max-arms", report.DefaultMaxArms, "report.md opens with a dispatch of at most `N` nkv ranges per shape with a landed kernel (0: none)")
+	workloadFile := fs.String("workload", "", "add the expected attention time per decode step of each candidate under the workload `FILE` (ktune help gate: Workload) and its bar chart")
 	only := fs.String("only", "", "render only the records `FILTER` selects (the syntax of sweep --only: KEY=VALUE[|VALUE],...)")
 	var allowReplayed bool
 	registerAllowReplayed(fs, &allowReplayed)
@@ -150,7 +159,13 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if err := refuseReplayed(stderr, recs, allowReplayed); err != nil {
 		return err
 	}
-	rep, err := report.Build(recs, report.Options{Layers: *layers, StepMS: *stepMS, Sources: sources, MaxArms: *maxArms})
+	opts := report.Options{Layers: *layers, StepMS: *stepMS, Sources: sources, MaxArms: *maxArms}
+	if *workloadFile != "" {
+		if opts.Workload, err = workload.Load(*workloadFile); err != nil {
+			return usageErrorf("report: %v", err)
+		}
+	}
+	rep, err := report.Build(recs, opts)
 	if errors.Is(err, report.ErrProjection) {
 		return withCode(exitUsage, err)
 	}
