@@ -68,6 +68,7 @@ func (res *GateResult) checkWorkload(opts GateOptions) {
 	type group struct {
 		name       string
 		cand, base workload.Side
+		undecided  map[[2]int]bool // (batch, nkv) of points the samples cannot decide
 	}
 	groups := map[gkey]*group{}
 	var order []gkey
@@ -80,9 +81,12 @@ func (res *GateResult) checkWorkload(opts GateOptions) {
 		k := gkey{p.Device, sp.model, p.Probe}
 		g := groups[k]
 		if g == nil {
-			g = &group{name: sp.name, cand: workload.Side{}, base: workload.Side{}}
+			g = &group{name: sp.name, cand: workload.Side{}, base: workload.Side{}, undecided: map[[2]int]bool{}}
 			groups[k] = g
 			order = append(order, k)
+		}
+		if p.Undecided {
+			g.undecided[[2]int{sp.batch, p.NKV}] = true
 		}
 		for _, s := range []struct {
 			side    workload.Side
@@ -99,6 +103,23 @@ func (res *GateResult) checkWorkload(opts GateOptions) {
 		ev := workload.Evaluate(w, g.cand, g.base, workload.Options{Threshold: opts.Threshold})
 		wg := WorkloadGroup{Device: k.device, Shape: g.name, Probe: k.probe, Evaluation: ev}
 		wg.decide(opts.Threshold, opts.MaxRegressedWeight)
+		// A bootstrap of a few samples is as blind as the U test on them:
+		// a bucket resting on a point the gate could not decide cannot
+		// pass, whatever its interval says.
+		if !wg.Regression {
+			var at []string
+			for _, b := range ev.Buckets {
+				for _, n := range []int{b.From, b.To} {
+					if g.undecided[[2]int{b.Batch, n}] && !slices.Contains(at, fmt.Sprint(n)) {
+						at = append(at, fmt.Sprint(n))
+					}
+				}
+			}
+			if len(at) > 0 {
+				wg.Undecided = true
+				wg.Reason = fmt.Sprintf("UNDECIDED: buckets rest on points whose samples cannot decide (nkv %s); %s", strings.Join(at, ", "), wg.Reason)
+			}
+		}
 		wr.Groups = append(wr.Groups, wg)
 	}
 	res.Workload = wr

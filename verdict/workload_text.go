@@ -18,6 +18,9 @@ func (wr *WorkloadResult) write(w io.Writer, threshold float64) error {
 	for _, n := range wr.Notes {
 		ew.printf("  %s\n", n)
 	}
+	if len(wr.Groups) == 0 {
+		ew.printf("UNDECIDED: no compared point lies at a batch and probe the workload could be evaluated at\n")
+	}
 	for _, g := range wr.Groups {
 		if ew.err != nil {
 			return ew.err

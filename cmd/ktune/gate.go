@@ -252,6 +252,9 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 		return nil
 	}
 	why := ""
+	if res.Workload != nil && len(res.Workload.Groups) == 0 {
+		why = ": no compared point to evaluate the workload at"
+	}
 	if res.Workload != nil {
 		for _, g := range res.Workload.Groups {
 			if g.Regression || g.Undecided {
