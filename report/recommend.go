@@ -127,7 +127,7 @@ func (rep *Report) recommendShape(s *ShipShape, recs []results.Record, sources [
 	for _, r := range lt.Ranges {
 		rc.Arms = append(rc.Arms, RecArm{MinNKV: r.MinNKV, MaxNKV: r.MaxNKV, Name: rep.shortName(rangeConfig(r)), Config: rangeConfig(r)})
 		for _, p := range r.Picks {
-			c := rep.recCell(rows, r, p, ft)
+			c := rep.recCell(rows, s.Dims.Capacity, r, p, ft)
 			if !c.Unmeasured && (len(c.Versus) == 0 || c.Versus[0].Against != "landed") {
 				rc.NoLanded = append(rc.NoLanded, c.NKV)
 			}
@@ -214,7 +214,7 @@ func rowAt(rows []*Row, config string, nkv int) *Row {
 
 // recCell compares the arm at one nkv with that nkv's winner, the landed
 // kernel and the references.
-func (rep *Report) recCell(rows []*Row, r dispatch.Range, p dispatch.Pick, free *dispatch.ShapeTable) RecCell {
+func (rep *Report) recCell(rows []*Row, capacity int, r dispatch.Range, p dispatch.Pick, free *dispatch.ShapeTable) RecCell {
 	cfg := rangeConfig(r)
 	cell := RecCell{NKV: p.NKV, Arm: rep.shortName(cfg), Config: cfg}
 	var best string
@@ -254,10 +254,12 @@ func (rep *Report) recCell(rows []*Row, r dispatch.Range, p dispatch.Pick, free 
 			cell.Cost = &sp
 		}
 	}
+	// The baselines are the shape's own, as in What to ship: another
+	// capacity's landed record is another problem's measurement.
 	var landed *Row
 	refs := map[string]*Row{}
 	for _, r := range rows {
-		if r.NKV != p.NKV || !comparable(r) {
+		if r.NKV != p.NKV || !comparable(r) || r.Shape.Capacity != capacity {
 			continue
 		}
 		med := r.Probe(shipProbe).MedianNS
