@@ -80,6 +80,8 @@ Exit codes:
   2  usage: bad command line, or a SPEC mistake (file:line:col)
   3  numerics: the candidate fails its numerics class somewhere
   4  regression: significantly slower than the baseline beyond the threshold
+     (with --workload: the weighted change, or regressed buckets carrying
+     more than --max-regressed-weight of the steps)
   5  undecided: nothing failed, but too few samples, damaged input,
      records that are not evidence, or (--same-device) two machines, to
      say pass; measure more samples and gate again
