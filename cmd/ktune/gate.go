@@ -159,7 +159,7 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	asJSON := fs.Bool("json", false, "print a machine-readable verdict only")
 	workloadFile := fs.String("workload", "", "decide on the change weighted by the workload `FILE` (ktune help gate: Workload)")
 	fs.Float64Var(&opts.MaxRegressedWeight, "max-regressed-weight", verdict.DefaultMaxRegressedWeight,
-		"with --workload: fail when buckets that regress carry more than this `fraction` of the steps")
+		"with --workload: fail when buckets that regress carry more than this `FRACTION` of the steps")
 	fs.BoolVar(&opts.AllowDamaged, "allow-damaged", false, "let the gate pass although input lines could not be read or records are not evidence (they are still counted)")
 	fs.BoolVar(&opts.SameDevice, "same-device", false, "a point whose two sides ran on different GPUs, drivers or clocks is undecided, not a warning")
 	var allowReplayed bool
