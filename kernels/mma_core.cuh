@@ -74,6 +74,23 @@
 #if FIXCHUNK % (16 * NR * (WARPS / WN)) != 0
 #error "mma: FIXCHUNK must be a multiple of a step of the block's warps, 16*NR*WARPS/WN rows"
 #endif
+// SPLITSIZE > 0: split sp covers rows [sp*SPLITSIZE, +SPLITSIZE) of its
+// sequence, so the splits in use, ceil(nkv/SPLITSIZE), and with them the
+// order of the softmax merge, follow the sequence's own length alone:
+// never the batch, the position in it, SPLITS or MINROWS (ignored). Two
+// builds of one SPLITSIZE and different SPLITS write the same slots for a
+// sequence, the others idle; the dispatch requires SPLITS*SPLITSIZE to
+// reach the capacity (variants/builtin_frontier.go). The fixed-split-size
+// form, for batch-invariant decoding (the invariance gate's control).
+#ifndef SPLITSIZE
+#define SPLITSIZE 0
+#endif
+#if SPLITSIZE < 0 || SPLITSIZE % (16 * NR) != 0
+#error "mma: SPLITSIZE must be a multiple of a step, 16*NR rows"
+#endif
+#if SPLITSIZE && FIXCHUNK
+#error "mma: SPLITSIZE and FIXCHUNK both fix a split's rows; give one"
+#endif
 #if FIXCHUNK && PAGE_SIZE
 #error "mma: FIXCHUNK reads a split's first rows before nkv is known, which a block table past the sequence's pages cannot serve"
 #endif
@@ -598,6 +615,13 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
         const int nkv = a.positions[b] + 1;
         r.lo = sp * FIXCHUNK;
         r.hi = sp == SPLITS - 1 ? nkv : min(nkv, r.lo + FIXCHUNK);  // the last split takes the rest
+    }
+#elif SPLITSIZE
+    kt_range r;
+    {
+        const int nkv = a.positions[b] + 1;
+        r.lo = sp * SPLITSIZE;
+        r.hi = min(nkv, r.lo + SPLITSIZE);
     }
 #else
     const kt_range r = gq_range<16 * NR>(a.positions, b, sp);

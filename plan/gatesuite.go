@@ -34,3 +34,14 @@ func gateSuite() string {
 	}
 	return "r" + strconv.Itoa(gateSuiteRevision) + ": " + strings.Join(kinds, " ") + "; inputs " + strings.Join(sets, " ")
 }
+
+// GateSuite is the gate suite p's record is gated under: GateSuite, and
+// the opt-in gates p runs with what they check (the invariance gate's
+// contexts), so that a resumed sweep gates again a record of the variant
+// before it asked for them.
+func (p *Point) GateSuite() string {
+	if p.Invariance == nil {
+		return GateSuite
+	}
+	return GateSuite + "; " + string(results.GateInvariance) + " " + p.Invariance.String()
+}

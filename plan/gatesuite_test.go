@@ -34,3 +34,20 @@ func TestGateSuiteNamesEveryGate(t *testing.T) {
 		}
 	}
 }
+
+// An opt-in gate is in no plain point's suite and in the suite of every
+// point that runs it; no kind is both always run and opt-in.
+func TestGateSuiteOptIn(t *testing.T) {
+	for _, k := range results.OptInGateKinds {
+		if slices.Contains(results.GateKinds, k) {
+			t.Errorf("%s is both in GateKinds and opt-in", k)
+		}
+		if strings.Contains(GateSuite, string(k)) {
+			t.Errorf("GateSuite %q names the opt-in %s", GateSuite, k)
+		}
+	}
+	p := &Point{Invariance: &Invariance{}}
+	if !strings.HasPrefix(p.GateSuite(), GateSuite+"; "+string(results.GateInvariance)) {
+		t.Errorf("an invariance point's suite %q", p.GateSuite())
+	}
+}

@@ -141,6 +141,9 @@ func BuildFrom(s *spec.Spec, arch string, files fs.FS, over Override) (*Plan, er
 					if pt, err = b.point(v, sh, defs, nkv); err != nil {
 						return false
 					}
+					if err = b.invariance(v, nil, sh, defs, nkv, pt, nil); err != nil {
+						return false
+					}
 					pt.Index = len(p.Points)
 					p.Points = append(p.Points, pt)
 					if !warned[v.Name] {
@@ -204,6 +207,9 @@ func (b *builder) dispatch(p *Plan, v *spec.Variant, sh *spec.Shape) error {
 			}
 			var pt *Point
 			if pt, err = b.point(av, sh, defs, nkv); err != nil {
+				return false
+			}
+			if err = b.invariance(av, v, sh, defs, nkv, pt, func(o *spec.Arm) map[string]string { return sh.ArmDefines(o, axes, vals) }); err != nil {
 				return false
 			}
 			// Combinations that differ only in a define this arm does not

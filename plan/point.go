@@ -166,6 +166,9 @@ type Point struct {
 	// captured graph, which keeps the grid of its capture, disagrees with
 	// them and the replay gate fails, as it must for such a kernel.
 	Geometry *Geometry `json:",omitempty"`
+	// Invariance is the opt-in invariance gate's contexts (invariance.go),
+	// nil when the variant asks for none.
+	Invariance *Invariance `json:",omitempty"`
 
 	// arch is the architecture the point was hashed for, so that a copy
 	// with other measure settings (WithSamples) is hashed the same way.

@@ -53,6 +53,9 @@ type fakeModel struct {
 	ignoreTable    bool          // paged: reads sequence b's page j at b·max_pages + j, whatever the block table says
 	nkvFromPages   bool          // paged: each length from page_indptr and last_page_len, not positions
 	nkvFromPlanned string        // each length from this host-planned array (planned_test.go), not positions
+	splitsByBatch  bool          // the split count in use is SPLITS/batch: the merge order follows the batch
+	splitsByPos    bool          // the split count in use is SPLITS − b%2: the reduction follows the batch position
+	corruptEvery   int           // > 0: every corruptEvery-th launch of the module adds 0.25 to out[0] (a counter that wraps)
 }
 
 type fakeKernel struct {

@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/kvtype"
+	"github.com/ktune/ktune/internal/results"
 )
 
 // execute runs one launch: a memo of the previous one, or compute.
@@ -102,12 +104,15 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 			fk.seen[b] = max(fk.seen[b], n)
 			n = fk.seen[b]
 		}
-		chunk := (n + splits - 1) / splits
+		chunk, rest := fakeChunk(m, c, b, n)
 		for h := range s.Heads {
 			kh := h / group
 			for sp := range splits {
 				slot := ((b*splits+sp)*s.Heads + h) * pstr
 				lo, hi := sp*chunk, min(n, (sp+1)*chunk)
+				if rest && sp == splits-1 {
+					hi = max(lo, n) // the last split takes the rest
+				}
 				if m.readPast && hi < n {
 					hi++
 				}
@@ -199,6 +204,9 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 		}
 	}
 	f.memoryDefects(m, l)
+	if m.corruptEvery > 0 && fk.launches%m.corruptEvery == 0 {
+		binary.LittleEndian.PutUint32(ob, math.Float32bits(math.Float32frombits(binary.LittleEndian.Uint32(ob))+0.25))
+	}
 	if m.noise && fk.launches%2 == 0 {
 		binary.LittleEndian.PutUint32(ob, binary.LittleEndian.Uint32(ob)^1)
 	}
@@ -271,4 +279,26 @@ func (f *fakeDevice) memoryDefects(m fakeModel, l fakeLaunch) {
 	if m.writeBefore {
 		binary.LittleEndian.PutUint32(f.at(w.partial-4), 0)
 	}
+}
+
+// fakeChunk is the rows per split of sequence b (length n) of a launch:
+// the SPLITSIZE define's fixed size, the last split taking any rest
+// (rest), or nkv over the split count in use, which a defect model makes
+// follow the batch or the position.
+func fakeChunk(m fakeModel, c results.Config, b, n int) (chunk int, rest bool) {
+	for _, d := range c.Defines {
+		if d.Name == "SPLITSIZE" {
+			if v, err := strconv.Atoi(d.Value); err == nil && v > 0 {
+				return v, true
+			}
+		}
+	}
+	e := c.Splits
+	if m.splitsByBatch {
+		e = max(1, c.Splits/c.Shape.Batch)
+	}
+	if m.splitsByPos {
+		e = max(1, c.Splits-b%2)
+	}
+	return (n + e - 1) / e, false
 }

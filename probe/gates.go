@@ -96,6 +96,10 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	if err := r.replayGates(ctx, log); err != nil {
 		return false, err
 	}
+	// The opt-in invariance gate (invariance.go).
+	if err := r.invarianceGate(ctx, log); err != nil {
+		return false, err
+	}
 	if err := r.boundsGate(ctx, log); err != nil {
 		// A fault ends the point: its record keeps the evidence so far.
 		r.rec.Gates = slices.Clone(log.gates)

@@ -121,7 +121,7 @@ func Run(ctx context.Context, b plan.Backend, pl *plan.Plan, opts RunOptions) (s
 	for _, p := range points {
 		r, done := recorded[p.Hash]
 		switch {
-		case done && r.GateSuite != plan.GateSuite:
+		case done && r.GateSuite != p.GateSuite():
 			// Gated by an older suite: the gates added since never saw it.
 			done = false
 			regate++
@@ -312,7 +312,7 @@ func backendStopped(i, n, recorded int, label, path string, err error) error {
 // device, the time and the wall time.
 func fill(rec *results.Record, p *plan.Point, env results.Env, clock func() time.Time, t0 time.Time) {
 	rec.Hash = p.Hash
-	rec.GateSuite = plan.GateSuite
+	rec.GateSuite = p.GateSuite()
 	rec.Landed = p.Landed
 	if rec.Config.Variant == "" {
 		rec.Config = p.Config

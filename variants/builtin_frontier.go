@@ -63,6 +63,16 @@ var pdlEndDefine = catalog.DefineSpec{Name: "PDLEND", Default: "0", Max: 1,
 var fixChunkDefine = catalog.DefineSpec{Name: "FIXCHUNK", Default: "0", Max: 1 << 20,
 	Doc: "rows per split, fixed (the last takes the rest); 0: the split count follows nkv (MINROWS)"}
 
+// DefineSplitSize is the fixed-split-size form of the tensor-core
+// kernel (kernels/mma_core.cuh): every split covers SPLITSIZE rows of
+// its sequence, so the split count in use follows the sequence's own
+// length and its output bits do not depend on the batch, the position in
+// it or SPLITS. Unset: the points without it keep their hashes.
+const DefineSplitSize = "SPLITSIZE"
+
+var splitSizeDefine = catalog.DefineSpec{Name: DefineSplitSize, Default: "0", Max: 1 << 20, Unset: true,
+	Doc: "rows per split, fixed for every length (SPLITS*SPLITSIZE >= capacity): bits invariant to the batch and SPLITS; 0: the split count follows nkv (MINROWS)"}
+
 // pageSizeDefine builds the paged form (kernels/ABI.md): K and V in a pool
 // of pages of PAGE_SIZE rows through block_table; the plan then gives the
 // point the paged io (abi.PagedABIIO) and the two arguments.
@@ -181,7 +191,42 @@ func mmaSharedBytes(headDim, warps, gn, wn int) int {
 var mmaHeadDims = []int{64, 128, 256}
 
 func checkMMAKernel(s abi.Shape, defines map[string]string) error {
-	return checkMMA(s, defines, mmaHeadDims...)
+	if err := checkMMA(s, defines, mmaHeadDims...); err != nil {
+		return err
+	}
+	return checkSplitSize(s, defines)
+}
+
+// checkSplitSize bounds SPLITSIZE: whole steps of 16*NR rows, not with
+// FIXCHUNK, and SPLITS splits of it reaching the capacity, or the rows
+// past them would be left out.
+func checkSplitSize(s abi.Shape, defines map[string]string) error {
+	size, err := defineInt(defines, DefineSplitSize, 0)
+	if err != nil || size == 0 {
+		return err
+	}
+	nr, err := defineInt(defines, "NR", 1)
+	if err != nil {
+		return err
+	}
+	splits, err := defineInt(defines, abi.DefineSplits, 64)
+	if err != nil {
+		return err
+	}
+	fc, err := defineInt(defines, "FIXCHUNK", 0)
+	if err != nil {
+		return err
+	}
+	switch {
+	case size%(16*nr) != 0:
+		return fmt.Errorf("SPLITSIZE=%d: must be a multiple of a step, 16*NR = %d rows", size, 16*nr)
+	case fc != 0:
+		return fmt.Errorf("SPLITSIZE=%d with FIXCHUNK=%d: both fix a split's rows; give one", size, fc)
+	case splits*size < s.Capacity:
+		return fmt.Errorf("SPLITS=%d x SPLITSIZE=%d = %d rows < capacity %d: the rows past them would be left out (SPLITS >= %d)",
+			splits, size, splits*size, s.Capacity, (s.Capacity+size-1)/size)
+	}
+	return nil
 }
 
 // checkMMA is checkMMAKernel for the head_dims dims.
@@ -370,6 +415,7 @@ func init() {
 			fixChunkDefine,
 			pageSizeDefine,
 			pageWindowDefine,
+			splitSizeDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class:     catalog.Tolerance,

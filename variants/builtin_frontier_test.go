@@ -91,6 +91,11 @@ func TestFrontierChecks(t *testing.T) {
 		{"mma", h200Shape, map[string]string{"FIXCHUNK": "64", "WARPS": "8"}, "FIXCHUNK=64: must be a multiple of a step of the block's warps, 16*NR*WARPS/WN = 128 rows"},
 		{"mma", h200Shape, map[string]string{"FIXCHUNK": "64", "WARPS": "8", "WN": "2", "GN": "2"}, ""},
 		{"mma", h200Shape, map[string]string{"PAGE_SIZE": "16", "PTW": "1"}, ""},
+		{"mma", h200Shape, map[string]string{"SPLITS": "128", "SPLITSIZE": "256"}, ""},
+		{"mma", h200Shape, map[string]string{"SPLITS": "128", "SPLITSIZE": "256", "PAGE_SIZE": "16"}, ""},
+		{"mma", h200Shape, map[string]string{"SPLITS": "64", "SPLITSIZE": "256"}, "SPLITS=64 x SPLITSIZE=256 = 16384 rows < capacity 32768: the rows past them would be left out (SPLITS >= 128)"},
+		{"mma", h200Shape, map[string]string{"SPLITS": "128", "SPLITSIZE": "24"}, "SPLITSIZE=24: must be a multiple of a step, 16*NR = 16 rows"},
+		{"mma", h200Shape, map[string]string{"SPLITS": "128", "SPLITSIZE": "256", "FIXCHUNK": "256"}, "both fix a split's rows"},
 		{"mmaf", h200Shape, map[string]string{"SPLITS": "1", "PAGE_SIZE": "64", "PF": "1", "PTW": "0"}, ""},
 		{"mma", h200Shape, map[string]string{"PTW": "1"}, "PTW=1 reads a block table: it needs PAGE_SIZE"},
 		{"mma", h200Shape, map[string]string{"PAGE_SIZE": "16", "PTW": "2"}, "maximum 1"},
@@ -247,8 +252,9 @@ func TestFusedWRegistry(t *testing.T) {
 }
 
 // TestFusedRegistry: mmaf, mmafw and mmac are the fused built-ins, with no
-// combine entry; mmaf takes mma's defines but CW, PDLEND and FIXCHUNK (a
-// batch-1 tuning of the two-launch kernel), and refuses what its
+// combine entry; mmaf takes mma's defines but CW, PDLEND, FIXCHUNK (a
+// batch-1 tuning of the two-launch kernel) and SPLITSIZE (the fused
+// merge is not built for it), and refuses what its
 // merge cannot hold.
 func TestFusedRegistry(t *testing.T) {
 	for _, k := range All() {
@@ -273,12 +279,12 @@ func TestFusedRegistry(t *testing.T) {
 	var want []catalog.DefineSpec
 	for _, d := range m.Defines {
 		// No combine to choose or to let launch early.
-		if d.Name != "CW" && d.Name != "PDLEND" && d.Name != "FIXCHUNK" {
+		if d.Name != "CW" && d.Name != "PDLEND" && d.Name != "FIXCHUNK" && d.Name != "SPLITSIZE" {
 			want = append(want, d)
 		}
 	}
 	if len(f.Defines) != len(want) {
-		t.Fatalf("mmaf defines %d, want mma's without CW, PDLEND and FIXCHUNK (%d)", len(f.Defines), len(want))
+		t.Fatalf("mmaf defines %d, want mma's without CW, PDLEND, FIXCHUNK and SPLITSIZE (%d)", len(f.Defines), len(want))
 	}
 	for i := range want {
 		if f.Defines[i] != want[i] {

@@ -215,6 +215,18 @@ const (
 	// GateSanitizer: compute-sanitizer (memcheck, racecheck, synccheck,
 	// initcheck) found no error in one gate point of the compiled kernel.
 	GateSanitizer GateKind = "sanitizer"
+	// GateLaunches: the outputs of launches sampled across the timed
+	// probes, and of a run of thousands of launches of one module, equal
+	// a fresh module's on the same inputs (device state that corrupts one
+	// launch in N: a counter that wraps, a ring re-armed only sometimes).
+	GateLaunches GateKind = "launches"
+	// GateInvariance (opt-in: the variant's invariant key): a probe
+	// sequence's out rows (and a declared lse) are the same bytes alone at
+	// batch 1, inside batches of other sizes and compositions, at every
+	// position and under every dispatch arm that could serve it; Detail
+	// names the sequence, the two contexts and the first differing
+	// element.
+	GateInvariance GateKind = "invariance"
 )
 
 // GateKinds is the one registry of gate kinds, in the order a point runs
@@ -223,8 +235,14 @@ const (
 // makes resumed sweeps gate their records again.
 var GateKinds = []GateKind{
 	GateWritten, GateTolerance, GateBitwise, GateReplay, GateDeterminism, GateFresh,
-	GateReadOnly, GateGuard, GateBounds, GateStale, GateTimed, GateSanitizer,
+	GateReadOnly, GateGuard, GateBounds, GateStale, GateTimed, GateLaunches, GateSanitizer,
 }
+
+// OptInGateKinds are the gates a spec asks for per variant, run between
+// the replay and the bounds gates: a point's gate suite names one only
+// where the point runs it (plan.Point.GateSuite), so that asking for it
+// gates that variant's records again and no other's.
+var OptInGateKinds = []GateKind{GateInvariance}
 
 // A Gate is one verdict with its evidence.
 type Gate struct {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -128,6 +129,8 @@ type variantNodes struct {
 	kernel  *yaml.Node
 	arms    []*armNodes
 	bitwise *yaml.Node
+	// invariant is the invariant key's value, for messages.
+	invariant *yaml.Node
 	defines map[string][]*yaml.Node
 	defKeys map[string]*yaml.Node
 	grid    []*yaml.Node
@@ -419,7 +422,7 @@ func (d *decoder) defineValues(name, where string, list *yaml.Node, l []*yaml.No
 
 var variantKeys = append([]string{"name", "kernel", "dispatch", "defines", "bitwise_with", "grid", "block", "shared",
 	"include", "flags", "io", "scratch", "planned", "structs", "launches", "graph", "pdl", "cluster", "cluster_nonportable", "lse",
-	"forward", "std_headers", "host_headers", "build"}, budgetKeys...)
+	"forward", "std_headers", "host_headers", "build", "invariant"}, budgetKeys...)
 
 func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 	v := Variant{Pos: pos(n), Defines: map[string][]string{}}
@@ -439,6 +442,8 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 			v.BitwiseWith, vn.bitwise = d.str(val, k), val
 		case "lse":
 			v.LSE = d.lse(val, k)
+		case "invariant":
+			v.Invariant, vn.invariant = d.invariant(val, k), val
 		case "defines":
 			d.fields(val, k, nil, func(name string, kn, dv *yaml.Node) {
 				if !d.defineName(kn, k+"."+name) {
@@ -532,6 +537,9 @@ func (d *decoder) variant(n *yaml.Node, i int) (Variant, *variantNodes) {
 		if _, ok := seen["dispatch"]; ok {
 			d.dispatchKeys(where, seen)
 		} else {
+			if slices.Contains(v.Invariant, InvariantArm) {
+				d.errorf(vn.invariant, "%s.invariant: arm needs a dispatch variant (its arms are the kernels compared)", where)
+			}
 			d.require(n, where, seen, "kernel")
 		}
 	}

@@ -79,6 +79,10 @@ type Variant struct {
 	// kernel in a CUDA graph, so its grid may read nkv and no replay gate
 	// or graph probe runs.
 	NeverCaptured bool
+	// Invariant is the contexts the variant's output bits must not
+	// depend on (invariant: [batch, position, arm]): the invariance gate
+	// runs for each (invariance.go); empty: no such gate.
+	Invariant []Invariance
 	// PDL is `pdl: true`: every launch of a step after the first is made
 	// with programmatic stream serialization (programmatic dependent
 	// launch), and the kernels get -DPDL=1 so that they call

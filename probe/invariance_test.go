@@ -1,0 +1,173 @@
+package probe
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
+	"github.com/ktune/ktune/plan"
+)
+
+// withBatch sets a fake point's batch and the grid dimensions that read it.
+func withBatch(p *plan.Point, n int) *plan.Point {
+	p.Config.Shape.Batch = n
+	p.Launches[0].Grid[2], p.Launches[1].Grid[1] = n, n
+	return p
+}
+
+// withSplits sets a fake point's SPLITS (and, when size > 0, its
+// SPLITSIZE define: rows per split, fixed).
+func withSplits(p *plan.Point, splits, size int) *plan.Point {
+	p.Config.Splits = splits
+	p.Config.Defines = abi.Defines{{Name: "SPLITS", Value: strconv.Itoa(splits)}}
+	if size > 0 {
+		p.Config.Defines = append(p.Config.Defines, abi.Define{Name: "SPLITSIZE", Value: strconv.Itoa(size)})
+	}
+	p.Launches[0].Grid[0] = splits
+	return p
+}
+
+// invariantPoint is a fake point of batch 4 whose invariance gate checks
+// kinds, with the contexts the plan gives (plan.Invariance): the kernel
+// at batches 1 and 2, and the given arms' points at batch 4.
+func invariantPoint(variant string, splits, size int, kinds []spec.Invariance, arms ...*plan.Point) *plan.Point {
+	p := withSplits(withBatch(fakePoint(variant, 100), 4), splits, size)
+	p.Probes = nil
+	iv := &plan.Invariance{Kinds: kinds}
+	if slices.Contains(kinds, spec.InvariantBatch) {
+		for _, n := range []int{1, 2} {
+			q := withSplits(withBatch(fakePoint(variant, 100), n), splits, size)
+			q.Config.Shape.Name = fmt.Sprintf("tiny/batch%d", n)
+			iv.Batches = append(iv.Batches, q)
+		}
+	}
+	for _, a := range arms {
+		iv.Arms = append(iv.Arms, a)
+		iv.ArmNames = append(iv.ArmNames, a.Config.Variant)
+	}
+	p.Invariance = iv
+	p.GateKey += "+invariance"
+	return p
+}
+
+// armPoint is another arm's point at the invariant point's shape.
+func armPoint(variant string, splits, size int) *plan.Point {
+	return withSplits(withBatch(fakePoint(variant, 100), 4), splits, size)
+}
+
+// invarianceGates returns the record's invariance verdicts.
+func invarianceGates(rec results.Record) []results.Gate {
+	var out []results.Gate
+	for _, g := range rec.Gates {
+		if g.Kind == results.GateInvariance {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+var allInvariances = []spec.Invariance{spec.InvariantBatch, spec.InvariantPosition, spec.InvariantArm}
+
+// TestInvarianceDefectsCaught: each kernel whose bits follow a context
+// fails the invariance gate, which names the sequence, the two contexts
+// and the element, and nothing else; without the gate the same kernel
+// passes every other gate.
+func TestInvarianceDefectsCaught(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		m     fakeModel
+		kinds []spec.Invariance
+		arm   *plan.Point // another arm, correct, of another split count
+		want  []string    // in the failure's detail
+	}{
+		{"split count follows the batch", fakeModel{splitsByBatch: true}, []spec.Invariance{spec.InvariantBatch},
+			nil, []string{"batch 1 (alone)", "batch 2 (composition"}},
+		{"reduction indexed by batch position", fakeModel{splitsByPos: true}, []spec.Invariance{spec.InvariantPosition},
+			nil, []string{"batch 4 (composition 0), position 0", ", position 1"}},
+		{"arms of different split counts", fakeModel{}, []spec.Invariance{spec.InvariantArm},
+			armPoint("arm4", 4, 0), []string{"arm arm4"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models[c.name] = c.m
+			var arms []*plan.Point
+			if c.arm != nil {
+				arms = append(arms, c.arm)
+			}
+			rec := run(t, fakeBackend(t, f), invariantPoint(c.name, 8, 0, c.kinds, arms...))
+			if got := failedKinds(rec.Gates); rec.Status != results.StatusGateFailed || !slices.Equal(got, []string{"invariance/uniform"}) {
+				t.Fatalf("status %s, failed %v: want only the invariance gate failed", rec.Status, got)
+			}
+			g := invarianceGates(rec)[0]
+			for _, w := range append([]string{"sequence ", "nkv ", "first at element", "head"}, c.want...) {
+				if !strings.Contains(g.Detail, w) {
+					t.Errorf("detail %q does not say %q", g.Detail, w)
+				}
+			}
+			if g.Buffer != "out" || g.FirstDiff < 0 || g.DiffBytes == 0 {
+				t.Errorf("gate %+v", g)
+			}
+
+			// The same kernel without the gate passes: no other gate sees it.
+			p := invariantPoint(c.name, 8, 0, nil, arms...)
+			p.Invariance, p.GateKey = nil, "gate-plain"
+			if rec := run(t, fakeBackend(t, f), p); rec.Status != results.StatusOK {
+				t.Errorf("without the invariance gate: %s (%v)", rec.Status, failedKinds(rec.Gates))
+			}
+		})
+	}
+}
+
+// TestInvarianceFixedSplitSize: a kernel of a fixed split size passes
+// every kind of context, arms of other split counts of the same size
+// included, and the gate reports its cost; the same arms by split count
+// fail.
+func TestInvarianceFixedSplitSize(t *testing.T) {
+	f := newFakeDevice()
+	b := fakeBackend(t, f)
+	pairs := f.pairs
+	rec := run(t, b, invariantPoint("fixed", 16, 16, allInvariances, armPoint("fixed32", 32, 16)))
+	if rec.Status != results.StatusOK {
+		t.Fatalf("status %s: %s", rec.Status, rec.Error)
+	}
+	gs := invarianceGates(rec)
+	if len(gs) != 1 || !gs[0].Pass || !strings.Contains(gs[0].Detail, "batch, position, arm") || !strings.Contains(gs[0].Detail, "launch pairs") {
+		t.Fatalf("invariance verdicts %+v", gs)
+	}
+	// Bounded: per probe sequence (3) batches 1 and 2, 4 positions, 1 arm.
+	if n := f.pairs - pairs; n > 200 {
+		t.Errorf("%d launch pairs", n)
+	}
+	t.Logf("%s", gs[0].Detail)
+	// A kernel split by count instead: its arms disagree.
+	rec = run(t, fakeBackend(t, newFakeDevice()), invariantPoint("bycount", 16, 0, allInvariances, armPoint("bycount32", 32, 0)))
+	if rec.Status != results.StatusGateFailed || !strings.Contains(rec.Error, "arm bycount32") {
+		t.Errorf("split by count across arms of 16 and 32 splits: %s: %s", rec.Status, rec.Error)
+	}
+}
+
+// TestInvariancePositions: every position of a small batch, a bounded
+// seeded set with the first and the last of a large one.
+func TestInvariancePositions(t *testing.T) {
+	if got := invariancePositions(4, nil); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Errorf("batch 4: %v", got)
+	}
+	p := invariancePositions(64, newRand(7))
+	if len(p) != invarianceMaxPositions || p[0] != 0 || p[len(p)-1] != 63 || !slices.IsSorted(p) {
+		t.Errorf("batch 64: %v", p)
+	}
+	if got := invarianceLengths([]int{1, 4, 7, 8, 9, 17, 29, 100}, 0, 1); !slices.Equal(got, []int{1, 100, 9}) {
+		t.Errorf("lengths %v", got)
+	}
+	if got := invarianceLengths([]int{1, 4, 7, 8, 9, 17, 29, 100}, 16, 4); !slices.Equal(got, []int{4, 100, 17}) {
+		t.Errorf("paged lengths %v", got)
+	}
+}
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
