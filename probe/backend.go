@@ -44,6 +44,10 @@ type Options struct {
 	// probe's launches for as long as NVML's counter needs (about 2.2 s
 	// on an H100, whose counter moves every ~100 ms), per probe and point.
 	Energy bool
+	// LaunchRun is how many launches of a compiled kernel one run reaches
+	// with the launch-count check's long run (launchcount.go); 0 means
+	// launchRunTotal, a few thousand.
+	LaunchRun int
 }
 
 // A Backend runs points on one CUDA device.

@@ -640,6 +640,9 @@ func (f *fakeDevice) endCapture() (graph, error) {
 func fakeBackend(t *testing.T, f *fakeDevice) *Backend {
 	return &Backend{
 		gpu: f, log: testLog{t}, loaded: map[string]*kernelPair{}, gates: map[string]*gateVerdict{},
+		// A short launch-count run: the fake computes every launch on the
+		// host (TestLaunchCountCaught runs the full one).
+		opts: Options{LaunchRun: 64},
 		env: results.Env{Device: "fake", SMs: 132, L2Bytes: 1 << 16, ClockMHz: 1980, Arch: "sm_90"},
 	}
 }

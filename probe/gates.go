@@ -25,6 +25,9 @@ type gateVerdict struct {
 	// ref is the fresh gate's launch on the gated module, which the point
 	// runs again after its probes (timed.go).
 	ref *launchBytes
+	// longRun is set once the launch-count check's long run has run on
+	// the group's kernel (launchcount.go).
+	longRun bool
 }
 
 // gateNKVs returns the gate lengths that fit the capacity, in order and

@@ -171,3 +171,56 @@ func TestInvariancePositions(t *testing.T) {
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
+
+// TestLaunchCountCaught: a kernel that corrupts one launch in 300 (a
+// counter that wraps) passes every gate before the probes and the timed
+// gate's last launches, and fails the launch-count check, which names the
+// launch; a correct kernel passes it, and the long run runs once per
+// compiled kernel.
+func TestLaunchCountCaught(t *testing.T) {
+	f := newFakeDevice()
+	f.models["wraps"] = fakeModel{corruptEvery: 300}
+	b := fakeBackend(t, f)
+	b.opts.LaunchRun = launchRunTotal
+	rec := run(t, b, fakePoint("wraps", 100))
+	if got := failedKinds(rec.Gates); rec.Status != results.StatusGateFailed || !slices.Equal(got, []string{string(results.GateLaunches) + "/"}) {
+		t.Fatalf("status %s, failed %v: want only the launch-count check", rec.Status, got)
+	}
+	for _, g := range rec.Gates {
+		if g.Kind == results.GateLaunches && !strings.Contains(g.Detail, "of a run of") {
+			t.Errorf("detail %q does not name the launch", g.Detail)
+		}
+	}
+
+	good := fakeBackend(t, f)
+	good.opts.LaunchRun = 400
+	rec = run(t, good, fakePoint("good", 100))
+	var detail string
+	for _, g := range rec.Gates {
+		if g.Kind == results.GateLaunches {
+			detail = g.Detail
+		}
+	}
+	if rec.Status != results.StatusOK || !strings.Contains(detail, "a run of") {
+		t.Fatalf("good kernel: %s, launch-count detail %q", rec.Status, detail)
+	}
+	pairs := f.pairs
+	rec = run(t, good, fakePoint("good", 29))
+	if rec.Status != results.StatusOK || f.pairs-pairs > 400/launchRunMinFrac {
+		t.Errorf("second point of the group: %s after %d pairs: the long run ran again", rec.Status, f.pairs-pairs)
+	}
+}
+
+// TestLaunchSampled: the samples read between are few, spread over the
+// whole run.
+func TestLaunchSampled(t *testing.T) {
+	var got []int
+	for n := 1; n <= 1000; n++ {
+		if launchSampled(n) {
+			got = append(got, n)
+		}
+	}
+	if !slices.Equal(got, []int{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987}) {
+		t.Errorf("sampled %v", got)
+	}
+}

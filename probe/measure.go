@@ -164,6 +164,10 @@ func (r *pointRun) probe(ctx context.Context, probe results.Probe) (*results.Mea
 			continue
 		}
 		m.SamplesNS = append(m.SamplesNS, ns)
+		// Outside the timed region (launchcount.go).
+		if err := r.sampleLaunches(probe, len(m.SamplesNS)); err != nil {
+			return m, err
+		}
 	}
 	if dropped > 0 && m.Note == "" {
 		m.Note = fmt.Sprintf("%d samples dropped: the stream blocker timed out", dropped)

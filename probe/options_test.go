@@ -275,8 +275,9 @@ func TestFakeOptionsLSEBytes(t *testing.T) {
 	}{
 		{"lse-noise", fakeOptions{lseNoise: true}, "determinism/uniform", nil},
 		{"lse-by-value", fakeOptions{lseByValue: true}, "replay/uniform", []string{"replay/uniform"}},
-		{"lse-skip-repeated", fakeOptions{lseSkipAfter: 8}, "timed/", []string{"timed/"}},
-		{"lse-first-address", fakeOptions{lseFirstAddr: true}, "timed/", []string{"timed/"}},
+		// After the probes: the timed gate and the launch-count check.
+		{"lse-skip-repeated", fakeOptions{lseSkipAfter: 8}, "timed/", []string{"launches/", "timed/"}},
+		{"lse-first-address", fakeOptions{lseFirstAddr: true}, "timed/", []string{"launches/", "timed/"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeDevice()

@@ -151,6 +151,9 @@ type pointRun struct {
 	// outputs read back after each probe.
 	used  [2]bool
 	timed []timedOutputs
+	// sampled are the timed launches read between samples for the
+	// launch-count check (launchcount.go).
+	sampled []sampledOutputs
 	// graphPairs is the graph probe's pairs per replay.
 	graphPairs int
 	// timedN counts the probes' pairs (timedPair).

@@ -184,6 +184,12 @@ func (r *pointRun) timedGates(timed []results.Gate) error {
 		return err
 	}
 	timed = append(timed, fresh...)
+	// The launch-count check, every point (launchcount.go).
+	counted, err := r.launchCountGates()
+	if err != nil {
+		return err
+	}
+	timed = append(timed, counted...)
 	v := r.b.gates[r.p.GateKey]
 	if v != nil && v.ref != nil && r.timedN > 0 {
 		g, err := r.againGate(v.ref)

@@ -421,6 +421,8 @@ func init() {
 		Class:     catalog.Tolerance,
 		Check:     checkMMAKernel,
 		Attention: mmaOptions,
+		// Every form (invariance.go).
+		Invariance: mmaInvariance,
 	})
 	// mmaf is mma in one launch: the last block of each (KV head, sequence)
 	// merges the splits (kernels/mma_fused.cu). Its partial slots and out

@@ -195,6 +195,8 @@ type tuneFlags struct {
 	weights    func(int, []int) ([]float64, error) // from --workload
 	// allowReplayed: see replayed.go.
 	allowReplayed bool
+	// invariant exports the invariant table (invariance.go).
+	invariant bool
 }
 
 // budgetFlags prune points before timing: a point whose compile facts
@@ -237,6 +239,7 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 	fs.IntVar(&f.budget.maxShared, "max-shared", 0, "never time a point whose kernels use more than `BYTES` of shared memory per block")
 	f.strategies = search.DeclareFlags(fs)
 	registerAllowReplayed(fs, &f.allowReplayed)
+	fs.BoolVar(&f.invariant, "invariant", false, "export a table whose arms are invariant with one another, and print the price of invariance")
 	paths, help, err := parseArgs(fs, args, tuneUsage, tuneExit)
 	if help || err != nil {
 		return err
@@ -284,7 +287,7 @@ func runTune(ctx context.Context, stdout, stderr io.Writer, args []string, deps 
 		if err := refuseReplayedFiles(stderr, f.from.paths, f.allowReplayed); err != nil {
 			return err
 		}
-		return tuneExport(stdout, stderr, f.from.paths, dispatch.Options{Probe: p, MaxArms: f.maxArms, ByDims: f.byDims, Weights: f.weights}, f.out)
+		return tuneExport(stdout, stderr, f.from.paths, dispatch.Options{Probe: p, MaxArms: f.maxArms, ByDims: f.byDims, Weights: f.weights}, f.out, f.invariant)
 	}
 	if len(f.from.paths) != 1 {
 		return usageErrorf("tune: want one SPEC or --from RESULTS... (run 'ktune help tune')")
@@ -367,7 +370,7 @@ func tuneSearch(ctx context.Context, stdout, stderr io.Writer, fs *flag.FlagSet,
 	}
 	// The same export as --from DIR, restricted to this spec: a directory
 	// may hold the results of others.
-	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name, MaxArms: f.maxArms, ByDims: f.byDims, Weights: f.weights}, f.out)
+	return tuneExport(stdout, stderr, []string{f.out}, dispatch.Options{Probe: p, Spec: bn.spec.Name, MaxArms: f.maxArms, ByDims: f.byDims, Weights: f.weights}, f.out, f.invariant)
 }
 
 // tuneFacts compiles the plan's points before the search when something
@@ -416,8 +419,12 @@ func writeSearch(dir string, res *search.SearchResult) error {
 }
 
 // tuneExport builds the dispatch table from results files and writes it
-// into dir, printing it on stdout.
-func tuneExport(stdout, stderr io.Writer, files []string, opt dispatch.Options, dir string) error {
+// into dir, printing it on stdout; with invariant, the invariant table
+// and the price of invariance (invariance.go).
+func tuneExport(stdout, stderr io.Writer, files []string, opt dispatch.Options, dir string, invariant bool) error {
+	if invariant {
+		return tuneInvariant(stdout, stderr, files, opt, dir)
+	}
 	tab, err := tuneTable(stderr, files, opt)
 	if err != nil {
 		return err
@@ -430,9 +437,26 @@ func tuneExport(stdout, stderr io.Writer, files []string, opt dispatch.Options, 
 
 // tuneTable builds the dispatch table of results files, warning on stderr.
 func tuneTable(stderr io.Writer, files []string, opt dispatch.Options) (*dispatch.Table, error) {
-	in, err := dispatch.Load(files...)
+	recs, sources, err := tuneRecords(stderr, files, &opt)
+	if err != nil {
+		return nil, err
+	}
+	tab, err := dispatch.Build(recs, sources, opt)
 	if err != nil {
 		return nil, fmt.Errorf("tune: %w", err)
+	}
+	for _, w := range tab.Warnings {
+		fmt.Fprintf(stderr, "ktune: warning: %s\n", w)
+	}
+	return tab, nil
+}
+
+// tuneRecords reads results files into the records a table is built
+// from, refusing damaged input; opt receives the superseded records.
+func tuneRecords(stderr io.Writer, files []string, opt *dispatch.Options) ([]results.Record, []dispatch.Source, error) {
+	in, err := dispatch.Load(files...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tune: %w", err)
 	}
 	// A table is shipped into an engine: built over an unreadable line or
 	// a record that is not evidence, it might name what that line would
@@ -441,17 +465,10 @@ func tuneTable(stderr io.Writer, files []string, opt dispatch.Options) (*dispatc
 	set.Damaged = in.Warnings
 	if set.Incomplete() {
 		warnEvidence(stderr, set)
-		return nil, fmt.Errorf("tune: %s in %v: a dispatch table over them would be incomplete; remove or re-measure them", set.Summary(), files)
+		return nil, nil, fmt.Errorf("tune: %s in %v: a dispatch table over them would be incomplete; remove or re-measure them", set.Summary(), files)
 	}
 	opt.Failed = in.Superseded
-	tab, err := dispatch.Build(set.Records, in.Sources, opt)
-	if err != nil {
-		return nil, fmt.Errorf("tune: %w", err)
-	}
-	for _, w := range tab.Warnings {
-		fmt.Fprintf(stderr, "ktune: warning: %s\n", w)
-	}
-	return tab, nil
+	return set.Records, in.Sources, nil
 }
 
 // tuneWrite writes both exports into dir.

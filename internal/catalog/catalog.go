@@ -70,6 +70,14 @@ type Kernel struct {
 	// the first it does not. The options reach the kernel as the shape's
 	// defines (abi.ShapeDefines) and arguments (kernels/ABI.md).
 	Attention func(abi.Attention) error
+	// Invariance, when set, classes the kernel's configurations by
+	// output bits: "" for a configuration whose bits may depend on the
+	// batch or the position in it, else a class, equal for
+	// configurations whose bits are equal to one another's at every
+	// length (the arms of an invariant dispatch table). A claim by
+	// construction, which the invariance gate checks on the device. Nil:
+	// no configuration is claimed invariant.
+	Invariance func(defines map[string]string) string
 }
 
 // A Set is a collection of kernels looked up by name. The spec and the

@@ -226,6 +226,8 @@ const (
 	// position and under every dispatch arm that could serve it; Detail
 	// names the sequence, the two contexts and the first differing
 	// element.
+	// A pass's Detail begins with the kinds checked, then a colon
+	// (Gate.InvariantIn).
 	GateInvariance GateKind = "invariance"
 )
 

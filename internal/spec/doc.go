@@ -311,6 +311,39 @@
 // engine launches this kernel fresh every step. Such a variant gets no
 // replay gate and no graph probe.
 //
+// # Invariance
+//
+// invariant: [batch, position, arm] (any of the three, in any order) asks
+// for the invariance gate: a sequence's output bits must not depend on
+// the batch it shares, its place in it, or the dispatch arm that served
+// it (deterministic serving, reproducible evaluations, a sampler that
+// must match its trainer bit for bit). For a few probe sequences of the
+// uniform gate set, at gate lengths (they cross the split boundaries; a
+// paged point's first page boundary is added), the gate runs the
+// sequence alone at batch 1 and inside a batch of half the shape's
+// (batch), inside seeded batches of the shape's size with other
+// sequences at other lengths around it (batch), at every position of the
+// shape's batch (position: up to 16, the first, the last and seeded
+// others beyond), and under every other arm of the variant's dispatch at
+// the shape's batch (arm: a dispatch variant only), and compares its out
+// rows, and its lse rows when lse is declared, byte for byte with the
+// first context's. A difference fails the gate (kind invariance), naming
+// the sequence, the two contexts and the first differing element.
+//
+//	variants:
+//	  - {name: fixed, kernel: mma, invariant: [batch, position], defines: {SPLITS: [128], SPLITSIZE: [1024]}}
+//
+// batch and position need a shape of batch 2 or more (the plan refuses
+// the spec otherwise: a sequence alone has nothing to differ from). The
+// gate cannot see a batch larger than the shape's (the contexts run in
+// the point's buffers), the other input sets, lengths other than the
+// probes', or arms that are not the variant's own. Asking for it changes
+// the record's gate suite, so a resumed sweep gates those records again.
+// Every spec, invariant or not, is also gated for invariance to the
+// launch count (the launches gate: timed launches sampled across the
+// probes and a run of a few thousand launches, each equal to a fresh
+// module's).
+//
 // pdl: true launches every kernel of a step after the first with
 // programmatic stream serialization (cuLaunchKernelEx, programmatic
 // dependent launch), as engines chain a decode step's kernels: the next

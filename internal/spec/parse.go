@@ -131,13 +131,13 @@ type variantNodes struct {
 	bitwise *yaml.Node
 	// invariant is the invariant key's value, for messages.
 	invariant *yaml.Node
-	defines map[string][]*yaml.Node
-	defKeys map[string]*yaml.Node
-	grid    []*yaml.Node
-	block   []*yaml.Node
-	shared  *yaml.Node
-	engine  engineNodes
-	cluster []*yaml.Node
+	defines   map[string][]*yaml.Node
+	defKeys   map[string]*yaml.Node
+	grid      []*yaml.Node
+	block     []*yaml.Node
+	shared    *yaml.Node
+	engine    engineNodes
+	cluster   []*yaml.Node
 	// nonPortable is cluster_nonportable's value.
 	nonPortable *yaml.Node
 	// forward is the forward key's node, forwardVals its values'.
