@@ -56,6 +56,7 @@ type fakeModel struct {
 	splitsByBatch  bool          // the split count in use is SPLITS/batch: the merge order follows the batch
 	splitsByPos    bool          // the split count in use is SPLITS − b%2: the reduction follows the batch position
 	corruptEvery   int           // > 0: every corruptEvery-th launch of the module adds 0.25 to out[0] (a counter that wraps)
+	corruptWindow  [2]int        // launches lo ≤ n < hi of the module add 0.25 to out[0] (a ring re-armed late)
 }
 
 type fakeKernel struct {

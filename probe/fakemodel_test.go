@@ -204,7 +204,7 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 		}
 	}
 	f.memoryDefects(m, l)
-	if m.corruptEvery > 0 && fk.launches%m.corruptEvery == 0 {
+	if w := m.corruptWindow; (m.corruptEvery > 0 && fk.launches%m.corruptEvery == 0) || (fk.launches >= w[0] && fk.launches < w[1]) {
 		binary.LittleEndian.PutUint32(ob, math.Float32bits(math.Float32frombits(binary.LittleEndian.Uint32(ob))+0.25))
 	}
 	if m.noise && fk.launches%2 == 0 {

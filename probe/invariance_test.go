@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -222,5 +223,38 @@ func TestLaunchSampled(t *testing.T) {
 	}
 	if !slices.Equal(got, []int{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987}) {
 		t.Errorf("sampled %v", got)
+	}
+}
+
+// TestLaunchCountSampled: a kernel wrong in the hot probe's first samples
+// and right in its last is seen by the outputs read between samples, and
+// by nothing else after the probes (the long run is the group's, done).
+func TestLaunchCountSampled(t *testing.T) {
+	f := newFakeDevice()
+	// Warm-up: 2 samples of 3 launches; then the samples, 3 launches each.
+	f.models["k"] = fakeModel{corruptWindow: [2]int{7, 13}}
+	r := probeRun(t, f, sampling)
+	r.b.gates[r.p.GateKey] = &gateVerdict{pass: true, longRun: true}
+	m, err := r.probe(context.Background(), results.ProbeHot)
+	if err != nil || len(m.SamplesNS) != 5 {
+		t.Fatalf("%d samples, %v", len(m.SamplesNS), err)
+	}
+	if len(r.sampled) != 2*4 {
+		t.Errorf("%d outputs read, want both sets after samples 1, 2, 3 and 5", len(r.sampled))
+	}
+	gs, err := r.launchCountGates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) != 1 || gs[0].Pass || gs[0].Kind != results.GateLaunches || !strings.Contains(gs[0].Detail, "after sample 1") {
+		t.Fatalf("verdicts %+v", gs)
+	}
+	// The last sample's launches are right: the timed gate's view.
+	if g, err := r.readTimed(results.ProbeHot); err != nil || len(g) != 0 {
+		t.Fatalf("last launches: %+v, %v", g, err)
+	}
+	fresh, err := r.freshTimed()
+	if err != nil || len(fresh) != 1 || !fresh[0].Pass {
+		t.Errorf("timed gate %+v, %v: should not see it", fresh, err)
 	}
 }
