@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/ktune/ktune/internal/dispatch"
 	"github.com/ktune/ktune/internal/results"
@@ -69,5 +72,45 @@ func tuneInvariant(stdout, stderr io.Writer, files []string, opt dispatch.Option
 	}
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "The price of invariance:")
-	return it.WritePrice(stdout)
+	return it.WritePrice(stdout, false)
+}
+
+// reportInvariance writes dir/invariance.md, the price of invariance,
+// when the records hold both invariant and other configurations (passing
+// their gates): per shape and nkv, the fastest invariant configuration
+// and the invariant table's arm against the fastest overall. It says
+// whether it wrote the file; a table that cannot be built (records of
+// several devices) is a warning, not a failed report.
+func reportInvariance(stderr io.Writer, recs []results.Record, dir string) (bool, error) {
+	classed, other := 0, 0
+	for i := range recs {
+		r := &recs[i]
+		if r.Status != results.StatusOK || !r.GatesPass() {
+			continue
+		}
+		if _, ok := invarianceOf(r); ok {
+			classed++
+		} else {
+			other++
+		}
+	}
+	if classed == 0 || other == 0 {
+		return false, nil
+	}
+	it, err := dispatch.BuildInvariant(recs, nil, dispatch.Options{}, invarianceOf)
+	if err != nil {
+		fmt.Fprintf(stderr, "ktune: warning: the price of invariance: %v\n", err)
+		return false, nil
+	}
+	var b strings.Builder
+	b.WriteString("# The price of invariance\n\n")
+	b.WriteString("Per shape and measured nkv, the fastest configuration (cold probe, the dispatch table's rules) against the fastest whose output bits do not depend on the batch or the position in it (a built-in form's claim, variants.InvarianceClass, or a passing invariance gate), and against the arm of the invariant dispatch table, whose arms share one class per shape (`ktune tune --invariant` writes it). A claim by construction is checked on the device by the invariance gate (`invariant:` in a spec, experiments/invariance.yaml).\n\n")
+	if err := it.WritePrice(&b, true); err != nil {
+		return false, err
+	}
+	path := filepath.Join(dir, "invariance.md")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return true, nil
 }

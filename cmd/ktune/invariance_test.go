@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/variants"
 	"gopkg.in/yaml.v3"
 )
@@ -43,6 +44,9 @@ func TestTuneInvariantCommitted(t *testing.T) {
 			}
 		}
 	}
+	if !strings.Contains(string(b), "# Invariant: each shape's ranges are configurations of one class") {
+		t.Error("dispatch.yaml does not say its arms are invariant")
+	}
 	if err := yaml.Unmarshal(b, &tab); err != nil {
 		t.Fatal(err)
 	}
@@ -76,5 +80,36 @@ func TestTuneInvariantCommitted(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(none, "dispatch.yaml")); err == nil {
 		t.Error("a table was written")
+	}
+}
+
+// TestReportInvariance: a report over mma (classed) and mmaf (not)
+// records writes the price of invariance; one over d2 and r4 alone, none
+// of them classed, writes nothing.
+func TestReportInvariance(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want bool
+	}{
+		{"../../experiments/results/h200/frontier3/h200-frontier3.jsonl", true},
+		{"../../experiments/results/h200/make-sweep.jsonl", false},
+	} {
+		recs, _, err := results.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		var stderr bytes.Buffer
+		wrote, err := reportInvariance(&stderr, recs, dir)
+		if err != nil || wrote != c.want {
+			t.Fatalf("%s: wrote %v, %v (%s)", c.file, wrote, err, stderr.String())
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "invariance.md"))
+		if c.want && (err != nil || !strings.Contains(string(b), "| fastest invariant") || !strings.Contains(string(b), "b16-f1-pf")) {
+			t.Errorf("%s: invariance.md %v:\n%s", c.file, err, b)
+		}
+		if !c.want && err == nil {
+			t.Errorf("%s: invariance.md written", c.file)
+		}
 	}
 }

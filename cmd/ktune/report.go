@@ -49,6 +49,11 @@ results.jsonl) and writes into DIR:
                    time vs SPLITS at each nkv where SPLITS was swept
   DIR/report.json  with --json: the report as JSON (schema: go doc
                    ./report Document); without -o it goes to stdout
+  DIR/invariance.md  when the results hold both configurations whose
+                   output bits do not depend on the batch (a built-in
+                   form's claim or a passing invariance gate) and others:
+                   the price of invariance per shape and nkv (ktune help
+                   tune, --invariant)
 
 and prints what to ship, then one cold-probe table per shape. What to
 ship is, per shape and range of nkv, the fastest configuration (cold
@@ -190,6 +195,12 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	what := "report.md, tables.csv and the plots"
 	if *asJSON {
 		what = "report.md, report.json, tables.csv and the plots"
+	}
+	// The price of invariance (invariance.go).
+	if wrote, err := reportInvariance(stderr, recs, *out); err != nil {
+		return err
+	} else if wrote {
+		what += ", invariance.md"
 	}
 	_, err = fmt.Fprintf(stdout, "\nwrote %s into %s\n", what, *out)
 	return err

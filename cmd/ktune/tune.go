@@ -114,6 +114,21 @@ measurements was within 1% and 2% of the whole file's at every shape and
 nkv: the median over seeds, the lowest and highest, how many seeds got
 there, and how many times fewer points than random search's median.
 
+# Invariance
+
+--invariant exports instead a table whose arms are invariant with one
+another: a sequence's output bits do not depend on the batch, its
+position in it, or which arm served it. A configuration qualifies by its
+built-in form's claim (mma's forms: those that split alike and compute
+alike share a class; with SPLITSIZE, a fixed split size, SPLITS and
+MINROWS do not matter) or by a passing invariance gate on batch and
+position (a class of its own). Per shape the table keeps the arms of one
+class, the one that costs least over the measured nkv, and tune prints
+the price of invariance: per shape and nkv the fastest configuration, the
+fastest invariant one and the invariant table's arm, with their cost. A
+spec that gates the table's arms declares them as a dispatch variant
+with invariant: [arm].
+
 # Export only
 
 With --from, tune measures nothing: it exports the table from results
@@ -148,6 +163,7 @@ Examples:
   $ ktune tune --from experiments/results/h200/slice.jsonl -o out/dispatch
   $ ktune tune --from out/run1 --from out/run2 --probe graph -o out/dispatch
   $ ktune tune --from experiments/results/h200/slice.jsonl --max-arms 2 -o out/dispatch
+  $ ktune tune --invariant --from experiments/results/h200/frontier3/h200-frontier3.jsonl -o out/invariant
 
 Flags:
 `

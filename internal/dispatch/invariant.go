@@ -110,7 +110,8 @@ func BuildInvariant(recs []results.Record, sources []Source, opt Options, inv In
 		}
 	}
 	if len(best) > 0 {
-		out.Fixed = &Table{Probe: free.Probe, Alpha: free.Alpha, Device: free.Device, Sources: sources}
+		out.Fixed = &Table{Probe: free.Probe, Alpha: free.Alpha, Device: free.Device, Sources: sources,
+			Invariant: "the cheapest class per shape; tune --invariant"}
 		for _, st := range free.Shapes {
 			if b := best[st.key()]; b != nil {
 				out.Fixed.Shapes = append(out.Fixed.Shapes, b.st)
@@ -167,8 +168,9 @@ func picksOf(t *Table) map[tableKey]map[int]pickAt {
 
 // WritePrice prints the price rows: per shape and nkv, the fastest
 // configuration, the fastest invariant one and the invariant table's arm,
-// each with its median and the invariant ones' cost against the fastest.
-func (it *InvariantTables) WritePrice(w io.Writer) error {
+// each with its median and the invariant ones' cost against the fastest;
+// as Markdown when markdown is set.
+func (it *InvariantTables) WritePrice(w io.Writer, markdown bool) error {
 	tbl := table.Table{
 		Header: []string{"shape", "nkv", "fastest", "µs", "fastest invariant", "µs", "cost", "invariant table's arm", "µs", "cost"},
 		Right:  []bool{false, true, false, true, false, true, true, false, true, true},
@@ -196,10 +198,13 @@ func (it *InvariantTables) WritePrice(w io.Writer) error {
 			orNone(r.Invariant), us(r.InvariantNS), cost(r.InvariantNS, r.FastestNS),
 			orNone(r.TableArm), us(r.TableNS), cost(r.TableNS, r.FastestNS))
 	}
-	if err := tbl.Render(w, false); err != nil {
+	if err := tbl.Render(w, markdown); err != nil {
 		return fmt.Errorf("rendering the price of invariance: %w", err)
 	}
 	if g, n := it.TableCost(); n > 0 {
+		if markdown {
+			fmt.Fprintln(w)
+		}
 		_, err := fmt.Fprintf(w, "invariant table against the unconstrained one: %+.1f%% (geometric mean over %d measured nkv it covers)\n", 100*(g-1), n)
 		return err
 	}

@@ -43,6 +43,9 @@ type Table struct {
 	Warnings []string      // measured nkv left without a candidate, and similar
 	// MaxArms is Options.MaxArms (0: every winner has its range).
 	MaxArms int
+	// Invariant, when set, says what made the table's arms invariant with
+	// one another (BuildInvariant); the exports' headers say it.
+	Invariant string
 }
 
 // A ShapeTable is the dispatch of one shape.

@@ -156,6 +156,12 @@ func (t *Table) comment(prefix string) string {
 	line("ties go to the landed configuration, then to the one winning at the")
 	line("neighbouring nkv, then to the smaller SPLITS. Range boundaries lie at")
 	line("the log-space midpoint of the measured nkv around them.")
+	if t.Invariant != "" {
+		line("")
+		line("Invariant: each shape's ranges are configurations of one class, whose")
+		line("output bits do not depend on the batch, the position in it or the")
+		line("range that served the sequence (%s).", t.Invariant)
+	}
 	line("")
 	line("Built from:")
 	for _, s := range t.Sources {
