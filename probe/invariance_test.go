@@ -258,3 +258,33 @@ func TestLaunchCountSampled(t *testing.T) {
 		t.Errorf("timed gate %+v, %v: should not see it", fresh, err)
 	}
 }
+
+// TestInvariancePaged: in a paged pool (shuffled pages, sequences of the
+// smaller batches through the pool's own pages), a kernel that reads the
+// block table passes, and one whose split count follows the batch fails.
+func TestInvariancePaged(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		m    fakeModel
+		want results.Status
+	}{{"paged", fakeModel{}, results.StatusOK}, {"paged by batch", fakeModel{splitsByBatch: true}, results.StatusGateFailed}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models[c.name] = c.m
+			paged := func(q *plan.Point) *plan.Point {
+				q.IO = abi.ABIIO
+				q.IO.KVLayout, q.IO.Paging = abi.Paged, abi.Paging{PageSize: "16", Order: abi.PageNHD, Pages: abi.PagesShuffled}
+				q.PageSize = 16
+				return q
+			}
+			p := paged(invariantPoint(c.name, 8, 0, allInvariances[:2]))
+			for _, q := range p.Invariance.Batches {
+				paged(q)
+			}
+			rec := run(t, fakeBackend(t, f), p)
+			if rec.Status != c.want || len(invarianceGates(rec)) == 0 {
+				t.Fatalf("status %s, failed %v, invariance %+v", rec.Status, failedKinds(rec.Gates), invarianceGates(rec))
+			}
+		})
+	}
+}
