@@ -644,7 +644,7 @@ func fakeBackend(t *testing.T, f *fakeDevice) *Backend {
 		// A short launch-count run: the fake computes every launch on the
 		// host (TestLaunchCountCaught runs the full one).
 		opts: Options{LaunchRun: 64},
-		env: results.Env{Device: "fake", SMs: 132, L2Bytes: 1 << 16, ClockMHz: 1980, Arch: "sm_90"},
+		env:  results.Env{Device: "fake", SMs: 132, L2Bytes: 1 << 16, ClockMHz: 1980, Arch: "sm_90"},
 	}
 }
 
