@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/replay"
 )
@@ -45,6 +46,44 @@ func TestRunResumeRegatesOlderSuite(t *testing.T) {
 	for _, r := range sum.Records {
 		if r.GateSuite != plan.GateSuite {
 			t.Errorf("record %s names suite %q, want this build's", r.Hash, r.GateSuite)
+		}
+	}
+}
+
+// A point whose variant asks for the invariance gate is gated under a
+// suite that names it: its record of the plain suite (written before the
+// variant asked) runs again, and the new record names the point's suite;
+// the other points keep theirs.
+func TestRunResumeRegatesInvariance(t *testing.T) {
+	pl := testPlan(2)
+	pl.Points[1].Invariance = &plan.Invariance{Kinds: []spec.Invariance{spec.InvariantBatch}}
+	e := newRunEnv(t)
+	w, err := results.OpenWriter(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recordsFor(pl) {
+		r.GateSuite = plan.GateSuite
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	rp := replay.New(recordsFor(pl))
+	sum, err := Run(context.Background(), rp, pl, e.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Skipped != 1 || sum.Ran != 1 || len(rp.Calls()) != 1 {
+		t.Fatalf("resume: skipped %d, ran %d; want the invariance point run again", sum.Skipped, sum.Ran)
+	}
+	for _, r := range sum.Records {
+		want := plan.GateSuite
+		if r.Hash == pl.Points[1].Hash {
+			want = pl.Points[1].GateSuite()
+		}
+		if r.GateSuite != want || (r.Hash == pl.Points[1].Hash && !strings.Contains(r.GateSuite, "invariance batch")) {
+			t.Errorf("record %s names suite %q, want %q", r.Hash, r.GateSuite, want)
 		}
 	}
 }
