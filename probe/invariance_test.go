@@ -288,3 +288,31 @@ func TestInvariancePaged(t *testing.T) {
 		})
 	}
 }
+
+// TestInvarianceLSE: a kernel whose out is invariant and whose declared
+// lse is not fails on lse; the same kernel with a right lse passes.
+func TestInvarianceLSE(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    fakeOptions
+		want results.Status
+	}{{"lse good", fakeOptions{}, results.StatusOK}, {"lse by batch", fakeOptions{lseByBatch: true}, results.StatusGateFailed}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeDevice()
+			f.models[c.name] = fakeModel{options: &c.o}
+			p := withBatch(optionPoint(c.name), 4)
+			p.Probes = nil
+			p.Invariance = &plan.Invariance{Kinds: []spec.Invariance{spec.InvariantBatch},
+				Batches: []*plan.Point{withBatch(optionPoint(c.name), 1), withBatch(optionPoint(c.name), 2)}}
+			p.GateKey += "+invariance"
+			rec := run(t, fakeBackend(t, f), p)
+			gs := invarianceGates(rec)
+			if rec.Status != c.want || len(gs) != 1 {
+				t.Fatalf("status %s, failed %v, invariance %+v", rec.Status, failedKinds(rec.Gates), gs)
+			}
+			if c.want != results.StatusOK && (gs[0].Buffer != "lse" || !strings.Contains(gs[0].Detail, "lse row differs")) {
+				t.Errorf("gate %+v: want a difference in lse", gs[0])
+			}
+		})
+	}
+}

@@ -30,6 +30,7 @@ type fakeOptions struct {
 	lseByValue   bool // a graph replay writes the lse of the lengths at capture
 	lseSkipAfter int  // > 0: from this many launches in a row at the same positions on, lse is left as it is
 	lseFirstAddr bool // writes lse where its module's first launch was told to (a pointer kept in the module)
+	lseByBatch   bool // in a batch of more than one, flips the last bit of each sequence's first lse (out is right)
 	lseOffset    float32
 	// Misuses of lse that only the stale-rows gate and the gates past the
 	// gate lengths see.
@@ -70,6 +71,12 @@ func (f *fakeDevice) computeOptions(fk *fakeKernel, o fakeOptions, l fakeLaunch)
 	if o.lseNoise && fk.launches%2 == 0 && lse != 0 {
 		b := f.at(lse)
 		binary.LittleEndian.PutUint32(b, binary.LittleEndian.Uint32(b)^1)
+	}
+	if s := l.c.Shape; o.lseByBatch && s.Batch > 1 && lse != 0 {
+		b, per := f.at(lse), 4*s.Attention.Queries()*s.Heads
+		for seq := range s.Batch {
+			binary.LittleEndian.PutUint32(b[seq*per:], binary.LittleEndian.Uint32(b[seq*per:])^1)
+		}
 	}
 }
 
