@@ -20,7 +20,7 @@ import (
 //     3, 5, 8, 13, ... (Fibonacci: a few dozen reads over thousands of
 //     samples), each the output of the sample's last launch on its set;
 //   - once per compiled kernel (GateKey), after the probes, the kernel
-//     runs at the point's timed lengths until this run has made
+//     runs at the shortest gate length until this run has made
 //     launchRunTotal launches of it (Options.LaunchRun), and at least a
 //     fifth of that, every launch over poisoned outputs and read back;
 //
@@ -93,9 +93,10 @@ func (r *pointRun) sampleLaunches(probe results.Probe, n int) error {
 	return nil
 }
 
-// launchCountGates judges the sampled timed launches and, once per
-// compiled kernel, the long run, against a fresh module's launch at the
-// point's timed lengths on each set of q: one verdict.
+// launchCountGates judges the sampled timed launches against a fresh
+// module's launch at the point's timed lengths on each set of q and, once
+// per compiled kernel, the long run against the fresh module's launch at
+// its length: one verdict.
 func (r *pointRun) launchCountGates() ([]results.Gate, error) {
 	sampled := r.sampled
 	r.sampled = nil
@@ -151,27 +152,34 @@ func (r *pointRun) launchCountGates() ([]results.Gate, error) {
 		if v != nil {
 			v.longRun = true
 		}
-		want, err := refOf(0)
+		// At the shortest gate length: the launch count, not the length,
+		// is what the run is for, and a launch there costs microseconds
+		// where one at the timed length may cost milliseconds.
+		short := shapeLengths(slices.Min(gateNKVs(r.p.GateNKV, c.Shape.Capacity)), c.Shape)
+		g := r.geometryAt(r.g, slices.Max(short))
+		want, err := r.runOutputs(k, c, g, short)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("a fresh module's launch for the launch-count run: %w", err)
 		}
+		r.recycle(want.partial)
+		want.partial = nil
 		total, least := r.b.launchRun()
 		n := max(least, total-r.pairs)
-		g, err := r.longRun(n, lengths, want, fail)
-		if err != nil || !g.Pass {
-			return []results.Gate{g}, err
+		res, err := r.longRun(n, short, g, want, fail)
+		if err != nil || !res.Pass {
+			return []results.Gate{res}, err
 		}
-		detail += fmt.Sprintf(" and a run of %d launches (the module's launch %d on) equal a fresh module's", n, r.pairs-n+1)
+		detail += fmt.Sprintf(" and a run of %d launches at nkv %d (the module's launch %d on) equal a fresh module's", n, slices.Max(short), r.pairs-n+1)
 	} else {
 		detail += " equal a fresh module's (the long run ran on the group's first point)"
 	}
 	return []results.Gate{{Kind: results.GateLaunches, NKV: nkv, Seed: r.p.Seed, Pass: true, FirstDiff: -1, Buffer: "out", Detail: detail}}, nil
 }
 
-// longRun launches the point's kernel n times at lengths on q set 0,
-// each over poisoned outputs, and compares every launch's out and lse
-// with want.
-func (r *pointRun) longRun(n int, lengths []int, want outputs, fail func(string, outputs, outputs) results.Gate) (results.Gate, error) {
+// longRun launches the point's kernel n times at lengths on q set 0 with
+// geometry g, each over poisoned outputs, and compares every launch's out
+// and lse with want.
+func (r *pointRun) longRun(n int, lengths []int, g geometry, want outputs, fail func(string, outputs, outputs) results.Gate) (results.Gate, error) {
 	if err := r.setPositions(lengths); err != nil {
 		return results.Gate{}, err
 	}
@@ -179,7 +187,7 @@ func (r *pointRun) longRun(n int, lengths []int, want outputs, fail func(string,
 		if err := r.poison(); err != nil {
 			return results.Gate{}, err
 		}
-		if err := r.pair(r.k, &r.p.Config, r.g); err != nil {
+		if err := r.pair(r.k, &r.p.Config, g); err != nil {
 			return results.Gate{}, fmt.Errorf("launch %d of the launch-count run: %w", i+1, err)
 		}
 		o, err := r.readBack()
