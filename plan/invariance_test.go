@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -65,6 +67,18 @@ variants:
 		}
 		if len(batches) != 2 || batches[0] != 1 || batches[1] != 4 {
 			t.Errorf("%s: batches %v, want 1 and 4", pt.Config.Variant, batches)
+		}
+		// A sweep's worker receives the point as JSON: the contexts too.
+		b, err := json.Marshal(pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Point
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back.Invariance == nil || back.Invariance.String() != iv.String() || !reflect.DeepEqual(back.Invariance.Batches[0].Launches, iv.Batches[0].Launches) {
+			t.Errorf("%s: the invariance contexts do not survive JSON", pt.Config.Variant)
 		}
 		suite := pt.GateSuite()
 		if !strings.HasPrefix(suite, GateSuite+"; invariance ") || !strings.Contains(suite, "batch 1") || !strings.HasSuffix(pt.GateKey, "+invariance") {
