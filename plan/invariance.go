@@ -50,6 +50,13 @@ func (iv *Invariance) String() string {
 // Has reports whether the gate checks kind k.
 func (iv *Invariance) Has(k spec.Invariance) bool { return iv != nil && slices.Contains(iv.Kinds, k) }
 
+// Positions reports whether the gate runs the probe sequence at every
+// position of the shape's batch (position), and Compositions whether in
+// seeded batches of other sequences (batch): the probe's questions, so
+// that it reads the spec's vocabulary through the plan.
+func (iv *Invariance) Positions() bool    { return iv.Has(spec.InvariantPosition) }
+func (iv *Invariance) Compositions() bool { return iv.Has(spec.InvariantBatch) }
+
 // invarianceBatches are the batch sizes other than the shape's batch
 // that the gate runs a probe sequence in: alone, and half the batch.
 func invarianceBatches(batch int) []int {

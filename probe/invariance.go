@@ -12,7 +12,6 @@ import (
 
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
-	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -248,11 +247,11 @@ func invarianceContexts(iv *plan.Invariance, own *invKernel, batches, arms []*in
 	// first in one batch (arm alone).
 	B := own.p.Config.Shape.Batch
 	switch {
-	case iv.Has(spec.InvariantPosition):
+	case iv.Positions():
 		for i, p := range invariancePositions(B, rng) {
 			out = append(out, compose(own, i, p))
 		}
-	case iv.Has(spec.InvariantBatch):
+	case iv.Compositions():
 		for c := range invarianceCompositions {
 			out = append(out, compose(own, c, rng.IntN(B)))
 		}
