@@ -5,8 +5,9 @@
 // A record is a claim, not a fact: any field may have been edited, cut or
 // left over from a crash. Check keeps a record as evidence only when it is
 // internally consistent (its status agrees with its gates and probes,
-// every sample is finite and positive and there are at least the minimum
-// number of them) and replaces what can be derived (the summaries, the
+// every sample is finite, positive and no faster than the device that
+// recorded it can run the point (floor.go), and there are at least the
+// minimum number of them) and replaces what can be derived (the summaries, the
 // bandwidth) by what its samples say. Every other record is excluded with
 // its reason, never dropped in silence, so that a command can refuse,
 // count or say it. Failures are collected over every line read,
@@ -39,6 +40,9 @@ const (
 	ProblemNoSamples Problem = "probe without samples"
 	// ProblemBadSample: a sample that is not a finite, positive time.
 	ProblemBadSample Problem = "sample not a finite positive time"
+	// ProblemBelowFloor: a sample faster than the device that recorded it
+	// can run the point (floor.go): positive, but impossible.
+	ProblemBelowFloor Problem = "sample below the physical floor"
 	// ProblemFewSamples: fewer samples than the minimum asked for.
 	ProblemFewSamples Problem = "fewer samples than the minimum"
 	// ProblemContradiction: the status says one thing and the gates or
@@ -199,6 +203,9 @@ func problem(r *results.Record, opt Options) (Problem, string) {
 			if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
 				return ProblemBadSample, fmt.Sprintf("%s sample %d is %g", m.Probe, j, x)
 			}
+		}
+		if why := belowFloor(r, m); why != "" {
+			return ProblemBelowFloor, why
 		}
 		if len(m.SamplesNS) < minN {
 			return ProblemFewSamples, fmt.Sprintf("%s has %d, the minimum is %d", m.Probe, len(m.SamplesNS), minN)

@@ -7,7 +7,14 @@ import (
 	"github.com/ktune/ktune/internal/results"
 )
 
+// okRecord is an ok record whose samples are the given times in µs (a
+// time in ns below the launch floor would not be evidence).
 func okRecord(hash string, samples ...float64) results.Record {
+	ns := make([]float64, len(samples))
+	for i, x := range samples {
+		ns[i] = x * 1000
+	}
+	samples = ns
 	return results.Record{Hash: hash, Status: results.StatusOK,
 		Config: results.Config{Variant: "d2", NKV: 512,
 			Shape: results.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, Batch: 1, Capacity: 512}},
@@ -83,7 +90,7 @@ func TestCheck(t *testing.T) {
 	}
 	// The summary is the samples', not the record's.
 	s := Check([]results.Record{okRecord("a", 3, 1, 2)}, nil, Options{})
-	if m := s.Records[0].Probes[0]; m.Summary.N != 3 || m.Summary.Median != 2 || m.GBps != 500 {
+	if m := s.Records[0].Probes[0]; m.Summary.N != 3 || m.Summary.Median != 2000 || m.GBps != 0.5 {
 		t.Errorf("summary %+v, GB/s %g: not recomputed from the samples", m.Summary, m.GBps)
 	}
 	// Failures count wherever they are, excluded records included.
