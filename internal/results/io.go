@@ -1,7 +1,6 @@
 package results
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -46,7 +45,7 @@ const truncatedMsg = "truncated last line (a crash mid-write?)"
 //	}
 //	if err := r.Err(); err != nil { … }
 type Reader struct {
-	br   *bufio.Reader
+	lr   *LineReader
 	file string
 	line int
 	rec  Record
@@ -56,29 +55,34 @@ type Reader struct {
 
 // NewReader returns a Reader of r; file names r in error messages.
 func NewReader(r io.Reader, file string) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), file: file}
+	return &Reader{lr: NewLineReader(r), file: file}
 }
 
 // Scan advances to the next non-blank line. It returns false at the end of
-// the input or on a read error (see Err).
+// the input or on a read error (see Err). A line longer than MaxLineBytes
+// is a *SyntaxError, read past without being held.
 func (r *Reader) Scan() bool {
 	for {
 		// Not bufio.Scanner: a record carries an NVRTC log and up to
 		// thousands of samples, so its line is long; but not unbounded
-		// either, or a file without newlines (/dev/zero) costs all memory.
-		b, err := r.readLine()
-		if errors.Is(err, errLineTooLong) {
-			r.ioer = fmt.Errorf("reading %s: line %d: %w", r.file, r.line+1, err)
+		// either, or a file without newlines costs all memory.
+		b, skipped, err := r.lr.Next()
+		r.line = r.lr.Line()
+		if errors.Is(err, ErrNoNewline) {
+			r.ioer = fmt.Errorf("reading %s: %w", r.file, err)
 			return false
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			r.ioer = fmt.Errorf("reading %s: %w", r.file, err)
 			return false
 		}
+		if skipped > 0 {
+			r.rec, r.err = Record{}, &SyntaxError{File: r.file, Line: r.line, Msg: TooLong(skipped)}
+			return true
+		}
 		if len(b) == 0 && err != nil {
 			return false
 		}
-		r.line++
 		last := err != nil // EOF without a newline
 		trimmed := bytes.TrimSpace(b)
 		if len(trimmed) == 0 {
@@ -95,30 +99,6 @@ func (r *Reader) Scan() bool {
 			r.err = &SyntaxError{File: r.file, Line: r.line, Msg: msg}
 		}
 		return true
-	}
-}
-
-// MaxLineBytes bounds one line of a results file. The longest record
-// written so far (thousands of samples and an NVRTC log) is well under a
-// megabyte; a longer line is not a record, and reading on would only
-// exhaust memory.
-const MaxLineBytes = 64 << 20
-
-var errLineTooLong = fmt.Errorf("longer than %d MiB without a newline: not a results file", MaxLineBytes>>20)
-
-// readLine returns the next line with its newline, or what is left before
-// EOF (with io.EOF), refusing a line longer than MaxLineBytes.
-func (r *Reader) readLine() ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.br.ReadSlice('\n')
-		if len(line)+len(chunk) > MaxLineBytes {
-			return nil, errLineTooLong
-		}
-		line = append(line, chunk...)
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, err
-		}
 	}
 }
 

@@ -22,6 +22,8 @@
 // Further rules of the file:
 //   - A sweep directory holds results.jsonl and .lock; one process at a
 //     time appends (LockDir), and the lock file names it.
+//   - A line is at most MaxLineBytes long: a longer one is no record, and
+//     readers count and skip it without holding it (LineReader).
 //   - Blank lines are ignored. A line without "schema" or without "hash" is
 //     not a record; a record whose schema is larger than SchemaVersion is
 //     refused by name, never half-read.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -55,13 +56,30 @@ func TestStrictDecodingRefusesEdits(t *testing.T) {
 	}
 }
 
-// A line without a newline is bounded: /dev/zero gives a read error that
-// says why, not an out-of-memory crash.
+// A line longer than MaxLineBytes is a syntax error, skipped without
+// being held, and the lines after it still read; an input with no newline
+// at all (/dev/zero) ends in a read error that says why, not an
+// out-of-memory crash.
 func TestReaderBoundsLineLength(t *testing.T) {
-	r := NewReader(io.LimitReader(zeros{}, MaxLineBytes+1<<20), "/dev/zero")
+	good := `{"schema":1,"hash":"h","status":"ok"}` + "\n"
+	in := io.MultiReader(io.LimitReader(zeros{}, MaxLineBytes+1<<20), strings.NewReader("\n"+good))
+	r := NewReader(in, "long.jsonl")
+	var errs []error
+	n := 0
+	for r.Scan() {
+		if _, err := r.Record(); err != nil {
+			errs = append(errs, err)
+		} else {
+			n++
+		}
+	}
+	if r.Err() != nil || n != 1 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "long.jsonl:1: a line of 17825793 bytes, longer than") {
+		t.Fatalf("Err() = %v, %d record(s), warnings %v; want the long line skipped and the next read", r.Err(), n, errs)
+	}
+	r = NewReader(io.LimitReader(zeros{}, MaxSkipBytes+1<<20), "/dev/zero")
 	for r.Scan() {
 	}
-	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "line 1: longer than") {
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "line 1: more than") {
 		t.Fatalf("Err() = %v, want a line-length error", err)
 	}
 	// A long but bounded line is still a line.
@@ -69,6 +87,27 @@ func TestReaderBoundsLineLength(t *testing.T) {
 	r = NewReader(bytes.NewReader(append(long, '\n')), "long")
 	if !r.Scan() || r.Err() != nil {
 		t.Fatalf("a 200 KiB line was not read: %v", r.Err())
+	}
+}
+
+// TestLineReaderHoldsNoLongLine: the bytes of a skipped line are not
+// kept: reading a line several times the bound allocates about the bound,
+// not the line.
+func TestLineReaderHoldsNoLongLine(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	lr := NewLineReader(io.LimitReader(zeros{}, 8*MaxLineBytes))
+	b, skipped, err := lr.Next()
+	runtime.ReadMemStats(&after)
+	if b != nil || skipped != 8*MaxLineBytes || err != io.EOF {
+		t.Fatalf("Next() = %d bytes, %d skipped, %v", len(b), skipped, err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 3*MaxLineBytes {
+		t.Errorf("reading a %d MiB line allocated %d MiB", 8*MaxLineBytes>>20, grew>>20)
+	}
+	if lr.Long() != 1 || lr.Line() != 1 {
+		t.Errorf("Long() = %d, Line() = %d, want 1 and 1", lr.Long(), lr.Line())
 	}
 }
 
