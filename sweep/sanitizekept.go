@@ -1,7 +1,7 @@
 package sweep
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/sanitizer"
@@ -77,60 +79,24 @@ func reread(dir string, r keptRun) (string, error) {
 
 // openKept reads dir's kept runs and opens the file for more. A line that
 // does not read back as a sanitizer verdict of a known tool for a hash,
-// that holds what put never writes (results.StrictCheck), or a pass whose
-// detail is not its tool's clean one (check), is skipped with a warning,
+// that holds what put never writes (results.StrictCheck), a pass whose
+// detail is not its tool's clean one (check), or a line longer than
+// results.MaxLineBytes (read past, never held) is skipped with a warning,
 // so that its run happens again: a damaged or contradictory line never
 // stands for a run. Nor does a kept pass whose report, still in dir, this
-// ktune no longer reads as clean (reread).
+// ktune no longer reads as clean (reread). Lines of one tool and hash that
+// disagree make their key contradictory: the failure stands (keepFailure).
 func openKept(dir string, log io.Writer) (*kept, error) {
 	path := filepath.Join(dir, keptFile)
 	k := &kept{runs: map[string]results.Gate{}}
-	unchecked := 0 // passes that predate the worker check
 	if f, err := os.Open(path); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<16), 1<<24)
-		for n := 1; sc.Scan(); n++ {
-			var r keptRun
-			err := json.Unmarshal(sc.Bytes(), &r)
-			if msg := results.StrictCheck(sc.Bytes(), reflect.TypeFor[keptRun]()); err == nil && msg != "" {
-				// A key twice ("pass": false, then true), re-cased or
-				// nulled: encoding/json would forgive it, and put
-				// could never have written it.
-				err = errors.New(msg)
-			}
-			if err == nil {
-				err = r.check()
-			}
-			if err == nil && r.Gate.Pass {
-				why, rerr := reread(dir, r)
-				if rerr != nil {
-					f.Close()
-					return nil, rerr
-				}
-				if why != "" {
-					err = fmt.Errorf("a kept %s pass: %s", r.Tool, why)
-				}
-			}
-			if err != nil {
-				fmt.Fprintf(log, "sanitize: %s:%d: %v: that run happens again\n", path, n, err)
-				continue
-			}
-			k.runs[keptKey(r.Tool, r.Hash)] = r.Gate
-			if r.Gate.Pass && !r.Gated {
-				unchecked++
-			}
-		}
-		err := sc.Err()
+		err := k.read(f, dir, path, log)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("reading the kept sanitizer verdicts: %w", err)
+			return nil, err
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("reading the kept sanitizer verdicts: %w", err)
-	}
-	if unchecked > 0 {
-		fmt.Fprintf(log, "sanitize: %s: %d kept pass(es) from an older ktune rest on the report alone, not on the worker's record of the point; taken as they are (a new directory runs them again)\n",
-			path, unchecked)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -138,6 +104,126 @@ func openKept(dir string, log io.Writer) (*kept, error) {
 	}
 	k.f = f
 	return k, nil
+}
+
+// keptVerdicts is every line of one key read back: the line numbers of
+// its passes and of its failures, and the first failure.
+type keptVerdicts struct {
+	passes, fails []int
+	failure       results.Gate
+}
+
+// read reads the kept lines of f (path, in dir) into k.runs.
+func (k *kept) read(f io.Reader, dir, path string, log io.Writer) error {
+	unchecked := 0 // passes that predate the worker check
+	byKey := map[string]*keptVerdicts{}
+	var order []string
+	lr := results.NewLineReader(f)
+	for {
+		b, skipped, rerr := lr.Next()
+		n := lr.Line()
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return fmt.Errorf("reading the kept sanitizer verdicts %s: %w", path, rerr)
+		}
+		line := bytes.TrimSpace(b)
+		if skipped > 0 || len(line) > 0 {
+			r, err := keptLine(dir, line, skipped)
+			var rep *rereadError
+			if errors.As(err, &rep) {
+				return rep.err
+			}
+			if err != nil {
+				fmt.Fprintf(log, "sanitize: %s:%d: %v: that run happens again\n", path, n, err)
+			} else {
+				key := keptKey(r.Tool, r.Hash)
+				v := byKey[key]
+				if v == nil {
+					v = &keptVerdicts{}
+					byKey[key] = v
+					order = append(order, key)
+				}
+				if r.Gate.Pass {
+					v.passes = append(v.passes, n)
+					if !r.Gated {
+						unchecked++
+					}
+				} else {
+					if len(v.fails) == 0 {
+						v.failure = r.Gate
+					}
+					v.fails = append(v.fails, n)
+				}
+				k.runs[key] = r.Gate
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	for _, key := range order {
+		k.keepFailure(key, byKey[key], path, log)
+	}
+	if unchecked > 0 {
+		fmt.Fprintf(log, "sanitize: %s: %d kept pass(es) from an older ktune rest on the report alone, not on the worker's record of the point; taken as they are (a new directory runs them again)\n",
+			path, unchecked)
+	}
+	return nil
+}
+
+// keepFailure makes a key whose lines disagree (a pass and a failure of
+// one tool on one hash) stand as its failure, with a warning naming the
+// lines: a failure anywhere stays a failure, whatever line came last, as
+// it does in results files (package evidence).
+func (k *kept) keepFailure(key string, v *keptVerdicts, path string, log io.Writer) {
+	if len(v.passes) == 0 || len(v.fails) == 0 {
+		return
+	}
+	k.runs[key] = v.failure
+	fmt.Fprintf(log, "sanitize: %s: lines %s (fail) and %s (pass) of %s disagree: the failure stands (%s)\n",
+		path, lineList(v.fails), lineList(v.passes), key, v.failure.Detail)
+}
+
+func lineList(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// A rereadError is a kept pass's report that could not be read: an error
+// of the directory, not of the line.
+type rereadError struct{ err error }
+
+func (e *rereadError) Error() string { return e.err.Error() }
+
+// keptLine reads one kept line (skipped: the length of a line too long to
+// hold, whose bytes are not there), or says why it stands for no run.
+func keptLine(dir string, line []byte, skipped int64) (keptRun, error) {
+	var r keptRun
+	if skipped > 0 {
+		return r, errors.New(results.TooLong(skipped))
+	}
+	err := json.Unmarshal(line, &r)
+	if msg := results.StrictCheck(line, reflect.TypeFor[keptRun]()); err == nil && msg != "" {
+		// A key twice ("pass": false, then true), re-cased or nulled:
+		// encoding/json would forgive it, and put could never have
+		// written it.
+		err = errors.New(msg)
+	}
+	if err == nil {
+		err = r.check()
+	}
+	if err == nil && r.Gate.Pass {
+		why, rerr := reread(dir, r)
+		if rerr != nil {
+			return r, &rereadError{rerr}
+		}
+		if why != "" {
+			err = fmt.Errorf("a kept %s pass: %s", r.Tool, why)
+		}
+	}
+	return r, err
 }
 
 func (r keptRun) check() error {

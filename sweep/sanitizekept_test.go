@@ -151,3 +151,66 @@ func TestKeptCommitted(t *testing.T) {
 		}
 	}
 }
+
+// keptGates reads a kept file of the given lines with openKept and
+// returns the gate kept for each key and what was logged.
+func keptGates(t *testing.T, lines ...string) (map[string]results.Gate, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, keptFile)
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	k, err := openKept(dir, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.close()
+	return k.runs, log.String(), path
+}
+
+// TestKeptDisagreeingLines: a memcheck failure and a clean line of the
+// same tool and hash, in either order, leave the failure standing, with a
+// warning naming the file and both lines; the last line no longer wins.
+func TestKeptDisagreeingLines(t *testing.T) {
+	const pass = `{"tool":"memcheck","hash":"h1","gate":{"kind":"sanitizer","nkv":2048,"pass":true,"seed":1,"first_diff":-1,"detail":"memcheck: no errors"},"kernel":"k","gated":true}`
+	const fail = `{"tool":"memcheck","hash":"h1","gate":{"kind":"sanitizer","nkv":2048,"pass":false,"seed":1,"first_diff":-1,"detail":"memcheck: 915 error(s): Invalid __global__ read of size 8 bytes"},"kernel":"k","gated":true}`
+	const other = `{"tool":"racecheck","hash":"h1","gate":{"kind":"sanitizer","nkv":2048,"pass":true,"seed":1,"first_diff":-1,"detail":"racecheck: no errors"},"kernel":"k","gated":true}`
+	for _, c := range []struct {
+		lines []string
+		where string
+	}{
+		{[]string{fail, other, pass}, "lines 1 (fail) and 3 (pass)"},
+		{[]string{pass, other, fail}, "lines 3 (fail) and 1 (pass)"},
+	} {
+		runs, log, path := keptGates(t, c.lines...)
+		if g := runs[keptKey(sanitizer.Memcheck, "h1")]; g.Pass {
+			t.Errorf("a memcheck failure and a pass of one hash: kept as a pass (%q)", g.Detail)
+		}
+		if g, ok := runs[keptKey(sanitizer.Racecheck, "h1")]; !ok || !g.Pass {
+			t.Errorf("another tool's pass of the hash is not kept: %+v", g)
+		}
+		if !strings.Contains(log, path+": "+c.where) || !strings.Contains(log, "the failure stands") {
+			t.Errorf("the warning does not name %s: %s", c.where, log)
+		}
+	}
+	// Lines that agree warn of nothing.
+	if _, log, _ := keptGates(t, pass, pass); strings.Contains(log, "disagree") {
+		t.Errorf("two passes warned: %s", log)
+	}
+}
+
+// TestKeptLongLine: a kept line longer than results.MaxLineBytes is read
+// past, not held, and named by file and line; the lines around it stand.
+func TestKeptLongLine(t *testing.T) {
+	const pass = `{"tool":"memcheck","hash":"%s","gate":{"kind":"sanitizer","nkv":2048,"pass":true,"seed":1,"first_diff":-1,"detail":"memcheck: no errors"},"kernel":"k","gated":true}`
+	long := strings.Replace(pass, `"k"`, `"`+strings.Repeat("x", results.MaxLineBytes+1<<20)+`"`, 1)
+	runs, log, path := keptGates(t, strings.Replace(pass, "%s", "a", 1), long, strings.Replace(pass, "%s", "b", 1))
+	if len(runs) != 2 {
+		t.Errorf("kept %d runs, want the 2 short lines'", len(runs))
+	}
+	if !strings.Contains(log, path+":2: a line of") {
+		t.Errorf("the long line is not named by file and line: %.200s", log)
+	}
+}
