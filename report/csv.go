@@ -17,7 +17,7 @@ var csvHeader = []string{
 	"variant", "kernel", "splits", "defines", "nkv", "landed", "reference", "fixture", "status", "verdict",
 	"registers", "local_bytes", "occupancy",
 	"probe", "n", "median_ns", "q1_ns", "q3_ns", "min_ns", "max_ns",
-	"bytes", "gbps", "pct_bw", "speedup_vs_landed", "throttled", "converged",
+	"bytes", "gbps", "pct_bw", "speedup_vs_landed", "throttled", "converged", "pct_floor",
 }
 
 // WriteCSV writes the report's rows as CSV with full precision.
@@ -50,7 +50,7 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 			line := append(append([]string(nil), base...),
 				string(p.Probe), strconv.Itoa(p.N), f(p.MedianNS), f(p.Q1NS), f(p.Q3NS), f(p.MinNS), f(p.MaxNS),
 				strconv.FormatInt(p.Bytes, 10), f(p.GBps), f(p.PctBW), speed, strconv.Itoa(p.Throttled),
-				strconv.FormatBool(p.Converged))
+				strconv.FormatBool(p.Converged), f(p.PctFloor))
 			if err := cw.Write(line); err != nil {
 				return fmt.Errorf("writing CSV: %w", err)
 			}

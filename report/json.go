@@ -75,10 +75,13 @@ type DocProbe struct {
 	Q3NS     float64       `json:"q3_ns"`
 	MinNS    float64       `json:"min_ns"`
 	MaxNS    float64       `json:"max_ns"`
-	Bytes    int64         `json:"bytes"`   // K+V bytes read once
-	GBps     float64       `json:"gbps"`    // Bytes / median
-	PctBW    float64       `json:"pct_bw"`  // of the measured read bandwidth
-	Speedup  float64       `json:"speedup"` // landed median / median; 0 without a landed record
+	Bytes    int64         `json:"bytes"`  // K+V bytes read once
+	GBps     float64       `json:"gbps"`   // Bytes / median
+	PctBW    float64       `json:"pct_bw"` // of the measured read bandwidth
+	// PctFloor is 100 × the physical floor / the fastest sample
+	// (evidence.FloorPct).
+	PctFloor float64 `json:"pct_floor"`
+	Speedup  float64 `json:"speedup"` // landed median / median; 0 without a landed record
 	// Throttled counts samples below 75% of the default SM clock.
 	Throttled int  `json:"throttled"`
 	Converged bool `json:"converged"`
@@ -132,7 +135,7 @@ func (rep *Report) Document(plots []PlotFile, dir string) *Document {
 			Registers: r.Registers, LocalBytes: r.LocalBytes, Occupancy: r.Occupancy, Flags: r.Flags}
 		for _, p := range r.Probes {
 			dp := DocProbe{Probe: p.Probe, N: p.N, MedianNS: p.MedianNS, Q1NS: p.Q1NS, Q3NS: p.Q3NS,
-				MinNS: p.MinNS, MaxNS: p.MaxNS, Bytes: p.Bytes, GBps: p.GBps, PctBW: p.PctBW, Speedup: p.Speedup,
+				MinNS: p.MinNS, MaxNS: p.MaxNS, Bytes: p.Bytes, GBps: p.GBps, PctBW: p.PctBW, PctFloor: p.PctFloor, Speedup: p.Speedup,
 				Throttled: p.Throttled, Converged: p.Converged}
 			if p.Energy != nil {
 				dp.UJPerStep, dp.EnergyUnmeasurable = p.Energy.UJPerStep, p.Energy.Unmeasurable

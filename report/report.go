@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ktune/ktune/internal/decision"
+	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/workload"
 )
@@ -126,6 +127,10 @@ type ProbeStat struct {
 	Bytes    int64
 	GBps     float64 // Bytes / median
 	PctBW    float64 // GBps / the measured read bandwidth × 100; 0 if unknown
+	// PctFloor is how close the fastest sample came to the physical floor
+	// of the point on its device (evidence.FloorPct): 100 × floor /
+	// fastest; a record above 100 is not evidence.
+	PctFloor float64
 	// Speedup is the landed kernel's median over this median at the same
 	// device, shape and context length; 0 when there is no landed record.
 	Speedup   float64
@@ -270,6 +275,7 @@ func newRow(r *results.Record) Row {
 		// Derived from bytes and median rather than read, so that every
 		// row uses one definition (results.Measurement.Bandwidth).
 		st.GBps, st.PctBW = m.Bandwidth(r.Env.ReadBWGBps)
+		st.PctFloor = evidence.FloorPct(r, m)
 		if st.Throttled > 0 {
 			row.Flags = append(row.Flags, "throttled:"+string(p))
 		}
