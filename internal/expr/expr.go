@@ -12,6 +12,7 @@ package expr
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 )
@@ -67,8 +68,9 @@ func (e *Expr) Symbols() []string {
 	return out
 }
 
-// Eval evaluates the expression. An unknown symbol or a division by zero is
-// an *Error at the column where it occurs.
+// Eval evaluates the expression. An unknown symbol, a division by zero or
+// a result outside 64 bits (never wrapped around) is an *Error at the
+// column where it occurs.
 func (e *Expr) Eval(env Env) (int64, error) { return e.root.eval(env) }
 
 type node interface {
@@ -111,6 +113,9 @@ func (n identNode) symbols(s map[string]bool) { s[n.name] = true }
 
 func (n unaryNode) eval(env Env) (int64, error) {
 	v, err := n.x.eval(env)
+	if err == nil && v == math.MinInt64 {
+		return 0, &Error{1, "overflows a 64-bit integer"}
+	}
 	return -v, err
 }
 func (n unaryNode) symbols(s map[string]bool) { n.x.symbols(s) }
@@ -124,16 +129,32 @@ func (n binNode) eval(env Env) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	overflow := &Error{n.col, fmt.Sprintf("%d %c %d overflows a 64-bit integer", a, n.op, b)}
 	switch n.op {
 	case '+':
-		return a + b, nil
+		if s := a + b; (s > a) == (b > 0) {
+			return s, nil
+		}
+		return 0, overflow
 	case '-':
-		return a - b, nil
+		if s := a - b; (s < a) == (b > 0) {
+			return s, nil
+		}
+		return 0, overflow
 	case '*':
-		return a * b, nil
+		if a == 0 || b == 0 {
+			return 0, nil
+		}
+		if p := a * b; p/b == a && !(a == -1 && b == math.MinInt64) && !(b == -1 && a == math.MinInt64) {
+			return p, nil
+		}
+		return 0, overflow
 	case '/', '%':
 		if b == 0 {
 			return 0, &Error{n.col, "division by zero"}
+		}
+		if a == math.MinInt64 && b == -1 {
+			return 0, overflow
 		}
 		if n.op == '/' {
 			return a / b, nil
@@ -169,6 +190,9 @@ func (n callNode) eval(env Env) (int64, error) {
 	case "cdiv":
 		if b == 0 {
 			return 0, &Error{n.col, "cdiv: division by zero"}
+		}
+		if a == math.MinInt64 && b == -1 {
+			return 0, &Error{n.col, "cdiv: overflows a 64-bit integer"}
 		}
 		// Rounds toward +inf for either sign, so cdiv(-7, 2) = -3.
 		q := a / b

@@ -137,3 +137,47 @@ func TestSymbols(t *testing.T) {
 		t.Errorf("Symbols() = %v, want %v", got, want)
 	}
 }
+
+// TestEvalOverflow: a result outside 64 bits is an error at its
+// operator, never a wrapped value a launch would pass on.
+func TestEvalOverflow(t *testing.T) {
+	for _, c := range []struct {
+		src string
+		col int
+	}{
+		{"9223372036854775807 + 1", 21},
+		{"-9223372036854775807 - 2", 22},
+		{"4611686018427387904 * 2", 21},
+		{"-4611686018427387905 * 2", 22},
+		{"(-9223372036854775807 - 1) / -1", 28},
+		{"(-9223372036854775807 - 1) % -1", 28},
+		{"cdiv(-9223372036854775807 - 1, -1)", 1},
+		{"3037000500 * 3037000500", 12},
+	} {
+		e, err := Parse(c.src)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", c.src, err)
+		}
+		got, err := e.Eval(env)
+		var ee *Error
+		if !errors.As(err, &ee) || ee.Col != c.col {
+			t.Errorf("Eval(%q) = %d, %v; want an overflow at col %d", c.src, got, err, c.col)
+		}
+	}
+	// The edges themselves are fine.
+	for src, want := range map[string]int64{
+		"9223372036854775806 + 1":        9223372036854775807,
+		"-9223372036854775807 - 1":       -9223372036854775807 - 1,
+		"3037000499 * 3037000499":        9223372030926249001,
+		"-1 * 9223372036854775807":       -9223372036854775807,
+		"(-9223372036854775807 - 1) / 1": -9223372036854775807 - 1,
+		"0 * 9223372036854775807":        0,
+		"(-9223372036854775807 - 1) % 1": 0,
+		"cdiv(9223372036854775807, 1)":   9223372036854775807,
+	} {
+		e, _ := Parse(src)
+		if got, err := e.Eval(env); err != nil || got != want {
+			t.Errorf("Eval(%q) = %d, %v; want %d", src, got, err, want)
+		}
+	}
+}
