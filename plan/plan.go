@@ -470,6 +470,9 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	if err := b.planned(v, pt); err != nil {
 		return nil, err
 	}
+	if err := b.runnable(v, sh, defs, pt); err != nil {
+		return nil, err
+	}
 	b.over.apply(pt)
 	pt.arch = b.arch
 	pt.GateKey, pt.Hash = b.keys(pt)

@@ -1,7 +1,9 @@
 package abi
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -108,7 +110,7 @@ func ParseArg(tok string) (Arg, error) {
 		t, lit := ArgType(name), strings.TrimSpace(typ)
 		if _, err := ParseConst(t, lit); err != nil {
 			if t == ArgF32 || !isExpr(lit) {
-				return Arg{}, fmt.Errorf("constant %q: %q is not a valid %s literal", tok, lit, t)
+				return Arg{}, fmt.Errorf("constant %q: %q is not a valid %s literal%s", tok, lit, t, why(err))
 			}
 			if _, err := expr.Parse(lit); err != nil {
 				return Arg{}, fmt.Errorf("argument %q: %q is neither a %s literal nor an expression: %w", tok, lit, t, err)
@@ -146,6 +148,11 @@ func ParseConst(t ArgType, lit string) (any, error) {
 	switch t {
 	case ArgF32:
 		f, err := strconv.ParseFloat(lit, 32)
+		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			// A kernel's float argument is a scale or a cap: NaN or Inf
+			// there makes every output NaN, whatever the kernel does.
+			err = errors.New("it is not finite")
+		}
 		return float32(f), err
 	case ArgI32:
 		n, err := strconv.ParseInt(lit, 0, 32)
@@ -162,6 +169,15 @@ func ParseConst(t ArgType, lit string) (any, error) {
 		return strconv.ParseUint(lit, 0, 64)
 	}
 	return nil, fmt.Errorf("constant of type %s", t)
+}
+
+// why is what ParseConst adds to strconv's refusals (": it is not
+// finite"), "" for those.
+func why(err error) string {
+	if ne := (*strconv.NumError)(nil); errors.As(err, &ne) {
+		return ""
+	}
+	return ": " + err.Error()
 }
 
 // isExpr reports whether a literal that does not parse as a number reads

@@ -331,6 +331,10 @@ func (io IO) Refuses(name string) string {
 		if io.SplitCounts == "" {
 			return "needs io.split_counts, the expression of each sequence's count"
 		}
+	case "mask":
+		if io.Mask == "" {
+			return "needs io.mask, the mask's dtype (f16 or f32)"
+		}
 	}
 	return ""
 }

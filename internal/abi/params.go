@@ -148,12 +148,22 @@ type StructLayout struct {
 func (s *Struct) Layout() (StructLayout, error) {
 	l := StructLayout{Align: 1}
 	end := 0
+	seen := map[string]bool{}
 	for _, f := range s.Fields {
+		if seen[f.Name] {
+			// C refuses a member declared twice; and the record of the
+			// point, its hash included, could not say which is which.
+			return l, fmt.Errorf("struct %s: two fields named %s", s.Name, f.Name)
+		}
+		seen[f.Name] = true
 		size, align, err := sizeAlign(f.Arg)
 		if err != nil {
 			return l, fmt.Errorf("struct %s field %s: %w", s.Name, f.Name, err)
 		}
 		n := max(1, f.Count)
+		if n > MaxParamBytes/max(size, 1) || f.Offset > MaxParamBytes {
+			return l, fmt.Errorf("struct %s field %s: %d × %d bytes at offset %d: no launch passes more than %d bytes of parameters", s.Name, f.Name, n, size, max(f.Offset, end), MaxParamBytes)
+		}
 		off := roundUp(end, align)
 		if f.Offset >= 0 {
 			if f.Offset%align != 0 {
@@ -184,7 +194,28 @@ func (s *Struct) Layout() (StructLayout, error) {
 		}
 		l.Size = s.Size
 	}
+	if l.Size > MaxParamBytes {
+		return l, fmt.Errorf("struct %s: %d bytes: no launch passes more than %d bytes of parameters", s.Name, l.Size, MaxParamBytes)
+	}
 	return l, nil
+}
+
+// MaxParamBytes is the most bytes of parameters one launch may pass on any
+// architecture: 32764, since CUDA 12.1 (ParamLimit).
+const MaxParamBytes = 32764
+
+// ParamLimit is the most bytes of parameters one launch may pass on arch
+// (sm_90, sm_90a, sm_100f): 4 KiB, the limit of every CUDA release, and
+// MaxParamBytes on Hopper and later, whose engines build with CUDA 12.1
+// or later (which raised it on Volta and later too; a spec for an older
+// GPU that needs more is refused rather than left to a toolkit that may
+// not take it). A kernel's by-value struct counts whole.
+func ParamLimit(arch string) int {
+	var major int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(arch, "sm_"), "%d", &major); err == nil && major >= 90 {
+		return MaxParamBytes
+	}
+	return 4096
 }
 
 func roundUp(n, a int) int { return (n + a - 1) / a * a }
@@ -295,7 +326,7 @@ func ExprValue(a Arg, env expr.Env) (any, error) {
 	}
 	n, err := x.Eval(env)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", a, err)
+		return nil, err // the caller names the argument
 	}
 	return Typed(a.Type, float64(n))
 }

@@ -3,6 +3,7 @@ package abi
 import (
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // Dims is what the table's size and value functions read: the shape of a
@@ -412,7 +413,7 @@ func ScalarValue(a Arg, d Dims) (any, error) {
 func Typed(t ArgType, x float64) (any, error) {
 	fits := func(lo, hi float64) error {
 		if x < lo || x > hi || x != math.Trunc(x) {
-			return fmt.Errorf("%v does not fit %s", x, t)
+			return fmt.Errorf("%s does not fit %s", strconv.FormatFloat(x, 'f', -1, 64), t)
 		}
 		return nil
 	}

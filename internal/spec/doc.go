@@ -564,9 +564,13 @@
 //	q_len, dv        int32, query tokens per sequence (1 without) and the
 //	                 value width (head_dim but for mla)
 //	TYPE:VALUE       a constant: i32:4, u32:1, i64:0, u64:0, f32:0.5, u8:1
+//	                 (an f32 is finite: never NaN or Inf)
 //	TYPE:EXPR        an integer expression over the geometry symbols, the
 //	                 defines and the integer scalars: "i64:heads * head_dim"
-//	                 (never nkv: the step's arguments are fixed)
+//	                 (never nkv: the step's arguments are fixed); the plan
+//	                 evaluates it at every point, and one that overflows 64
+//	                 bits, divides by zero or does not fit TYPE (u32:-1,
+//	                 "i32:2147483647 * 2") is a file:line:col error
 //	null             a null pointer
 //	{uint3: [x, y, z]}  a vector by value: int2, uint2, float2, int3,
 //	                 uint3, float3, int4, uint4, float4, each component a
@@ -624,7 +628,10 @@
 // offset (explicit; default: the next offset of the field's natural
 // alignment). size is the struct's sizeof (default: the fields' end
 // rounded up to the alignment; a larger size pads with zeros) and align
-// its alignment. One struct may be passed to several launches:
+// its alignment. Field names are distinct, and no struct is larger than
+// 32764 bytes; a launch's parameters together take at most 4 KiB, or
+// 32764 bytes on sm_90 and later (the plan refuses more at the launch's
+// line). One struct may be passed to several launches:
 //
 //	structs:
 //	  params:
@@ -693,8 +700,11 @@
 // them from an earlier step reads the wrong rows. mask: f16 or f32 is the
 // dtype of the additive mask buffer ([batch][q_len][capacity], 0 where a
 // query token sees a row, -inf elsewhere: lengths as llama.cpp passes
-// them); split_counts: EXPR is each sequence's split count, an expression
-// of its nkv (the split_counts buffer, int32 [batch]). The built-in mma
+// them; passing mask needs io.mask); split_counts: EXPR is each
+// sequence's split count, an expression of its nkv (the split_counts
+// buffer, int32 [batch]), at least 1 at every length a point runs (the
+// plan checks). split_x's x must divide head_dim. Passing alibi_slopes or
+// sinks needs every shape to have the option. The built-in mma
 // and mmaf take PAGE_SIZE instead (kernels/ABI.md): above 0 the point runs
 // paged, token-major and shuffled, with block_table and max_pages after
 // kv_scale.

@@ -195,6 +195,9 @@ func (d *decoder) launch(n *yaml.Node, where string, eng *engineNodes) (Launch, 
 		switch key {
 		case "entry":
 			l.Entry, ln.entry = strings.TrimSpace(d.str(v, k)), v
+			if l.Entry == "" && deref(v).Kind == yaml.ScalarNode {
+				d.errorf(v, "%s: empty: an entry names the kernel's function (its name, or a C++ name expression NVRTC resolves)", k)
+			}
 		case "grid", "block":
 			es, ok := d.list(v, k, true)
 			if !ok {

@@ -38,6 +38,7 @@ func (d *decoder) validate(s *Spec, w *where, kernels catalog.Set) {
 	d.shapes(s, w)
 	d.kernels(s, w, kernels)
 	d.engineKernels(s, w)
+	d.optionArgs(s)
 	d.layoutArgs(s)
 	d.references(s, w)
 	if len(d.errs) > 0 {
@@ -90,6 +91,39 @@ func (d *decoder) shapes(s *Spec, w *where) {
 		if b := sh.KVBytes(); b > maxKVBytes {
 			d.errorAt(at, "shapes[%d] (%s): K and V take %.1f TiB (2 × batch %d × capacity %d × kv_heads %d × head_dim %d × %s); ktune refuses more than 1 TiB",
 				i, sh.Name, b/maxKVBytes, sh.Batch, sh.Capacity, sh.KVHeads, sh.HeadDim, sh.KVDtype)
+		}
+	}
+}
+
+// optionArgs refuses a launch that passes alibi_slopes or sinks, in an
+// argument or a struct field, when a shape of the spec has no such option:
+// the buffer then holds nothing the oracle reads, and the kernel's output
+// would be gated against attention without them.
+func (d *decoder) optionArgs(s *Spec) {
+	for i := range s.Variants {
+		v := &s.Variants[i]
+		for li, l := range v.Launches {
+			for _, arg := range l.Args {
+				for _, a := range arg.Leaves() {
+					if !a.IsBuffer() {
+						continue
+					}
+					for _, sh := range s.Shapes {
+						why := ""
+						switch {
+						case a.Name == "alibi_slopes" && sh.Attention.ALiBi == "":
+							why = "has no alibi"
+						case a.Name == "sinks" && !sh.Attention.Sinks:
+							why = "has no sinks"
+						}
+						if why != "" {
+							d.errorAt(l.Pos, "variants[%d] (%s).launches[%d]: argument %s: shape %s %s (give the shape the option, or a variant of its own)",
+								i, v.Name, li, a.Name, sh.Name, why)
+							break
+						}
+					}
+				}
+			}
 		}
 	}
 }

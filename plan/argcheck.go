@@ -1,0 +1,95 @@
+package plan
+
+import (
+	"slices"
+
+	"github.com/ktune/ktune/internal/abi"
+	"github.com/ktune/ktune/internal/expr"
+	"github.com/ktune/ktune/internal/spec"
+)
+
+// runnable refuses, at the variant's place in the spec, a point whose
+// launches no GPU can run as declared: an argument whose value at the
+// point does not fit its C type (an expression that overflows, divides by
+// zero, or goes negative into an unsigned type), a launch passing more
+// parameter bytes than the architecture takes (abi.ParamLimit), a split
+// count below 1 at a length the point runs, and split_x pages whose x does
+// not divide head_dim. Each would otherwise fail on the device, after
+// compiling, as the point's error.
+func (b *builder) runnable(v *spec.Variant, sh *spec.Shape, defs map[string]string, pt *Point) error {
+	nkv := pt.Config.NKV
+	d := abi.Dims{Shape: pt.Config.Shape, Splits: pt.Config.Splits, IO: pt.IO.OrABI(), WorkspaceBytes: pt.WorkspaceBytes,
+		Scratch: pt.Scratch, PageSize: pt.PageSize, Planned: pt.PlannedBufs}
+	env := d.Env(pt.Config.Defines)
+	limit := abi.ParamLimit(b.arch)
+	for li, l := range pt.Launches {
+		prefix := launchPrefix(v, li)
+		at := v
+		if li < len(v.Launches) {
+			// A declared launch's own line, not the variant's.
+			at = &spec.Variant{Name: v.Name, Pos: v.Launches[li].Pos}
+		}
+		slots, err := abi.ParamSlots(l.Args)
+		if err != nil {
+			return b.pointErrorf(v, sh, defs, nkv, "%sargs: %w", prefix, err)
+		}
+		if n := len(slots); n > 0 {
+			if end := slots[n-1].Offset + slots[n-1].Size; end > limit {
+				return b.pointErrorf(at, sh, defs, nkv, "%sargs: %d bytes of parameters, and a launch on %s passes at most %d", prefix, end, b.arch, limit)
+			}
+		}
+		for ai, arg := range l.Args {
+			for _, a := range arg.Leaves() {
+				if err := argFits(a, d, env); err != nil {
+					return b.pointErrorf(at, sh, defs, nkv, "%sargs[%d]: %s: %w", prefix, ai, a, err)
+				}
+			}
+		}
+	}
+	if err := splitCountsFit(pt, d); err != nil {
+		return b.pointErrorf(v, sh, defs, nkv, "%w", err)
+	}
+	io := pt.IO.OrABI()
+	if io.KVLayout == abi.Paged && io.Paging.Order == abi.PageSplitX {
+		pl := io.Placement(pt.Config.Shape, false, nil)
+		if x := pl.X(); pl.Width%x != 0 {
+			return b.pointErrorf(v, sh, defs, nkv, "io.page_order split_x: x is %d elements of %s (16 bytes), which does not divide head_dim %d",
+				x, pt.Config.Shape.KVDtype, pl.Width)
+		}
+	}
+	return nil
+}
+
+// argFits evaluates one leaf argument at d, as the launch will: a
+// constant or an expression at its declared type, a scalar of the
+// table at its own.
+func argFits(a abi.Arg, d abi.Dims, env expr.Env) error {
+	switch {
+	case a.IsBuffer(), a.TensorMap != nil, a.IsScratch(), a.IsPlanned():
+		return nil
+	case a.Name == "":
+		_, err := abi.ExprValue(a, env)
+		return err
+	}
+	_, err := abi.ScalarValue(a, d)
+	return err
+}
+
+// splitCountsFit evaluates io.split_counts as the probe does
+// (abi.SplitCountBytes) at every length a sequence of the point has: its
+// nkv, its gates' and replays' lengths, half of each (a ragged batch's
+// shortest sequences), one and the capacity.
+func splitCountsFit(pt *Point, d abi.Dims) error {
+	if pt.IO.SplitCounts == "" {
+		return nil
+	}
+	lengths := []int{1, pt.Config.NKV, pt.Config.Shape.Capacity, pt.CaptureNKV}
+	lengths = append(append(lengths, pt.GateNKV...), pt.ReplayNKV...)
+	for _, n := range slices.Clone(lengths) {
+		lengths = append(lengths, n/2)
+	}
+	lengths = slices.DeleteFunc(lengths, func(n int) bool { return n < 1 || n > pt.Config.Shape.Capacity })
+	slices.Sort(lengths)
+	_, err := abi.SplitCountBytes(d, pt.Config.Defines, slices.Compact(lengths))
+	return err
+}
