@@ -199,9 +199,10 @@ func Merge(inputs []string) (*Merged, error) {
 	}
 	out := &Merged{}
 	type seen struct {
-		from string
-		body []byte
-		at   int // index in out.Records
+		from   string
+		shards []int // the input's manifest's shards, nil without one
+		body   []byte
+		at     int // index in out.Records
 	}
 	byHash := map[string]seen{}
 	var spec, specFrom string
@@ -209,8 +210,11 @@ func Merge(inputs []string) (*Merged, error) {
 	nConflicts := 0
 	var manifests []*Manifest
 	var manifestFrom []string
+	var copies []string // the first few, for the message
+	nCopies := 0
 	for _, in := range inputs {
 		path := in
+		var shards []int
 		if st, err := os.Stat(in); err == nil && st.IsDir() {
 			path = results.FilePath(in)
 			m, err := ReadManifest(in)
@@ -220,6 +224,7 @@ func Merge(inputs []string) (*Merged, error) {
 			if m != nil {
 				manifests = append(manifests, m)
 				manifestFrom = append(manifestFrom, in)
+				shards = m.Shards
 			}
 		}
 		recs, warns, err := results.ReadFile(path)
@@ -250,6 +255,17 @@ func Merge(inputs []string) (*Merged, error) {
 				return nil, fmt.Errorf("%s: record %s: %w", path, r.Hash, err)
 			}
 			if old, ok := byHash[r.Hash]; ok {
+				if old.shards != nil && shards != nil && !slices.Equal(old.shards, shards) {
+					// Shards deal disjoint points: a point in two of
+					// them is a directory copied under another shard's
+					// number, and the shard it stands for is missing.
+					nCopies++
+					if len(copies) < 5 {
+						copies = append(copies, fmt.Sprintf("point %s (%s, %s) is in %s (shard(s) %s) and %s (shard(s) %s)",
+							r.Hash, r.Config.Variant, describeConfig(&r.Config), old.from, shardList(old.shards), path, shardList(shards)))
+					}
+					continue
+				}
 				if string(old.body) == string(body) {
 					out.Identical++
 					continue
@@ -263,9 +279,16 @@ func Merge(inputs []string) (*Merged, error) {
 				}
 				continue
 			}
-			byHash[r.Hash] = seen{from: path, body: body, at: len(out.Records)}
+			byHash[r.Hash] = seen{from: path, shards: shards, body: body, at: len(out.Records)}
 			out.Records = append(out.Records, r)
 		}
+	}
+	if n := nCopies; n > 0 {
+		msg := strings.Join(copies, "\n  ")
+		if n > len(copies) {
+			msg += fmt.Sprintf("\n  and %d more", n-len(copies))
+		}
+		return nil, fmt.Errorf("merge: %d point(s) found in two different shards, which deal disjoint points: one directory is a copy of another under another shard number, and the shard it claims is not there:\n  %s", n, msg)
 	}
 	if n := nConflicts; n > 0 {
 		msg := strings.Join(conflicts, "\n  ")

@@ -324,3 +324,29 @@ func TestMergeReportsStoppedShard(t *testing.T) {
 		t.Errorf("warnings %q: want one naming %s as stopped early", m.Warnings, dirs[1])
 	}
 }
+
+// TestMergeRefusesShardCopy: a shard directory copied under another
+// shard's number (its manifest says shard 1, its records are shard 0's)
+// merged as "shards 2 of 2" with shard 1's points absent.
+func TestMergeRefusesShardCopy(t *testing.T) {
+	pl := groupedPlan(4, 2)
+	dirs := sweepShards(t, pl, 2)
+	fake := t.TempDir()
+	b, err := os.ReadFile(results.FilePath(dirs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(results.FilePath(fake), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m0, _ := ReadManifest(dirs[0])
+	m1, _ := ReadManifest(dirs[1])
+	m0.Shards = m1.Shards
+	if err := WriteManifest(fake, m0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Merge([]string{dirs[0], fake})
+	if err == nil || !strings.Contains(err.Error(), "found in two different shards") {
+		t.Fatalf("a copy of shard 0 under shard 1's number: %v", err)
+	}
+}
