@@ -255,10 +255,11 @@ func Merge(inputs []string) (*Merged, error) {
 				return nil, fmt.Errorf("%s: record %s: %w", path, r.Hash, err)
 			}
 			if old, ok := byHash[r.Hash]; ok {
-				if old.shards != nil && shards != nil && !slices.Equal(old.shards, shards) {
-					// Shards deal disjoint points: a point in two of
-					// them is a directory copied under another shard's
-					// number, and the shard it stands for is missing.
+				if old.shards != nil && shards != nil && !slices.Equal(old.shards, shards) && string(old.body) == string(body) {
+					// Shards deal disjoint points: one recorded alike in
+					// two of them is a directory copied under another
+					// shard's number, and the shard it stands for is
+					// missing.
 					nCopies++
 					if len(copies) < 5 {
 						copies = append(copies, fmt.Sprintf("point %s (%s, %s) is in %s (shard(s) %s) and %s (shard(s) %s)",

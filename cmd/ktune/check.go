@@ -104,6 +104,9 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 	if err := spec.CheckArch(*arch); err != nil {
 		return usageErrorf("check --arch: %v", err)
 	}
+	if *jobs < 0 {
+		return usageErrorf("check -j: %d compiles at once: want 1 or more, or 0 for GOMAXPROCS", *jobs)
+	}
 	builds, err := probe.BuildDir(*cache)
 	if err != nil {
 		return fmt.Errorf("check: the build cache: %w", err)

@@ -145,7 +145,15 @@ type gateJSON struct {
 	ExitCode int `json:"exit_code"`
 }
 
-func runGate(stdout, stderr io.Writer, args []string) error {
+// gateErrorJSON is the --json document of a gate that reached no verdict:
+// the error with its exit code, so that a script reading stdout always
+// finds a document.
+type gateErrorJSON struct {
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
+func runGate(stdout, stderr io.Writer, args []string) (err error) {
 	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var opts verdict.GateOptions
@@ -167,6 +175,18 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	pos, help, err := parseArgs(fs, args, gateUsage)
 	if help || err != nil {
 		return err
+	}
+	wrote := false // the verdict's document
+	if *asJSON {
+		defer func() {
+			if err != nil && !wrote {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				if jerr := enc.Encode(gateErrorJSON{err.Error(), exitCode(err)}); jerr != nil {
+					err = fmt.Errorf("%w (and writing it as JSON: %v)", err, jerr)
+				}
+			}
+		}()
 	}
 	if opts.Candidate == "" {
 		return usageErrorf("gate wants --candidate NAME (ktune help gate)")
@@ -236,6 +256,22 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	if err := refuseReplayed(stderr, set.Records, allowReplayed); err != nil {
 		return err
 	}
+	if opts.Only != nil {
+		// As sweep's and report's --only: a key no candidate record has,
+		// or a filter that selects none of them, is the command line's
+		// mistake.
+		var configs []*results.Config
+		for i := range set.Records {
+			if set.Records[i].Config.Variant == opts.Candidate {
+				configs = append(configs, &set.Records[i].Config)
+			}
+		}
+		if len(configs) > 0 {
+			if err := opts.Only.Check(configs); err != nil {
+				return usageErrorf("--only: %v", err)
+			}
+		}
+	}
 	res, err := verdict.Gate(set.Records, opts)
 	if err != nil {
 		return err
@@ -244,6 +280,7 @@ func runGate(stdout, stderr io.Writer, args []string) error {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		wrote = true
 		if err := enc.Encode(gateJSON{res, code}); err != nil {
 			return fmt.Errorf("writing gate verdict: %w", err)
 		}

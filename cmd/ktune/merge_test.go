@@ -131,7 +131,9 @@ func TestShardedSweepMerges(t *testing.T) {
 		dir := filepath.Join(base, fmt.Sprintf("shard-%d", i))
 		var stdout, stderr bytes.Buffer
 		args := []string{specPath, "-o", dir, "--shard", fmt.Sprintf("%d/3", i)}
-		if err := runSweep(context.Background(), &stdout, &stderr, args, deps); err != nil {
+		// The replay serves no record: every point is an error, which the
+		// sweep's exit status says; the shards still merge.
+		if err := runSweep(context.Background(), &stdout, &stderr, args, deps); exitCode(err) != exitUnanswered {
 			t.Fatalf("shard %d: %v\n%s", i, err, stderr.String())
 		}
 		if !strings.Contains(stderr.String(), fmt.Sprintf("in shard %d/3", i)) {

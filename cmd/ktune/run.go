@@ -19,6 +19,9 @@ const (
 	exitBuild      = 3 // check: a kernel did not build or breaks a limit
 	exitRegression = 4 // gate: the candidate is significantly slower than the baseline
 	exitUndecided  = 5 // gate: nothing failed, but the samples (or damaged input) cannot support a pass
+	// exitUnanswered: sweep completed, but points of the plan have no
+	// answer about their kernel (status error, timeout or oom).
+	exitUnanswered = 6
 	exitInterrupt  = 130
 )
 
@@ -79,13 +82,14 @@ func run(stdout, stderr io.Writer, args []string) error {
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		topic, long := helpArgs(args[1:])
+		out := &errWriter{w: stdout}
 		switch {
 		case len(args) == 1:
-			usage(stdout)
-			return nil
+			usage(out)
+			return out.wrote()
 		case topic == "help" && len(args) == 2:
-			fmt.Fprint(stdout, helpUsage)
-			return nil
+			fmt.Fprint(out, helpUsage)
+			return out.wrote()
 		}
 		c, ok := commands[topic]
 		if !ok {
@@ -139,16 +143,42 @@ func helpArgs(args []string) (topic string, long bool) {
 // Help that was asked for is the output, not a diagnostic: it goes to
 // standard output (so that `ktune help sweep | grep` works) and exits 0,
 // whatever writer c's flag set reports to.
+// A help that could not be written (ktune help > /dev/full) is an error.
 func commandHelp(stdout io.Writer, c *command, long bool) error {
-	if err := c.run(stdout, stdout, []string{"-h"}); err != nil {
+	out := &errWriter{w: stdout}
+	if err := c.run(out, out, []string{"-h"}); err != nil {
 		return err
 	}
 	switch {
 	case c.manual == "":
 	case long:
-		fmt.Fprint(stdout, c.manual)
+		fmt.Fprint(out, c.manual)
 	default:
-		fmt.Fprintf(stdout, "\nThe rest of the manual: 'ktune help %s --long'.\n", c.name)
+		fmt.Fprintf(out, "\nThe rest of the manual: 'ktune help %s --long'.\n", c.name)
+	}
+	return out.wrote()
+}
+
+// An errWriter keeps the first error of its writer: text printed with
+// fmt.Fprint, whose errors nobody reads, is checked once at the end.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+// wrote returns the first write error, said as such.
+func (e *errWriter) wrote() error {
+	if e.err != nil {
+		return fmt.Errorf("writing the help: %w", e.err)
 	}
 	return nil
 }

@@ -184,14 +184,17 @@ KTUNE_REPLAY_DELAY=200ms makes every point take that long, so that a job
 can be watched, cancelled or preempted mid-sweep.
 
   $ ktune sweep experiments/slice.yaml -o out/dry --backend replay \
-      --replay-from experiments/results/h200/make-sweep.jsonl
+      --replay-match config --replay-from experiments/results/h200/make-sweep.jsonl
   $ ktune report out/dry -o out/dry-report --allow-replayed
 `
 
 const sweepExit = `
 Exit status: 0 when the sweep completed (gate failures included), 1 on a
-device or I/O error, 2 for a bad command line or spec, 130 when
-interrupted (re-run the same command to resume).
+device or I/O error, 2 for a bad command line or spec, 6 when it
+completed but points of the plan have no answer about their kernel
+(recorded error, timeout or oom: a replay that found no record, a point
+the device could not run; --force runs them again), 130 when interrupted
+(re-run the same command to resume).
 `
 
 type sweepFlags struct {
@@ -353,7 +356,24 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	if runErr != nil {
 		return interruptedOr(ctx, runErr)
 	}
-	return nil
+	return unanswered(sum.Records)
+}
+
+// unanswered is the sweep's error when points of the plan hold no answer
+// about their kernel: an error, a timeout or an out-of-memory record (a
+// gate failure, a fault or a compile failure is an answer).
+func unanswered(recs []results.Record) error {
+	n := 0
+	for i := range recs {
+		switch recs[i].Status {
+		case results.StatusError, results.StatusTimeout, results.StatusOOM:
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return withCode(exitUnanswered, fmt.Errorf("sweep: %d of %d points recorded no answer about their kernel (error, timeout or oom; above: why)", n, len(recs)))
 }
 
 // printReplaySummary says how a replay's points found their records, and

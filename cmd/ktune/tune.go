@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -445,7 +446,7 @@ func tuneExport(stdout, stderr io.Writer, files []string, opt dispatch.Options, 
 	if err != nil {
 		return err
 	}
-	if err := tuneWrite(dir, tab); err != nil {
+	if err := tuneWrite(dir, tab, createTemp); err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
 	return tab.WriteText(stdout)
@@ -487,23 +488,21 @@ func tuneRecords(stderr io.Writer, files []string, opt *dispatch.Options) ([]res
 	return set.Records, in.Sources, nil
 }
 
-// tuneWrite writes both exports into dir.
-func tuneWrite(dir string, tab *dispatch.Table) error {
+// tuneWrite writes both exports into dir, both or neither (writeFiles).
+func tuneWrite(dir string, tab *dispatch.Table, create func(dir, pattern string) (tempFile, error)) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating output directory: %w", err)
 	}
+	var files []outFile
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer) error
 	}{{"dispatch.yaml", tab.WriteYAML}, {"dispatch.h", tab.WriteHeader}} {
-		var b strings.Builder
+		var b bytes.Buffer
 		if err := f.write(&b); err != nil {
 			return err
 		}
-		path := filepath.Join(dir, f.name)
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
+		files = append(files, outFile{f.name, b.Bytes()})
 	}
-	return nil
+	return writeFiles(dir, files, create)
 }
