@@ -86,6 +86,17 @@ var catalogue = []mutation{
 		})
 		return in
 	}},
+	// Positive and finite, but faster than any device runs the point:
+	// below the launch floor, or reading K and V faster than the memory
+	// can (evidence.FloorNS).
+	{"impossible samples", func(in input, f, i, arg int) input {
+		mapSamples(in[f][i], arg, func(float64) any { return 1e-300 })
+		return in
+	}},
+	{"samples a thousand times faster", func(in input, f, i, arg int) input {
+		mapSamples(in[f][i], arg, func(x float64) any { return x / 1000 })
+		return in
+	}},
 	{"change a summary", func(in input, f, i, arg int) input {
 		eachProbe(in[f][i], arg, func(m jrec) {
 			m["summary"] = jrec{"n": 1000, "median": 1, "min": 1, "max": 1, "q1": 1, "q3": 1, "rel_noise": 0}
