@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ktune/ktune/internal/cuda"
@@ -208,13 +209,14 @@ func (r *pointRun) run(ctx context.Context) error {
 	}
 	if k == nil {
 		// A feature of a newer NVRTC than this machine's is named as that.
-		why := ""
+		why, head := "", ""
 		if bld != nil {
 			if w := needsNewer(bld.record.Log, b.nvrtcVersion); w != "" {
 				why = ": " + w
 			}
+			head = logHead(bld.record.Log, 3)
 		}
-		return failPoint(results.StatusCompileFailed, "NVRTC rejected %s (%s)%s; the log is in compile.log", p.Source.Name, c.Variant, why)
+		return failPoint(results.StatusCompileFailed, "NVRTC rejected %s (%s)%s%s; the whole log is the record's compile.log field", p.Source.Name, c.Variant, why, head)
 	}
 	b.logf("%s %s: compiled in %.2fs (cached %v)", c.Variant, c.Defines.String(), bld.record.Seconds, bld.record.Cached)
 	if err := checkParams(k, p.Launches); err != nil {
@@ -354,4 +356,26 @@ func failedGates(gs []results.Gate) string {
 		s += fmt.Sprintf("; %d more", n-3)
 	}
 	return fmt.Sprintf("%d gate(s) failed: %s", n, s)
+}
+
+// logHead is the first n non-empty lines of a compile log, each clipped,
+// as ": line; line", or "" for an empty log: the error names its cause
+// where it is printed, without sending the reader to the record.
+func logHead(log string, n int) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if len(l) > 200 {
+			l = l[:200] + "…"
+		}
+		if out = append(out, l); len(out) == n {
+			break
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(out, "; ")
 }

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -46,7 +49,7 @@ func (rep *Report) WriteDir(ctx context.Context, dir string, opts WriteOptions) 
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("writing report: %w", err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(dir))+".ktune-")
+	tmp, err := mkdirTemp(parent, "."+filepath.Base(filepath.Clean(dir))+".ktune-")
 	if err != nil {
 		return nil, fmt.Errorf("writing report: %w", err)
 	}
@@ -74,6 +77,20 @@ func (rep *Report) WriteDir(ctx context.Context, dir string, opts WriteOptions) 
 		}
 	}
 	return plots, nil
+}
+
+// mkdirTemp makes a new directory in parent whose name starts with
+// prefix, with the mode a plain mkdir gets (0777 less the umask): the
+// temporary directory becomes the report's directory when there was none,
+// and os.MkdirTemp's 0700 would keep everyone else out of it.
+func mkdirTemp(parent, prefix string) (string, error) {
+	for range 100 {
+		name := filepath.Join(parent, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		if err := os.Mkdir(name, 0o777); !errors.Is(err, fs.ErrExist) {
+			return name, err
+		}
+	}
+	return "", fmt.Errorf("no new directory name in %s after 100 tries", parent)
 }
 
 // render writes every output into tmp and returns the file names in the

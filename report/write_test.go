@@ -150,3 +150,25 @@ func keys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestWriteDirMode: a new report directory gets a plain mkdir's mode
+// (0777 less the umask), not os.MkdirTemp's 0700 whatever the umask.
+func TestWriteDirMode(t *testing.T) {
+	rep, err := Build(loadH200(t, "slice.jsonl"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "report")
+	if _, err := rep.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	probe := filepath.Join(t.TempDir(), "probe")
+	if err := os.Mkdir(probe, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.Stat(probe)
+	got, err := os.Stat(dir)
+	if err != nil || got.Mode().Perm() != want.Mode().Perm() {
+		t.Errorf("report directory mode %v, a plain mkdir's %v (%v)", got.Mode().Perm(), want.Mode().Perm(), err)
+	}
+}

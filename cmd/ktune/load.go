@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -26,10 +27,33 @@ func loadEvidence(stderr io.Writer, paths []string, opt evidence.Options) (*evid
 	return set, nil
 }
 
-// warnEvidence prints what of set is not evidence, one line each and a count.
+// maxLinesShown bounds the unreadable lines named per file: a file that
+// is not results at all (a binary, a log) is thousands of them, which
+// would bury every other warning.
+const maxLinesShown = 10
+
+// warnEvidence prints what of set is not evidence, one line each (at most
+// maxLinesShown unreadable lines a file, then their count) and a count.
 func warnEvidence(stderr io.Writer, set *evidence.Set) {
+	shown, hidden := map[string]int{}, map[string]int{}
+	var files []string
 	for _, w := range set.Damaged {
+		file := ""
+		if se := (*results.SyntaxError)(nil); errors.As(w, &se) {
+			file = se.File
+		}
+		if shown[file] == maxLinesShown {
+			if hidden[file] == 0 {
+				files = append(files, file)
+			}
+			hidden[file]++
+			continue
+		}
+		shown[file]++
 		fmt.Fprintf(stderr, "warning: %v (skipped)\n", w)
+	}
+	for _, f := range files {
+		fmt.Fprintf(stderr, "warning: %s: %d more unreadable line(s) not shown (skipped)\n", f, hidden[f])
 	}
 	for _, e := range set.Excluded {
 		fmt.Fprintf(stderr, "warning: %v (excluded)\n", e)

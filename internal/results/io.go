@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 )
 
 // FileName is the name of the results file inside a sweep directory.
@@ -76,6 +77,11 @@ func (r *Reader) Scan() bool {
 			r.ioer = fmt.Errorf("reading %s: %w", r.file, err)
 			return false
 		}
+		if r.line == 1 && bytes.HasPrefix(b, gzipMagic) {
+			// Binary lines would each be a warning, thousands of them.
+			r.ioer = fmt.Errorf("reading %s: gzip-compressed data (it starts with 1f 8b), not JSON lines: decompress it first (gunzip)", r.file)
+			return false
+		}
 		if skipped > 0 {
 			r.rec, r.err = Record{}, &SyntaxError{File: r.file, Line: r.line, Msg: TooLong(skipped)}
 			return true
@@ -92,6 +98,10 @@ func (r *Reader) Scan() bool {
 			continue
 		}
 		r.rec, r.err = Record{}, nil
+		if r.line == 1 && bytes.HasPrefix(trimmed, utf8BOM) {
+			r.err = &SyntaxError{File: r.file, Line: r.line, Msg: "starts with a UTF-8 byte-order mark (EF BB BF), which JSON lines do not have: an editor added it; remove it"}
+			return true
+		}
 		if msg, malformed := decodeLine(trimmed, &r.rec); msg != "" {
 			if last && malformed {
 				msg = truncatedMsg
@@ -146,12 +156,49 @@ func decodeLine(line []byte, rec *Record) (msg string, malformed bool) {
 	return "", false
 }
 
+// The first bytes of what is not a results file, named as such.
+var (
+	gzipMagic = []byte{0x1f, 0x8b}
+	utf8BOM   = []byte{0xef, 0xbb, 0xbf}
+)
+
+// jsonMsg says what encoding/json found wrong in the words of the format:
+// its type errors name Go types ("cannot unmarshal array into Go value of
+// type struct { Schema *int … }"), which say nothing to whoever wrote the
+// line.
 func jsonMsg(err error) string {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return fmt.Sprintf("%v (byte %d)", se, se.Offset)
 	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Sprintf("the line is a JSON %s, not an object", te.Value)
+		}
+		return fmt.Sprintf("%s is a JSON %s where the format has %s (byte %d)", te.Field, te.Value, jsonKind(te.Type), te.Offset)
+	}
 	return err.Error()
+}
+
+// jsonKind names a Go type as the JSON value it decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "an object"
 }
 
 // ReadFile reads every record of one results file. Lines it cannot read

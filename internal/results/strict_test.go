@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"io"
@@ -116,4 +117,41 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// TestReaderNamesForeignInput: a gzip file was thousands of "malformed
+// record" lines, a BOM one, and a type error named Go types.
+func TestReaderNamesForeignInput(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"schema":1,"hash":"h","status":"ok"}` + "\n"))
+	zw.Close()
+	recs, warns, err := readAll(gz.Bytes())
+	if err == nil || !strings.Contains(err.Error(), "gzip-compressed") || len(warns) != 0 || len(recs) != 0 {
+		t.Errorf("gzip: %v, %d warnings", err, len(warns))
+	}
+	for in, want := range map[string]string{
+		"\xef\xbb\xbf" + `{"schema":1,"hash":"h"}` + "\n": "x.jsonl:1: starts with a UTF-8 byte-order mark",
+		"[1,2]\n": "x.jsonl:1: malformed record: the line is a JSON array, not an object",
+		`{"schema":1,"hash":"h","probes":"x"}` + "\n": "probes is a JSON string where the format has a list",
+		`{"schema":"1","hash":"h"}` + "\n":            "schema is a JSON string where the format has an integer",
+	} {
+		_, warns, err := readAll([]byte(in))
+		if err != nil || len(warns) != 1 || !strings.Contains(warns[0].Error(), want) || strings.Contains(warns[0].Error(), "Go ") {
+			t.Errorf("%q: %v %v; want %q", in, warns, err, want)
+		}
+	}
+}
+
+func readAll(b []byte) (recs []Record, warns []error, err error) {
+	r := NewReader(bytes.NewReader(b), "x.jsonl")
+	for r.Scan() {
+		rec, err := r.Record()
+		if err != nil {
+			warns = append(warns, err)
+			continue
+		}
+		recs = append(recs, rec)
+	}
+	return recs, warns, r.Err()
 }
