@@ -57,7 +57,8 @@ func cleanOf(line string) string {
 	return string(b)
 }
 
-// keptEdit is one edit of a kept file: it changes lines[i] (and j).
+// keptEdit is one edit of a kept file: it changes lines[i]; j (any
+// number) picks a place or a length.
 type keptEdit struct {
 	name  string
 	apply func(lines []string, i, j int) []string
@@ -67,6 +68,7 @@ var keptCatalogue = []keptEdit{
 	{"a clean line after", func(ls []string, i, j int) []string { return append(ls, cleanOf(ls[i])) }},
 	{"a clean line before", func(ls []string, i, j int) []string { return append([]string{cleanOf(ls[i])}, ls...) }},
 	{"a clean line at another place", func(ls []string, i, j int) []string {
+		j %= len(ls)
 		return append(ls[:j:j], append([]string{cleanOf(ls[i])}, ls[j:]...)...)
 	}},
 	{"the line duplicated", func(ls []string, i, j int) []string { return append(ls, ls[i]) }},
@@ -74,7 +76,7 @@ var keptCatalogue = []keptEdit{
 		l := ls[i]
 		return append(append(ls[:i:i], ls[i+1:]...), l)
 	}},
-	{"two lines swapped", func(ls []string, i, j int) []string { ls[i], ls[j] = ls[j], ls[i]; return ls }},
+	{"two lines swapped", func(ls []string, i, j int) []string { j %= len(ls); ls[i], ls[j] = ls[j], ls[i]; return ls }},
 	{"the line deleted", func(ls []string, i, j int) []string { return append(ls[:i:i], ls[i+1:]...) }},
 	{"the line cut", func(ls []string, i, j int) []string { ls[i] = ls[i][:j%len(ls[i])]; return ls }},
 	{"pass flipped", func(ls []string, i, j int) []string {
@@ -139,24 +141,23 @@ func TestKeptNeverMorePermissive(t *testing.T) {
 	}
 }
 
-// FuzzKeptNeverMorePermissive drives the property with random edits: up
-// to three of the catalogue, at random lines.
+// FuzzKeptNeverMorePermissive drives the property with one edit of the
+// catalogue at random lines and places. (Two edits compose into what is
+// out of reach: one that destroys a failure's line, one that adds a clean
+// line of its key, and the file holds a clean run and no other.)
 func FuzzKeptNeverMorePermissive(f *testing.F) {
-	f.Add(uint8(0), uint8(0), uint8(3), uint8(1), uint8(10), uint8(0))
-	f.Add(uint8(3), uint8(5), uint8(9), uint8(6), uint8(2), uint8(40))
+	f.Add(uint8(0), uint16(0), uint16(3))
+	f.Add(uint8(3), uint16(5), uint16(40))
+	f.Add(uint8(7), uint16(10), uint16(17))
 	lines, failed := keptIntact(f)
-	f.Fuzz(func(t *testing.T, e1, i1, e2, i2, e3, i3 uint8) {
-		mutant := append([]string(nil), lines...)
-		var what []string
-		for _, x := range [][2]uint8{{e1, i1}, {e2, i2}, {e3, i3}} {
-			e := keptCatalogue[int(x[0])%len(keptCatalogue)]
-			if e.name == "a line too long before" || len(mutant) < 2 {
-				continue
-			}
-			i := int(x[1]) % len(mutant)
-			mutant = e.apply(mutant, i, (i+int(x[0]))%len(mutant))
-			what = append(what, fmt.Sprintf("%s of line %d", e.name, i+1))
+	f.Fuzz(func(t *testing.T, kind uint8, i, j uint16) {
+		e := keptCatalogue[int(kind)%len(keptCatalogue)]
+		if e.name == "a line too long before" {
+			return // TestKeptNeverMorePermissive has it: 16 MiB a time
 		}
-		checkKept(t, failed, mutant, strings.Join(what, ", "))
+		mutant := append([]string(nil), lines...)
+		k := int(i) % len(mutant)
+		mutant = e.apply(mutant, k, int(j))
+		checkKept(t, failed, mutant, fmt.Sprintf("%s of line %d (%d)", e.name, k+1, j))
 	})
 }
