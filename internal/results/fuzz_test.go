@@ -13,7 +13,7 @@ import (
 // input, it must not panic, every line must come back as a record or as a
 // *SyntaxError naming a line that exists, and every record it accepts must
 // survive a marshal round trip (what it reads, a writer could have
-// written).
+// written). The only read error is gzip data, named as such.
 func FuzzReader(f *testing.F) {
 	for _, p := range []string{"testdata/bad.jsonl", "../../experiments/results/h200/rerun.jsonl"} {
 		if b, err := os.ReadFile(p); err == nil {
@@ -56,7 +56,7 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("round trip: %v", err)
 			}
 		}
-		if err := r.Err(); err != nil {
+		if err := r.Err(); err != nil && !(bytes.HasPrefix(data, gzipMagic) && strings.Contains(err.Error(), "gzip-compressed")) {
 			t.Fatalf("read error on an in-memory reader: %v", err)
 		}
 	})
