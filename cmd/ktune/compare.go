@@ -99,7 +99,13 @@ func runCompare(stdout, stderr io.Writer, args []string) error {
 		if err := enc.Encode(c.Doc()); err != nil {
 			return fmt.Errorf("writing the comparison: %w", err)
 		}
-		return nil
+	} else if err := c.WriteText(stdout, *md); err != nil {
+		return err
 	}
-	return c.WriteText(stdout, *md)
+	if len(c.Rows) == 0 {
+		// Two files of nothing in common read as "no change" otherwise.
+		return fmt.Errorf("compare: %s and %s share no point (shape, configuration and nkv measured on both sides): nothing was compared",
+			pos[0], pos[1])
+	}
+	return nil
 }

@@ -5,7 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/measure"
@@ -256,6 +259,7 @@ func runGate(stdout, stderr io.Writer, args []string) (err error) {
 	if err := refuseReplayed(stderr, set.Records, allowReplayed); err != nil {
 		return err
 	}
+	warnGateInput(stderr, set, opts.Candidate, opts.Against)
 	if opts.Only != nil {
 		// As sweep's and report's --only: a key no candidate record has,
 		// or a filter that selects none of them, is the command line's
@@ -303,6 +307,41 @@ func runGate(stdout, stderr io.Writer, args []string) (err error) {
 		}
 	}
 	return withCode(code, fmt.Errorf("gate: candidate %s: %s%s", res.Candidate, res.Verdict, why))
+}
+
+// warnGateInput says what of the input a verdict would otherwise pass
+// over in silence: a point recorded in two files (two measurements of one
+// hash, of which the verdict reads one), and candidate and baseline
+// records that ran different gate suites (their numerics rest on
+// different gates).
+func warnGateInput(stderr io.Writer, set *evidence.Set, candidate, against string) {
+	first := map[string]string{}
+	twice := 0
+	for i, r := range set.Records {
+		src := set.Sources[i]
+		if prev, ok := first[r.Hash]; ok && prev != src {
+			if twice++; twice <= 5 {
+				fmt.Fprintf(stderr, "warning: point %s (%s nkv=%d) is recorded in %s and again in %s: two measurements of one point; give one of the files\n",
+					r.Hash, r.Config.Variant, r.Config.NKV, prev, src)
+			}
+			continue
+		}
+		first[r.Hash] = src
+	}
+	if twice > 5 {
+		fmt.Fprintf(stderr, "warning: %d points in all are recorded in two files\n", twice)
+	}
+	suites := map[bool]map[string]bool{true: {}, false: {}}
+	for _, r := range set.Records {
+		isCand := r.Config.Variant == candidate
+		if (isCand || r.Config.Variant == against || against == "" && r.Landed) && r.GateSuite != "" {
+			suites[isCand][r.GateSuite] = true
+		}
+	}
+	if len(suites[true]) > 0 && len(suites[false]) > 0 && !maps.Equal(suites[true], suites[false]) {
+		fmt.Fprintf(stderr, "warning: the candidate's records ran gate suite(s) %s and the baseline's %s: their numerics rest on different gates\n",
+			strings.Join(slices.Sorted(maps.Keys(suites[true])), ", "), strings.Join(slices.Sorted(maps.Keys(suites[false])), ", "))
+	}
 }
 
 func gateExitCode(v verdict.Verdict) int {

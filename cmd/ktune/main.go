@@ -10,7 +10,7 @@ import (
 func main() {
 	if err := run(os.Stdout, os.Stderr, os.Args[1:]); err != nil {
 		if msg := err.Error(); msg != "" {
-			fmt.Fprintf(os.Stderr, "ktune: %s\n", msg)
+			fmt.Fprintf(os.Stderr, "ktune: %s\n", clipWords(msg, maxWordBytes))
 		}
 		os.Exit(exitCode(err))
 	}

@@ -22,3 +22,50 @@ func TestWarningsCappedPerFile(t *testing.T) {
 		t.Errorf("no count of the lines not shown:\n%s", stderr)
 	}
 }
+
+// TestCompareNothingInCommon: two files that share no point exited 0 with
+// a table of nothing.
+func TestCompareNothingInCommon(t *testing.T) {
+	_, stderr, code := runMsg("compare", h200Slice, "../../experiments/results/h200/faults.jsonl")
+	if code != exitError || !strings.Contains(stderr, "share no point") {
+		t.Errorf("exit %d, want %d saying so:\n%s", code, exitError, stderr)
+	}
+	if _, stderr, code := runMsg("compare", h200Slice, h200Slice); code != exitOK {
+		t.Errorf("a file against itself: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestGateWarnsOfInput: a point recorded in a second file, and candidate
+// and baseline records of different gate suites, passed in silence.
+func TestGateWarnsOfInput(t *testing.T) {
+	dir := t.TempDir()
+	recs := readJRecs(t, h200Slice)
+	copyPath := writeJRecs(t, dir, "copy.jsonl", recs)
+	_, stderr, _ := runMsg("gate", "--candidate", "r4", h200Slice, copyPath)
+	if !strings.Contains(stderr, "and again in "+copyPath) || !strings.Contains(stderr, "points in all are recorded in two files") {
+		t.Errorf("a point in two files is not said:\n%s", stderr)
+	}
+	for _, r := range recs {
+		r["gate_suite"] = map[bool]string{true: "s1", false: "s2"}[variantOf(r) == "r4"]
+	}
+	_, stderr, _ = runMsg("gate", "--candidate", "r4", writeJRecs(t, dir, "suites.jsonl", recs))
+	if !strings.Contains(stderr, "gate suite(s) s1 and the baseline's s2") {
+		t.Errorf("different gate suites are not said:\n%s", stderr)
+	}
+	if _, stderr, _ := runMsg("gate", "--candidate", "r4", h200Slice); strings.Contains(stderr, "two files") || strings.Contains(stderr, "gate suite") {
+		t.Errorf("the intact slice warns:\n%s", stderr)
+	}
+}
+
+// TestClipWords: a 10 MB variant name was echoed whole into an error.
+func TestClipWords(t *testing.T) {
+	long := strings.Repeat("V", 10_000_000)
+	got := clipWords("unknown variant "+long+" (variants: d2)\nnext é"+strings.Repeat("é", 300), 200)
+	want := "unknown variant " + strings.Repeat("V", 200) + "…(9999800 more bytes) (variants: d2)\nnext " + strings.Repeat("é", 100) + "…(402 more bytes)"
+	if got != want {
+		t.Errorf("clipWords = %.300q…", got)
+	}
+	if s := "a short message, kept as it is"; clipWords(s, 200) != s {
+		t.Errorf("a short message changed")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Exit codes. They are part of ktune's interface (README, "Exit codes"):
@@ -218,4 +219,37 @@ Commands:
 	fmt.Fprint(w, `
 Run 'ktune help <command>' for a command's flags and examples.
 `)
+}
+
+// maxWordBytes bounds one word of a printed error: a name read from a
+// damaged file or a spec (a 10 MB variant name) is echoed clipped, not
+// whole.
+const maxWordBytes = 200
+
+// clipWords shortens every run of more than n bytes without a space or a
+// newline in s to its first n bytes (whole UTF-8 characters) and a count
+// of the rest.
+func clipWords(s string, n int) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		i := strings.IndexAny(s, " \n")
+		if i < 0 {
+			i = len(s)
+		}
+		w := s[:i]
+		if len(w) > n {
+			cut := n
+			for cut > 0 && !utf8.RuneStart(w[cut]) {
+				cut--
+			}
+			w = fmt.Sprintf("%s…(%d more bytes)", w[:cut], len(w)-cut)
+		}
+		b.WriteString(w)
+		if i < len(s) {
+			b.WriteByte(s[i])
+			i++
+		}
+		s = s[i:]
+	}
+	return b.String()
 }
