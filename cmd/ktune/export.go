@@ -33,7 +33,8 @@ measured read bandwidth — is written on a "# ktune …" line, which
 benchstat ignores, so two runs on one GPU compare with plain
 'benchstat old.txt new.txt'. Points without samples (failed gates) are
 left out, and so are records that are not evidence (no samples, a sample
-that is not a finite positive time, a status its gates contradict), each
+that is not a finite positive time or is below the point's physical
+floor, a status its gates contradict), each
 warned about on stderr with a count. Records the replay backend served
 keep their mark: they are written under a "provenance: replayed"
 configuration line, so benchstat never compares them with measurements.

@@ -51,8 +51,11 @@ The candidate passes when
   4. the input is evidence (internal/evidence): every line was read as a
      record, strictly (a key twice or in another case, or null where the
      writer omits a field, is damage); every record is consistent (its
-     status agrees with its gates, its probes hold samples, all finite and
-     positive, at least the spec's min_samples in the SPEC form); no
+     status agrees with its gates, its probes hold samples, all finite,
+     positive and no faster than the device can run the point (its
+     physical floor: the launch floor, and the K and V it must read at
+     the read bandwidth its run measured), at least the spec's
+     min_samples in the SPEC form); no
      record of a candidate configuration anywhere in the input, superseded
      or in another file, failed a gate or faulted (else numerics);
   5. both sides were measured on every probe either measured (or every

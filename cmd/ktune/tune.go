@@ -173,7 +173,8 @@ const tuneExit = `
 Exit status: 0 when the table was written (gate failures included), 1 on a
 device or I/O error, when no configuration qualified for the table, or when
 a results line could not be read or a record is not evidence (no samples,
-a sample not a finite positive time, a status its gates contradict: the
+a sample not a finite positive time or below the point's physical floor,
+a status its gates contradict: the
 table is then not written), 2 for
 a bad command line or spec, 130 when interrupted (re-run the same command
 to resume).
