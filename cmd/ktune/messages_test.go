@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,5 +71,36 @@ func TestClipWords(t *testing.T) {
 	}
 	if s := "a short message, kept as it is"; clipWords(s, 200) != s {
 		t.Errorf("a short message changed")
+	}
+}
+
+// TestLongLineUnderAddressLimit: report on a 70 MB line without a newline,
+// under a 2 GB address-space limit, died with Go's out-of-memory trace
+// (exit 2); report and gate now skip the line unheld and exit 1 saying
+// why. The commands run in a child of this test binary under ulimit -v.
+func TestLongLineUnderAddressLimit(t *testing.T) {
+	if path := os.Getenv("KTUNE_TEST_LONG_LINE"); path != "" {
+		for _, args := range [][]string{{"report", "--json", path}, {"gate", "--candidate", "r4", path}} {
+			var stderr strings.Builder
+			err := run(io.Discard, &stderr, args)
+			fmt.Printf("%s: exit %d: %v\n%s", args[0], exitCode(err), err, stderr.String())
+		}
+		return
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to set ulimit -v with")
+	}
+	path := filepath.Join(t.TempDir(), "long.jsonl")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("a"), 70_000_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bash, "-c", `ulimit -v 2000000 && exec "$0" -test.run='^TestLongLineUnderAddressLimit$' -test.count=1`, os.Args[0])
+	cmd.Env = append(os.Environ(), "KTUNE_TEST_LONG_LINE="+path)
+	out, _ := cmd.CombinedOutput()
+	for _, want := range []string{"report: exit 1", "gate: exit 1", path + ":1: a line of 70000000 bytes, longer than the 16 MiB a line may hold"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("want %q in:\n%.2000s", want, out)
+		}
 	}
 }
