@@ -18,8 +18,7 @@ import (
 // compiling, as the point's error.
 func (b *builder) runnable(v *spec.Variant, sh *spec.Shape, defs map[string]string, pt *Point) error {
 	nkv := pt.Config.NKV
-	d := abi.Dims{Shape: pt.Config.Shape, Splits: pt.Config.Splits, IO: pt.IO.OrABI(), WorkspaceBytes: pt.WorkspaceBytes,
-		Scratch: pt.Scratch, PageSize: pt.PageSize, Planned: pt.PlannedBufs}
+	d := pt.Dims()
 	env := d.Env(pt.Config.Defines)
 	limit := abi.ParamLimit(b.arch)
 	for li, l := range pt.Launches {

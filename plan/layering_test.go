@@ -52,7 +52,7 @@ var imports = map[string][]string{
 	"internal/decision": {"internal/abi", "internal/results", "internal/stats"},
 	"internal/workload": {"internal/stats"},
 	"internal/dispatch": {"internal/abi", "internal/decision", "internal/kvtype", "internal/results", "internal/stats", "internal/table"},
-	"report": {"internal/abi", "internal/decision", "internal/dispatch", "internal/measure", "internal/results", "internal/stats",
+	"report": {"internal/abi", "internal/decision", "internal/dispatch", "internal/evidence", "internal/measure", "internal/results", "internal/stats",
 		"internal/table", "internal/workload"},
 	"verdict": {"internal/decision", "internal/evidence", "internal/measure", "internal/results", "internal/stats",
 		"internal/table", "internal/workload"},
