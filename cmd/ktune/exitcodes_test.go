@@ -79,7 +79,7 @@ func TestSweepUnansweredExit(t *testing.T) {
 		t.Errorf("every point unanswered: exit %d, want %d\n%s", code, exitUnanswered, stderr)
 	}
 	var help strings.Builder
-	if err := run(&help, &help, []string{"help", "sweep"}); err != nil {
+	if err := run(&help, &help, []string{"help", "sweep", "--long"}); err != nil {
 		t.Fatal(err)
 	}
 	text := help.String()
