@@ -48,7 +48,7 @@ var imports = map[string][]string{
 	"sweep":             {"internal/abi", "internal/results", "internal/sanitizer", "internal/stats", "plan"},
 	"replay":            {"internal/results", "plan"},
 	"search":            {"internal/decision", "internal/results", "internal/stats", "plan", "sweep"},
-	"internal/evidence": {"internal/results", "internal/sanitizer", "internal/stats"},
+	"internal/evidence": {"internal/abi", "internal/results", "internal/sanitizer", "internal/stats"},
 	"internal/decision": {"internal/abi", "internal/results", "internal/stats"},
 	"internal/workload": {"internal/stats"},
 	"internal/dispatch": {"internal/abi", "internal/decision", "internal/kvtype", "internal/results", "internal/stats", "internal/table"},

@@ -18,7 +18,9 @@ package evidence
 import (
 	"fmt"
 	"math"
+	"strconv"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/sanitizer"
 	"github.com/ktune/ktune/internal/stats"
@@ -246,6 +248,14 @@ func configProblem(c *results.Config) string {
 		return fmt.Sprintf("shape %d heads, %d kv_heads, head_dim %d, batch %d", sh.Heads, sh.KVHeads, sh.HeadDim, sh.Batch)
 	case sh.Capacity < c.NKV:
 		return fmt.Sprintf("nkv %d above the capacity %d", c.NKV, sh.Capacity)
+	case c.Splits < 0:
+		return fmt.Sprintf("splits %d", c.Splits)
+	}
+	// The table and every label read splits; the kernel was built with
+	// the define. A record where they differ names a configuration no
+	// sweep measured.
+	if v, ok := c.Define(abi.DefineSplits); ok && v != strconv.Itoa(c.Splits) {
+		return fmt.Sprintf("splits %d, but its SPLITS define is %s", c.Splits, v)
 	}
 	return ""
 }

@@ -36,6 +36,12 @@ func TestCheck(t *testing.T) {
 	atZero.Config.NKV = 0
 	beyond := okRecord("y", 1, 2, 3)
 	beyond.Config.Shape.Capacity = 100
+	// FuzzNeverMorePermissive: config.splits negated made "what to ship"
+	// name SPLITS=-16, a configuration no sweep measured.
+	negSplits := okRecord("ns", 1, 2, 3)
+	negSplits.Config.Splits, negSplits.Config.Defines = -16, results.Defines{{Name: "SPLITS", Value: "16"}}
+	otherSplits := okRecord("os", 1, 2, 3)
+	otherSplits.Config.Splits, otherSplits.Config.Defines = 32, results.Defines{{Name: "SPLITS", Value: "16"}}
 	noProbe := okRecord("p")
 	noProbe.Probes = nil
 	twice := okRecord("t", 1, 2, 3)
@@ -77,6 +83,8 @@ func TestCheck(t *testing.T) {
 		{badStatus, ProblemUnknownStatus},
 		{atZero, ProblemInvalidConfig},
 		{beyond, ProblemInvalidConfig},
+		{negSplits, ProblemInvalidConfig},
+		{otherSplits, ProblemInvalidConfig},
 	}
 	for _, c := range cases {
 		s := Check([]results.Record{c.rec}, nil, Options{MinSamples: 3})
