@@ -54,7 +54,7 @@ func tuneInvariant(stdout, stderr io.Writer, files []string, opt dispatch.Option
 	for _, w := range append(it.Free.Warnings, it.Fixed.Warnings...) {
 		fmt.Fprintf(stderr, "ktune: warning: %s\n", w)
 	}
-	if err := tuneWrite(dir, it.Fixed); err != nil {
+	if err := tuneWrite(dir, it.Fixed, createTemp); err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
 	if err := it.Fixed.WriteText(stdout); err != nil {
