@@ -3,7 +3,9 @@ package probe
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -314,5 +316,54 @@ func TestInvarianceLSE(t *testing.T) {
 				t.Errorf("gate %+v: want a difference in lse", gs[0])
 			}
 		})
+	}
+}
+
+// TestInvarianceArmLayouts: arms whose split counts give them partial
+// buffers of another size run in a workspace of their own (armKernel);
+// what the gate compares is each arm's own launch. A kernel of a fixed
+// split size passes across such arms (no false alarm from the workspace
+// an arm runs in), and a kernel split by count fails across them with
+// both values of the first differing element written and a rounding
+// apart: neither the point's row nor the arm's reads as a row no launch
+// wrote (out's poison) or as an empty merge (0).
+func TestInvarianceArmLayouts(t *testing.T) {
+	layoutOf := func(p *plan.Point) layout {
+		l, err := pointLayout(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	fixed := invariantPoint("fixed", 16, 16, []spec.Invariance{spec.InvariantArm}, armPoint("fixed32", 32, 16))
+	if layoutOf(fixed) == layoutOf(fixed.Invariance.Arms[0]) {
+		t.Fatal("arms of 16 and 32 splits share a layout: the test would not reach an arm's own workspace")
+	}
+	if rec := run(t, fakeBackend(t, newFakeDevice()), fixed); rec.Status != results.StatusOK {
+		t.Fatalf("fixed split size across arms of 16 and 32 splits: %s: %s", rec.Status, rec.Error)
+	}
+
+	rec := run(t, fakeBackend(t, newFakeDevice()), invariantPoint("bycount", 16, 0, []spec.Invariance{spec.InvariantArm}, armPoint("bycount32", 32, 0)))
+	gs := invarianceGates(rec)
+	if rec.Status != results.StatusGateFailed || len(gs) != 1 || gs[0].Pass {
+		t.Fatalf("split by count across arms of 16 and 32 splits: %s: %s", rec.Status, rec.Error)
+	}
+	m := regexp.MustCompile(`\): (\S+) against (\S+) \(\d+ bytes differ\)$`).FindStringSubmatch(gs[0].Detail)
+	if m == nil {
+		t.Fatalf("detail %q names no two values", gs[0].Detail)
+	}
+	x, errX := strconv.ParseFloat(m[1], 32)
+	y, errY := strconv.ParseFloat(m[2], 32)
+	if errX != nil || errY != nil {
+		t.Fatalf("detail %q: values %q and %q do not parse", gs[0].Detail, m[1], m[2])
+	}
+	poisoned := float64(math.Float32frombits(poison))
+	for _, v := range []float64{x, y} {
+		if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) || v == poisoned {
+			t.Errorf("detail %q: a value reads %g, not a written row", gs[0].Detail, v)
+		}
+	}
+	if d := math.Abs(x-y) / math.Max(math.Abs(x), math.Abs(y)); d > 1e-4 {
+		t.Errorf("detail %q: the arms differ by %.2g relative, more than a merge's rounding", gs[0].Detail, d)
 	}
 }
