@@ -437,16 +437,7 @@ func (w *workspace) fills() []bufferFill {
 }
 
 // lengthsOf returns the per-sequence context lengths of a timed point.
-func lengthsOf(c *results.Config) []int {
-	if len(c.Lengths) == c.Shape.Batch {
-		return c.Lengths
-	}
-	out := make([]int, c.Shape.Batch)
-	for i := range out {
-		out[i] = c.NKV
-	}
-	return out
-}
+func lengthsOf(c *results.Config) []int { return c.TimedLengths() }
 
 // gateLengths returns the lengths the gates use at nkv: sequence 0 gets
 // nkv exactly (the chunk boundaries the plan chose), later sequences
@@ -458,20 +449,6 @@ func gateLengths(nkv, batch int) []int {
 		out[b] = max(1, nkv-b*nkv/(2*batch))
 	}
 	return out
-}
-
-// kvBytes is the K+V bytes a point must read once: 2 × Σ nkv_b rows of
-// kv_heads × head_dim elements.
-func kvBytes(s abi.Shape, lengths []int) int64 {
-	var rows int64
-	for _, n := range lengths {
-		rows += int64(n)
-	}
-	n := 2 * rows * int64(s.KVHeads) * int64(s.HeadDim) * int64(s.KVType().Bytes)
-	if s.KVType().Scaled {
-		n += 2 * int64(s.KVHeads) * 4 // the scales, read once
-	}
-	return n
 }
 
 // positionBytes encodes lengths as the ABI's positions (nkv − 1, int32),

@@ -101,12 +101,13 @@ func TestLengths(t *testing.T) {
 
 func TestKVBytes(t *testing.T) {
 	// The H200 anchor: nkv 2048, 7B shape, f16 → 4 MiB (2 × 2048 × 4 × 128 × 2).
-	s := sevenB(1, 2048, 32).Shape
-	if got := kvBytes(s, []int{2048}); got != 4<<20 {
-		t.Errorf("kvBytes = %d, want %d", got, 4<<20)
+	c := sevenB(1, 2048, 32)
+	if got := c.KVBytes(); got != 4<<20 {
+		t.Errorf("KVBytes = %d, want %d", got, 4<<20)
 	}
-	if got := kvBytes(s, []int{2048, 1024}); got != 6<<20 {
-		t.Errorf("ragged kvBytes = %d, want %d", got, 6<<20)
+	c.Shape.Batch, c.Lengths = 2, []int{2048, 1024}
+	if got := c.KVBytes(); got != 6<<20 {
+		t.Errorf("ragged KVBytes = %d, want %d", got, 6<<20)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
 
@@ -72,14 +73,14 @@ func TestMarshalScales(t *testing.T) {
 // TestKVBytesTypes: the bytes a point moves follow the element size; an
 // fp8e4m3 point moves half of f16's plus its scales.
 func TestKVBytesTypes(t *testing.T) {
-	s := abi.Shape{Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "f16", Batch: 1, Capacity: 100}
-	f16 := kvBytes(s, []int{100})
-	s.KVDtype = "bf16"
-	if kvBytes(s, []int{100}) != f16 {
+	c := results.Config{NKV: 100, Shape: abi.Shape{Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "f16", Batch: 1, Capacity: 100}}
+	f16 := c.KVBytes()
+	c.Shape.KVDtype = "bf16"
+	if c.KVBytes() != f16 {
 		t.Error("bf16 moves other bytes than f16")
 	}
-	s.KVDtype, s.KVScale = "fp8e4m3", "tensor"
-	if got := kvBytes(s, []int{100}); got != f16/2+2*2*4 {
+	c.Shape.KVDtype, c.Shape.KVScale = "fp8e4m3", "tensor"
+	if got := c.KVBytes(); got != f16/2+2*2*4 {
 		t.Errorf("fp8: %d bytes, f16 %d", got, f16)
 	}
 }

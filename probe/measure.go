@@ -32,7 +32,7 @@ func (r *pointRun) measure(ctx context.Context) error {
 	if err := r.sealInputs(); err != nil {
 		return err
 	}
-	bytes := kvBytes(c.Shape, lengths)
+	bytes := c.KVBytes()
 	var timed []results.Gate
 	for _, probe := range r.p.Probes {
 		if probe == results.ProbeGraph && r.p.NeverCaptured {

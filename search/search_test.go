@@ -49,7 +49,7 @@ func (b *timed) Run(_ context.Context, p *plan.Point) (results.Record, error) {
 	}
 	return results.Record{Config: p.Config, Env: testEnv, Status: results.StatusOK,
 		Gates:  []results.Gate{{Kind: results.GateTolerance, NKV: 29, Pass: true}},
-		Probes: []results.Measurement{{Probe: results.ProbeCold, SamplesNS: s, Converged: true}}}, nil
+		Probes: []results.Measurement{{Probe: results.ProbeCold, SamplesNS: s, Converged: true, Bytes: p.Config.KVBytes()}}}, nil
 }
 
 // searchPlan builds one shape × the named configurations (variant d2,

@@ -44,7 +44,7 @@ func (m *modelled) Run(_ context.Context, p *plan.Point) (results.Record, error)
 	return results.Record{Config: p.Config, Env: tuneEnv, Status: results.StatusOK,
 		Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), WallSec: 1,
 		Gates:  []results.Gate{{Kind: results.GateTolerance, NKV: 29, Pass: true}},
-		Probes: []results.Measurement{{Probe: results.ProbeCold, SamplesNS: s, Converged: true}}}, nil
+		Probes: []results.Measurement{{Probe: results.ProbeCold, SamplesNS: s, Converged: true, Bytes: p.Config.KVBytes()}}}, nil
 }
 
 func tuneDeps(b plan.Backend) sweepDeps {

@@ -206,6 +206,12 @@ func problem(r *results.Record, opt Options) (Problem, string) {
 				return ProblemBadSample, fmt.Sprintf("%s sample %d is %g", m.Probe, j, x)
 			}
 		}
+		if want := r.Config.KVBytes(); want > 0 && m.Bytes != want {
+			// The probe records what its configuration reads
+			// (Config.KVBytes): a record whose figures disagree was
+			// edited, its configuration (an nkv, a shape) or its bytes.
+			return ProblemContradiction, fmt.Sprintf("its %s probe read %d bytes, but its configuration (nkv %d) reads %d", m.Probe, m.Bytes, r.Config.NKV, want)
+		}
 		if why := belowFloor(r, m); why != "" {
 			return ProblemBelowFloor, why
 		}

@@ -17,7 +17,7 @@ func floorRecord(p results.Probe, samples ...float64) results.Record {
 	r.Config.NKV = 32768
 	r.Config.Shape = results.Shape{Heads: 28, KVHeads: 4, HeadDim: 128, KVDtype: "f16", Batch: 1, Capacity: 32768}
 	r.Env = results.Env{Device: "NVIDIA H200", ReadBWGBps: 4000}
-	r.Probes = []results.Measurement{{Probe: p, SamplesNS: samples}}
+	r.Probes = []results.Measurement{{Probe: p, SamplesNS: samples, Bytes: r.Config.KVBytes()}}
 	return r
 }
 
@@ -116,5 +116,29 @@ func TestCommittedAboveFloor(t *testing.T) {
 	}
 	if n < 1000 {
 		t.Fatalf("only %d committed measurements read", n)
+	}
+}
+
+// TestBytesDisagree: a record whose configuration was edited after its
+// samples were taken (its nkv other than what was measured, as the
+// never-more-permissive fuzz found) no longer matches the bytes its
+// probe recorded, and is a contradiction, not evidence at another nkv.
+func TestBytesDisagree(t *testing.T) {
+	intact := floorRecord(results.ProbeCold, 30000, 31000, 32000)
+	if p, why := problem(&intact, Options{}); p != "" {
+		t.Fatalf("intact record: %s (%s)", p, why)
+	}
+	for name, edit := range map[string]func(r *results.Record){
+		"nkv":     func(r *results.Record) { r.Config.NKV /= 2 },
+		"batch":   func(r *results.Record) { r.Config.Shape.Batch = 2 },
+		"kvheads": func(r *results.Record) { r.Config.Shape.KVHeads = 8 },
+		"bytes":   func(r *results.Record) { r.Probes[0].Bytes = 0 },
+		"lengths": func(r *results.Record) { r.Config.Shape.Batch, r.Config.Lengths = 2, []int{32768, 100} },
+	} {
+		r := floorRecord(results.ProbeCold, 30000, 31000, 32000)
+		edit(&r)
+		if p, why := problem(&r, Options{}); p != ProblemContradiction || !strings.Contains(why, "bytes") {
+			t.Errorf("%s edited: problem %q (%s), want a contradiction about the bytes", name, p, why)
+		}
 	}
 }
