@@ -12,6 +12,7 @@ import (
 // fails the kernel with the command's output; a second check finds the
 // build in the cache.
 func TestCheckEngineBuild(t *testing.T) {
+	t.Parallel()
 	needNVRTC(t)
 	if _, err := exec.LookPath("nvcc"); err != nil {
 		t.Skipf("no nvcc on this machine: %v", err)

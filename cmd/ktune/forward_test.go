@@ -10,6 +10,7 @@ import (
 // without forward the plan warns about the collision and NVRTC rejects
 // it, at the template line.
 func TestCheckForwardedDefines(t *testing.T) {
+	t.Parallel()
 	needNVRTC(t)
 	const launch = `launches: [{entry: "partial<{SPLITS}, {head_dim}, {PARTITION_SIZE}>", grid: [1, heads], block: [head_dim], args: [q, out, heads]}]`
 	spec := buildCheckSpec(t,
