@@ -16,7 +16,7 @@ func TestCheckForwardedDefines(t *testing.T) {
 	spec := buildCheckSpec(t,
 		"{name: sealed, kernel: TESTDATA/collide.cu, forward: {}, defines: {PARTITION_SIZE: [256, 512]}, "+launch+"}",
 		"{name: open, kernel: TESTDATA/collide.cu, defines: {PARTITION_SIZE: [256]}, "+launch+"}")
-	stdout, stderr, code := runCmd("check", spec, "--cache", t.TempDir())
+	stdout, stderr, code := runCmd("check", spec, "--cache", warmR4Cache(t))
 	if code != exitBuild {
 		t.Errorf("exit %d, want %d\n%s%s", code, exitBuild, stdout, stderr)
 	}
