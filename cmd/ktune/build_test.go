@@ -12,6 +12,7 @@ import (
 // fails the kernel with the command's output; a second check finds the
 // build in the cache.
 func TestCheckEngineBuild(t *testing.T) {
+	t.Parallel()
 	needNVRTC(t)
 	if _, err := exec.LookPath("nvcc"); err != nil {
 		t.Skipf("no nvcc on this machine: %v", err)
@@ -24,7 +25,7 @@ func TestCheckEngineBuild(t *testing.T) {
 		`{name: layoutbuild, kernel: TESTDATA/layout.cu, build: {command: [nvcc, -cubin, "-arch={arch}", -o, "{out}", "{instantiate}"]}, structs: {fd: {fields: [{name: d, arg: "u32:8"}, {name: m, arg: "u32:fastdiv_m(8)"}, {name: s, arg: "u32:fastdiv_s(8)"}, {name: a, arg: "u32:fastdiv_a(8)"}]}, params: {type: "eng::params<float>", fields: [{name: out, arg: out}, {name: heads, arg: heads}, {name: head_dim, arg: head_dim}, {name: kv_heads, arg: kv_heads}, {name: scale, arg: scale}, {name: d, arg: "i64:0"}, {name: page, struct: fd}, {name: n, arg: "i32:capacity"}]}}, launches: [{entry: step, grid: [1], block: [32], args: [{struct: params}]}]}`,
 		`{name: nocompiler, kernel: TESTDATA/hostcode.cu, build: {command: [ktune-no-such-compiler, "-o", "{out}"]}, launches: [{entry: k, grid: [1], block: [32], args: [q, out]}]}`,
 		`{name: broken, kernel: TESTDATA/hostcode.cu, defines: {VEC: [4]}, build: {command: [nvcc, -cubin, -DBROKEN=1, "--no-such-flag", -o, "{out}", TESTDATA/hostcode.cu]}, `+launch+`}`)
-	cache := t.TempDir()
+	cache := warmR4Cache(t)
 	stdout, stderr, code := runCmd("check", spec, "--cache", cache)
 	if code != exitBuild {
 		t.Fatalf("exit %d, want %d\n%s%s", code, exitBuild, stdout, stderr)

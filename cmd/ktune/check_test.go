@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ktune/ktune/internal/cuda"
@@ -18,6 +19,50 @@ func needNVRTC(t *testing.T) {
 	if _, err := cuda.OpenNVRTC(); err != nil {
 		t.Skipf("no NVRTC on this machine, so nothing can be compiled: %v", err)
 	}
+}
+
+// r4Cache is a check cache that holds r4 built, shared by the tests
+// whose specs have r4 beside their own kernels: it is built once per
+// test binary, and each test gets a copy of its own (warmR4Cache).
+var r4Cache struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// warmR4Cache returns a new cache directory that already holds the r4
+// build of buildCheckSpec's spec, so that a check test compiles only the
+// kernels it is about. A test that asserts what was built into an empty
+// cache takes t.TempDir() instead.
+func warmR4Cache(t *testing.T) string {
+	t.Helper()
+	r4Cache.once.Do(func() {
+		dir, err := os.MkdirTemp("", "ktune-r4cache-")
+		if err != nil {
+			r4Cache.err = err
+			return
+		}
+		r4Cache.dir = dir
+		if stdout, stderr, code := runCmd("check", buildCheckSpec(t), "--cache", dir); code != exitOK {
+			r4Cache.err = fmt.Errorf("building r4 into the shared cache: exit %d\n%s%s", code, stdout, stderr)
+		}
+	})
+	if r4Cache.err != nil {
+		t.Fatal(r4Cache.err)
+	}
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(r4Cache.dir)); err != nil {
+		t.Fatalf("copying the shared r4 cache: %v", err)
+	}
+	return dst
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if r4Cache.dir != "" {
+		os.RemoveAll(r4Cache.dir)
+	}
+	os.Exit(code)
 }
 
 // buildCheckSpec writes a one-shape spec whose variants are given as YAML
@@ -65,7 +110,7 @@ func TestCheckExitCodes(t *testing.T) {
 	t.Parallel()
 	needNVRTC(t)
 	cache := t.TempDir()
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name    string
 		variant string
 		code    int
@@ -102,6 +147,12 @@ func TestCheckExitCodes(t *testing.T) {
 			[]string{"ok     argcheck.cu", "step: "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The first case builds r4 into the empty cache (it says
+			// "1 built"); the others find it there and build only their
+			// own kernel, side by side (the cache's writes are atomic).
+			if i > 0 {
+				t.Parallel()
+			}
 			var vs []string
 			if tc.variant != "" {
 				vs = append(vs, tc.variant)
@@ -167,7 +218,7 @@ func TestCheckSpillBudget(t *testing.T) {
 	spec := buildCheckSpec(t,
 		"{name: spill, kernel: TESTDATA/spill.cu, no_spills: true}",
 		"{name: nospill, kernel: TESTDATA/spill.cu, defines: {ACC: 4}, no_spills: true, max_registers: 64}")
-	stdout, stderr, code := runCmd("check", spec, "--cache", t.TempDir())
+	stdout, stderr, code := runCmd("check", spec, "--cache", warmR4Cache(t))
 	if code != exitBuild {
 		t.Errorf("exit %d, want %d\n%s%s", code, exitBuild, stdout, stderr)
 	}

@@ -24,6 +24,7 @@ import (
 // moves. (The committed dispatch tables have their own test:
 // internal/dispatch's TestCommittedTables.)
 func TestCommittedDecisions(t *testing.T) {
+	t.Parallel()
 	var files []string
 	err := filepath.WalkDir("../../experiments/results/h200", func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".jsonl") {

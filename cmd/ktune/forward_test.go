@@ -10,12 +10,13 @@ import (
 // without forward the plan warns about the collision and NVRTC rejects
 // it, at the template line.
 func TestCheckForwardedDefines(t *testing.T) {
+	t.Parallel()
 	needNVRTC(t)
 	const launch = `launches: [{entry: "partial<{SPLITS}, {head_dim}, {PARTITION_SIZE}>", grid: [1, heads], block: [head_dim], args: [q, out, heads]}]`
 	spec := buildCheckSpec(t,
 		"{name: sealed, kernel: TESTDATA/collide.cu, forward: {}, defines: {PARTITION_SIZE: [256, 512]}, "+launch+"}",
 		"{name: open, kernel: TESTDATA/collide.cu, defines: {PARTITION_SIZE: [256]}, "+launch+"}")
-	stdout, stderr, code := runCmd("check", spec, "--cache", t.TempDir())
+	stdout, stderr, code := runCmd("check", spec, "--cache", warmR4Cache(t))
 	if code != exitBuild {
 		t.Errorf("exit %d, want %d\n%s%s", code, exitBuild, stdout, stderr)
 	}

@@ -19,6 +19,7 @@ import (
 // invariance per shape and nkv, and costs no less than the unconstrained
 // table; a file of no invariant configuration writes no table.
 func TestTuneInvariantCommitted(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	from := "../../experiments/results/h200/frontier3/h200-frontier3.jsonl"
@@ -87,6 +88,7 @@ func TestTuneInvariantCommitted(t *testing.T) {
 // records writes the price of invariance; one over d2 and r4 alone, none
 // of them classed, writes nothing.
 func TestReportInvariance(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		file string
 		want bool

@@ -21,6 +21,7 @@ import (
 // tune` run as the report says writes the same arms, at most 3; and
 // every arm not measured at a measured nkv is named with a sweep.
 func TestRecommendationIsTuneOutput(t *testing.T) {
+	t.Parallel()
 	recs, sources, err := loadSourced(io.Discard, h200All(t))
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +128,7 @@ func rcDims(rep *report.Report, rc report.Recommendation) results.Shape {
 // report --workload adds the section and its bar chart; a workload file
 // that does not parse is a usage error naming its line.
 func TestReportWorkload(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "r")
 	wl := filepath.Join("..", "..", "experiments", "workloads", "short-turns.csv")
 	if _, stderr, code := runCmd("report", h200Slice, "-o", out, "--workload", wl); code != 0 {

@@ -51,6 +51,7 @@ func replaySweep(t *testing.T, dir string, extra ...string) (string, string, int
 // point, with the numbers of that configuration's record. A second replay
 // of that sweep's output then matches every point by its own hash.
 func TestReplaySweepMatchesByHashOrConfig(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	byConfig := filepath.Join(base, "config")
 	stdout, stderr, code := replaySweep(t, byConfig, "--replay-from", h200Slice, "--replay-match", "config")

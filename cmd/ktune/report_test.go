@@ -34,6 +34,7 @@ func runCmd(args ...string) (stdout, stderr string, code int) {
 }
 
 func TestReportCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A results file with a malformed line in the middle: warned, skipped.
 	data, err := os.ReadFile(h200Slice)
@@ -237,6 +238,7 @@ func TestReportProjection(t *testing.T) {
 
 // --json alone writes the document to stdout; with -o, DIR/report.json.
 func TestReportJSON(t *testing.T) {
+	t.Parallel()
 	stdout, stderr, code := runCmd("report", h200Slice, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

@@ -66,6 +66,7 @@ func readFile(t *testing.T, path string) []byte {
 // TestTuneSearchExportsAsFrom: after each search, DIR holds the table that
 // 'tune --from DIR' builds from DIR's results.
 func TestTuneSearchExportsAsFrom(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -121,6 +122,7 @@ func TestTuneSearchExportsAsFrom(t *testing.T) {
 
 // TestTuneGridEqualsSweep: the default search records what sweep does.
 func TestTuneGridEqualsSweep(t *testing.T) {
+	t.Parallel()
 	a, b := t.TempDir(), t.TempDir()
 	var stdout, stderr bytes.Buffer
 	if err := runTune(context.Background(), &stdout, &stderr, []string{tuneSpec, "-o", a}, tuneDeps(&modelled{})); err != nil {
