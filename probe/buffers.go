@@ -436,9 +436,6 @@ func (w *workspace) fills() []bufferFill {
 	}
 }
 
-// lengthsOf returns the per-sequence context lengths of a timed point.
-func lengthsOf(c *results.Config) []int { return c.TimedLengths() }
-
 // gateLengths returns the lengths the gates use at nkv: sequence 0 gets
 // nkv exactly (the chunk boundaries the plan chose), later sequences
 // shorter ones down to about nkv/2, so that a kernel reading one sequence's

@@ -79,11 +79,11 @@ func TestFitError(t *testing.T) {
 func TestLengths(t *testing.T) {
 	c := sevenB(3, 100, 8)
 	c.NKV = 50
-	if got := lengthsOf(&c); !reflect.DeepEqual(got, []int{50, 50, 50}) {
+	if got := c.TimedLengths(); !reflect.DeepEqual(got, []int{50, 50, 50}) {
 		t.Errorf("uniform: %v", got)
 	}
 	c.Lengths = []int{10, 20, 30}
-	if got := lengthsOf(&c); !reflect.DeepEqual(got, []int{10, 20, 30}) {
+	if got := c.TimedLengths(); !reflect.DeepEqual(got, []int{10, 20, 30}) {
 		t.Errorf("ragged: %v", got)
 	}
 	// Sequence 0 keeps the exact gate length; later ones shrink, never

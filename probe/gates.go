@@ -90,7 +90,7 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	for i := range capacity {
 		capacity[i] = p.Config.Shape.Capacity
 	}
-	if err := r.longGates(ctx, [][]int{shapeLengths(p.Config.Shape.Capacity, p.Config.Shape), capacity, lengthsOf(&p.Config)}, log); err != nil {
+	if err := r.longGates(ctx, [][]int{shapeLengths(p.Config.Shape.Capacity, p.Config.Shape), capacity, p.Config.TimedLengths()}, log); err != nil {
 		return false, err
 	}
 	if err := r.freshGate(ctx, log); err != nil {
@@ -298,16 +298,11 @@ func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
 	if err != nil {
 		return fmt.Errorf("fresh-module gate at nkv %d: %w", nkv, err)
 	}
-	k, err := r.b.gpu.reload(p.Source, r.k)
+	k, err := r.freshModule(g)
 	if err != nil {
 		return err
 	}
 	defer r.b.gpu.unload(k)
-	// For the side effect: a new module's functions need their own
-	// opt-in to large dynamic shared memory.
-	if _, err := r.b.gpu.resources(k, g); err != nil {
-		return fmt.Errorf("preparing a fresh module: %w", err)
-	}
 	fresh, err := r.runOutputs(k, c, g, lengths)
 	if err != nil {
 		return fmt.Errorf("fresh-module gate at nkv %d, fresh module: %w", nkv, err)

@@ -106,16 +106,13 @@ func (r *pointRun) launchCountGates() ([]results.Gate, error) {
 		return nil, nil
 	}
 	c := &r.p.Config
-	lengths := lengthsOf(c)
+	lengths := c.TimedLengths()
 	nkv := slices.Max(lengths)
-	k, err := r.b.gpu.reload(r.p.Source, r.k)
+	k, err := r.freshModule(r.g)
 	if err != nil {
 		return nil, err
 	}
 	defer r.b.gpu.unload(k)
-	if _, err := r.b.gpu.resources(k, r.g); err != nil {
-		return nil, fmt.Errorf("preparing a fresh module: %w", err)
-	}
 	var ref [2]*outputs
 	refOf := func(set int) (outputs, error) {
 		if ref[set] == nil {

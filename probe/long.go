@@ -212,7 +212,7 @@ func (r *pointRun) tileOnDevice(p cuda.DevPtr, c bufCopy, rows, capacity int64) 
 // failure fails the point and the group.
 func (r *pointRun) timedLengthGate(ctx context.Context) (bool, error) {
 	log := &gateLog{}
-	if err := r.longGates(ctx, [][]int{lengthsOf(&r.p.Config)}, log); err != nil {
+	if err := r.longGates(ctx, [][]int{r.p.Config.TimedLengths()}, log); err != nil {
 		return false, err
 	}
 	r.rec.Gates = append(r.rec.Gates, log.gates...)

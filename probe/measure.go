@@ -25,7 +25,7 @@ type sampler func() (ns float64, dropped bool, err error)
 // measure runs the point's probes at its timed lengths.
 func (r *pointRun) measure(ctx context.Context) error {
 	c := &r.p.Config
-	lengths := lengthsOf(c)
+	lengths := c.TimedLengths()
 	if err := r.setPositions(lengths); err != nil {
 		return err
 	}

@@ -194,7 +194,7 @@ func (r *pointRun) run(ctx context.Context) error {
 	if r.l, err = pointLayout(p); err != nil {
 		return failPoint(results.StatusError, "sizing the buffers of %s: %w", c.Variant, err)
 	}
-	for i, n := range lengthsOf(c) {
+	for i, n := range c.TimedLengths() {
 		if n < 1 || n > c.Shape.Capacity {
 			return failPoint(results.StatusError, "sequence %d: nkv %d outside 1..capacity %d", i, n, c.Shape.Capacity)
 		}

@@ -180,7 +180,7 @@ func probeRun(t *testing.T, f *fakeDevice, ms plan.Measure) *pointRun {
 	if r.ws, err = b.workspaceFor(r.l, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.setPositions(lengthsOf(&p.Config)); err != nil {
+	if err := r.setPositions(p.Config.TimedLengths()); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -62,7 +62,7 @@ type timedOutputs struct {
 // failures of the written check; the rest is judged in timedGates.
 func (r *pointRun) readTimed(probe results.Probe) ([]results.Gate, error) {
 	c := &r.p.Config
-	nkv := slices.Max(lengthsOf(c))
+	nkv := slices.Max(c.TimedLengths())
 	var fails []results.Gate
 	for i, used := range r.used {
 		if !used {
@@ -89,6 +89,22 @@ func (r *pointRun) readTimed(probe results.Probe) ([]results.Gate, error) {
 	return fails, nil
 }
 
+// freshModule loads the point's CUBIN again as a new module, whose
+// __device__ state starts from its initial values, and opts its
+// functions in to g's dynamic shared memory (a new module's functions
+// need their own opt-in). The caller unloads it.
+func (r *pointRun) freshModule(g geometry) (*kernelPair, error) {
+	k, err := r.b.gpu.reload(r.p.Source, r.k)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.b.gpu.resources(k, g); err != nil {
+		r.b.gpu.unload(k)
+		return nil, fmt.Errorf("preparing a fresh module: %w", err)
+	}
+	return k, nil
+}
+
 // freshTimed judges every probe's last timed launches against launches
 // of a freshly loaded module, whose __device__ state starts from its
 // initial values, at the same lengths on the same q: one verdict per probe.
@@ -97,16 +113,13 @@ func (r *pointRun) freshTimed() ([]results.Gate, error) {
 		return nil, nil
 	}
 	c := &r.p.Config
-	lengths := lengthsOf(c)
+	lengths := c.TimedLengths()
 	nkv := slices.Max(lengths)
-	k, err := r.b.gpu.reload(r.p.Source, r.k)
+	k, err := r.freshModule(r.g)
 	if err != nil {
 		return nil, err
 	}
 	defer r.b.gpu.unload(k)
-	if _, err := r.b.gpu.resources(k, r.g); err != nil {
-		return nil, fmt.Errorf("preparing a fresh module: %w", err)
-	}
 	var ref [2]*launchBytes
 	var out []results.Gate
 	byProbe := map[results.Probe]int{}
