@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/ktune/ktune/internal/abi"
@@ -37,11 +38,27 @@ func (b *builder) runnable(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 				return b.pointErrorf(at, sh, defs, nkv, "%sargs: %d bytes of parameters, and a launch on %s passes at most %d", prefix, end, b.arch, limit)
 			}
 		}
-		for ai, arg := range l.Args {
-			for _, a := range arg.Leaves() {
-				if err := argFits(a, d, env); err != nil {
-					return b.pointErrorf(at, sh, defs, nkv, "%sargs[%d]: %s: %w", prefix, ai, a, err)
+		for _, n := range argLengths(pt) {
+			if pt.Geometry != nil && pt.Geometry.Args {
+				env[spec.NKV] = int64(n)
+			}
+			for ai, arg := range l.Args {
+				for _, a := range arg.Leaves() {
+					if err := argFits(a, d, env); err != nil {
+						where := ""
+						if n != nkv {
+							where = fmt.Sprintf(" at nkv %d (a length the gates launch it at)", n)
+						}
+						return b.pointErrorf(at, sh, defs, nkv, "%sargs[%d]: %s%s: %w", prefix, ai, a, where, err)
+					}
 				}
+			}
+		}
+	}
+	if pt.Geometry != nil && len(pt.Geometry.Steps) > 0 {
+		for _, n := range argLengths(pt) {
+			if _, err := pt.Geometry.StepsAt(n, pt.Launches); err != nil {
+				return b.pointErrorf(v, sh, defs, nkv, "at nkv %d (a length the gates launch it at): %w", n, err)
 			}
 		}
 	}
@@ -57,6 +74,20 @@ func (b *builder) runnable(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 		}
 	}
 	return nil
+}
+
+// argLengths are the lengths a point's launches are evaluated at: its own
+// nkv and, when its arguments read nkv, every length the gates launch it
+// at and the capacity.
+func argLengths(pt *Point) []int {
+	out := []int{pt.Config.NKV}
+	if pt.Geometry == nil || (!pt.Geometry.Args && len(pt.Geometry.Steps) == 0) {
+		return out
+	}
+	out = append(append(append(out, pt.CaptureNKV, pt.Config.Shape.Capacity), pt.GateNKV...), pt.ReplayNKV...)
+	out = slices.DeleteFunc(out, func(n int) bool { return n < 1 })
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // argFits evaluates one leaf argument at d, as the launch will: a

@@ -114,7 +114,15 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 		// The grid reads nkv: its expressions, not their value at this nkv,
 		// make the kernel, so that every length shares one gate verdict
 		// (the replay gate's failure included).
-		field("geometry", fmt.Sprint(pt.Geometry.Grid, c.Block, c.SharedBytes, c.CombineGrid, c.CombineBlock))
+		if len(pt.Geometry.Steps) > 0 {
+			// Every launch follows nkv: their expressions, apart so that
+			// the points whose first grid alone reads nkv keep their
+			// hashes.
+			field("geometry", fmt.Sprint(pt.Geometry.Grid, c.Block, c.CombineBlock))
+			field("geometry-steps", fmt.Sprint(pt.Geometry.Steps, pt.Geometry.Args))
+		} else {
+			field("geometry", fmt.Sprint(pt.Geometry.Grid, c.Block, c.SharedBytes, c.CombineGrid, c.CombineBlock))
+		}
 	} else {
 		field("geometry", fmt.Sprint(c.Grid, c.Block, c.SharedBytes, c.CombineGrid, c.CombineBlock))
 	}
@@ -160,6 +168,12 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 			field("planned-entries", abi.PlannedText(pt.PlannedBufs))
 		}
 		for _, l := range pt.Launches {
+			if pt.Geometry != nil && len(pt.Geometry.Steps) > 0 {
+				// Grids and shared memory follow nkv: the expressions,
+				// hashed above, make the kernel's launches.
+				field("launch", fmt.Sprint(l.Entry, l.Block))
+				continue
+			}
 			field("launch", fmt.Sprint(l.Entry, l.Grid, l.Block, l.Shared))
 		}
 	}

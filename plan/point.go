@@ -11,6 +11,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/expr"
@@ -180,6 +181,76 @@ type Point struct {
 type Geometry struct {
 	Grid    [3]string
 	Symbols map[string]int64
+	// Steps are every launch's grid and shared memory as expressions, set
+	// when more than the first launch's grid reads nkv: a variant the
+	// engine launches fresh every step (graph: never) may size every
+	// launch from the step's longest sequence, and its gates must launch
+	// it so at each of their lengths. Unset, only Grid follows nkv.
+	Steps []StepGeometry `json:",omitempty"`
+	// Args is set when an argument reads nkv (graph: never): the probe
+	// then evaluates the launches' arguments at each launch's length.
+	Args bool `json:",omitempty"`
+}
+
+// A StepGeometry is one launch's grid and dynamic shared memory as
+// expressions.
+type StepGeometry struct {
+	Grid   [3]string
+	Shared string
+}
+
+// StepsAt is launches (the point's, planned at its own nkv) with each
+// grid and shared memory size the geometry gives at context length nkv;
+// launches themselves when only the first grid follows nkv, with that
+// grid at nkv. An expression that cannot be evaluated there is an error.
+func (g *Geometry) StepsAt(nkv int, launches []Launch) ([]Launch, error) {
+	out := slices.Clone(launches)
+	if len(out) == 0 {
+		return out, nil
+	}
+	if len(g.Steps) == 0 {
+		grid, err := g.At(nkv)
+		if err != nil {
+			return launches, err
+		}
+		out[0].Grid = grid
+		return out, nil
+	}
+	for i := range out {
+		if i >= len(g.Steps) {
+			break
+		}
+		grid, err := (&Geometry{Grid: g.Steps[i].Grid, Symbols: g.Symbols}).At(nkv)
+		if err != nil {
+			return launches, fmt.Errorf("launch %d: %w", i, err)
+		}
+		out[i].Grid = grid
+		if src := g.Steps[i].Shared; src != "" {
+			n, err := g.eval(src, nkv)
+			if err != nil {
+				return launches, fmt.Errorf("launch %d: shared %q at nkv %d: %w", i, src, nkv, err)
+			}
+			if n < 0 || n > 1<<31-1 {
+				return launches, fmt.Errorf("launch %d: shared %q at nkv %d is %d", i, src, nkv, n)
+			}
+			out[i].Shared = int(n)
+		}
+	}
+	return out, nil
+}
+
+// eval evaluates one expression at context length nkv.
+func (g *Geometry) eval(src string, nkv int) (int64, error) {
+	env := expr.Env{}
+	for k, v := range g.Symbols {
+		env[k] = v
+	}
+	env["nkv"] = int64(nkv)
+	x, err := expr.Parse(src)
+	if err != nil {
+		return 0, err
+	}
+	return x.Eval(env)
 }
 
 // At evaluates the grid at context length nkv.

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ktune/ktune/internal/spec"
@@ -82,5 +83,52 @@ variants:
 		if keys["never"][k] {
 			t.Error("graph: never does not change the gate key")
 		}
+	}
+}
+
+// eagerLaunches is a step launched fresh every step whose second launch's
+// shared memory and argument read nkv, as vLLM's eager v2 path sizes its
+// reduce from the step's longest sequence.
+const eagerLaunches = `
+name: e
+shapes: [{name: s, heads: 8, kv_heads: 2, head_dim: 128, kv_dtype: f16, batch: 2, capacity: 8192}]
+axes: {nkv: [512, 8192], P: [512], SPLITS: [1]}
+gates: {nkv: [1, 513, 4000]}
+variants:
+  - name: eager
+    kernel: user.cu
+    graph: never
+    io: {q: f16, out: f16, partial: opaque}
+    launches:
+      - {entry: part, grid: [heads, batch, "cdiv(nkv, P)"], block: [128], args: [q, k, v, seqlens]}
+      - {entry: reduce, grid: [heads, batch], block: [128], shared: "2 * cdiv(nkv, P) * 4", args: [out, seqlens, "i32:ARG"]}
+`
+
+// TestEagerArgumentsReadTheLength: under graph: never an argument may read
+// nkv; the points of such a kernel share one gate verdict; and the
+// argument is evaluated at every length the gates launch it at, so one
+// that cannot be (a division by zero at gate length 513) is refused at
+// plan time, naming the length, not found on the device. Without graph:
+// never the spec refuses it.
+func TestEagerArgumentsReadTheLength(t *testing.T) {
+	p := buildInline(t, strings.Replace(eagerLaunches, "ARG", "cdiv(nkv, P)", 1))
+	if len(p.Points) != 2 || p.Points[0].GateKey != p.Points[1].GateKey {
+		t.Errorf("%d points; an eager kernel's lengths share one gate key", len(p.Points))
+	}
+	g := p.Points[0].Geometry
+	if g == nil || !g.Args || len(g.Steps) != 2 {
+		t.Fatalf("geometry %+v, want both launches and the arguments", g)
+	}
+	steps, err := g.StepsAt(4000, p.Points[0].Launches)
+	if err != nil || steps[0].Grid != [3]int{8, 2, 8} || steps[1].Shared != 64 || p.Points[0].Launches[1].Shared != 8 {
+		t.Errorf("at nkv 4000: %+v (%v); the planned launches must stay the point's own", steps, err)
+	}
+	_, err = buildInlineErr(t, strings.Replace(eagerLaunches, "ARG", "4096 / (nkv - 513)", 1))
+	if err == nil || !strings.Contains(err.Error(), "at nkv 513") {
+		t.Errorf("an argument dividing by zero at gate length 513: %v", err)
+	}
+	_, err = spec.Parse("testdata/inline.yaml", []byte(strings.Replace(strings.Replace(eagerLaunches, "ARG", "cdiv(nkv, P)", 1), "    graph: never\n", "", 1)), testKernels(t))
+	if err == nil || !strings.Contains(err.Error(), "reads nkv") {
+		t.Errorf("a captured kernel's argument reading nkv: %v", err)
 	}
 }

@@ -163,6 +163,25 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 		}
 		launches[li] = l
 	}
+	if eager := stepsReadNKV(specs); eager || argsReadNKV(specs) {
+		// More than the first grid follows the step's length (graph:
+		// never, which the spec requires of arguments that read nkv).
+		if geo == nil {
+			geo = &Geometry{Symbols: map[string]int64{}}
+			for k, val := range env {
+				if k != spec.NKV {
+					geo.Symbols[k] = val
+				}
+			}
+			copy(geo.Grid[:], specs[0].Grid)
+		}
+		geo.Args = argsReadNKV(specs)
+		geo.Steps = make([]StepGeometry, len(specs))
+		for li, ls := range specs {
+			copy(geo.Steps[li].Grid[:], ls.Grid)
+			geo.Steps[li].Shared = ls.Shared
+		}
+	}
 	cfg.Grid, cfg.Block, cfg.SharedBytes = launches[0].Grid, launches[0].Block, launches[0].Shared
 	if len(launches) > 1 {
 		cfg.CombineGrid, cfg.CombineBlock = launches[1].Grid, launches[1].Block
@@ -238,4 +257,39 @@ func (b *builder) artifact(v *spec.Variant, src Source) (Source, error) {
 	}
 	src.Artifact, src.ArtifactSHA256 = data, sha256Hex(data)
 	return src, nil
+}
+
+// stepsReadNKV reports whether a launch's shared memory or a grid other
+// than the first launch's reads nkv.
+func stepsReadNKV(specs []spec.Launch) bool {
+	for li, ls := range specs {
+		srcs := []string{ls.Shared}
+		if li > 0 {
+			srcs = append(srcs, ls.Grid...)
+		}
+		for _, src := range srcs {
+			if x, err := expr.Parse(src); err == nil && contains(x.Symbols(), spec.NKV) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// argsReadNKV reports whether an argument of a launch (a struct's field or
+// a vector's component included) reads nkv.
+func argsReadNKV(specs []spec.Launch) bool {
+	for _, ls := range specs {
+		for _, a := range ls.Args {
+			for _, leaf := range a.Leaves() {
+				if !leaf.IsExpr() {
+					continue
+				}
+				if x, err := expr.Parse(leaf.Value); err == nil && contains(x.Symbols(), spec.NKV) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

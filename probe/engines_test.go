@@ -73,7 +73,7 @@ func marshalPoint(t *testing.T, pt *plan.Point) {
 		t.Fatal(err)
 	}
 	for _, ln := range pt.Launches {
-		args, err := marshal(ln.Args, pt.Config.Shape, pt.Config.Defines, w, f.encodeTensorMap)
+		args, err := marshal(ln.Args, pt.Config.Shape, pt.Config.Defines, 0, w, f.encodeTensorMap)
 		if err != nil {
 			t.Fatalf("%s: %v", ln.Entry, err)
 		}

@@ -521,7 +521,7 @@ func (f *fakeDevice) launch(k *kernelPair, c *results.Config, g geometry, w *wor
 	// Marshal as the GPU path does (launches), so that an argument that
 	// cannot be marshalled fails here as it would there.
 	for _, s := range g.steps {
-		args, err := marshal(s.Args, c.Shape, c.Defines, w, f.encodeTensorMap)
+		args, err := marshal(s.Args, c.Shape, c.Defines, 0, w, f.encodeTensorMap)
 		if err != nil {
 			return fmt.Errorf("marshalling the arguments of %s: %w", s.Entry, err)
 		}

@@ -46,6 +46,10 @@ type geometry struct {
 	grid, block, cgrid, cblock [3]int
 	shared                     int
 	steps                      []plan.Launch
+	// nkv is the length the launches' arguments are evaluated at, for a
+	// kernel launched fresh every step whose arguments read it
+	// (plan.Geometry.Args); 0 for every other kernel.
+	nkv int
 }
 
 // pointGeometry is the geometry of a point as its plan resolved it: the
@@ -57,6 +61,9 @@ func pointGeometry(p *plan.Point) geometry {
 	}
 	if len(p.Launches) > 1 {
 		g.cgrid, g.cblock = p.Launches[1].Grid, p.Launches[1].Block
+	}
+	if p.Geometry != nil && p.Geometry.Args {
+		g.nkv = p.Config.NKV
 	}
 	return g
 }
@@ -275,7 +282,7 @@ type launch struct {
 func launches(k *kernelPair, c *results.Config, g geometry, w *workspace, enc tensorMapEncoder) ([]launch, error) {
 	out := make([]launch, len(g.steps))
 	for i, l := range g.steps {
-		args, err := marshal(l.Args, c.Shape, c.Defines, w, enc)
+		args, err := marshal(l.Args, c.Shape, c.Defines, g.nkv, w, enc)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", l.Entry, err)
 		}

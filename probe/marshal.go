@@ -15,10 +15,15 @@ import (
 // as the bytes of its C layout (abi.Encode). What each name means is the
 // ABI's table (package abi); this is where it meets the allocations of the
 // workspace. A tensor map is encoded over its buffer's device pointer by
-// enc (the device's encodeTensorMap).
-func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, w *workspace, enc tensorMapEncoder) ([]any, error) {
+// enc (the device's encodeTensorMap). nkv, when above 0, is the step's
+// length that the arguments of a kernel launched fresh every step may read
+// (plan.Geometry.Args).
+func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, nkv int, w *workspace, enc tensorMapEncoder) ([]any, error) {
 	d := w.l.dims(s)
 	env := d.Env(defines)
+	if nkv > 0 {
+		env["nkv"] = int64(nkv)
+	}
 	var leaf func(a abi.Arg) (any, error)
 	leaf = func(a abi.Arg) (any, error) {
 		switch {

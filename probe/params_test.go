@@ -117,7 +117,7 @@ func TestStructBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.l = l
-	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w, nil)
+	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, 0, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestScratchBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w, nil)
+	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, 0, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestFastdivStructBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.l = l
-	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w, nil)
+	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, 0, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ variants:
 	w := testWorkspace()
 	w.l = with
 	w.kvScale = 0x9000
-	args, err := marshal(pl.Points[0].Launches[0].Args, pl.Points[0].Config.Shape, pl.Points[0].Config.Defines, w, nil)
+	args, err := marshal(pl.Points[0].Launches[0].Args, pl.Points[0].Config.Shape, pl.Points[0].Config.Defines, 0, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

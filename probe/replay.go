@@ -168,16 +168,27 @@ func (r *pointRun) replayGates(ctx context.Context, log *gateLog) error {
 	return nil
 }
 
-// geometryAt is g with the partial grid the point's geometry gives at nkv,
-// for kernels whose grid reads nkv (plan.Point.Geometry); g itself for
-// every other kernel. An expression that cannot be evaluated at nkv keeps
-// the planned grid: the gates then judge what that launch produces.
+// geometryAt is g with the launches the point's geometry gives at nkv,
+// for kernels whose grid, shared memory or arguments read nkv
+// (plan.Point.Geometry); g itself for every other kernel. An expression
+// that cannot be evaluated at nkv keeps the planned launches (the plan
+// has evaluated them at every length the gates launch at): the gates then
+// judge what that launch produces.
 func (r *pointRun) geometryAt(g geometry, nkv int) geometry {
 	if r.p.Geometry == nil {
 		return g
 	}
-	if grid, err := r.p.Geometry.At(nkv); err == nil {
-		g.grid = grid
+	if steps, err := r.p.Geometry.StepsAt(nkv, g.steps); err == nil {
+		g.steps = steps
+		if len(steps) > 0 {
+			g.grid, g.shared = steps[0].Grid, steps[0].Shared
+		}
+		if len(steps) > 1 {
+			g.cgrid = steps[1].Grid
+		}
+	}
+	if r.p.Geometry.Args {
+		g.nkv = nkv
 	}
 	return g
 }

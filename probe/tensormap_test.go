@@ -49,7 +49,7 @@ func TestTensorMapBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, w, f.encodeTensorMap)
+	args, err := marshal(pt.Launches[0].Args, pt.Config.Shape, pt.Config.Defines, 0, w, f.encodeTensorMap)
 	if err != nil {
 		t.Fatal(err)
 	}

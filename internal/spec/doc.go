@@ -662,9 +662,14 @@
 //
 // A scalar is an int (i32) unless written name:TYPE with TYPE one of i32,
 // u32, i64, u64 (capacity:i64 for a size_t parameter); scale is a float.
-// The context length is never an argument: a captured CUDA graph replays
+// The context length is not an argument: a captured CUDA graph replays
 // its arguments unchanged while the context grows, so a kernel reads it
-// from positions or seqlens on the device.
+// from positions or seqlens on the device. A variant the engine launches
+// fresh every step (graph: never) may pass what its host computes from
+// the step's longest sequence, an expression over nkv (vLLM's eager
+// max_num_partitions, "i32:cdiv(nkv, PARTITION_SIZE)"); its grids and
+// shared memory may read nkv too, and the gates launch it with every one
+// of them evaluated at the length of each launch.
 //
 // io declares the buffers: q and out are f32 (default), f16 or bf16;
 // kv_layout is bshd ([batch][capacity][kv_heads][head_dim], default) or

@@ -411,8 +411,12 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 		}
 	}
 	for _, x := range e.exprs {
-		if ex, err := expr.Parse(x.src); err == nil && contains(ex.Symbols(), NKV) {
-			d.errorf(x.node, "%s: %q reads nkv: an argument is fixed for the whole step and a captured graph replays it unchanged; the kernel reads the length from positions or seqlens", x.where, x.src)
+		// An engine that launches the kernel fresh every step may pass what
+		// its host computes from the step's longest sequence (vLLM's eager
+		// max_num_partitions); a captured graph replays its arguments
+		// unchanged, so a kernel that is captured cannot be given one.
+		if ex, err := expr.Parse(x.src); err == nil && contains(ex.Symbols(), NKV) && !s.Variants[i].NeverCaptured {
+			d.errorf(x.node, "%s: %q reads nkv: an argument is fixed for the whole step and a captured graph replays it unchanged; the kernel reads the length from positions or seqlens (or, launched fresh every step, say graph: never)", x.where, x.src)
 			continue
 		}
 		d.checkExprWith(s, i, x.src, x.node, strings.TrimPrefix(x.where, fmt.Sprintf("variants[%d].", i)), abi.ScalarNames())
