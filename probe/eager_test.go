@@ -3,7 +3,6 @@ package probe
 import (
 	"reflect"
 	"testing"
-
 )
 
 // eagerSpec is an engine's step launched fresh every step (graph: never)
