@@ -29,6 +29,11 @@ var legacyOutput = regexp.MustCompile(`^(report\.md|report\.json|tables\.csv|(nk
 // WriteOptions selects the optional outputs of Write.
 type WriteOptions struct {
 	JSON bool // also write report.json (see Document)
+	// NoPlots draws no plot: report.md and report.json then link none,
+	// and the plots an earlier report wrote into the directory are
+	// removed with its other stale files. Drawing the PNGs is most of the
+	// time a report takes; the tables and decisions do not depend on it.
+	NoPlots bool
 }
 
 // Write renders report.md, tables.csv and the plots into dir, as WriteDir
@@ -38,7 +43,7 @@ func (rep *Report) Write(dir string) ([]PlotFile, error) {
 }
 
 // WriteDir renders the whole report into dir: report.md, tables.csv, the
-// plots and, if asked, report.json. Everything is rendered into a
+// plots unless opts.NoPlots and, if asked, report.json. Everything is rendered into a
 // temporary directory beside dir first, so that an error or a cancelled
 // ctx (SIGINT) leaves dir as it was; the files are then renamed into
 // place, each rename atomic, report.md and the manifest last. Files an
@@ -96,9 +101,12 @@ func mkdirTemp(parent, prefix string) (string, error) {
 // render writes every output into tmp and returns the file names in the
 // order they are to be installed.
 func (rep *Report) render(ctx context.Context, tmp string, opts WriteOptions) ([]PlotFile, []string, error) {
-	plots, err := rep.plots(ctx, tmp)
-	if err != nil {
-		return nil, nil, err
+	var plots []PlotFile
+	if !opts.NoPlots {
+		var err error
+		if plots, err = rep.plots(ctx, tmp); err != nil {
+			return nil, nil, err
+		}
 	}
 	var names []string
 	for _, p := range plots {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/ktune/ktune/internal/results"
@@ -31,7 +32,7 @@ func init() {
 	})
 }
 
-const reportUsage = `Usage: ktune report RESULTS... -o DIR [--json] [--layers N --step-ms X]
+const reportUsage = `Usage: ktune report RESULTS... -o DIR [--json] [--plots=false] [--layers N --step-ms X]
        ktune report RESULTS... --json
 
 Report reads one or more results files (or sweep directories holding a
@@ -85,6 +86,9 @@ time to stream K+V once at the read rate measured in the run are always
 drawn, with error bars over the interquartile range where they show past
 the marker (the legend says how many do). Fixtures and records that failed a gate are never drawn, and a
 plot with nothing to draw is not written.
+--plots=false draws none (drawing them is most of a report's time):
+report.md, tables.csv and report.json are the same but link no plot, and
+the plots an earlier report wrote into DIR are removed.
 
 Shapes are told apart by every dimension, the batch, the capacity and
 the attention options; two that share a spec label are named apart
@@ -124,6 +128,7 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	stepMS := fs.Float64("step-ms", 0, "measured decode step with the landed kernel (`MS`, milliseconds), for the projection")
 	maxArms := fs.Int("max-arms", report.DefaultMaxArms, "report.md opens with a dispatch of at most `N` nkv ranges per shape with a landed kernel (0: none)")
 	workloadFile := fs.String("workload", "", "add the expected attention time per decode step of each candidate under the workload `FILE` (ktune help gate: Workload) and its bar chart")
+	plots := fs.Bool("plots", true, "draw the plots (PNG and SVG); --plots=false writes the tables and report.md without them")
 	only := fs.String("only", "", "render only the records `FILTER` selects (the syntax of sweep --only: KEY=VALUE[|VALUE],...)")
 	var allowReplayed bool
 	registerAllowReplayed(fs, &allowReplayed)
@@ -183,7 +188,7 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if *out == "" {
 		return rep.WriteJSON(stdout, nil, "")
 	}
-	if _, err := rep.WriteDir(ctx, *out, report.WriteOptions{JSON: *asJSON}); err != nil {
+	if _, err := rep.WriteDir(ctx, *out, report.WriteOptions{JSON: *asJSON, NoPlots: !*plots}); err != nil {
 		if ctx.Err() != nil {
 			return withCode(exitInterrupt, fmt.Errorf("report interrupted: %s left as it was", *out))
 		}
@@ -192,9 +197,12 @@ func runReport(ctx context.Context, stdout, stderr io.Writer, args []string) err
 	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}
-	what := "report.md, tables.csv and the plots"
+	what := "report.md and tables.csv"
 	if *asJSON {
-		what = "report.md, report.json, tables.csv and the plots"
+		what = "report.md, report.json and tables.csv"
+	}
+	if *plots {
+		what = strings.Replace(what, " and ", ", ", 1) + " and the plots"
 	}
 	// The price of invariance (invariance.go).
 	if wrote, err := reportInvariance(stderr, recs, *out); err != nil {

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/ktune/ktune/internal/golden"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/report"
 )
@@ -71,6 +73,55 @@ func TestReportCommand(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
 	if !bytes.Contains(md, []byte("Wall-clock projection")) {
 		t.Error("report.md has no projection despite --layers/--step-ms")
+	}
+}
+
+// --plots=false changes nothing but the plots: over a directory an
+// earlier report drew its plots into, it removes them, writes the same
+// tables.csv and the same report.md less its plot links and their note.
+func TestReportWithoutPlots(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "report")
+	if _, stderr, code := runCmd("report", h200Slice, fixtureGate, "-o", out); code != 0 {
+		t.Fatalf("with plots: exit %d: %s", code, stderr)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	withMD, withCSV := read("report.md"), read("tables.csv")
+	drawn, _ := filepath.Glob(filepath.Join(out, "*.png"))
+	if len(drawn) == 0 || !strings.Contains(withMD, ".png)") {
+		t.Fatalf("the report with plots drew %d PNGs and links none: the comparison tests nothing", len(drawn))
+	}
+	stdout, stderr, code := runCmd("report", h200Slice, fixtureGate, "-o", out, "--plots=false")
+	if code != 0 {
+		t.Fatalf("--plots=false: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "wrote report.md and tables.csv into") {
+		t.Errorf("stdout does not say what was written: %q", stdout[max(0, len(stdout)-200):])
+	}
+	left, _ := filepath.Glob(filepath.Join(out, "*.[ps][nv]g"))
+	if len(left) != 0 {
+		t.Errorf("--plots=false left the earlier plots: %q", left)
+	}
+	if got := read("tables.csv"); got != withCSV {
+		t.Errorf("tables.csv differs without plots")
+	}
+	// A plot is linked as "\n#### Title\n\n![Title](base.png)\n\n[SVG](base.svg)\n"
+	// after its shape's tables (a title may span lines, never a table's
+	// '|'), and a note says how the plots are drawn.
+	link := regexp.MustCompile(`\n#### [^|!]*?\n\n!\[[^|]*?\]\([^)\n]*\.png\)\n\n\[SVG\]\([^)\n]*\.svg\)\n`)
+	if n := len(link.FindAllString(withMD, -1)); n != len(drawn) {
+		t.Fatalf("report.md links %d plots, %d drawn", n, len(drawn))
+	}
+	want := link.ReplaceAllString(withMD, "")
+	want = regexp.MustCompile(`\nEach plot draws [^\n]*\n`).ReplaceAllString(want, "")
+	if got := read("report.md"); got != want {
+		t.Errorf("report.md without plots is not report.md less its plots:\n%s", golden.Diff(want, got))
 	}
 }
 
@@ -171,7 +222,9 @@ func h200All(t *testing.T) []string {
 func TestReportWarningsOnStderr(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report")
-	stdout, stderr, code := runCmd(append(append([]string{"report"}, h200All(t)...), "-o", out)...)
+	// The plots are not what this test checks: --plots=false spares
+	// drawing them (TestReportWithoutPlots shows it changes nothing else).
+	stdout, stderr, code := runCmd(append(append([]string{"report"}, h200All(t)...), "-o", out, "--plots=false")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -201,7 +254,7 @@ func TestReportWarningsOnStderr(t *testing.T) {
 // printed is negative. A step that fits no point is a usage error.
 func TestReportProjection(t *testing.T) {
 	t.Parallel()
-	args := append(append([]string{"report"}, h200All(t)...), "-o", filepath.Join(t.TempDir(), "r"), "--layers", "28", "--step-ms", "11.5")
+	args := append(append([]string{"report"}, h200All(t)...), "-o", filepath.Join(t.TempDir(), "r"), "--plots=false", "--layers", "28", "--step-ms", "11.5")
 	stdout, stderr, code := runCmd(args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
