@@ -6,12 +6,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/ktune/ktune/internal/decision"
 )
 
 // recommendIntro says, once, what the recommendation is.
-const recommendIntro = "For each shape with a landed kernel, one dispatch of at most %d nkv ranges over the measured context lengths, " +
+var recommendIntro = "For each shape with a landed kernel, one dispatch of at most %d nkv ranges over the measured context lengths, " +
 	"chosen by `ktune tune`'s rule: at each measured nkv the fastest configuration that passed every gate wins when its cold samples " +
-	"differ significantly (Mann-Whitney U, α=0.05) from the runner-up's, ties keep the landed one, then the neighbours' winner, then the " +
+	"differ significantly (Mann-Whitney U, α=" + decision.AlphaText() + ") from the runner-up's, ties keep the landed one, then the neighbours' winner, then the " +
 	"smaller SPLITS; with more ranges than the limit, the ranges of least total log-cost against those winners. " +
 	"*cost* = arm time / that nkv's winner's time (the price of fewer arms), × = baseline time / arm time (>1: the arm is faster), " +
 	"each the Hodges-Lehmann estimate with its 95%% interval; ~ marks a difference the test does not find significant, ? one it cannot decide. " +

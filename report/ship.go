@@ -140,8 +140,8 @@ func buildShip(rep *Report) []ShipShape {
 }
 
 // shipShape decides one device and shape. At each measured nkv the
-// shipped configuration is the fastest shippable row (decision.Fastest);
-// contiguous nkv with the same winner form a range.
+// shipped configuration is the fastest shippable row (decision.Decide,
+// TiesEqualMedian); contiguous nkv with the same winner form a range.
 func shipShape(rows []*Row) (ShipShape, bool) {
 	first := rows[0]
 	s := ShipShape{Device: first.Device, Shape: first.Label, Dims: first.Shape, Probe: shipProbe}
@@ -179,9 +179,21 @@ func shipShape(rows []*Row) (ShipShape, bool) {
 			}
 		}
 	}
+	// The winner rule is the dispatch table's (decision.Decide) but for
+	// ties within noise: what to ship names the lowest median, the
+	// dispatch table the stable choice (decision.TieBreak).
+	byNKV := map[int]map[string]*decision.Candidate{}
+	rowOf := map[*results.Record]*Row{}
 	for n, rs := range at {
-		best[n] = rs[decision.Fastest(len(rs), func(int) bool { return true },
-			func(i int) float64 { return rs[i].Probe(shipProbe).MedianNS })]
+		byNKV[n] = map[string]*decision.Candidate{}
+		for _, r := range rs {
+			c := decision.NewCandidate(r.rec, r.rec.Probe(shipProbe))
+			byNKV[n][c.ID] = c
+			rowOf[r.rec] = r
+		}
+	}
+	for _, d := range decision.Decide(byNKV, decision.Alpha, decision.TiesEqualMedian) {
+		best[d.NKV] = rowOf[d.Winner.Rec]
 	}
 	if len(best) == 0 {
 		return s, false

@@ -6,13 +6,15 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/ktune/ktune/internal/decision"
 )
 
 // shipIntro says what the summary is, once, above the per-shape tables.
-const shipIntro = "Per shape and range of measured nkv where one configuration wins: the fastest configuration " +
-	"(cold probe, lowest median) that passed every gate, excluding references (kernels ktune did not build) and " +
+var shipIntro = "Per shape and range of measured nkv where one configuration wins: the fastest configuration " +
+	"(cold probe, lowest median; of equal medians the landed one, then the smaller SPLITS) that passed every gate, excluding references (kernels ktune did not build) and " +
 	"fault-isolation fixtures. × = baseline time / shipped time (>1: the shipped one is faster), the median of the " +
-	"pairwise ratios of their samples (Hodges-Lehmann) with the 95% confidence interval of the same statistic; ~ marks a difference the Mann-Whitney U test does not find significant at α=0.05, ? one " +
+	"pairwise ratios of their samples (Hodges-Lehmann) with the 95% confidence interval of the same statistic; ~ marks a difference the Mann-Whitney U test does not find significant at α=" + decision.AlphaText() + ", ? one " +
 	"it cannot decide with so few samples."
 
 // noLandedNote says, once, why the second group of tables has no

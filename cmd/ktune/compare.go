@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/report"
 )
@@ -18,7 +19,7 @@ func init() {
 	})
 }
 
-const compareUsage = `Usage: ktune compare OLD NEW [--markdown | --json]
+var compareUsage = `Usage: ktune compare OLD NEW [--markdown | --json]
 
 Compare matches the points of two results files (or sweep directories) by
 variant, shape, defines and nkv — not by record hash, which also covers
@@ -31,7 +32,7 @@ which the ratio of the two medians need not be.
 
 A change is shown as a signed percentage only when the Mann-Whitney U test
 (golang.org/x/perf/benchmath, AssumeNothing) rejects "same distribution"
-at α=0.05; otherwise it is "~" with its p-value: within noise, never a win.
+at α=` + decision.AlphaText() + `; otherwise it is "~" with its p-value: within noise, never a win.
 
 Lines of either file that cannot be read as records are counted and
 their points reported as present on one side only. When the two sides

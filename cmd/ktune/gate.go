@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/measure"
 	"github.com/ktune/ktune/internal/results"
@@ -26,7 +27,7 @@ func init() {
 	})
 }
 
-const gateUsage = `Usage:
+var gateUsage = `Usage:
   ktune gate --candidate NAME [--against VARIANT] [--threshold 0.02] [--json] RESULTS...
   ktune gate SPEC --candidate NAME --results DIR|FILE [--threshold 0.02] [--json]
 
@@ -44,7 +45,7 @@ The candidate passes when
      fully written where those gates ran; a fault is a numerics failure;
   2. at no point (device, shape, nkv) is it significantly slower than the
      baseline by more than the threshold, for any probe measured on both
-     sides: Mann-Whitney U (golang.org/x/perf/benchmath) at α=0.05;
+     sides: Mann-Whitney U (golang.org/x/perf/benchmath) at α=` + decision.AlphaText() + `;
   3. the samples can tell: at every point the test can reach α with the
      samples it has, and the 95% confidence interval of the change
      (Hodges-Lehmann, of candidate/baseline) stays within the threshold;

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/dispatch"
 	"github.com/ktune/ktune/internal/evidence"
 	"github.com/ktune/ktune/internal/measure"
@@ -35,7 +36,7 @@ func init() {
 	})
 }
 
-const tuneUsage = `Usage:
+var tuneUsage = `Usage:
   ktune tune SPEC -o DIR [--search grid|random|halving|model] [flags]
   ktune tune --from RESULTS... -o DIR [--probe cold|graph]
   ktune tune --simulate RESULTS... [--search all|STRATEGY,...] [--seeds N]
@@ -44,7 +45,7 @@ Tune searches the space of the experiment SPEC on the GPU, records every
 measured point in DIR/results.jsonl as 'ktune sweep' does, and exports
 DIR/dispatch.yaml and DIR/dispatch.h: for each shape and batch, nkv ranges
 with the fastest configuration that passed all its gates. A faster median
-wins only when the difference is significant (Mann-Whitney U, alpha 0.05);
+wins only when the difference is significant (Mann-Whitney U, α=` + decision.AlphaText() + `);
 ties keep the landed configuration, then the one winning at neighbouring
 nkv, then the smaller SPLITS. It prints the table with the evidence for
 each measured nkv.
@@ -65,7 +66,7 @@ records the seed and the configurations drawn.
 --search halving is successive halving. Round 1 measures every
 configuration with 5 samples (gates as usual); at each shape and nkv, a
 configuration whose samples are significantly slower than the fastest's
-(Mann-Whitney U, alpha 0.05) and whose median is slower by more than
+(Mann-Whitney U, α=` + decision.AlphaText() + `) and whose median is slower by more than
 --keep is dropped there. A configuration survives when it survives at some
 nkv (it may win a range there); the landed one always survives. The
 survivors are screened again with twice the samples, up to --rounds

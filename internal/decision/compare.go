@@ -2,6 +2,7 @@ package decision
 
 import (
 	"math"
+	"strconv"
 
 	"golang.org/x/perf/benchmath"
 
@@ -13,6 +14,10 @@ import (
 // search's drops): a difference whose Mann-Whitney U p-value is not below
 // it is noise.
 const Alpha = 0.05
+
+// AlphaText is Alpha as help texts and messages print it ("0.05"), so
+// that none types the level again.
+func AlphaText() string { return strconv.FormatFloat(Alpha, 'f', -1, 64) }
 
 // A Change is the comparison of an old and a new sample of one probe at
 // one point: stats.Compare at Alpha, with the interval of the change.

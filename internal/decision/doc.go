@@ -5,8 +5,9 @@
 // point, in table order, with the shapes' unique labels); whether two
 // samples differ (Compare at Alpha, with the interval of the change and
 // the samples that would decide it); and which configuration wins at a
-// point (Fastest, which "what to ship" and the gate ask, and Decide, the
-// dispatch table's rule that starts from it and breaks ties). A verdict
+// point (Decide, the one rule of "what to ship" and the dispatch table,
+// which differ only in what ties, Ties; and Fastest, its order, which the
+// gate asks for each side's fastest). A verdict
 // and a report built from the same records therefore see the same rows,
 // the same comparisons and the same winners.
 package decision

@@ -58,7 +58,7 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 		if m == nil || len(m.SamplesNS) == 0 {
 			continue
 		}
-		if failed[key][configID(&r.Config)] {
+		if failed[key][decision.ConfigID(&r.Config)] {
 			excluded["failed elsewhere"]++
 			continue
 		}
@@ -70,7 +70,7 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 		if byNKV[r.Config.NKV] == nil {
 			byNKV[r.Config.NKV] = map[string]*candidate{}
 		}
-		c := newCandidate(r, m)
+		c := decision.NewCandidate(r, m)
 		// A later file's measurement of the same configuration replaces an
 		// earlier one: files are given oldest first.
 		byNKV[r.Config.NKV][c.ID] = c
@@ -95,7 +95,7 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 	}
 	slices.SortFunc(keys, compareKeys)
 	for _, k := range keys {
-		decs := decision.Decide(groups[k], opt.Alpha)
+		decs := decision.Decide(groups[k], opt.Alpha, decision.TiesWithinNoise)
 		var weights []float64
 		if opt.Weights != nil && opt.MaxArms > 0 {
 			nkvs := make([]int, len(decs))
@@ -119,36 +119,6 @@ func Build(recs []results.Record, sources []Source, opt Options) (*Table, error)
 		}
 	}
 	return t, nil
-}
-
-func newCandidate(r *results.Record, m *results.Measurement) *candidate {
-	return &candidate{ID: configID(&r.Config), Label: configName(&r.Config), Rec: r, Samples: m.SamplesNS, Median: median(m), Landed: r.Landed}
-}
-
-// configName names a configuration for people: "d2 NR=4 SPLITS=32".
-func configName(c *results.Config) string {
-	return strings.TrimSpace(c.Variant + " " + c.Defines.Sorted().String())
-}
-
-// configID is a configuration's identity across nkv: kernel, variant,
-// defines and launch geometry.
-func configID(c *results.Config) string {
-	return fmt.Sprintf("%s|%s|%v|%v|%v|%v|%d", c.Kernel, configName(c), c.Grid, c.Block, c.CombineGrid, c.CombineBlock, c.SharedBytes)
-}
-
-// median is the recorded summary's median, which is what reports show;
-// records written without a summary fall back to the samples.
-func median(m *results.Measurement) float64 {
-	if m.Summary.N > 0 {
-		return m.Summary.Median
-	}
-	s := slices.Clone(m.SamplesNS)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // shapeKey drops what does not select a kernel: the label of a shape is

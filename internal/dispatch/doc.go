@@ -16,7 +16,7 @@
 //
 // Candidates are ordered by the median of the probe. The fastest wins
 // outright when its raw samples differ significantly from those of the
-// runner-up (Mann-Whitney U via benchmath.AssumeNothing, alpha 0.05): a
+// runner-up (Mann-Whitney U via benchmath.AssumeNothing, at decision.Alpha): a
 // median that is lower only by noise is no reason to change what an engine
 // ships. Otherwise every candidate whose samples do not differ
 // significantly from the fastest's is tied, and the tie is broken by the

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"fmt"
 
+	"github.com/ktune/ktune/internal/decision"
 	"github.com/ktune/ktune/internal/results"
 )
 
@@ -37,7 +38,7 @@ func failedConfigs(recs []results.Record) map[tableKey]map[string]bool {
 		if bad[k] == nil {
 			bad[k] = map[string]bool{}
 		}
-		bad[k][configID(&r.Config)] = true
+		bad[k][decision.ConfigID(&r.Config)] = true
 	}
 	return bad
 }
