@@ -67,6 +67,10 @@ variants:
 		if pt.NeverCaptured != (v == "never") {
 			t.Errorf("%s nkv %d: NeverCaptured %v", v, pt.Config.NKV, pt.NeverCaptured)
 		}
+		// The record says the replay gate did not run, and why.
+		if slices.Contains(pt.WaiverTexts(), NeverCapturedText) != (v == "never") {
+			t.Errorf("%s nkv %d: waivers %q", v, pt.Config.NKV, pt.WaiverTexts())
+		}
 		if pt.CaptureNKV != 1 || len(pt.ReplayNKV) == 0 || slices.Max(pt.ReplayNKV) != 40000 {
 			t.Errorf("%s nkv %d: capture %d, replays %v", v, pt.Config.NKV, pt.CaptureNKV, pt.ReplayNKV)
 		}

@@ -57,14 +57,24 @@ func (p *Point) WaiverFor(set string) (Waiver, bool) {
 	return Waiver{}, false
 }
 
-// WaiverTexts are the point's waivers as text, for its record.
+// WaiverTexts are the point's waivers as text, for its record: its
+// input-set waivers, then, for a variant the engine never captures in a
+// CUDA graph (graph: never), NeverCapturedText, since the replay gate
+// does not run there and a verdict on the point holds without it.
 func (p *Point) WaiverTexts() []string {
 	var out []string
 	for _, w := range p.Waivers {
 		out = append(out, w.String())
 	}
+	if p.NeverCaptured {
+		out = append(out, NeverCapturedText)
+	}
 	return out
 }
+
+// NeverCapturedText is the waiver a point of a graph: never variant
+// records: the gate and the probe its spec leaves out, and why.
+const NeverCapturedText = "replay gate: not run, nor the graph probe (graph: never: the engine never captures this kernel in a CUDA graph)"
 
 // waiverText is the hash text of a point's waivers, "" without any.
 func waiverText(ws []Waiver) string {

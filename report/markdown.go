@@ -10,7 +10,9 @@ import (
 // WriteMarkdown writes report.md: what to ship first, then the
 // environments, one section per shape (its configurations, a table per
 // probe and its plots, linked relative to dir where report.md lives), the
-// gate failures with their evidence, the wall-clock projection when
+// gate failures with their evidence, the configurations whose gates ran
+// under the spec's waivers (a replay gate not run among them), the
+// wall-clock projection when
 // engine figures were given and, last, one line per kind of warning.
 func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) error {
 	ew := &errWriter{w: w}
@@ -79,6 +81,7 @@ func (rep *Report) WriteMarkdown(w io.Writer, plots []PlotFile, dir string) erro
 	for _, f := range rep.Failures {
 		ew.printf("- %s\n", strings.ReplaceAll(failureLine(&f), "|", `\|`))
 	}
+	rep.writeWaived(ew)
 	if rep.Projection != nil {
 		ew.printf("\n## Wall-clock projection\n\n")
 		if ew.err == nil {

@@ -38,6 +38,9 @@ type Report struct {
 	Envs     []EnvGroup
 	Rows     []Row
 	Failures []Failure
+	// Waived lists the configurations whose records carry the spec's
+	// waivers, a gate not run among them (waivers.go).
+	Waived []Waived
 	// Probes lists the probes measured by at least one row, in table order.
 	Probes []results.Probe
 	// Devices is the number of distinct devices; tables gain a device
@@ -202,6 +205,7 @@ func Build(recs []results.Record, opts Options) (*Report, error) {
 		rep.addFailures(failures(row))
 	}
 	rep.Devices = len(devices)
+	rep.Waived = rep.waived()
 	for _, p := range probeOrder {
 		if seen[p] {
 			rep.Probes = append(rep.Probes, p)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -145,6 +146,10 @@ type NumRow struct {
 	// anything about numerics (compile failure, OOM, timeout).
 	Error  bool   `json:"error,omitempty"`
 	Reason string `json:"reason"`
+	// Waivers are the configuration's records' waivers (Record.Waivers:
+	// a loosened or skipped input set, a gate not run): a pass holds
+	// under them, and Reason says so.
+	Waivers []string `json:"waivers,omitempty"`
 }
 
 // A GatePoint is one probe at one point.
@@ -290,6 +295,7 @@ func (res *GateResult) checkNumerics(cand []row, failures []evidence.Failure) ma
 	type acc struct {
 		row      *row
 		kinds    map[results.GateKind]bool
+		waivers  []string
 		fail     string
 		errText  string
 		statuses []string
@@ -303,6 +309,11 @@ func (res *GateResult) checkNumerics(cand []row, failures []evidence.Failure) ma
 			a = &acc{row: r, kinds: map[results.GateKind]bool{}}
 			accs[r.Key.ConfigKey] = a
 			order = append(order, r.Key.ConfigKey)
+		}
+		for _, w := range r.Rec.Waivers {
+			if !slices.Contains(a.waivers, w) {
+				a.waivers = append(a.waivers, w)
+			}
 		}
 		for j := range r.Rec.Gates {
 			g := &r.Rec.Gates[j]
@@ -343,7 +354,7 @@ func (res *GateResult) checkNumerics(cand []row, failures []evidence.Failure) ma
 	passed := map[decision.ConfigKey]bool{}
 	for _, k := range order {
 		a := accs[k]
-		n := NumRow{Device: a.row.Key.Device, Shape: a.row.Label, Config: decision.ConfigLabel(a.row.cfg())}
+		n := NumRow{Device: a.row.Key.Device, Shape: a.row.Label, Config: decision.ConfigLabel(a.row.cfg()), Waivers: a.waivers}
 		twin := a.row.cfg().BitwiseWith
 		switch {
 		case a.fail != "":
@@ -362,6 +373,9 @@ func (res *GateResult) checkNumerics(cand []row, failures []evidence.Failure) ma
 			n.Reason = "gates passed: " + strings.Join(sortedKeys(a.kinds), ", ")
 			if twin != "" {
 				n.Reason += " (byte-identical to " + twin + ")"
+			}
+			if len(a.waivers) > 0 {
+				n.Reason += "; under the spec's waivers: " + strings.Join(a.waivers, "; ")
 			}
 			passed[k] = true
 		}

@@ -40,8 +40,10 @@ results.jsonl) and writes into DIR:
 
   DIR/report.md    the recommendation (below), what to ship, the environments, per shape its
                    configurations, a table per probe and its plots, the
-                   gate failures with their evidence, with --layers and
-                   --step-ms a wall-clock projection, and the warnings
+                   gate failures with their evidence, the gates the spec
+                   waived or left out (graph: never: no replay gate),
+                   with --layers and --step-ms a wall-clock projection,
+                   and the warnings
   DIR/tables.csv   every row and probe with full precision (long form)
   DIR/*.png, *.svg the plots per shape: time vs nkv (log-log, with the
                    landed kernel, the references and K+V at the run's

@@ -369,9 +369,12 @@ type Record struct {
 	Compile   Compile    `json:"compile"`
 	Resources []Resource `json:"resources,omitempty"`
 	Gates     []Gate     `json:"gates,omitempty"`
-	// Waivers are the spec's decisions about single input sets that the
-	// gates applied (an input set's own bounds, or a set that does not
-	// apply, each with its reason): a verdict reached under one says so.
+	// Waivers are the spec's decisions that the gates applied: about
+	// single input sets (an input set's own bounds, or a set that does
+	// not apply, each with its reason), and a gate the spec's launch mode
+	// leaves out (graph: never: no replay gate, plan.NeverCapturedText).
+	// A verdict reached under one says so (gate's numerics, report.md's
+	// Waivers).
 	Waivers []string      `json:"waivers,omitempty"`
 	Probes  []Measurement `json:"probes,omitempty"`
 	WallSec float64       `json:"wall_sec"` // time spent on this point, compile included

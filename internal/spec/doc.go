@@ -309,7 +309,8 @@
 // reads nkv fails that gate outright — a replay keeps the grid of its
 // capture — unless the variant says graph: never (the only value): the
 // engine launches this kernel fresh every step. Such a variant gets no
-// replay gate and no graph probe.
+// replay gate and no graph probe; its records say so among their waivers,
+// and gate and report print it beside the gates that ran.
 //
 // # Invariance
 //
