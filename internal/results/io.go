@@ -128,8 +128,32 @@ func (r *Reader) Err() error { return r.ioer }
 // decodeLine parses one line into rec and returns "" or what is wrong;
 // malformed is set when the line is not even valid JSON.
 func decodeLine(line []byte, rec *Record) (msg string, malformed bool) {
-	// The version is read on its own first, so that a newer layout is
-	// refused by name rather than by whatever field no longer decodes.
+	// A line that decodes whole with a version this build reads is the
+	// common case, and decoding its version on its own first would read
+	// it twice. Any other line is judged as the version alone says (the
+	// caller drops rec with the message).
+	if err := json.Unmarshal(line, rec); err != nil || rec.Schema < 1 || rec.Schema > SchemaVersion {
+		if msg, malformed := schemaMsg(line); msg != "" {
+			return msg, malformed
+		}
+		if err != nil {
+			return "malformed record: " + jsonMsg(err), false
+		}
+	}
+	if msg := strictCheck(line); msg != "" {
+		return msg, false
+	}
+	if rec.Hash == "" {
+		return "record has no hash", false
+	}
+	return "", false
+}
+
+// schemaMsg reads the version of line on its own, so that a newer layout
+// is refused by name rather than by whatever field no longer decodes:
+// "" when it is one this build reads, else what is wrong; malformed is
+// set when the line is not even valid JSON.
+func schemaMsg(line []byte) (msg string, malformed bool) {
 	var head struct {
 		Schema *int `json:"schema"`
 	}
@@ -143,15 +167,6 @@ func decodeLine(line []byte, rec *Record) (msg string, malformed bool) {
 		return fmt.Sprintf("written by a newer ktune (schema %d; this build reads ≤ %d)", *head.Schema, SchemaVersion), false
 	case *head.Schema < 1:
 		return fmt.Sprintf("invalid schema version %d", *head.Schema), false
-	}
-	if err := json.Unmarshal(line, rec); err != nil {
-		return "malformed record: " + jsonMsg(err), false
-	}
-	if msg := strictCheck(line); msg != "" {
-		return msg, false
-	}
-	if rec.Hash == "" {
-		return "record has no hash", false
 	}
 	return "", false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -77,20 +78,29 @@ func schemaOf(t reflect.Type) *schemaNode {
 	return nil
 }
 
-// strictCheck returns "" when line holds no key or null a writer could not
-// have written, or what is wrong.
-func strictCheck(line []byte) string { return StrictCheck(line, reflect.TypeFor[Record]()) }
+// strictCheck returns "" when line, valid JSON (encoding/json has just
+// decoded it), holds no key or null a writer could not have written, or
+// what is wrong. It walks the line without validating it again.
+func strictCheck(line []byte) string {
+	w := walker{b: line}
+	return w.value(schemaFor(reflect.TypeFor[Record]()), "")
+}
+
+// schemaFor is t's layout, built once per type.
+func schemaFor(t reflect.Type) *schemaNode {
+	n, ok := schemas.Load(t)
+	if !ok {
+		n, _ = schemas.LoadOrStore(t, schemaOf(t))
+	}
+	return n.(*schemaNode)
+}
 
 // StrictCheck is strictCheck for a line of another layout ktune writes
 // with encoding/json and reads back as evidence (the sanitizer's kept
 // verdicts): "" when line, read as a t, holds no key or null its writer
 // could not have written, or what is wrong.
 func StrictCheck(line []byte, t reflect.Type) string {
-	n, ok := schemas.Load(t)
-	if !ok {
-		n, _ = schemas.LoadOrStore(t, schemaOf(t))
-	}
-	msg, err := walkValue(line, n.(*schemaNode), "")
+	msg, err := walkValue(line, schemaFor(t), "")
 	if err != nil {
 		return "malformed line: " + err.Error()
 	}
@@ -202,7 +212,7 @@ func (w *walker) value(n *schemaNode, path string) string {
 				w.i++ // the comma
 			}
 			if c := w.peek(); c == '{' || c == '[' {
-				if msg := w.value(n.elem, fmt.Sprintf("%s[%d]", path, i)); msg != "" {
+				if msg := w.value(n.elem, path+"["+strconv.Itoa(i)+"]"); msg != "" {
 					return msg
 				}
 			} else {
@@ -222,26 +232,30 @@ func (w *walker) value(n *schemaNode, path string) string {
 			key := w.str()
 			w.ws()
 			w.i++ // the colon
-			at := strings.TrimPrefix(path+"."+key, ".")
+			// The member's path, built only for a message or a nested
+			// layout: most members are leaves that pass.
+			at := func() string { return strings.TrimPrefix(path+"."+key, ".") }
 			lower := strings.ToLower(key)
 			if prev, dup := seen[lower]; dup {
 				if prev == key {
-					return fmt.Sprintf("key %q given twice", at)
+					return fmt.Sprintf("key %q given twice", at())
 				}
 				return fmt.Sprintf("keys %q and %q differ only in case", prev, key)
 			}
 			seen[lower] = key
 			f := n.fields[key]
 			if exact, known := n.lowerKeys[lower]; f == nil && known {
-				return fmt.Sprintf("key %q is spelt %q", at, exact)
+				return fmt.Sprintf("key %q is spelt %q", at(), exact)
 			}
 			switch {
-			case f == nil:
+			case f == nil, f.node == nil && !f.omitempty:
 				w.skip()
 			case f.omitempty && w.isNull():
-				return fmt.Sprintf("%s is null (a writer omits an empty field, never writes null)", at)
+				return fmt.Sprintf("%s is null (a writer omits an empty field, never writes null)", at())
+			case f.node == nil:
+				w.skip()
 			default:
-				if msg := w.value(f.node, at); msg != "" {
+				if msg := w.value(f.node, at()); msg != "" {
 					return msg
 				}
 			}
