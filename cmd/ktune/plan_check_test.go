@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
+
+// engineTree is the ${NAME} of an engine's tree in a spec.
+var engineTree = regexp.MustCompile(`\$\{[A-Z_][A-Z0-9_]*\}`)
 
 func writeSpec(t *testing.T, body string) string {
 	t.Helper()
@@ -59,6 +63,14 @@ func TestPlanCount(t *testing.T) {
 	specs, _ := filepath.Glob("../../experiments/*.yaml")
 	specs = append(specs, "../../internal/spec/testdata/full.yaml")
 	for _, s := range specs {
+		// A spec of an engine's own tree (${VLLM_ROOT} …) plans only where
+		// the tree is given (plan's TestEngineSpecsPlan skips them too).
+		if text, err := os.ReadFile(s); err != nil {
+			t.Fatal(err)
+		} else if m := engineTree.Find(text); m != nil {
+			t.Logf("%s: an engine's own tree (%s): not planned here", s, m)
+			continue
+		}
 		full, stderr, code := runCmd("plan", s)
 		if code != exitOK {
 			t.Fatalf("%s: exit %d: %s", s, code, stderr)
