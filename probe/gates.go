@@ -64,6 +64,51 @@ func gateOrder(nkvs []int, i int, seed uint64) []int {
 	return out
 }
 
+// A gateStep is one gate of a point: the verdict kinds it records and
+// its run over the point's state, adding its verdicts to the log.
+type gateStep struct {
+	name  string
+	kinds []results.GateKind
+	run   func(r *pointRun, ctx context.Context, log *gateLog) error
+}
+
+// gateSteps are the gates a point runs, in order.
+var gateSteps = []gateStep{
+	// Every gate length on every input set (the stale gate on the
+	// uniform set, after each length's launch).
+	{"numeric", []results.GateKind{results.GateWritten, results.GateTolerance, results.GateDeterminism, results.GateBitwise, results.GateStale}, (*pointRun).numericGates},
+	// The capacity and this point's own timed lengths, past the gate
+	// lengths.
+	{"long", []results.GateKind{results.GateTolerance}, (*pointRun).capacityGates},
+	{"fresh", []results.GateKind{results.GateFresh}, (*pointRun).freshGate},
+	{"replay", []results.GateKind{results.GateReplay}, (*pointRun).replayGates},
+	// Opt-in (invariance.go).
+	{"invariance", []results.GateKind{results.GateInvariance}, (*pointRun).invarianceGate},
+	{"bounds", []results.GateKind{results.GateBounds}, (*pointRun).boundsGate},
+	// The checks after every launch so far.
+	{"memory", []results.GateKind{results.GateReadOnly, results.GateGuard}, (*pointRun).memoryGate},
+}
+
+// capacityGates are the long gates at the capacity and the point's own
+// timed lengths.
+func (r *pointRun) capacityGates(ctx context.Context, log *gateLog) error {
+	s := r.p.Config.Shape
+	capacity := make([]int, s.Batch)
+	for i := range capacity {
+		capacity[i] = s.Capacity
+	}
+	return r.longGates(ctx, [][]int{shapeLengths(s.Capacity, s), capacity, r.p.Config.TimedLengths()}, log)
+}
+
+// memoryGate adds the verdicts of the checks after every launch, at the
+// longest gate length.
+func (r *pointRun) memoryGate(_ context.Context, log *gateLog) error {
+	for _, g := range r.memoryGates(slices.Max(gateNKVs(r.p.GateNKV, r.p.Config.Shape.Capacity))) {
+		log.add(g)
+	}
+	return nil
+}
+
 // gate runs the gates of the point, or copies the verdict of an earlier
 // point with the same GateKey: the gates depend on the compiled kernel and
 // the shape, never on the timed nkv, and the first point of a group runs
@@ -81,38 +126,15 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	start, pairs := time.Now(), r.pairs
 	hits, misses := b.inputCache().hits, b.inputCache().misses
 	log := &gateLog{}
-	if err := r.numericGates(ctx, log); err != nil {
-		return false, err
+	for _, g := range gateSteps {
+		if err := g.run(r, ctx, log); err != nil {
+			// A fault ends the point: its record keeps the evidence so far.
+			r.rec.Gates = slices.Clone(log.gates)
+			return false, err
+		}
 	}
-	// The capacity and this point's own timed lengths, past the gate
-	// lengths.
-	capacity := make([]int, p.Config.Shape.Batch)
-	for i := range capacity {
-		capacity[i] = p.Config.Shape.Capacity
-	}
-	if err := r.longGates(ctx, [][]int{shapeLengths(p.Config.Shape.Capacity, p.Config.Shape), capacity, p.Config.TimedLengths()}, log); err != nil {
-		return false, err
-	}
-	if err := r.freshGate(ctx, log); err != nil {
-		return false, err
-	}
-	if err := r.replayGates(ctx, log); err != nil {
-		return false, err
-	}
-	// The opt-in invariance gate (invariance.go).
-	if err := r.invarianceGate(ctx, log); err != nil {
-		return false, err
-	}
-	if err := r.boundsGate(ctx, log); err != nil {
-		// A fault ends the point: its record keeps the evidence so far.
-		r.rec.Gates = slices.Clone(log.gates)
-		return false, err
-	}
-	for _, g := range r.memoryGates(slices.Max(gateNKVs(p.GateNKV, p.Config.Shape.Capacity))) {
-		log.add(g)
-	}
-	r.gateFindings = len(r.findings)
-	v := &gateVerdict{gates: log.gates, pass: true, ref: r.ref}
+	r.found.gated = len(r.found.gates)
+	v := &gateVerdict{gates: log.gates, pass: true, ref: log.ref}
 	for _, g := range log.gates {
 		v.pass = v.pass && g.Pass
 	}
@@ -137,6 +159,9 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 type gateLog struct {
 	gates []results.Gate
 	kept  map[string]int // index in gates of the kept pass, by kind/inputs/buffer
+	// ref is the fresh gate's launch on the gated module, which the
+	// point's timed gates run again after its probes (timed.go).
+	ref *launchBytes
 }
 
 func (l *gateLog) add(g results.Gate) {
@@ -307,7 +332,7 @@ func (r *pointRun) freshGate(ctx context.Context, log *gateLog) error {
 	if err != nil {
 		return fmt.Errorf("fresh-module gate at nkv %d, fresh module: %w", nkv, err)
 	}
-	r.ref = &launchBytes{nkv: nkv, outputs: before}
+	log.ref = &launchBytes{nkv: nkv, outputs: before}
 	gate := outputsGate(results.GateFresh, nkv, p.Seed, fresh, before,
 		"a freshly loaded module differs from the module that ran the gates (state kept in device memory between launches)")
 	gate.Inputs = string(oracle.SetUniform)

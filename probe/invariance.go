@@ -294,7 +294,7 @@ func (r *pointRun) runContext(c invContext, in *oracle.Inputs) (outputs, error) 
 	sub.p, sub.k, sub.g, sub.l, sub.ws = c.run.p, c.run.k, c.run.g, c.run.l, c.run.ws
 	defer func() {
 		// What the context's launch counted and found is the point's.
-		r.pairs, r.checks, r.findings, r.flagged, r.spare = sub.pairs, sub.checks, sub.findings, sub.flagged, sub.spare
+		r.pairs, r.found, r.spare = sub.pairs, sub.found, sub.spare
 	}()
 	if err := sub.upload(sel); err != nil {
 		return outputs{}, err

@@ -139,12 +139,9 @@ type pointRun struct {
 	// tInputs and tOracle are the host's share of the gates: drawing and
 	// deriving the inputs, and the float64 reference.
 	tInputs, tOracle time.Duration
-	// checks counts the launches the read-only and guard checks followed
-	// (afterLaunch); findings are their failures, the first per kind and
-	// buffer (flagged), added to the gates' verdicts.
-	checks   int
-	findings []results.Gate
-	flagged  map[string]bool
+	// found is what the read-only and guard checks after every launch
+	// found (afterLaunch), gates and probes alike.
+	found findings
 	// alt makes pair, poison and readBack use the second set of q and
 	// outputs; lastAlt is the set the latest pair ran on.
 	alt, lastAlt bool
@@ -159,11 +156,6 @@ type pointRun struct {
 	graphPairs int
 	// timedN counts the probes' pairs (timedPair).
 	timedN int
-	// gateFindings is how many of findings the gates' verdicts hold; the
-	// rest were found after the probes.
-	gateFindings int
-	// ref is the fresh gate's launch (freshGate).
-	ref *launchBytes
 }
 
 // pair enqueues one pair of k: the one launch path of a point, which the

@@ -211,7 +211,7 @@ func (r *pointRun) timedGates(timed []results.Gate) error {
 		}
 		timed = append(timed, g)
 	}
-	fails := slices.Clone(r.findings[r.gateFindings:])
+	fails := slices.Clone(r.found.afterProbes())
 	for _, g := range timed {
 		if !g.Pass {
 			fails = append(fails, g)
@@ -221,7 +221,7 @@ func (r *pointRun) timedGates(timed []results.Gate) error {
 	if len(fails) == 0 {
 		return nil
 	}
-	r.rec.Gates = append(r.rec.Gates, r.findings[r.gateFindings:]...)
+	r.rec.Gates = append(r.rec.Gates, r.found.afterProbes()...)
 	if v != nil {
 		v.pass = false
 		v.gates = append(v.gates, fails...)
