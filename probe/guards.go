@@ -57,7 +57,7 @@ func (r *pointRun) checkGuards(nkv int) error {
 					}
 				}
 			}
-			r.found.flag(results.Gate{Kind: results.GateGuard, NKV: nkv, Seed: r.p.Seed, Buffer: e.name,
+			r.found.Flag(results.Gate{Kind: results.GateGuard, NKV: nkv, Seed: r.p.Seed, Buffer: e.name,
 				FirstDiff: int(off), DiffBytes: 4 * n,
 				Detail: fmt.Sprintf("a launch wrote %d word(s) in the guard region %s %s, the nearest at byte %+d of the buffer (%d bytes long)",
 					n, side.name, e.name, off, e.n)})

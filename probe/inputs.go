@@ -3,7 +3,6 @@ package probe
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
@@ -261,7 +260,7 @@ func (r *pointRun) checkInputs(nkv int) error {
 				if err := r.b.gpu.read(got, c.p+devOff(int64(i)*digestSeg)); err != nil {
 					return fmt.Errorf("reading back %s: %w", c.name, err)
 				}
-				r.found.flag(r.inputGate(c, nkv, int64(i)*digestSeg, want, got))
+				r.found.Flag(r.inputGate(c, nkv, int64(i)*digestSeg, want, got))
 				first = false
 			}
 			if err := r.b.gpu.write(c.p+devOff(int64(i)*digestSeg), want); err != nil {
@@ -329,69 +328,12 @@ func (r *pointRun) elementName(buf string, e int64) string {
 	return fmt.Sprintf("byte %d", e)
 }
 
-// findings are what the checks after every launch found: the first
-// failure per kind and buffer (later ones repeat it), how many launches
-// they followed, and how many of the failures the gates' verdicts hold
-// (the rest were found after the probes, timed.go).
-type findings struct {
-	gates   []results.Gate
-	flagged map[string]bool
-	checks  int
-	gated   int
-}
-
-// flag keeps a failure found by a check that runs after every launch:
-// the first per kind and buffer, which is the evidence; later ones repeat
-// it.
-func (f *findings) flag(g results.Gate) {
-	key := string(g.Kind) + "/" + g.Buffer
-	if f.flagged == nil {
-		f.flagged = map[string]bool{}
-	}
-	if f.flagged[key] {
-		return
-	}
-	f.flagged[key] = true
-	f.gates = append(f.gates, g)
-}
-
-// afterProbes are the failures found since the gates.
-func (f *findings) afterProbes() []results.Gate { return f.gates[f.gated:] }
-
 // afterLaunch runs the checks that follow every launch whose outputs were
 // read back: read-only inputs and guard regions.
 func (r *pointRun) afterLaunch(nkv int) error {
-	r.found.checks++
+	r.found.Checked()
 	if err := r.checkInputs(nkv); err != nil {
 		return err
 	}
 	return r.checkGuards(nkv)
-}
-
-// memoryGates are the verdicts of the checks after every launch: each
-// failure found, and one pass per kind naming the buffers none was found
-// on and how many launches they covered.
-func (r *pointRun) memoryGates(nkv int) []results.Gate {
-	out := slices.Clone(r.found.gates)
-	var inputs, guarded []string
-	for _, e := range r.ws.table() {
-		if e.n == 0 {
-			continue
-		}
-		if e.role == abi.RoleInput && !r.found.flagged[string(results.GateReadOnly)+"/"+e.name] {
-			inputs = append(inputs, e.name)
-		}
-		if !r.found.flagged[string(results.GateGuard)+"/"+e.name] {
-			guarded = append(guarded, e.name)
-		}
-	}
-	pass := func(kind results.GateKind, bufs []string, what string) {
-		if len(bufs) > 0 && r.found.checks > 0 {
-			out = append(out, results.Gate{Kind: kind, NKV: nkv, Pass: true, Seed: r.p.Seed, Buffer: strings.Join(bufs, ","), FirstDiff: -1,
-				Detail: fmt.Sprintf("%s after each of %d launches", what, r.found.checks)})
-		}
-	}
-	pass(results.GateReadOnly, inputs, "unchanged")
-	pass(results.GateGuard, guarded, "canaries intact")
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/probe/gate"
 )
 
 // Invariance to the launch count, for every point.
@@ -128,7 +129,7 @@ func (r *pointRun) launchCountGates() ([]results.Gate, error) {
 		return *ref[set], nil
 	}
 	fail := func(where string, a, b outputs) results.Gate {
-		return outputsGate(results.GateLaunches, nkv, r.p.Seed, a, b,
+		return gate.Same(results.GateLaunches, nkv, r.p.Seed, a.gate(), b.gate(),
 			where+" differs from a fresh module's launch on the same inputs (device state that changes with the launch count)")
 	}
 	for _, s := range sampled {
@@ -152,7 +153,7 @@ func (r *pointRun) launchCountGates() ([]results.Gate, error) {
 		// At the shortest gate length: the launch count, not the length,
 		// is what the run is for, and a launch there costs microseconds
 		// where one at the timed length may cost milliseconds.
-		short := shapeLengths(slices.Min(gateNKVs(r.p.GateNKV, c.Shape.Capacity)), c.Shape)
+		short := gate.Lengths(slices.Min(gate.NKVs(r.p.GateNKV, c.Shape.Capacity)), c.Shape)
 		g := r.geometryAt(r.g, slices.Max(short))
 		want, err := r.runOutputs(k, c, g, short)
 		if err != nil {

@@ -3,13 +3,11 @@ package probe
 import (
 	"context"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/oracle"
-	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/probe/gate"
 )
 
 // Every length the kernel is timed at.
@@ -23,77 +21,6 @@ import (
 // group's gates, and at the longest length each point is timed at, before
 // its probes: every length that reaches the device is one the oracle has
 // passed. All of a call's lengths come from one pass of the oracle.
-
-// longGates judges the point's kernel at each of launches (per-sequence
-// lengths) longer than the gate lengths, on the uniform set tiled to the
-// capacity.
-func (r *pointRun) longGates(ctx context.Context, launches [][]int, log *gateLog) error {
-	p, c, s := r.p, &r.p.Config, r.p.Config.Shape
-	rows := slices.Max(gateNKVs(p.GateNKV, s.Capacity))
-	var want [][]int
-	for _, l := range launches {
-		if slices.Max(l) > rows && !slices.ContainsFunc(want, func(w []int) bool { return slices.Equal(w, l) }) {
-			want = append(want, l)
-		}
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// In a paged pool the set is a whole number of pages (as far as the
-	// capacity allows), so that every tiled page repeats one of the
-	// set's and none spans the cycle's end (uploadTiled).
-	if pool := r.ws.paged(); pool != nil {
-		rows = min(s.Capacity, (rows+pool.PageSize-1)/pool.PageSize*pool.PageSize)
-	}
-	in, err := r.uploadSet(oracle.SetUniform, rows, shapeLengths(rows, s))
-	if err != nil {
-		return err
-	}
-	if err := r.uploadTiled(in); err != nil {
-		return err
-	}
-	// Kept with the set for the kernels after this one (inputcache.go).
-	t0 := time.Now()
-	refs, err := r.b.inputCache().references(r.b.inputCache().tiled(in), want)
-	r.tOracle += time.Since(t0)
-	if err != nil {
-		return err
-	}
-	bounds, waiver := r.setBounds(oracle.SetUniform)
-	for i, lengths := range want {
-		nkv := slices.Max(lengths)
-		o, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
-		if err != nil {
-			return fmt.Errorf("gate run at nkv %d (uniform inputs tiled to the capacity): %w", nkv, err)
-		}
-		m, err := oracle.Compare(floats(o.out), refs[i].Out, bounds)
-		if err != nil {
-			return err
-		}
-		tag := func(g results.Gate) results.Gate {
-			g.Inputs, g.Waiver = string(oracle.SetUniform), waiver
-			why := fmt.Sprintf("rows past %d tiled to the capacity", in.Rows)
-			if g.Detail == "" {
-				g.Detail = why
-			} else {
-				g.Detail += " (" + why + ")"
-			}
-			return g
-		}
-		log.add(tag(toleranceGate(nkv, p.Seed, m, bounds)))
-		// A declared lse is judged here too: a log-sum-exp that drifts
-		// with the length is as wrong at 131072 as out is.
-		if err := r.lseGate(nkv, o.lse, refs[i].LSE, log, tag); err != nil {
-			return err
-		}
-		r.recycle(o.partial)
-		r.b.logf("%s: gate at nkv %d (uniform, tiled): max_abs %.2g nmse %.2g", c.Variant, nkv, m.MaxAbs, m.NMSE)
-	}
-	return nil
-}
 
 // uploadTiled writes the rows of in (uploaded at the start of every
 // sequence) again and again up to the capacity, unless the workspace
@@ -208,18 +135,18 @@ func (r *pointRun) tileOnDevice(p cuda.DevPtr, c bufCopy, rows, capacity int64) 
 }
 
 // timedLengthGate judges a point whose group's gates ran on an earlier
-// point at its own timed lengths, when they pass the gate lengths; a
-// failure fails the point and the group.
+// point at its own timed lengths, when they pass the gate lengths
+// (gate.TimedLengths); a failure fails the point and the group.
 func (r *pointRun) timedLengthGate(ctx context.Context) (bool, error) {
-	log := &gateLog{}
-	if err := r.longGates(ctx, [][]int{r.p.Config.TimedLengths()}, log); err != nil {
+	log := &gate.Log{}
+	if err := gate.TimedLengths(ctx, r, log); err != nil {
 		return false, err
 	}
-	r.rec.Gates = append(r.rec.Gates, log.gates...)
-	pass := !slices.ContainsFunc(log.gates, func(g results.Gate) bool { return !g.Pass })
+	r.rec.Gates = append(r.rec.Gates, log.Gates...)
+	pass := log.Pass()
 	if v := r.b.gates[r.p.GateKey]; !pass && v != nil {
 		v.pass = false
-		for _, g := range log.gates {
+		for _, g := range log.Gates {
 			if !g.Pass {
 				v.gates = append(v.gates, g)
 			}

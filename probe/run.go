@@ -12,6 +12,7 @@ import (
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/probe/gate"
 )
 
 // A pointError is a failure of the point, not of the backend: it becomes
@@ -141,7 +142,7 @@ type pointRun struct {
 	tInputs, tOracle time.Duration
 	// found is what the read-only and guard checks after every launch
 	// found (afterLaunch), gates and probes alike.
-	found findings
+	found gate.Findings
 	// alt makes pair, poison and readBack use the second set of q and
 	// outputs; lastAlt is the set the latest pair ran on.
 	alt, lastAlt bool

@@ -2,13 +2,10 @@ package probe
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/oracle"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // Memory as an engine holds it.
@@ -94,15 +91,11 @@ func patternRows(t *kvtype.Type, unit int64) [][]byte {
 	return rows
 }
 
-// staleGate runs the point's kernel at nkv over uniform inputs whose rows
-// past each length are stale, and compares with the launch over the fill
-// (partial, out and a declared lse, byte for byte); K and V are put back
-// afterwards.
-func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog) error {
+// staleLaunch runs the point's kernel at nkv over uniform inputs whose
+// rows past each length are stale, for the stale gate (gate.Session.
+// StaleLaunch); K and V are put back afterwards.
+func (r *pointRun) staleLaunch(nkv int, lengths []int) (outputs, error) {
 	c := &r.p.Config
-	if !slices.ContainsFunc(lengths, func(n int) bool { return n < c.Shape.Capacity }) {
-		return nil // every sequence at the capacity: nothing lies past it
-	}
 	t := c.Shape.KVType()
 	kp, vp := r.ws.placements(c.Shape)
 	// undo puts K and V back as they were, on every path. Best effort on
@@ -135,12 +128,12 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 		cps := r.ws.pagedCopies(c.Shape, ranges, src, phase, nil, r.ws.mirrorOf)
 		var err error
 		if undo, err = r.stalePagesOnDevice(cps); err != nil {
-			return fmt.Errorf("writing stale rows past the lengths: %w", err)
+			return outputs{}, fmt.Errorf("writing stale rows past the lengths: %w", err)
 		}
 		if undo == nil {
 			undo, err = r.writeStalePages(cps)
 			if err != nil {
-				return fmt.Errorf("writing stale rows past the lengths: %w", err)
+				return outputs{}, fmt.Errorf("writing stale rows past the lengths: %w", err)
 			}
 		}
 	} else {
@@ -174,20 +167,12 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 			for _, sp := range spans {
 				restore = append(restore, savedPieces{buf, buf.pieces(sp.dst, sp.n)})
 				if err := r.writeInput(p, sp.dst, pat[:sp.n]); err != nil {
-					return fmt.Errorf("writing stale rows past the lengths: %w", err)
+					return outputs{}, fmt.Errorf("writing stale rows past the lengths: %w", err)
 				}
 			}
 		}
 	}
-	stale, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
-	if err != nil {
-		return fmt.Errorf("stale-rows gate at nkv %d: %w", nkv, err)
-	}
-	g := outputsGate(results.GateStale, nkv, r.p.Seed, fill, stale,
-		"NaN, Inf and large values in the rows past each length changed the outputs (they reached them)")
-	g.Inputs = string(oracle.SetUniform)
-	log.add(g)
-	return nil
+	return r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
 }
 
 // savedPieces are what a range of a read-only buffer held before the
