@@ -47,7 +47,7 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	start, pairs := time.Now(), r.pairs
 	hits, misses := b.inputCache().hits, b.inputCache().misses
 	log := &gate.Log{}
-	for _, g := range gates() {
+	for _, g := range gate.Registry {
 		if err := g.Run(ctx, r, log); err != nil {
 			// A fault ends the point: its record keeps the evidence so far.
 			r.rec.Gates = slices.Clone(log.Gates)
@@ -66,13 +66,6 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 		b.logf("%s: gates passed %v under the spec's waivers: %s", p.Config.Variant, v.pass, strings.Join(p.WaiverTexts(), "; "))
 	}
 	return v.pass, nil
-}
-
-// gates are gate.Registry with the opt-in invariance gate, the probe's
-// still (invariance.go), before the bounds gate.
-func gates() []gate.Gate {
-	i := slices.IndexFunc(gate.Registry, func(g gate.Gate) bool { return g.Name == "bounds" })
-	return slices.Insert(slices.Clone(gate.Registry), i, invarianceGate)
 }
 
 // uploadSet generates one input set (rows rows per sequence; the peaked

@@ -46,6 +46,7 @@ var Registry = []Gate{
 	long,
 	fresh,
 	replay,
+	invariance, // opt-in: plan.Point.Invariance
 	bounds,
 	memory, // last: it reports what the checks after every gate's launches found
 }

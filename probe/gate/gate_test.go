@@ -17,7 +17,7 @@ var recordedElsewhere = []results.GateKind{results.GateTimed, results.GateLaunch
 // TestRegistryKinds holds the Registry and the kinds' list the gate suite
 // is derived from (results.GateKinds, plan.GateSuite) together: every
 // kind a gate records is listed, and every listed kind is recorded by a
-// gate or named where it is recorded.
+// gate or named where it is recorded, and every opt-in kind by a gate.
 func TestRegistryKinds(t *testing.T) {
 	recorded := map[results.GateKind]bool{}
 	names := map[string]bool{}
@@ -36,6 +36,11 @@ func TestRegistryKinds(t *testing.T) {
 	for _, k := range results.GateKinds {
 		if recorded[k] == slices.Contains(recordedElsewhere, k) {
 			t.Errorf("%s: recorded by a gate %v, named as recorded elsewhere %v", k, recorded[k], !recorded[k])
+		}
+	}
+	for _, k := range results.OptInGateKinds {
+		if !recorded[k] {
+			t.Errorf("the opt-in %s is recorded by no gate of the Registry", k)
 		}
 	}
 	if Registry[len(Registry)-1].Name != memory.Name {

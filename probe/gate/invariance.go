@@ -1,4 +1,4 @@
-package probe
+package gate
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
-	"github.com/ktune/ktune/probe/gate"
 )
 
 // The invariance gate (opt-in: the variant's invariant key, whose contexts
@@ -56,9 +55,9 @@ const (
 	invarianceMaxProbes = 3
 )
 
-// invarianceGate runs the point's invariance gate when its variant asks
-// for one.
-var invarianceGate = gate.Gate{
+// invariance runs the point's invariance gate when its variant asks for
+// one.
+var invariance = Gate{
 	Name:     "invariance",
 	Kinds:    []results.GateKind{results.GateInvariance},
 	Settings: []string{"GateNKV", "PageSize", "Invariance"},
@@ -77,12 +76,12 @@ type invContext struct {
 // An invKernel is a context's kernel: a point of plan.Invariance (or the
 // point itself) as the session loaded it, with its name.
 type invKernel struct {
-	k    gate.Kernel
+	k    Kernel
 	p    *plan.Point
 	name string
 }
 
-func runInvariance(ctx context.Context, s gate.Session, log *gate.Log) error {
+func runInvariance(ctx context.Context, s Session, log *Log) error {
 	p := s.Point()
 	iv := p.Invariance
 	if iv == nil {
@@ -93,9 +92,9 @@ func runInvariance(ctx context.Context, s gate.Session, log *gate.Log) error {
 	// one need they upload again.
 	defer s.ForgetUploads()
 	shape := p.Config.Shape
-	nkvs := gate.NKVs(p.GateNKV, shape.Capacity)
+	nkvs := NKVs(p.GateNKV, shape.Capacity)
 	rows := slices.Max(nkvs)
-	in, err := s.UploadSet(oracle.SetUniform, rows, gate.Lengths(rows, shape))
+	in, err := s.UploadSet(oracle.SetUniform, rows, Lengths(rows, shape))
 	if err != nil {
 		return fmt.Errorf("invariance gate: %w", err)
 	}
@@ -127,7 +126,7 @@ func runInvariance(ctx context.Context, s gate.Session, log *gate.Log) error {
 	for pi, L := range invarianceLengths(nkvs, p.PageSize, shape.Attention.Queries()) {
 		src := pi % shape.Batch
 		runs := invarianceContexts(iv, own, batches, arms, src, L, rows, shape.Attention.Queries(), rng)
-		var ref gate.Outputs
+		var ref Outputs
 		var refCtx invContext
 		for i, c := range runs {
 			if err := ctx.Err(); err != nil {
@@ -258,7 +257,7 @@ func invariancePositions(n int, rng *rand.Rand) []int {
 
 // probeRow keeps the probe sequence's rows of a context's outputs: out
 // [batch][q_len][heads][dv] as f32, lse [batch][q_len][heads].
-func probeRow(o gate.Outputs, c invContext) gate.Outputs {
+func probeRow(o Outputs, c invContext) Outputs {
 	n := len(c.seqs)
 	row := func(b []byte) []byte {
 		if b == nil {
@@ -267,13 +266,13 @@ func probeRow(o gate.Outputs, c invContext) gate.Outputs {
 		w := len(b) / n
 		return slices.Clone(b[c.pos*w : (c.pos+1)*w])
 	}
-	return gate.Outputs{Out: row(o.Out), LSE: row(o.LSE)}
+	return Outputs{Out: row(o.Out), LSE: row(o.LSE)}
 }
 
 // invarianceDiff compares the probe sequence's rows of two contexts:
 // out, then lse. A difference is a failing gate naming both contexts
 // and the first differing element (an f32 of the row).
-func invarianceDiff(p *plan.Point, src, L int, a, b invContext, x, y gate.Outputs) (results.Gate, bool) {
+func invarianceDiff(p *plan.Point, src, L int, a, b invContext, x, y Outputs) (results.Gate, bool) {
 	for _, buf := range []struct {
 		name string
 		a, b []byte
