@@ -241,8 +241,8 @@ func (r *pointRun) setPositions(lengths []int) error {
 
 // poison fills the current set's outputs with the poison pattern: partial,
 // out and a declared lse.
-func (r *pointRun) poison() error {
-	d, w := r.b.gpu, r.view()
+func (r *pointRun) poison(set qSet) error {
+	d, w := r.b.gpu, r.view(set)
 	if err := d.fill32(w.partial, poison, r.l.Partial); err != nil {
 		return fmt.Errorf("poisoning partial: %w", err)
 	}
@@ -267,8 +267,8 @@ type outputs struct {
 
 // readBack waits for the stream and copies the outputs of the current set
 // back, trimmed to their unaligned sizes.
-func (r *pointRun) readBack() (outputs, error) {
-	d, w, s := r.b.gpu, r.view(), r.p.Config.Shape
+func (r *pointRun) readBack(set qSet) (outputs, error) {
+	d, w, s := r.b.gpu, r.view(set), r.p.Config.Shape
 	if err := d.sync(); err != nil {
 		return outputs{}, fmt.Errorf("running the kernels: %w", err)
 	}
@@ -296,20 +296,20 @@ func (r *pointRun) readBack() (outputs, error) {
 
 // runOutputs launches one pair at the given lengths over poisoned outputs
 // and returns every output the gates read, lse included.
-func (r *pointRun) runOutputs(k *kernelPair, c *results.Config, g geometry, lengths []int) (outputs, error) {
+func (r *pointRun) runOutputs(k *kernelPair, c *results.Config, g geometry, lengths []int, set qSet) (outputs, error) {
 	if err := r.setPositions(lengths); err != nil {
 		return outputs{}, err
 	}
-	if err := r.poison(); err != nil {
+	if err := r.poison(set); err != nil {
 		return outputs{}, err
 	}
 	if err := r.sealInputs(); err != nil {
 		return outputs{}, err
 	}
-	if err := r.pair(k, c, g); err != nil {
+	if err := r.pair(k, c, g, set); err != nil {
 		return outputs{}, err
 	}
-	o, err := r.readBack()
+	o, err := r.readBack(set)
 	if err != nil {
 		return outputs{}, err
 	}

@@ -20,10 +20,11 @@ func (r *pointRun) capture(n int, g geometry, timed bool) (graph, error) {
 	}
 	var lerr error
 	for i := range n {
-		r.alt = timed && i%2 == 1
-		lerr = r.pair(r.k, &r.p.Config, g)
-		r.alt = false
-		if lerr != nil {
+		set := firstSet
+		if timed {
+			set = qSet(i % 2)
+		}
+		if lerr = r.pair(r.k, &r.p.Config, g, set); lerr != nil {
 			break
 		}
 	}

@@ -143,9 +143,6 @@ type pointRun struct {
 	// found is what the read-only and guard checks after every launch
 	// found (afterLaunch), gates and probes alike.
 	found gate.Findings
-	// alt makes pair, poison and readBack use the second set of q and
-	// outputs; lastAlt is the set the latest pair ran on.
-	alt, lastAlt bool
 	// used marks the sets the current probe's launches ran on, timed the
 	// outputs read back after each probe.
 	used  [2]bool
@@ -159,21 +156,27 @@ type pointRun struct {
 	timedN int
 }
 
-// pair enqueues one pair of k: the one launch path of a point, which the
-// gates, the probes and graph capture all go through.
-//
-// With alt set the pair runs on the workspace's second set of q and
-// outputs (timed.go); lastAlt says which set the latest pair ran on.
-func (r *pointRun) pair(k *kernelPair, c *results.Config, g geometry) error {
+// A qSet is one of the workspace's two sets of q and outputs: the timed
+// launches alternate between them (timed.go); every other launch runs on
+// the first.
+type qSet int
+
+const (
+	firstSet qSet = 0
+	altSet   qSet = 1
+)
+
+// pair enqueues one pair of k on set: the one launch path of a point,
+// which the gates, the probes and graph capture all go through.
+func (r *pointRun) pair(k *kernelPair, c *results.Config, g geometry, set qSet) error {
 	r.pairs++
-	r.lastAlt = r.alt
-	return r.b.gpu.launch(k, c, g, r.view())
+	return r.b.gpu.launch(k, c, g, r.view(set))
 }
 
-// view is the workspace as the next pair sees it: with alt set, q,
-// partial, out and lse are the second set's.
-func (r *pointRun) view() *workspace {
-	if !r.alt {
+// view is the workspace as a pair on set sees it: on altSet, q, partial,
+// out and lse are the second set's.
+func (r *pointRun) view(set qSet) *workspace {
+	if set != altSet {
 		return r.ws
 	}
 	v := *r.ws

@@ -150,14 +150,14 @@ func (r *pointRun) Launch(k gate.Kernel, nkv int, lengths []int) (gate.Outputs, 
 	bk := k.(*boundKernel)
 	if !bk.own {
 		return r.inContext(bk, func(sub *pointRun) (outputs, error) {
-			return sub.runOutputs(sub.k, &sub.p.Config, sub.geometryAt(sub.g, nkv), lengths)
+			return sub.runOutputs(sub.k, &sub.p.Config, sub.geometryAt(sub.g, nkv), lengths, firstSet)
 		})
 	}
 	g := bk.g
 	if bk.atNKV {
 		g = r.geometryAt(g, nkv)
 	}
-	o, err := r.runOutputs(bk.k, &bk.p.Config, g, lengths)
+	o, err := r.runOutputs(bk.k, &bk.p.Config, g, lengths, firstSet)
 	return o.gate(), err
 }
 
@@ -170,7 +170,7 @@ func (r *pointRun) LaunchInputs(k gate.Kernel, in *oracle.Inputs, lengths []int)
 		if err := sub.upload(in); err != nil {
 			return outputs{}, err
 		}
-		return sub.runOutputs(sub.k, &sub.p.Config, sub.geometryAt(sub.g, slices.Max(lengths)), lengths)
+		return sub.runOutputs(sub.k, &sub.p.Config, sub.geometryAt(sub.g, slices.Max(lengths)), lengths, firstSet)
 	})
 }
 
@@ -219,7 +219,7 @@ func (x *replayGraph) Replay(nkv int, lengths []int) (gate.Outputs, error) {
 	if err := r.setPositions(lengths); err != nil {
 		return gate.Outputs{}, err
 	}
-	if err := r.poison(); err != nil {
+	if err := r.poison(firstSet); err != nil {
 		return gate.Outputs{}, err
 	}
 	if err := r.sealInputs(); err != nil {
@@ -229,7 +229,7 @@ func (x *replayGraph) Replay(nkv int, lengths []int) (gate.Outputs, error) {
 	if err := x.g.launch(); err != nil {
 		return gate.Outputs{}, fmt.Errorf("replaying the graph at nkv %d: %w", nkv, err)
 	}
-	o, err := r.readBack()
+	o, err := r.readBack(firstSet)
 	if err != nil {
 		return gate.Outputs{}, fmt.Errorf("replay at nkv %d: %w", nkv, err)
 	}
@@ -249,7 +249,7 @@ func (r *pointRun) BoundsLaunch() (names []string, ran bool, err error) {
 	if err := r.setPositions(lengths); err != nil {
 		return nil, false, err
 	}
-	if err := r.poison(); err != nil {
+	if err := r.poison(firstSet); err != nil {
 		return nil, false, err
 	}
 	view := *r.ws

@@ -172,7 +172,7 @@ func (r *pointRun) staleLaunch(nkv int, lengths []int) (outputs, error) {
 			}
 		}
 	}
-	return r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
+	return r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths, firstSet)
 }
 
 // savedPieces are what a range of a read-only buffer held before the

@@ -62,9 +62,7 @@ func (r *pointRun) readTimed(probe results.Probe) ([]results.Gate, error) {
 		if !used {
 			continue
 		}
-		r.alt = i == 1
-		o, err := r.readBack()
-		r.alt = false
+		o, err := r.readBack(qSet(i))
 		if err != nil {
 			return nil, fmt.Errorf("reading back the %s probe's last launch: %w", probe, err)
 		}
@@ -118,14 +116,12 @@ func (r *pointRun) freshTimed() ([]results.Gate, error) {
 	var out []results.Gate
 	byProbe := map[results.Probe]int{}
 	for _, t := range r.timed {
-		i := 0
+		i := firstSet
 		if t.alt {
-			i = 1
+			i = altSet
 		}
 		if ref[i] == nil {
-			r.alt = t.alt
-			fo, err := r.runOutputs(k, c, r.g, lengths)
-			r.alt = false
+			fo, err := r.runOutputs(k, c, r.g, lengths, i)
 			if err != nil {
 				return nil, fmt.Errorf("a fresh module's launch after the probes: %w", err)
 			}
@@ -160,7 +156,7 @@ func (r *pointRun) againGate(ref *gate.Launch) (results.Gate, error) {
 			return results.Gate{}, err
 		}
 	}
-	o, err := r.runOutputs(r.k, c, r.geometryAt(r.g, ref.NKV), lengths)
+	o, err := r.runOutputs(r.k, c, r.geometryAt(r.g, ref.NKV), lengths, firstSet)
 	if err != nil {
 		return results.Gate{}, fmt.Errorf("the gate launch at nkv %d after the probes: %w", ref.NKV, err)
 	}
