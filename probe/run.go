@@ -156,34 +156,6 @@ type pointRun struct {
 	timedN int
 }
 
-// A qSet is one of the workspace's two sets of q and outputs: the timed
-// launches alternate between them (timed.go); every other launch runs on
-// the first.
-type qSet int
-
-const (
-	firstSet qSet = 0
-	altSet   qSet = 1
-)
-
-// pair enqueues one pair of k on set: the one launch path of a point,
-// which the gates, the probes and graph capture all go through.
-func (r *pointRun) pair(k *kernelPair, c *results.Config, g geometry, set qSet) error {
-	r.pairs++
-	return r.b.gpu.launch(k, c, g, r.view(set))
-}
-
-// view is the workspace as a pair on set sees it: on altSet, q, partial,
-// out and lse are the second set's.
-func (r *pointRun) view(set qSet) *workspace {
-	if set != altSet {
-		return r.ws
-	}
-	v := *r.ws
-	v.q, v.partial, v.out, v.lse = r.ws.qAlt, r.ws.partialAlt, r.ws.outAlt, r.ws.lseAlt
-	return &v
-}
-
 func (r *pointRun) run(ctx context.Context) error {
 	b, p, c := r.b, r.p, &r.p.Config
 	var err error

@@ -1,26 +1,17 @@
 package probe
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/oracle"
-	"github.com/ktune/ktune/probe/gate"
 )
 
-// Every length the kernel is timed at.
-//
-// The gate lengths are the spec's and the split boundaries; a kernel whose
-// error grows with the chunk length passes them and is then timed, and
-// shipped, at 131072. Drawing that many rows per sequence is out of reach
-// (17 GB at batch 16), so the uniform set's rows are tiled on the device
-// up to the capacity, row r holding row r mod Rows (oracle.Inputs.Tiled),
-// and the kernel is judged against the oracle at the capacity, in its
-// group's gates, and at the longest length each point is timed at, before
-// its probes: every length that reaches the device is one the oracle has
-// passed. All of a call's lengths come from one pass of the oracle.
+// The uniform set tiled to the capacity, for the gates that judge lengths
+// past the rows drawn (gate.Session.UploadTiled; package gate's long.go
+// says why): row r of every sequence holds row r mod Rows
+// (oracle.Inputs.Tiled).
 
 // uploadTiled writes the rows of in (uploaded at the start of every
 // sequence) again and again up to the capacity, unless the workspace
@@ -132,25 +123,4 @@ func (r *pointRun) tileOnDevice(p cuda.DevPtr, c bufCopy, rows, capacity int64) 
 		have += n
 	}
 	return nil
-}
-
-// timedLengthGate judges a point whose group's gates ran on an earlier
-// point at its own timed lengths, when they pass the gate lengths
-// (gate.TimedLengths); a failure fails the point and the group.
-func (r *pointRun) timedLengthGate(ctx context.Context) (bool, error) {
-	log := &gate.Log{}
-	if err := gate.TimedLengths(ctx, r, log); err != nil {
-		return false, err
-	}
-	r.rec.Gates = append(r.rec.Gates, log.Gates...)
-	pass := log.Pass()
-	if v := r.b.gates[r.p.GateKey]; !pass && v != nil {
-		v.pass = false
-		for _, g := range log.Gates {
-			if !g.Pass {
-				v.gates = append(v.gates, g)
-			}
-		}
-	}
-	return pass, nil
 }
