@@ -99,7 +99,7 @@ type Backend struct {
 	energy    boardEnergy // the board's energy meter (energy.go)
 	ws        *workspace
 
-	// base is the last uniform gate base drawn (gates.go uploadSet).
+	// base is the last uniform gate base drawn (upload.go uploadSet).
 	base *cachedBase
 	// inputs are the derived gate inputs and their references, shared by
 	// the kernels of a sweep (inputcache.go); nil until first used.

@@ -235,7 +235,7 @@ type workspace struct {
 	// and V hold, when the last upload was them (timed.go).
 	uniform uploaded
 	// tiled says which uniform inputs the rows past them repeat up to the
-	// capacity (long.go).
+	// capacity (tile.go).
 	tiled uploaded
 	// inputs are the host's record of what the read-only buffers hold
 	// (inputs.go), made when the workspace is filled.

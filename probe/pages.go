@@ -97,7 +97,7 @@ type rowSource struct {
 
 // packedRows is the rowSource of the oracle's packed rows, [batch][rows]
 // [kv_heads][width], row r of a sequence taken from row r mod rows: rows
-// past the set repeat it, as the long gates tile it (long.go). A block
+// past the set repeat it, as the long gates tile it (tile.go). A block
 // lies in one run unless it wraps past the set's rows or holds a patched
 // row of K (a needle of the peaked set, Inputs.KPatches).
 func packedRows(s abi.Shape, elt int, p packed) rowSource {

@@ -60,7 +60,7 @@ func (b *Backend) Run(ctx context.Context, p *plan.Point) (rec results.Record, e
 		Env:    b.env,
 		Landed: p.Landed,
 		// Whatever the gates conclude, they conclude it under these
-		// (waivers.go).
+		// (package gate's waivers.go).
 		Waivers: p.WaiverTexts(),
 	}
 	defer func() { rec.WallSec = time.Since(start).Seconds() }()

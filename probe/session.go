@@ -63,7 +63,7 @@ func (r *pointRun) UploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 	return r.uploadSet(set, rows, lengths)
 }
 
-// UploadTiled tiles in up to the capacity (long.go); the inputs it
+// UploadTiled tiles in up to the capacity (tile.go); the inputs it
 // returns are kept with the set for the kernels after this one
 // (inputcache.go).
 func (r *pointRun) UploadTiled(in *oracle.Inputs) (*oracle.Inputs, error) {

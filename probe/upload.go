@@ -36,7 +36,7 @@ func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*ora
 		// One uniform base per gated kernel, drawn once: the sets and the
 		// peaked set's per-length inputs derive from it (oracle.FromBase).
 		// The backend keeps the last base for the points after the first of
-		// a group, which judge their own timed lengths (long.go): the bytes
+		// a group, which judge their own timed lengths (package gate's long.go): the bytes
 		// are a function of (shape, rows, seed) alone, and a sequence's first
 		// rows do not depend on how many are drawn.
 		if r.base == nil || !baseServes(r.base.Rows, baseRows, p.Config.Shape) {

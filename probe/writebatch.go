@@ -14,7 +14,7 @@ import (
 // An upload of K or V is many pieces: a page each in a paged pool (a
 // set's 1664 pages among 131072 at batch 16 in 16-row pages; the pages
 // of the cache tiled to the capacity are copied on the device from the
-// set's, long.go), a tile of rows each in a contiguous cache tiled to
+// set's, tile.go), a tile of rows each in a contiguous cache tiled to
 // the capacity. One device write per piece costs a synchronous
 // copy and two stream waits each, which made the uploads most of a paged
 // kernel's gate time on the H200 (5.8 of 9.3 s at 16-row pages). So
