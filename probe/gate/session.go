@@ -11,6 +11,15 @@ import (
 // it; every launch poisons the outputs first, reads them back after and
 // runs the checks that follow every launch (Findings).
 type Session interface {
+	Info
+	Inputs
+	Launcher
+	// Findings are what the checks after every launch found so far.
+	Findings() *Findings
+}
+
+// Info is what a gate reads of the point and its run.
+type Info interface {
 	// Point is the point being gated.
 	Point() *plan.Point
 	// Logf writes a line of the point's log.
@@ -25,7 +34,14 @@ type Session interface {
 	// PageSize is the rows of a page of the workspace's paged pool, 0
 	// for a contiguous cache.
 	PageSize() int
+	// Buffers name the workspace's read-only inputs and all its buffers.
+	Buffers() (inputs, all []string)
+}
 
+// Inputs are the gates' inputs: drawn once per shape and seed, kept in
+// the probe's input cache, uploaded into the workspace, and the oracle's
+// outputs on them.
+type Inputs interface {
 	// UploadSet draws (or finds drawn) input set set with rows rows per
 	// sequence for a launch at lengths and uploads it.
 	UploadSet(set oracle.InputSet, rows int, lengths []int) (*oracle.Inputs, error)
@@ -38,7 +54,11 @@ type Session interface {
 	// ForgetUploads forgets what the workspace holds, after a gate that
 	// wrote inputs of its own: the next upload writes them again.
 	ForgetUploads()
+}
 
+// A Launcher loads and launches the point's kernels on the one launch
+// path.
+type Launcher interface {
 	// Kernel is the point's kernel.
 	Kernel() Kernel
 	// Twin is the point's bitwise twin, nil when it has none.
@@ -78,11 +98,6 @@ type Session interface {
 	AfterLaunch(nkv int) error
 	// Recycle gives back read-back buffers no verdict refers to any more.
 	Recycle(bufs ...[]byte)
-
-	// Findings are what the checks after every launch found so far.
-	Findings() *Findings
-	// Buffers name the workspace's read-only inputs and all its buffers.
-	Buffers() (inputs, all []string)
 }
 
 // A Kernel is a loaded kernel the session can launch, with the point it
