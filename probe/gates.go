@@ -43,7 +43,7 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	hits, misses := b.inputCache().hits, b.inputCache().misses
 	log := &gate.Log{}
 	for _, g := range gate.Registry {
-		if err := g.Run(ctx, r, log); err != nil {
+		if err := g.Run(ctx, &r.session, log); err != nil {
 			// A fault ends the point: its record keeps the evidence so far.
 			r.rec.Gates = slices.Clone(log.Gates)
 			return false, err
@@ -68,7 +68,7 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 // (gate.TimedLengths); a failure fails the point and the group.
 func (r *pointRun) timedLengthGate(ctx context.Context) (bool, error) {
 	log := &gate.Log{}
-	if err := gate.TimedLengths(ctx, r, log); err != nil {
+	if err := gate.TimedLengths(ctx, &r.session, log); err != nil {
 		return false, err
 	}
 	r.rec.Gates = append(r.rec.Gates, log.Gates...)

@@ -19,7 +19,7 @@ import (
 // checkGuards reads both guard regions of every buffer and flags the
 // first whose canary changed, then writes the canaries back so that the
 // next check, and the next point on this workspace, start intact.
-func (r *pointRun) checkGuards(nkv int) error {
+func (r *session) checkGuards(nkv int) error {
 	d := r.b.gpu
 	buf := make([]byte, guardBytes)
 	for _, e := range r.ws.table() {

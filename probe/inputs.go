@@ -206,7 +206,7 @@ func (c *inputCopy) wrote(off int64, b []byte) {
 
 // writeInput writes b at byte offset off of the buffer at p, and keeps
 // the record of a read-only buffer.
-func (r *pointRun) writeInput(p cuda.DevPtr, off int64, b []byte) error {
+func (r *session) writeInput(p cuda.DevPtr, off int64, b []byte) error {
 	if err := r.b.gpu.write(p+devOff(off), b); err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func (r *pointRun) writeInput(p cuda.DevPtr, off int64, b []byte) error {
 
 // sealInputs digests every read-only buffer written since its last seal:
 // the bytes a launch must leave as they are.
-func (r *pointRun) sealInputs() error {
+func (r *session) sealInputs() error {
 	for _, c := range r.ws.inputs {
 		if c.ref != nil {
 			continue
@@ -237,7 +237,7 @@ func (r *pointRun) sealInputs() error {
 // changed. A changed buffer is put back as the record has it, so that the
 // gates after this one, and the next point on this workspace, start from
 // the uploaded bytes.
-func (r *pointRun) checkInputs(nkv int) error {
+func (r *session) checkInputs(nkv int) error {
 	for _, c := range r.ws.inputs {
 		if c.ref == nil {
 			continue
@@ -274,7 +274,7 @@ func (r *pointRun) checkInputs(nkv int) error {
 
 // inputGate is the failure of a read-only buffer whose segment at byte
 // base holds got instead of want.
-func (r *pointRun) inputGate(c *inputCopy, nkv int, base int64, want, got []byte) results.Gate {
+func (r *session) inputGate(c *inputCopy, nkv int, base int64, want, got []byte) results.Gate {
 	g := results.Gate{Kind: results.GateReadOnly, NKV: nkv, Seed: r.p.Seed, Buffer: c.name, FirstDiff: -1}
 	diff := 0
 	for j := range want {
@@ -300,7 +300,7 @@ func (r *pointRun) inputGate(c *inputCopy, nkv int, base int64, want, got []byte
 }
 
 // elementName says where element e of a buffer sits in the shape.
-func (r *pointRun) elementName(buf string, e int64) string {
+func (r *session) elementName(buf string, e int64) string {
 	s := r.p.Config.Shape
 	b, kvh, d := int64(s.Batch), int64(s.KVHeads), int64(s.HeadDim)
 	switch buf {
@@ -330,7 +330,7 @@ func (r *pointRun) elementName(buf string, e int64) string {
 
 // afterLaunch runs the checks that follow every launch whose outputs were
 // read back: read-only inputs and guard regions.
-func (r *pointRun) afterLaunch(nkv int) error {
+func (r *session) afterLaunch(nkv int) error {
 	r.found.Checked()
 	if err := r.checkInputs(nkv); err != nil {
 		return err

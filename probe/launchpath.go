@@ -26,14 +26,14 @@ const (
 
 // pair enqueues one pair of k on set: the one launch path of a point,
 // which the gates, the probes and graph capture all go through.
-func (r *pointRun) pair(k *kernelPair, c *results.Config, g geometry, set qSet) error {
+func (r *session) pair(k *kernelPair, c *results.Config, g geometry, set qSet) error {
 	r.pairs++
 	return r.b.gpu.launch(k, c, g, r.view(set))
 }
 
 // view is the workspace as a pair on set sees it: on altSet, q, partial,
 // out and lse are the second set's.
-func (r *pointRun) view(set qSet) *workspace {
+func (r *session) view(set qSet) *workspace {
 	if set != altSet {
 		return r.ws
 	}
@@ -50,7 +50,7 @@ func devOff(n int64) cuda.DevPtr { return cuda.DevPtr(n) }
 // the split counts where the point has them (pages.go). It runs before
 // every launch at new lengths and between graph replays, so a kernel
 // that kept any of them from an earlier step reads the wrong rows.
-func (r *pointRun) setPositions(lengths []int) error {
+func (r *session) setPositions(lengths []int) error {
 	if err := r.writeInput(r.ws.positions, 0, positionBytes(lengths)); err != nil {
 		return fmt.Errorf("uploading positions: %w", err)
 	}
@@ -68,7 +68,7 @@ func (r *pointRun) setPositions(lengths []int) error {
 
 // poison fills the current set's outputs with the poison pattern: partial,
 // out and a declared lse.
-func (r *pointRun) poison(set qSet) error {
+func (r *session) poison(set qSet) error {
 	d, w := r.b.gpu, r.view(set)
 	if err := d.fill32(w.partial, poison, r.l.Partial); err != nil {
 		return fmt.Errorf("poisoning partial: %w", err)
@@ -94,7 +94,7 @@ type outputs struct {
 
 // readBack waits for the stream and copies the outputs of the current set
 // back, trimmed to their unaligned sizes.
-func (r *pointRun) readBack(set qSet) (outputs, error) {
+func (r *session) readBack(set qSet) (outputs, error) {
 	d, w, s := r.b.gpu, r.view(set), r.p.Config.Shape
 	if err := d.sync(); err != nil {
 		return outputs{}, fmt.Errorf("running the kernels: %w", err)
@@ -123,7 +123,7 @@ func (r *pointRun) readBack(set qSet) (outputs, error) {
 
 // runOutputs launches one pair at the given lengths over poisoned outputs
 // and returns every output the gates read, lse included.
-func (r *pointRun) runOutputs(k *kernelPair, c *results.Config, g geometry, lengths []int, set qSet) (outputs, error) {
+func (r *session) runOutputs(k *kernelPair, c *results.Config, g geometry, lengths []int, set qSet) (outputs, error) {
 	if err := r.setPositions(lengths); err != nil {
 		return outputs{}, err
 	}

@@ -255,7 +255,7 @@ func (w *workspace) mirrorOf(k bool, off, n int64) []byte {
 // the lengths: a paged layout's index buffers, the mask, the split
 // counts, the host-planned arrays. Each goes in one copy of its
 // allocation.
-func (r *pointRun) lengthInputs(lengths []int) ([]inputWrite, []cuda.DevPtr, error) {
+func (r *session) lengthInputs(lengths []int) ([]inputWrite, []cuda.DevPtr, error) {
 	w, s := r.ws, r.p.Config.Shape
 	d := w.l.dims(s)
 	var writes []inputWrite

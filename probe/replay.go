@@ -8,7 +8,7 @@ import (
 // capture records n pairs of the point's kernel, launched with geometry g,
 // into a graph; with timed set they are the probes' pairs, alternating
 // between the two q.
-func (r *pointRun) capture(n int, g geometry, timed bool) (graph, error) {
+func (r *session) capture(n int, g geometry, timed bool) (graph, error) {
 	d := r.b.gpu
 	// Capture refuses synchronous calls on the capturing thread: finish
 	// everything pending first.
@@ -45,7 +45,7 @@ func (r *pointRun) capture(n int, g geometry, timed bool) (graph, error) {
 // that cannot be evaluated at nkv keeps the planned launches (the plan
 // has evaluated them at every length the gates launch at): the gates then
 // judge what that launch produces.
-func (r *pointRun) geometryAt(g geometry, nkv int) geometry {
+func (r *session) geometryAt(g geometry, nkv int) geometry {
 	if r.p.Geometry == nil {
 		return g
 	}

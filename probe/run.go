@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/cuda"
-	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
-	"github.com/ktune/ktune/probe/gate"
 )
 
 // A pointError is a failure of the point, not of the backend: it becomes
@@ -81,7 +79,7 @@ func (b *Backend) Run(ctx context.Context, p *plan.Point) (rec results.Record, e
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.Measure.TimeoutSec*float64(time.Second)))
 		defer cancel()
 	}
-	r := &pointRun{b: b, p: p, rec: &rec}
+	r := &pointRun{session: session{b: b, p: p}, rec: &rec}
 	err = r.run(ctx) // before finish reads rec: run fills it in
 	return b.finish(pctx, p, rec, err)
 }
@@ -117,32 +115,12 @@ func (b *Backend) finish(parent context.Context, p *plan.Point, rec results.Reco
 	return rec, nil
 }
 
-// A pointRun is the state of one Run.
+// A pointRun is the state of one Run: the session its gates and timing
+// probes share, the record it fills in, and the timing probes' own state.
 type pointRun struct {
-	b   *Backend
-	p   *plan.Point
+	session
 	rec *results.Record
 
-	l        layout
-	k, twin  *kernelPair
-	g, twinG geometry
-	ws       *workspace
-	// pairs counts the launch pairs (and graph replays) of this run: the
-	// gates' cost per compiled kernel is read off it.
-	pairs int
-	// base is the uniform gate input drawn once per run; every input set
-	// is derived from it (uploadSet).
-	base *oracle.Inputs
-	// spare are read-back buffers of partial no verdict refers to any
-	// more (checkAt gives them back): at batch 16 a fresh one per launch
-	// faults in megabytes of new pages every time.
-	spare [][]byte
-	// tInputs and tOracle are the host's share of the gates: drawing and
-	// deriving the inputs, and the float64 reference.
-	tInputs, tOracle time.Duration
-	// found is what the read-only and guard checks after every launch
-	// found (afterLaunch), gates and probes alike.
-	found gate.Findings
 	// used marks the sets the current probe's launches ran on, timed the
 	// outputs read back after each probe.
 	used  [2]bool

@@ -17,7 +17,37 @@ import (
 // poisoned outputs, the inputs sealed, the pair, the read-back and the
 // checks after every launch.
 
-var _ gate.Session = (*pointRun)(nil)
+var _ gate.Session = (*session)(nil)
+
+// A session is the state of one point that its gates (package gate) and
+// its timing probes share and neither owns: the point's kernels and
+// workspace, the one launch path and what it counts, the inputs drawn for
+// it, and what the checks after every launch found. A pointRun holds it.
+type session struct {
+	b *Backend
+	p *plan.Point
+
+	l        layout
+	k, twin  *kernelPair
+	g, twinG geometry
+	ws       *workspace
+	// pairs counts the launch pairs (and graph replays) of this run: the
+	// gates' cost per compiled kernel is read off it.
+	pairs int
+	// base is the uniform gate input drawn once per run; every input set
+	// is derived from it (uploadSet).
+	base *oracle.Inputs
+	// spare are read-back buffers of partial no verdict refers to any
+	// more (the gates give them back): at batch 16 a fresh one per launch
+	// faults in megabytes of new pages every time.
+	spare [][]byte
+	// tInputs and tOracle are the host's share of the gates: drawing and
+	// deriving the inputs, and the float64 reference.
+	tInputs, tOracle time.Duration
+	// found is what the read-only and guard checks after every launch
+	// found (afterLaunch), gates and probes alike.
+	found gate.Findings
+}
 
 // A boundKernel is a kernel a gate launches: the point it was planned
 // for, its loaded pair and geometry. own says it runs in the point's own
@@ -37,62 +67,62 @@ type boundKernel struct {
 
 func (k *boundKernel) Point() *plan.Point { return k.p }
 
-func (r *pointRun) Point() *plan.Point              { return r.p }
-func (r *pointRun) Logf(format string, args ...any) { r.b.logf(format, args...) }
-func (r *pointRun) Pairs() int                      { return r.pairs }
-func (r *pointRun) GatedSlots() int                 { return r.l.gatedSlots(r.p.Config.Shape) }
-func (r *pointRun) Findings() *gate.Findings        { return &r.found }
-func (r *pointRun) Recycle(bufs ...[]byte)          { r.recycle(bufs...) }
-func (r *pointRun) AfterLaunch(nkv int) error       { return r.afterLaunch(nkv) }
+func (r *session) Point() *plan.Point              { return r.p }
+func (r *session) Logf(format string, args ...any) { r.b.logf(format, args...) }
+func (r *session) Pairs() int                      { return r.pairs }
+func (r *session) GatedSlots() int                 { return r.l.gatedSlots(r.p.Config.Shape) }
+func (r *session) Findings() *gate.Findings        { return &r.found }
+func (r *session) Recycle(bufs ...[]byte)          { r.recycle(bufs...) }
+func (r *session) AfterLaunch(nkv int) error       { return r.afterLaunch(nkv) }
 
 // Bounds are the point's tolerance, with out's dtype for the allowance
 // of its rounding (oracle.Bounds).
-func (r *pointRun) Bounds() oracle.Bounds {
+func (r *session) Bounds() oracle.Bounds {
 	t := r.p.Tol
 	return oracle.Bounds{MaxAbs: t.MaxAbs, MaxRel: t.MaxRel, NMSE: t.NMSE, OutDtype: r.l.outDtype}
 }
 
-func (r *pointRun) PageSize() int {
+func (r *session) PageSize() int {
 	if pool := r.ws.paged(); pool != nil {
 		return pool.PageSize
 	}
 	return 0
 }
 
-func (r *pointRun) UploadSet(set oracle.InputSet, rows int, lengths []int) (*oracle.Inputs, error) {
+func (r *session) UploadSet(set oracle.InputSet, rows int, lengths []int) (*oracle.Inputs, error) {
 	return r.uploadSet(set, rows, lengths)
 }
 
 // UploadTiled tiles in up to the capacity (tile.go); the inputs it
 // returns are kept with the set for the kernels after this one
 // (inputcache.go).
-func (r *pointRun) UploadTiled(in *oracle.Inputs) (*oracle.Inputs, error) {
+func (r *session) UploadTiled(in *oracle.Inputs) (*oracle.Inputs, error) {
 	if err := r.uploadTiled(in); err != nil {
 		return nil, err
 	}
 	return r.b.inputCache().tiled(in), nil
 }
 
-func (r *pointRun) References(in *oracle.Inputs, launches [][]int) ([]oracle.Output, error) {
+func (r *session) References(in *oracle.Inputs, launches [][]int) ([]oracle.Output, error) {
 	t0 := time.Now()
 	defer func() { r.tOracle += time.Since(t0) }()
 	return r.b.inputCache().references(in, launches)
 }
 
-func (r *pointRun) ForgetUploads() { r.ws.uniform, r.ws.tiled = uploaded{}, uploaded{} }
+func (r *session) ForgetUploads() { r.ws.uniform, r.ws.tiled = uploaded{}, uploaded{} }
 
-func (r *pointRun) Kernel() gate.Kernel {
+func (r *session) Kernel() gate.Kernel {
 	return &boundKernel{p: r.p, k: r.k, g: r.g, atNKV: true, own: true}
 }
 
-func (r *pointRun) Twin() gate.Kernel {
+func (r *session) Twin() gate.Kernel {
 	if r.twin == nil {
 		return nil
 	}
 	return &boundKernel{p: r.p.Twin, k: r.twin, g: r.twinG, own: true}
 }
 
-func (r *pointRun) Fresh(nkv int) (gate.Kernel, func(), error) {
+func (r *session) Fresh(nkv int) (gate.Kernel, func(), error) {
 	k, err := r.freshModule(r.geometryAt(r.g, nkv))
 	if err != nil {
 		return nil, nil, err
@@ -102,7 +132,7 @@ func (r *pointRun) Fresh(nkv int) (gate.Kernel, func(), error) {
 
 // Batch is the point's kernel with p's geometry, in the point's
 // workspace.
-func (r *pointRun) Batch(p *plan.Point) (gate.Kernel, error) {
+func (r *session) Batch(p *plan.Point) (gate.Kernel, error) {
 	g := pointGeometry(p)
 	if err := sharedFromSymbols(r.b.gpu, r.k, &g); err != nil {
 		return nil, err
@@ -112,7 +142,7 @@ func (r *pointRun) Batch(p *plan.Point) (gate.Kernel, error) {
 
 // Arm loads p's kernel and gives it the point's workspace when their
 // layouts agree, else one of its own.
-func (r *pointRun) Arm(p *plan.Point) (gate.Kernel, func(), error) {
+func (r *session) Arm(p *plan.Point) (gate.Kernel, func(), error) {
 	k, bld, err := r.b.gpu.load(p.Source, &p.Config, p.Flags)
 	if err != nil {
 		return nil, nil, err
@@ -146,10 +176,10 @@ func (r *pointRun) Arm(p *plan.Point) (gate.Kernel, func(), error) {
 	return a, func() { _ = r.b.gpu.freeWorkspace(a.ws) }, nil
 }
 
-func (r *pointRun) Launch(k gate.Kernel, nkv int, lengths []int) (gate.Outputs, error) {
+func (r *session) Launch(k gate.Kernel, nkv int, lengths []int) (gate.Outputs, error) {
 	bk := k.(*boundKernel)
 	if !bk.own {
-		return r.inContext(bk, func(sub *pointRun) (outputs, error) {
+		return r.inContext(bk, func(sub *session) (outputs, error) {
 			return sub.runOutputs(sub.k, &sub.p.Config, sub.geometryAt(sub.g, nkv), lengths, firstSet)
 		})
 	}
@@ -161,12 +191,12 @@ func (r *pointRun) Launch(k gate.Kernel, nkv int, lengths []int) (gate.Outputs, 
 	return o.gate(), err
 }
 
-func (r *pointRun) LaunchInputs(k gate.Kernel, in *oracle.Inputs, lengths []int) (gate.Outputs, error) {
+func (r *session) LaunchInputs(k gate.Kernel, in *oracle.Inputs, lengths []int) (gate.Outputs, error) {
 	bk := k.(*boundKernel)
 	if bk.own {
 		bk = &boundKernel{p: bk.p, k: bk.k, g: bk.g}
 	}
-	return r.inContext(bk, func(sub *pointRun) (outputs, error) {
+	return r.inContext(bk, func(sub *session) (outputs, error) {
 		if err := sub.upload(in); err != nil {
 			return outputs{}, err
 		}
@@ -177,7 +207,7 @@ func (r *pointRun) LaunchInputs(k gate.Kernel, in *oracle.Inputs, lengths []int)
 // inContext runs launch on a copy of r that holds k's point, kernel,
 // geometry, layout and workspace (the point's where k has none); what
 // its launches counted and found is the point's.
-func (r *pointRun) inContext(k *boundKernel, launch func(sub *pointRun) (outputs, error)) (gate.Outputs, error) {
+func (r *session) inContext(k *boundKernel, launch func(sub *session) (outputs, error)) (gate.Outputs, error) {
 	sub := *r
 	sub.p, sub.k, sub.g = k.p, k.k, k.g
 	if k.ws != nil {
@@ -188,14 +218,14 @@ func (r *pointRun) inContext(k *boundKernel, launch func(sub *pointRun) (outputs
 	return o.gate(), err
 }
 
-func (r *pointRun) StaleLaunch(nkv int, lengths []int) (gate.Outputs, error) {
+func (r *session) StaleLaunch(nkv int, lengths []int) (gate.Outputs, error) {
 	o, err := r.staleLaunch(nkv, lengths)
 	return o.gate(), err
 }
 
 // Capture captures one pair of the point's kernel at lengths (the grid at
 // nkv) into a graph.
-func (r *pointRun) Capture(nkv int, lengths []int) (gate.Graph, error) {
+func (r *session) Capture(nkv int, lengths []int) (gate.Graph, error) {
 	if err := r.setPositions(lengths); err != nil {
 		return nil, err
 	}
@@ -208,7 +238,7 @@ func (r *pointRun) Capture(nkv int, lengths []int) (gate.Graph, error) {
 
 // A replayGraph is a captured pair the replay gate replays.
 type replayGraph struct {
-	r *pointRun
+	r *session
 	g graph
 }
 
@@ -240,7 +270,7 @@ func (x *replayGraph) Replay(nkv int, lengths []int) (gate.Outputs, error) {
 // every read-only buffer that end against address space with nothing
 // mapped (cuda.Context.AllocBeforeHole). The copies live only for that
 // launch, so the workspace the probes time is allocated as before.
-func (r *pointRun) BoundsLaunch() (names []string, ran bool, err error) {
+func (r *session) BoundsLaunch() (names []string, ran bool, err error) {
 	c, s := &r.p.Config, r.p.Config.Shape
 	lengths := make([]int, s.Batch)
 	for i := range lengths {
@@ -278,7 +308,7 @@ func (r *pointRun) BoundsLaunch() (names []string, ran bool, err error) {
 	return names, true, err
 }
 
-func (r *pointRun) Buffers() (inputs, all []string) {
+func (r *session) Buffers() (inputs, all []string) {
 	for _, e := range r.ws.table() {
 		if e.n == 0 {
 			continue

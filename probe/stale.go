@@ -94,7 +94,7 @@ func patternRows(t *kvtype.Type, unit int64) [][]byte {
 // staleLaunch runs the point's kernel at nkv over uniform inputs whose
 // rows past each length are stale, for the stale gate (gate.Session.
 // StaleLaunch); K and V are put back afterwards.
-func (r *pointRun) staleLaunch(nkv int, lengths []int) (outputs, error) {
+func (r *session) staleLaunch(nkv int, lengths []int) (outputs, error) {
 	c := &r.p.Config
 	t := c.Shape.KVType()
 	kp, vp := r.ws.placements(c.Shape)
@@ -183,7 +183,7 @@ type savedPieces struct {
 }
 
 // restorePieces writes saved back, best effort.
-func restorePieces(r *pointRun, saved []savedPieces) {
+func restorePieces(r *session, saved []savedPieces) {
 	for _, s := range saved {
 		for _, pc := range s.pieces {
 			_ = r.writeInput(s.buf.p, pc.off, pc.b)
@@ -194,7 +194,7 @@ func restorePieces(r *pointRun, saved []savedPieces) {
 // writeStalePages writes the stale pages cps (pagedCopies) into K and V
 // one device write a page, and returns what writes back what they held.
 // It is the stale gate's way where stalePagesOnDevice has no room.
-func (r *pointRun) writeStalePages(cps []kvCopy) (func(), error) {
+func (r *session) writeStalePages(cps []kvCopy) (func(), error) {
 	var restore []savedPieces
 	undo := func() { restorePieces(r, restore) }
 	for _, x := range r.ws.pageWrites(cps) {
@@ -242,7 +242,7 @@ func (w *workspace) pageWrites(cps []kvCopy) []pageWrite {
 // their images, more than half the device memory left past the
 // headroom, or more than the device can allocate) and the caller writes
 // the pages itself.
-func (r *pointRun) stalePagesOnDevice(cps []kvCopy) (func(), error) {
+func (r *session) stalePagesOnDevice(cps []kvCopy) (func(), error) {
 	type slot struct {
 		pageWrite
 		rec *inputCopy

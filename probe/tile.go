@@ -16,7 +16,7 @@ import (
 // uploadTiled writes the rows of in (uploaded at the start of every
 // sequence) again and again up to the capacity, unless the workspace
 // holds them already.
-func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
+func (r *session) uploadTiled(in *oracle.Inputs) error {
 	w, s := r.ws, r.p.Config.Shape
 	if w.tiled == (uploaded{keyOf(r.p), in.Rows}) {
 		return nil
@@ -56,7 +56,7 @@ func (r *pointRun) uploadTiled(in *oracle.Inputs) error {
 // and the records take the set's page as it. The rest (a last page
 // partly past the capacity, or a set not of whole pages) is built on the
 // host, each page once per place in the cycle of in.Rows.
-func (r *pointRun) tilePages(in *oracle.Inputs, pool *abi.Pool) error {
+func (r *session) tilePages(in *oracle.Inputs, pool *abi.Pool) error {
 	w, s := r.ws, r.p.Config.Shape
 	P, pb := pool.PageSize, r.l.pageB
 	whole := 0 // pages of each sequence copied on the device
@@ -104,7 +104,7 @@ func (r *pointRun) tilePages(in *oracle.Inputs, pool *abi.Pool) error {
 // a write of c's bytes, and the device copies them from the rows before,
 // each copy at most as long as what is already in place. A copy of
 // another length than rows rows (a patched row) has no tiles.
-func (r *pointRun) tileOnDevice(p cuda.DevPtr, c bufCopy, rows, capacity int64) error {
+func (r *session) tileOnDevice(p cuda.DevPtr, c bufCopy, rows, capacity int64) error {
 	unit := int64(len(c.b)) / rows // one row's bytes in this copy
 	if unit == 0 || unit*rows != int64(len(c.b)) {
 		return nil

@@ -85,7 +85,7 @@ func (r *pointRun) readTimed(probe results.Probe) ([]results.Gate, error) {
 // __device__ state starts from its initial values, and opts its
 // functions in to g's dynamic shared memory (a new module's functions
 // need their own opt-in). The caller unloads it.
-func (r *pointRun) freshModule(g geometry) (*kernelPair, error) {
+func (r *session) freshModule(g geometry) (*kernelPair, error) {
 	k, err := r.b.gpu.reload(r.p.Source, r.k)
 	if err != nil {
 		return nil, err

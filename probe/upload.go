@@ -15,7 +15,7 @@ import (
 
 // uploadSet generates one input set (rows rows per sequence; the peaked
 // set only as many as the longest length) and uploads it.
-func (r *pointRun) uploadSet(set oracle.InputSet, rows int, lengths []int) (*oracle.Inputs, error) {
+func (r *session) uploadSet(set oracle.InputSet, rows int, lengths []int) (*oracle.Inputs, error) {
 	p, start := r.p, time.Now()
 	key := keyOf(p)
 	baseRows := baseRowsFor(rows, p.Config.Shape)
@@ -98,7 +98,7 @@ type cachedBase struct {
 
 // upload writes q and the generated rows of K and V; rows past in.Rows keep
 // the workspace's random fill (or an earlier gate's inputs, random too).
-func (r *pointRun) upload(in *oracle.Inputs) error {
+func (r *session) upload(in *oracle.Inputs) error {
 	w, s := r.ws, r.p.Config.Shape
 	if err := checkOptions(s); err != nil {
 		return err

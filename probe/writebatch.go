@@ -102,7 +102,7 @@ const (
 // p) as writeInput would one by one: in one device write per run
 // (coalesce), the small runs of a scattered upload through the device's
 // stage. The record of a read-only buffer takes the pieces in order.
-func (r *pointRun) writeInputs(p cuda.DevPtr, cs []bufCopy) error {
+func (r *session) writeInputs(p cuda.DevPtr, cs []bufCopy) error {
 	if c := r.ws.input(p); c != nil {
 		for _, x := range cs {
 			c.wrote(x.dst, x.b)
@@ -150,7 +150,7 @@ func (r *pointRun) writeInputs(p cuda.DevPtr, cs []bufCopy) error {
 // stage, written to the device's stage at once, and copied from there to
 // their places on the stream. The next batch's write waits for the
 // stream, so the device's stage is not overwritten before its copies ran.
-func (r *pointRun) scatterRuns(p cuda.DevPtr, runs []writeRun, cs []bufCopy) error {
+func (r *session) scatterRuns(p cuda.DevPtr, runs []writeRun, cs []bufCopy) error {
 	d := r.b.gpu
 	dev, err := d.stageDevice()
 	if err != nil {
