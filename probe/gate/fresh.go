@@ -18,7 +18,7 @@ import (
 var fresh = Gate{
 	Name:     "fresh",
 	Kinds:    []results.GateKind{results.GateFresh},
-	Settings: []string{"GateNKV", "Source"},
+	Settings: []string{"GateNKV"},
 	Run: func(ctx context.Context, s Session, log *Log) error {
 		if err := ctx.Err(); err != nil {
 			return err

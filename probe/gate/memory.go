@@ -14,8 +14,9 @@ import (
 // how many launches they covered. It runs last, so that it reports every
 // gate's launches.
 var memory = Gate{
-	Name:  "memory",
-	Kinds: []results.GateKind{results.GateReadOnly, results.GateGuard},
+	Name:     "memory",
+	Kinds:    []results.GateKind{results.GateReadOnly, results.GateGuard},
+	Settings: []string{"GateNKV"},
 	Run: func(_ context.Context, s Session, log *Log) error {
 		p := s.Point()
 		f := s.Findings()
