@@ -11,9 +11,12 @@
 // leaves for what follows it (its verdicts, the fresh gate's reference
 // launch that the probe runs again after timing) is in the Log it writes.
 //
-// The package does not import the probe: Session is the small interface
-// the probe implements. Adding a gate is one file that declares its Gate
-// and one line in Registry.
+// The package does not import the probe: Session (three small
+// interfaces, Info, Inputs and Launcher, and the Findings) is what the
+// probe implements. Adding a gate is one file that declares its Gate and
+// one line in Registry. The checks of what the timed launches computed
+// (results.GateTimed, results.GateLaunches) are the probe's: they read the
+// timing probes' own launches.
 package gate
 
 import (
