@@ -9,7 +9,7 @@ import (
 )
 
 // An Invariance is what a point's invariance gate runs (the variant's
-// invariant key; probe/invariance.go): the contexts a probe sequence is
+// invariant key; probe/gate/invariance.go): the contexts a probe sequence is
 // placed in, as points of their own whose launches the plan resolved.
 type Invariance struct {
 	// Kinds are the contexts the spec asked for, in spec.Invariances'

@@ -1,8 +1,12 @@
 // Package probe is ktune's CUDA backend: it compiles one point's kernels
-// with NVRTC (through a content-addressed CUBIN cache), gates them against
-// the float64 oracle, their bitwise twin and CUDA-graph replay, and only
-// then measures them with the cold, hot and graph probes, each under the
-// stopping rule of internal/stats. It implements plan.Backend.
+// with NVRTC (through a content-addressed CUBIN cache), builds their
+// host-side arguments, runs the gates of package gate (the float64
+// oracle, the bitwise twin, CUDA-graph replay, ...) over a session it
+// lends them (the workspace, the one launch path, the input cache, the
+// findings of the checks after every launch), and only then measures them
+// with the cold, hot and graph probes, each under the stopping rule of
+// internal/stats, judging what the timed launches computed. It implements
+// plan.Backend.
 //
 // One Backend owns one device context, one stream and the measurement
 // kernels of kernels/util.cu. It is meant to be driven by one goroutine;
@@ -95,7 +99,7 @@ type Backend struct {
 	energy    boardEnergy // the board's energy meter (energy.go)
 	ws        *workspace
 
-	// base is the last uniform gate base drawn (gates.go uploadSet).
+	// base is the last uniform gate base drawn (upload.go uploadSet).
 	base *cachedBase
 	// inputs are the derived gate inputs and their references, shared by
 	// the kernels of a sweep (inputcache.go); nil until first used.

@@ -9,12 +9,12 @@ import (
 	"github.com/ktune/ktune/internal/kvtype"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/probe/gate"
 )
 
-// poison is the NaN bit pattern the gates fill partial and out with before
-// a launch: a quiet NaN no kernel computes by accident, so any element that
-// still holds it afterwards was never written.
-const poison uint32 = 0x7FC0DEAD
+// poison is the written gate's pattern (gate.Poison), which the outputs
+// hold before every launch.
+const poison = gate.Poison
 
 // headroom is device memory left unclaimed when sizing a point: module
 // loads, graph instantiation and the driver's own allocations need room
@@ -235,7 +235,7 @@ type workspace struct {
 	// and V hold, when the last upload was them (timed.go).
 	uniform uploaded
 	// tiled says which uniform inputs the rows past them repeat up to the
-	// capacity (long.go).
+	// capacity (tile.go).
 	tiled uploaded
 	// inputs are the host's record of what the read-only buffers hold
 	// (inputs.go), made when the workspace is filled.
@@ -434,18 +434,6 @@ func (w *workspace) fills() []bufferFill {
 		{"v", w.v, w.l.V, kv, fillSeed + 2},
 		{"q_alt", w.qAlt, w.l.Q, q, fillSeed + 3},
 	}
-}
-
-// gateLengths returns the lengths the gates use at nkv: sequence 0 gets
-// nkv exactly (the chunk boundaries the plan chose), later sequences
-// shorter ones down to about nkv/2, so that a kernel reading one sequence's
-// length for all of them (positions[0]) fails the gate.
-func gateLengths(nkv, batch int) []int {
-	out := make([]int, batch)
-	for b := range out {
-		out[b] = max(1, nkv-b*nkv/(2*batch))
-	}
-	return out
 }
 
 // positionBytes encodes lengths as the ABI's positions (nkv − 1, int32),

@@ -86,17 +86,6 @@ func TestLengths(t *testing.T) {
 	if got := c.TimedLengths(); !reflect.DeepEqual(got, []int{10, 20, 30}) {
 		t.Errorf("ragged: %v", got)
 	}
-	// Sequence 0 keeps the exact gate length; later ones shrink, never
-	// below 1; batch 1 is just nkv.
-	if got := gateLengths(100, 4); !reflect.DeepEqual(got, []int{100, 88, 75, 63}) {
-		t.Errorf("gateLengths(100, 4) = %v", got)
-	}
-	if got := gateLengths(1, 3); !reflect.DeepEqual(got, []int{1, 1, 1}) {
-		t.Errorf("gateLengths(1, 3) = %v", got)
-	}
-	if got := gateLengths(29, 1); !reflect.DeepEqual(got, []int{29}) {
-		t.Errorf("gateLengths(29, 1) = %v", got)
-	}
 }
 
 func TestKVBytes(t *testing.T) {

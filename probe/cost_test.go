@@ -195,7 +195,7 @@ func gateHost(b *testing.B, bk *Backend, p *plan.Point) *pointRun {
 	bk.gpu = nullDevice{f}
 	q := *p
 	q.Probes, q.GateKey = nil, ""
-	r := &pointRun{b: bk, p: &q, rec: &results.Record{}}
+	r := &pointRun{session: session{b: bk, p: &q}, rec: &results.Record{}}
 	var err error
 	if r.l, err = pointLayout(&q); err != nil {
 		b.Fatal(err)

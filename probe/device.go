@@ -75,7 +75,7 @@ type device interface {
 	sync() error
 	// holeCopy copies the n bytes at p (after the stream's earlier work)
 	// into memory that ends against unmapped address space, and returns
-	// the copy and its release (bounds.go).
+	// the copy and its release (BoundsLaunch, for package gate's bounds gate).
 	holeCopy(p cuda.DevPtr, n int64) (cuda.DevPtr, func(), error)
 	// digest returns one 64-bit digest per seg bytes of the n bytes at p
 	// (n and seg multiples of 16), computed on the device after the

@@ -54,7 +54,7 @@ func TestEagerLaunchesFollowTheLength(t *testing.T) {
 	}
 	w := testWorkspace()
 	w.l = l
-	r := &pointRun{p: pt}
+	r := &pointRun{session: session{p: pt}}
 	check := func(what string, g geometry, nkv int) {
 		t.Helper()
 		ls, err := launches(fakeFns(pt), &pt.Config, g, w, nil)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -689,5 +690,14 @@ func failedKinds(gs []results.Gate) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// floats decodes little-endian float32s.
+func floats(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
 	return out
 }

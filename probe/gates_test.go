@@ -263,45 +263,6 @@ func TestGateLaunchCount(t *testing.T) {
 		f.pairs, L, R, L, L+1+2*5)
 }
 
-func TestGateOrder(t *testing.T) {
-	n := []int{9, 1, 100, 8}
-	if got := gateOrder(n, 0, 1); !slices.Equal(got, []int{1, 8, 9, 100}) {
-		t.Errorf("ascending: %v", got)
-	}
-	if got := gateOrder(n, 1, 1); !slices.Equal(got, []int{100, 9, 8, 1}) {
-		t.Errorf("descending: %v", got)
-	}
-	a, b2 := gateOrder(n, 2, 1), gateOrder(n, 2, 1)
-	if !slices.Equal(a, b2) {
-		t.Errorf("shuffle not seeded: %v %v", a, b2)
-	}
-	sorted := slices.Clone(a)
-	slices.Sort(sorted)
-	if !slices.Equal(sorted, []int{1, 8, 9, 100}) {
-		t.Errorf("shuffle lost lengths: %v", a)
-	}
-	if !slices.Equal(n, []int{9, 1, 100, 8}) {
-		t.Error("gateOrder changed its argument")
-	}
-}
-
-func TestGateLog(t *testing.T) {
-	var l gateLog
-	l.add(results.Gate{Kind: "tolerance", Inputs: "uniform", Pass: true, NKV: 1})
-	l.add(results.Gate{Kind: "tolerance", Inputs: "uniform", Pass: true, NKV: 2})
-	l.add(results.Gate{Kind: "tolerance", Inputs: "peaked", Pass: true, NKV: 1, NMSE: 1e-9})
-	l.add(results.Gate{Kind: "tolerance", Inputs: "peaked", Pass: true, NKV: 2, NMSE: 1e-8})
-	l.add(results.Gate{Kind: "tolerance", Inputs: "peaked", Pass: true, NKV: 3, NMSE: 1e-10})
-	l.add(results.Gate{Kind: "tolerance", Inputs: "peaked", Pass: false, NKV: 4})
-	var got []string
-	for _, g := range l.gates {
-		got = append(got, g.Inputs+string(rune('0'+g.NKV)))
-	}
-	if want := []string{"uniform1", "uniform2", "peaked2", "peaked4"}; !slices.Equal(got, want) {
-		t.Errorf("kept %v, want %v", got, want)
-	}
-}
-
 // TestFakeMemoryDefectsCaught: a kernel that writes a read-only input or
 // past a buffer's end fails the readonly or guard gate naming the buffer
 // and the first changed byte, and the workspace is put back for the next

@@ -19,7 +19,7 @@ import (
 // checkGuards reads both guard regions of every buffer and flags the
 // first whose canary changed, then writes the canaries back so that the
 // next check, and the next point on this workspace, start intact.
-func (r *pointRun) checkGuards(nkv int) error {
+func (r *session) checkGuards(nkv int) error {
 	d := r.b.gpu
 	buf := make([]byte, guardBytes)
 	for _, e := range r.ws.table() {
@@ -57,7 +57,7 @@ func (r *pointRun) checkGuards(nkv int) error {
 					}
 				}
 			}
-			r.flag(results.Gate{Kind: results.GateGuard, NKV: nkv, Seed: r.p.Seed, Buffer: e.name,
+			r.found.Flag(results.Gate{Kind: results.GateGuard, NKV: nkv, Seed: r.p.Seed, Buffer: e.name,
 				FirstDiff: int(off), DiffBytes: 4 * n,
 				Detail: fmt.Sprintf("a launch wrote %d word(s) in the guard region %s %s, the nearest at byte %+d of the buffer (%d bytes long)",
 					n, side.name, e.name, off, e.n)})

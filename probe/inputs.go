@@ -3,7 +3,6 @@ package probe
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
@@ -207,7 +206,7 @@ func (c *inputCopy) wrote(off int64, b []byte) {
 
 // writeInput writes b at byte offset off of the buffer at p, and keeps
 // the record of a read-only buffer.
-func (r *pointRun) writeInput(p cuda.DevPtr, off int64, b []byte) error {
+func (r *session) writeInput(p cuda.DevPtr, off int64, b []byte) error {
 	if err := r.b.gpu.write(p+devOff(off), b); err != nil {
 		return err
 	}
@@ -219,7 +218,7 @@ func (r *pointRun) writeInput(p cuda.DevPtr, off int64, b []byte) error {
 
 // sealInputs digests every read-only buffer written since its last seal:
 // the bytes a launch must leave as they are.
-func (r *pointRun) sealInputs() error {
+func (r *session) sealInputs() error {
 	for _, c := range r.ws.inputs {
 		if c.ref != nil {
 			continue
@@ -238,7 +237,7 @@ func (r *pointRun) sealInputs() error {
 // changed. A changed buffer is put back as the record has it, so that the
 // gates after this one, and the next point on this workspace, start from
 // the uploaded bytes.
-func (r *pointRun) checkInputs(nkv int) error {
+func (r *session) checkInputs(nkv int) error {
 	for _, c := range r.ws.inputs {
 		if c.ref == nil {
 			continue
@@ -261,7 +260,7 @@ func (r *pointRun) checkInputs(nkv int) error {
 				if err := r.b.gpu.read(got, c.p+devOff(int64(i)*digestSeg)); err != nil {
 					return fmt.Errorf("reading back %s: %w", c.name, err)
 				}
-				r.flag(r.inputGate(c, nkv, int64(i)*digestSeg, want, got))
+				r.found.Flag(r.inputGate(c, nkv, int64(i)*digestSeg, want, got))
 				first = false
 			}
 			if err := r.b.gpu.write(c.p+devOff(int64(i)*digestSeg), want); err != nil {
@@ -275,7 +274,7 @@ func (r *pointRun) checkInputs(nkv int) error {
 
 // inputGate is the failure of a read-only buffer whose segment at byte
 // base holds got instead of want.
-func (r *pointRun) inputGate(c *inputCopy, nkv int, base int64, want, got []byte) results.Gate {
+func (r *session) inputGate(c *inputCopy, nkv int, base int64, want, got []byte) results.Gate {
 	g := results.Gate{Kind: results.GateReadOnly, NKV: nkv, Seed: r.p.Seed, Buffer: c.name, FirstDiff: -1}
 	diff := 0
 	for j := range want {
@@ -301,7 +300,7 @@ func (r *pointRun) inputGate(c *inputCopy, nkv int, base int64, want, got []byte
 }
 
 // elementName says where element e of a buffer sits in the shape.
-func (r *pointRun) elementName(buf string, e int64) string {
+func (r *session) elementName(buf string, e int64) string {
 	s := r.p.Config.Shape
 	b, kvh, d := int64(s.Batch), int64(s.KVHeads), int64(s.HeadDim)
 	switch buf {
@@ -329,55 +328,12 @@ func (r *pointRun) elementName(buf string, e int64) string {
 	return fmt.Sprintf("byte %d", e)
 }
 
-// flag keeps a failure found by a check that runs after every launch:
-// the first per kind and buffer, which is the evidence; later ones repeat
-// it.
-func (r *pointRun) flag(g results.Gate) {
-	key := string(g.Kind) + "/" + g.Buffer
-	if r.flagged == nil {
-		r.flagged = map[string]bool{}
-	}
-	if r.flagged[key] {
-		return
-	}
-	r.flagged[key] = true
-	r.findings = append(r.findings, g)
-}
-
 // afterLaunch runs the checks that follow every launch whose outputs were
 // read back: read-only inputs and guard regions.
-func (r *pointRun) afterLaunch(nkv int) error {
-	r.checks++
+func (r *session) afterLaunch(nkv int) error {
+	r.found.Checked()
 	if err := r.checkInputs(nkv); err != nil {
 		return err
 	}
 	return r.checkGuards(nkv)
-}
-
-// memoryGates are the verdicts of the checks after every launch: each
-// failure found, and one pass per kind naming the buffers none was found
-// on and how many launches they covered.
-func (r *pointRun) memoryGates(nkv int) []results.Gate {
-	out := slices.Clone(r.findings)
-	var inputs, guarded []string
-	for _, e := range r.ws.table() {
-		if e.n == 0 {
-			continue
-		}
-		if e.role == abi.RoleInput && !r.flagged[string(results.GateReadOnly)+"/"+e.name] {
-			inputs = append(inputs, e.name)
-		}
-		if !r.flagged[string(results.GateGuard)+"/"+e.name] {
-			guarded = append(guarded, e.name)
-		}
-	}
-	pass := func(kind results.GateKind, bufs []string, what string) {
-		if len(bufs) > 0 && r.checks > 0 {
-			out = append(out, results.Gate{Kind: kind, NKV: nkv, Pass: true, Seed: r.p.Seed, Buffer: strings.Join(bufs, ","), FirstDiff: -1,
-				Detail: fmt.Sprintf("%s after each of %d launches", what, r.checks)})
-		}
-	}
-	pass(results.GateReadOnly, inputs, "unchanged")
-	pass(results.GateGuard, guarded, "canaries intact")
-	return out
 }

@@ -10,7 +10,7 @@ import (
 
 // The declared io of a signature, on the host side: q goes up in its
 // dtype, K and V in their layout, and out comes back converted to f32, so
-// that the gates (gates.go, compare.go) judge every kernel's output as
+// that the gates (package gate) judge every kernel's output as
 // f32 bytes whatever dtype it writes.
 
 // The q and out dtypes (abi.IODtypes: f32, f16, bf16) are element types

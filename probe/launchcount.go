@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/probe/gate"
 )
 
 // Invariance to the launch count, for every point.
@@ -79,9 +80,7 @@ func (r *pointRun) sampleLaunches(probe results.Probe, n int) error {
 		if !used {
 			continue
 		}
-		r.alt = i == 1
-		o, err := r.readBack()
-		r.alt = false
+		o, err := r.readBack(qSet(i))
 		if err != nil {
 			return fmt.Errorf("reading back the %s probe's launch after sample %d: %w", probe, n, err)
 		}
@@ -116,9 +115,7 @@ func (r *pointRun) launchCountGates() ([]results.Gate, error) {
 	var ref [2]*outputs
 	refOf := func(set int) (outputs, error) {
 		if ref[set] == nil {
-			r.alt = set == 1
-			o, err := r.runOutputs(k, c, r.g, lengths)
-			r.alt = false
+			o, err := r.runOutputs(k, c, r.g, lengths, qSet(set))
 			if err != nil {
 				return outputs{}, fmt.Errorf("a fresh module's launch for the launch-count check: %w", err)
 			}
@@ -128,7 +125,7 @@ func (r *pointRun) launchCountGates() ([]results.Gate, error) {
 		return *ref[set], nil
 	}
 	fail := func(where string, a, b outputs) results.Gate {
-		return outputsGate(results.GateLaunches, nkv, r.p.Seed, a, b,
+		return gate.Same(results.GateLaunches, nkv, r.p.Seed, a.gate(), b.gate(),
 			where+" differs from a fresh module's launch on the same inputs (device state that changes with the launch count)")
 	}
 	for _, s := range sampled {
@@ -152,9 +149,9 @@ func (r *pointRun) launchCountGates() ([]results.Gate, error) {
 		// At the shortest gate length: the launch count, not the length,
 		// is what the run is for, and a launch there costs microseconds
 		// where one at the timed length may cost milliseconds.
-		short := shapeLengths(slices.Min(gateNKVs(r.p.GateNKV, c.Shape.Capacity)), c.Shape)
+		short := gate.Lengths(slices.Min(gate.NKVs(r.p.GateNKV, c.Shape.Capacity)), c.Shape)
 		g := r.geometryAt(r.g, slices.Max(short))
-		want, err := r.runOutputs(k, c, g, short)
+		want, err := r.runOutputs(k, c, g, short, firstSet)
 		if err != nil {
 			return nil, fmt.Errorf("a fresh module's launch for the launch-count run: %w", err)
 		}
@@ -181,13 +178,13 @@ func (r *pointRun) longRun(n int, lengths []int, g geometry, want outputs, fail 
 		return results.Gate{}, err
 	}
 	for i := range n {
-		if err := r.poison(); err != nil {
+		if err := r.poison(firstSet); err != nil {
 			return results.Gate{}, err
 		}
-		if err := r.pair(r.k, &r.p.Config, g); err != nil {
+		if err := r.pair(r.k, &r.p.Config, g, firstSet); err != nil {
 			return results.Gate{}, fmt.Errorf("launch %d of the launch-count run: %w", i+1, err)
 		}
-		o, err := r.readBack()
+		o, err := r.readBack(firstSet)
 		if err != nil {
 			return results.Gate{}, fmt.Errorf("launch %d of the launch-count run: %w", i+1, err)
 		}

@@ -210,12 +210,10 @@ func (r *pointRun) warm(probe results.Probe, batch int) error {
 // timedPair enqueues one pair of the probes: consecutive ones read the two
 // q in turn (timed.go).
 func (r *pointRun) timedPair() error {
-	r.alt = r.timedN%2 == 1
-	r.used[r.timedN%2] = true
+	set := qSet(r.timedN % 2)
+	r.used[set] = true
 	r.timedN++
-	err := r.pair(r.k, &r.p.Config, r.g)
-	r.alt = false
-	return err
+	return r.pair(r.k, &r.p.Config, r.g, set)
 }
 
 // poisonSets poisons the outputs of the sets the next n timed pairs run
@@ -228,10 +226,7 @@ func (r *pointRun) poisonSets(n int) error {
 		if n == 0 && i == 1 && r.graphPairs < 2 {
 			continue
 		}
-		r.alt = i == 1
-		err := r.poison()
-		r.alt = false
-		if err != nil {
+		if err := r.poison(qSet(i)); err != nil {
 			return err
 		}
 	}

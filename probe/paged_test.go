@@ -104,7 +104,7 @@ func TestPagedPlacement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &pointRun{b: bk, p: p, l: l, ws: w}
+		r := &pointRun{session: session{b: bk, p: p, l: l, ws: w}}
 		s := p.Config.Shape
 		const rows = 37 // two whole pages and a part
 		// V's array holds more rows per sequence than the set (a set

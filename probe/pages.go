@@ -97,7 +97,7 @@ type rowSource struct {
 
 // packedRows is the rowSource of the oracle's packed rows, [batch][rows]
 // [kv_heads][width], row r of a sequence taken from row r mod rows: rows
-// past the set repeat it, as the long gates tile it (long.go). A block
+// past the set repeat it, as the long gates tile it (tile.go). A block
 // lies in one run unless it wraps past the set's rows or holds a patched
 // row of K (a needle of the peaked set, Inputs.KPatches).
 func packedRows(s abi.Shape, elt int, p packed) rowSource {
@@ -255,7 +255,7 @@ func (w *workspace) mirrorOf(k bool, off, n int64) []byte {
 // the lengths: a paged layout's index buffers, the mask, the split
 // counts, the host-planned arrays. Each goes in one copy of its
 // allocation.
-func (r *pointRun) lengthInputs(lengths []int) ([]inputWrite, []cuda.DevPtr, error) {
+func (r *session) lengthInputs(lengths []int) ([]inputWrite, []cuda.DevPtr, error) {
 	w, s := r.ws, r.p.Config.Shape
 	d := w.l.dims(s)
 	var writes []inputWrite

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/cuda"
-	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
@@ -59,7 +58,7 @@ func (b *Backend) Run(ctx context.Context, p *plan.Point) (rec results.Record, e
 		Env:    b.env,
 		Landed: p.Landed,
 		// Whatever the gates conclude, they conclude it under these
-		// (waivers.go).
+		// (package gate's waivers.go).
 		Waivers: p.WaiverTexts(),
 	}
 	defer func() { rec.WallSec = time.Since(start).Seconds() }()
@@ -80,7 +79,7 @@ func (b *Backend) Run(ctx context.Context, p *plan.Point) (rec results.Record, e
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.Measure.TimeoutSec*float64(time.Second)))
 		defer cancel()
 	}
-	r := &pointRun{b: b, p: p, rec: &rec}
+	r := &pointRun{session: session{b: b, p: p}, rec: &rec}
 	err = r.run(ctx) // before finish reads rec: run fills it in
 	return b.finish(pctx, p, rec, err)
 }
@@ -116,38 +115,12 @@ func (b *Backend) finish(parent context.Context, p *plan.Point, rec results.Reco
 	return rec, nil
 }
 
-// A pointRun is the state of one Run.
+// A pointRun is the state of one Run: the session its gates and timing
+// probes share, the record it fills in, and the timing probes' own state.
 type pointRun struct {
-	b   *Backend
-	p   *plan.Point
+	session
 	rec *results.Record
 
-	l        layout
-	k, twin  *kernelPair
-	g, twinG geometry
-	ws       *workspace
-	// pairs counts the launch pairs (and graph replays) of this run: the
-	// gates' cost per compiled kernel is read off it.
-	pairs int
-	// base is the uniform gate input drawn once per run; every input set
-	// is derived from it (uploadSet).
-	base *oracle.Inputs
-	// spare are read-back buffers of partial no verdict refers to any
-	// more (checkAt gives them back): at batch 16 a fresh one per launch
-	// faults in megabytes of new pages every time.
-	spare [][]byte
-	// tInputs and tOracle are the host's share of the gates: drawing and
-	// deriving the inputs, and the float64 reference.
-	tInputs, tOracle time.Duration
-	// checks counts the launches the read-only and guard checks followed
-	// (afterLaunch); findings are their failures, the first per kind and
-	// buffer (flagged), added to the gates' verdicts.
-	checks   int
-	findings []results.Gate
-	flagged  map[string]bool
-	// alt makes pair, poison and readBack use the second set of q and
-	// outputs; lastAlt is the set the latest pair ran on.
-	alt, lastAlt bool
 	// used marks the sets the current probe's launches ran on, timed the
 	// outputs read back after each probe.
 	used  [2]bool
@@ -159,33 +132,6 @@ type pointRun struct {
 	graphPairs int
 	// timedN counts the probes' pairs (timedPair).
 	timedN int
-	// gateFindings is how many of findings the gates' verdicts hold; the
-	// rest were found after the probes.
-	gateFindings int
-	// ref is the fresh gate's launch (freshGate).
-	ref *launchBytes
-}
-
-// pair enqueues one pair of k: the one launch path of a point, which the
-// gates, the probes and graph capture all go through.
-//
-// With alt set the pair runs on the workspace's second set of q and
-// outputs (timed.go); lastAlt says which set the latest pair ran on.
-func (r *pointRun) pair(k *kernelPair, c *results.Config, g geometry) error {
-	r.pairs++
-	r.lastAlt = r.alt
-	return r.b.gpu.launch(k, c, g, r.view())
-}
-
-// view is the workspace as the next pair sees it: with alt set, q,
-// partial, out and lse are the second set's.
-func (r *pointRun) view() *workspace {
-	if !r.alt {
-		return r.ws
-	}
-	v := *r.ws
-	v.q, v.partial, v.out, v.lse = r.ws.qAlt, r.ws.partialAlt, r.ws.outAlt, r.ws.lseAlt
-	return &v
 }
 
 func (r *pointRun) run(ctx context.Context) error {

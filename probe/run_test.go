@@ -170,7 +170,7 @@ func probeRun(t *testing.T, f *fakeDevice, ms plan.Measure) *pointRun {
 	p.Measure = ms
 	rec := &results.Record{Env: b.env}
 	rec.Env.ReadBWGBps = 4000
-	r := &pointRun{b: b, p: p, rec: rec}
+	r := &pointRun{session: session{b: b, p: p}, rec: rec}
 	var err error
 	if r.l, err = pointLayout(p); err != nil {
 		t.Fatal(err)

@@ -2,13 +2,10 @@ package probe
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/kvtype"
-	"github.com/ktune/ktune/internal/oracle"
-	"github.com/ktune/ktune/internal/results"
 )
 
 // Memory as an engine holds it.
@@ -94,15 +91,11 @@ func patternRows(t *kvtype.Type, unit int64) [][]byte {
 	return rows
 }
 
-// staleGate runs the point's kernel at nkv over uniform inputs whose rows
-// past each length are stale, and compares with the launch over the fill
-// (partial, out and a declared lse, byte for byte); K and V are put back
-// afterwards.
-func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog) error {
+// staleLaunch runs the point's kernel at nkv over uniform inputs whose
+// rows past each length are stale, for the stale gate (gate.Session.
+// StaleLaunch); K and V are put back afterwards.
+func (r *session) staleLaunch(nkv int, lengths []int) (outputs, error) {
 	c := &r.p.Config
-	if !slices.ContainsFunc(lengths, func(n int) bool { return n < c.Shape.Capacity }) {
-		return nil // every sequence at the capacity: nothing lies past it
-	}
 	t := c.Shape.KVType()
 	kp, vp := r.ws.placements(c.Shape)
 	// undo puts K and V back as they were, on every path. Best effort on
@@ -135,12 +128,12 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 		cps := r.ws.pagedCopies(c.Shape, ranges, src, phase, nil, r.ws.mirrorOf)
 		var err error
 		if undo, err = r.stalePagesOnDevice(cps); err != nil {
-			return fmt.Errorf("writing stale rows past the lengths: %w", err)
+			return outputs{}, fmt.Errorf("writing stale rows past the lengths: %w", err)
 		}
 		if undo == nil {
 			undo, err = r.writeStalePages(cps)
 			if err != nil {
-				return fmt.Errorf("writing stale rows past the lengths: %w", err)
+				return outputs{}, fmt.Errorf("writing stale rows past the lengths: %w", err)
 			}
 		}
 	} else {
@@ -174,20 +167,12 @@ func (r *pointRun) staleGate(nkv int, lengths []int, fill outputs, log *gateLog)
 			for _, sp := range spans {
 				restore = append(restore, savedPieces{buf, buf.pieces(sp.dst, sp.n)})
 				if err := r.writeInput(p, sp.dst, pat[:sp.n]); err != nil {
-					return fmt.Errorf("writing stale rows past the lengths: %w", err)
+					return outputs{}, fmt.Errorf("writing stale rows past the lengths: %w", err)
 				}
 			}
 		}
 	}
-	stale, err := r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths)
-	if err != nil {
-		return fmt.Errorf("stale-rows gate at nkv %d: %w", nkv, err)
-	}
-	g := outputsGate(results.GateStale, nkv, r.p.Seed, fill, stale,
-		"NaN, Inf and large values in the rows past each length changed the outputs (they reached them)")
-	g.Inputs = string(oracle.SetUniform)
-	log.add(g)
-	return nil
+	return r.runOutputs(r.k, c, r.geometryAt(r.g, nkv), lengths, firstSet)
 }
 
 // savedPieces are what a range of a read-only buffer held before the
@@ -198,7 +183,7 @@ type savedPieces struct {
 }
 
 // restorePieces writes saved back, best effort.
-func restorePieces(r *pointRun, saved []savedPieces) {
+func restorePieces(r *session, saved []savedPieces) {
 	for _, s := range saved {
 		for _, pc := range s.pieces {
 			_ = r.writeInput(s.buf.p, pc.off, pc.b)
@@ -209,7 +194,7 @@ func restorePieces(r *pointRun, saved []savedPieces) {
 // writeStalePages writes the stale pages cps (pagedCopies) into K and V
 // one device write a page, and returns what writes back what they held.
 // It is the stale gate's way where stalePagesOnDevice has no room.
-func (r *pointRun) writeStalePages(cps []kvCopy) (func(), error) {
+func (r *session) writeStalePages(cps []kvCopy) (func(), error) {
 	var restore []savedPieces
 	undo := func() { restorePieces(r, restore) }
 	for _, x := range r.ws.pageWrites(cps) {
@@ -257,7 +242,7 @@ func (w *workspace) pageWrites(cps []kvCopy) []pageWrite {
 // their images, more than half the device memory left past the
 // headroom, or more than the device can allocate) and the caller writes
 // the pages itself.
-func (r *pointRun) stalePagesOnDevice(cps []kvCopy) (func(), error) {
+func (r *session) stalePagesOnDevice(cps []kvCopy) (func(), error) {
 	type slot struct {
 		pageWrite
 		rec *inputCopy

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/probe/gate"
 )
 
 // What the timed launches computed.
@@ -42,13 +43,6 @@ import (
 // the same addresses in every launch, and the second q is as small as the
 // first and as warm.
 
-// A launchBytes is one gate launch's outputs, kept to compare the same
-// launch after the probes with.
-type launchBytes struct {
-	nkv int
-	outputs
-}
-
 // A timedOutputs is what one probe's last timed launch on one set of q
 // and outputs left.
 type timedOutputs struct {
@@ -68,13 +62,11 @@ func (r *pointRun) readTimed(probe results.Probe) ([]results.Gate, error) {
 		if !used {
 			continue
 		}
-		r.alt = i == 1
-		o, err := r.readBack()
-		r.alt = false
+		o, err := r.readBack(qSet(i))
 		if err != nil {
 			return nil, fmt.Errorf("reading back the %s probe's last launch: %w", probe, err)
 		}
-		if g := writtenGate(nkv, r.p.Seed, o, r.l.gatedSlots(c.Shape), c.Shape.HeadDim); !g.Pass {
+		if g := gate.Written(nkv, r.p.Seed, o.gate(), r.l.gatedSlots(c.Shape), c.Shape.HeadDim); !g.Pass {
 			g.Kind = results.GateTimed
 			g.Detail = fmt.Sprintf("the last timed launch of the %s probe (q set %d) left outputs unwritten (a launch that skipped its work): %s", probe, i, g.Detail)
 			fails = append(fails, g)
@@ -93,7 +85,7 @@ func (r *pointRun) readTimed(probe results.Probe) ([]results.Gate, error) {
 // __device__ state starts from its initial values, and opts its
 // functions in to g's dynamic shared memory (a new module's functions
 // need their own opt-in). The caller unloads it.
-func (r *pointRun) freshModule(g geometry) (*kernelPair, error) {
+func (r *session) freshModule(g geometry) (*kernelPair, error) {
 	k, err := r.b.gpu.reload(r.p.Source, r.k)
 	if err != nil {
 		return nil, err
@@ -120,24 +112,22 @@ func (r *pointRun) freshTimed() ([]results.Gate, error) {
 		return nil, err
 	}
 	defer r.b.gpu.unload(k)
-	var ref [2]*launchBytes
+	var ref [2]*outputs
 	var out []results.Gate
 	byProbe := map[results.Probe]int{}
 	for _, t := range r.timed {
-		i := 0
+		i := firstSet
 		if t.alt {
-			i = 1
+			i = altSet
 		}
 		if ref[i] == nil {
-			r.alt = t.alt
-			fo, err := r.runOutputs(k, c, r.g, lengths)
-			r.alt = false
+			fo, err := r.runOutputs(k, c, r.g, lengths, i)
 			if err != nil {
 				return nil, fmt.Errorf("a fresh module's launch after the probes: %w", err)
 			}
-			ref[i] = &launchBytes{nkv: nkv, outputs: fo}
+			ref[i] = &fo
 		}
-		g := outputsGate(results.GateTimed, nkv, r.p.Seed, t.outputs, ref[i].outputs,
+		g := gate.Same(results.GateTimed, nkv, r.p.Seed, t.outputs.gate(), ref[i].gate(),
 			fmt.Sprintf("the last timed launch of the %s probe (q set %d) differs from a fresh module's launch on the same inputs (a memo of an earlier launch, or state that drifts with the launch count)", t.probe, i))
 		if j, ok := byProbe[t.probe]; ok {
 			if out[j].Pass && !g.Pass {
@@ -157,20 +147,20 @@ func (r *pointRun) freshTimed() ([]results.Gate, error) {
 
 // againGate runs the gate launch of ref once more after the probes, on
 // the module that ran them.
-func (r *pointRun) againGate(ref *launchBytes) (results.Gate, error) {
+func (r *pointRun) againGate(ref *gate.Launch) (results.Gate, error) {
 	c, s := &r.p.Config, r.p.Config.Shape
-	lengths := shapeLengths(ref.nkv, s)
-	if !r.ws.holdsUniform(keyOf(r.p), ref.nkv) {
-		rows := slices.Max(gateNKVs(r.p.GateNKV, s.Capacity))
-		if _, err := r.uploadSet(oracle.SetUniform, rows, shapeLengths(rows, s)); err != nil {
+	lengths := gate.Lengths(ref.NKV, s)
+	if !r.ws.holdsUniform(keyOf(r.p), ref.NKV) {
+		rows := slices.Max(gate.NKVs(r.p.GateNKV, s.Capacity))
+		if _, err := r.uploadSet(oracle.SetUniform, rows, gate.Lengths(rows, s)); err != nil {
 			return results.Gate{}, err
 		}
 	}
-	o, err := r.runOutputs(r.k, c, r.geometryAt(r.g, ref.nkv), lengths)
+	o, err := r.runOutputs(r.k, c, r.geometryAt(r.g, ref.NKV), lengths, firstSet)
 	if err != nil {
-		return results.Gate{}, fmt.Errorf("the gate launch at nkv %d after the probes: %w", ref.nkv, err)
+		return results.Gate{}, fmt.Errorf("the gate launch at nkv %d after the probes: %w", ref.NKV, err)
 	}
-	g := outputsGate(results.GateTimed, ref.nkv, r.p.Seed, ref.outputs, o,
+	g := gate.Same(results.GateTimed, ref.NKV, r.p.Seed, ref.Outputs, o.gate(),
 		"after the probes the module gives other bytes than in the gates (behaviour that changes with the launch count)")
 	g.Inputs = string(oracle.SetUniform)
 	if g.Pass {
@@ -211,7 +201,7 @@ func (r *pointRun) timedGates(timed []results.Gate) error {
 		}
 		timed = append(timed, g)
 	}
-	fails := slices.Clone(r.findings[r.gateFindings:])
+	fails := slices.Clone(r.found.AfterGates())
 	for _, g := range timed {
 		if !g.Pass {
 			fails = append(fails, g)
@@ -221,7 +211,7 @@ func (r *pointRun) timedGates(timed []results.Gate) error {
 	if len(fails) == 0 {
 		return nil
 	}
-	r.rec.Gates = append(r.rec.Gates, r.findings[r.gateFindings:]...)
+	r.rec.Gates = append(r.rec.Gates, r.found.AfterGates()...)
 	if v != nil {
 		v.pass = false
 		v.gates = append(v.gates, fails...)

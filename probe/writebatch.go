@@ -14,7 +14,7 @@ import (
 // An upload of K or V is many pieces: a page each in a paged pool (a
 // set's 1664 pages among 131072 at batch 16 in 16-row pages; the pages
 // of the cache tiled to the capacity are copied on the device from the
-// set's, long.go), a tile of rows each in a contiguous cache tiled to
+// set's, tile.go), a tile of rows each in a contiguous cache tiled to
 // the capacity. One device write per piece costs a synchronous
 // copy and two stream waits each, which made the uploads most of a paged
 // kernel's gate time on the H200 (5.8 of 9.3 s at 16-row pages). So
@@ -102,7 +102,7 @@ const (
 // p) as writeInput would one by one: in one device write per run
 // (coalesce), the small runs of a scattered upload through the device's
 // stage. The record of a read-only buffer takes the pieces in order.
-func (r *pointRun) writeInputs(p cuda.DevPtr, cs []bufCopy) error {
+func (r *session) writeInputs(p cuda.DevPtr, cs []bufCopy) error {
 	if c := r.ws.input(p); c != nil {
 		for _, x := range cs {
 			c.wrote(x.dst, x.b)
@@ -150,7 +150,7 @@ func (r *pointRun) writeInputs(p cuda.DevPtr, cs []bufCopy) error {
 // stage, written to the device's stage at once, and copied from there to
 // their places on the stream. The next batch's write waits for the
 // stream, so the device's stage is not overwritten before its copies ran.
-func (r *pointRun) scatterRuns(p cuda.DevPtr, runs []writeRun, cs []bufCopy) error {
+func (r *session) scatterRuns(p cuda.DevPtr, runs []writeRun, cs []bufCopy) error {
 	d := r.b.gpu
 	dev, err := d.stageDevice()
 	if err != nil {

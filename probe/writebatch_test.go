@@ -100,7 +100,7 @@ func TestWriteInputsScattered(t *testing.T) {
 		b := fakeBackend(t, f)
 		pool := int64(2 * pages * page)
 		buf := f.allocBytes(pool)
-		r := &pointRun{b: b, ws: &workspace{}}
+		r := &pointRun{session: session{b: b, ws: &workspace{}}}
 		var cs []bufCopy
 		for _, slot := range rng.Perm(2 * pages)[:pages] {
 			pg := make([]byte, page)

@@ -1,4 +1,4 @@
-package probe
+package gate
 
 import (
 	"encoding/binary"
@@ -13,7 +13,7 @@ import (
 func unwritten(buf []byte, words func(yield func(int) bool)) (n, first int) {
 	first = -1
 	for w := range words {
-		if binary.LittleEndian.Uint32(buf[4*w:]) == poison {
+		if binary.LittleEndian.Uint32(buf[4*w:]) == Poison {
 			if first < 0 {
 				first = 4 * w
 			}

@@ -1,4 +1,4 @@
-package probe
+package gate
 
 import (
 	"context"
@@ -55,6 +55,15 @@ const (
 	invarianceMaxProbes = 3
 )
 
+// invariance runs the point's invariance gate when its variant asks for
+// one.
+var invariance = Gate{
+	Name:     "invariance",
+	Kinds:    []results.GateKind{results.GateInvariance},
+	Settings: []string{"GateNKV", "PageSize", "Invariance"},
+	Run:      runInvariance,
+}
+
 // An invContext is one batch a probe sequence runs in.
 type invContext struct {
 	name    string
@@ -65,70 +74,69 @@ type invContext struct {
 }
 
 // An invKernel is a context's kernel: a point of plan.Invariance (or the
-// point itself) with its loaded kernel, geometry and workspace.
+// point itself) as the session loaded it, with its name.
 type invKernel struct {
+	k    Kernel
 	p    *plan.Point
-	k    *kernelPair
-	g    geometry
-	l    layout
-	ws   *workspace
-	own  bool // ws was allocated for this gate and is freed after it
 	name string
 }
 
-// invarianceGate runs the point's invariance gate when its variant asks
-// for one.
-func (r *pointRun) invarianceGate(ctx context.Context, log *gateLog) error {
-	iv := r.p.Invariance
+func runInvariance(ctx context.Context, s Session, log *Log) error {
+	p := s.Point()
+	iv := p.Invariance
 	if iv == nil {
 		return nil
 	}
-	start, pairs := time.Now(), r.pairs
+	start, pairs := time.Now(), s.Pairs()
 	// Every context writes its own inputs: whatever the gates after this
 	// one need they upload again.
-	defer func() { r.ws.uniform, r.ws.tiled = uploaded{}, uploaded{} }()
-	s := r.p.Config.Shape
-	nkvs := gateNKVs(r.p.GateNKV, s.Capacity)
+	defer s.ForgetUploads()
+	shape := p.Config.Shape
+	nkvs := NKVs(p.GateNKV, shape.Capacity)
 	rows := slices.Max(nkvs)
-	in, err := r.uploadSet(oracle.SetUniform, rows, shapeLengths(rows, s))
+	in, err := s.UploadSet(oracle.SetUniform, rows, Lengths(rows, shape))
 	if err != nil {
 		return fmt.Errorf("invariance gate: %w", err)
 	}
-	own := &invKernel{p: r.p, k: r.k, g: r.g, l: r.l, ws: r.ws, name: fmt.Sprintf("batch %d", s.Batch)}
+	own := &invKernel{k: s.Kernel(), p: p, name: fmt.Sprintf("batch %d", shape.Batch)}
 	var batches, arms []*invKernel
 	for _, bp := range iv.Batches {
-		g := pointGeometry(bp)
-		if err := sharedFromSymbols(r.b.gpu, r.k, &g); err != nil {
+		k, err := s.Batch(bp)
+		if err != nil {
 			return fmt.Errorf("invariance gate: %w", err)
 		}
-		batches = append(batches, &invKernel{p: bp, k: r.k, g: g, l: r.l, ws: r.ws, name: fmt.Sprintf("batch %d", bp.Config.Shape.Batch)})
+		batches = append(batches, &invKernel{k: k, p: bp, name: fmt.Sprintf("batch %d", bp.Config.Shape.Batch)})
 	}
+	var releases []func()
 	defer func() {
-		for _, a := range arms {
-			if a.own {
-				_ = r.b.gpu.freeWorkspace(a.ws)
-			}
+		for _, release := range releases {
+			release()
 		}
 	}()
 	for i, ap := range iv.Arms {
-		a, err := r.armKernel(ap, iv.ArmNames[i])
+		k, release, err := s.Arm(ap)
 		if err != nil {
 			return fmt.Errorf("invariance gate, arm %s: %w", iv.ArmNames[i], err)
 		}
-		arms = append(arms, a)
+		releases = append(releases, release)
+		arms = append(arms, &invKernel{k: k, p: ap, name: "arm " + iv.ArmNames[i]})
 	}
-	rng := rand.New(rand.NewPCG(r.p.Seed, 0x696e76)) // "inv"
+	rng := rand.New(rand.NewPCG(p.Seed, 0x696e76)) // "inv"
 	ctxs := 0
-	for pi, L := range invarianceLengths(nkvs, r.p.PageSize, s.Attention.Queries()) {
-		src := pi % s.Batch
-		runs := invarianceContexts(iv, own, batches, arms, src, L, rows, s.Attention.Queries(), rng)
-		var ref outputs
+	for pi, L := range invarianceLengths(nkvs, p.PageSize, shape.Attention.Queries()) {
+		src := pi % shape.Batch
+		runs := invarianceContexts(iv, own, batches, arms, src, L, rows, shape.Attention.Queries(), rng)
+		var ref Outputs
 		var refCtx invContext
 		for i, c := range runs {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			o, err := r.runContext(c, in)
+			sel, err := in.Sequences(c.seqs)
+			if err != nil {
+				return fmt.Errorf("invariance gate, sequence %d (nkv %d) %s: %w", src, L, c.name, err)
+			}
+			o, err := s.LaunchInputs(c.run.k, sel, c.lengths)
 			if err != nil {
 				return fmt.Errorf("invariance gate, sequence %d (nkv %d) %s: %w", src, L, c.name, err)
 			}
@@ -138,62 +146,26 @@ func (r *pointRun) invarianceGate(ctx context.Context, log *gateLog) error {
 				ref, refCtx = row, c
 				continue
 			}
-			if g, ok := invarianceDiff(r.p, src, L, refCtx, c, ref, row); !ok {
-				log.add(g)
-				r.b.logf("%s: invariance gate failed: %s", r.p.Config.Variant, g.Detail)
+			if g, ok := invarianceDiff(p, src, L, refCtx, c, ref, row); !ok {
+				log.Add(g)
+				s.Logf("%s: invariance gate failed: %s", p.Config.Variant, g.Detail)
 				return nil
 			}
-			r.recycle(o.partial)
+			s.Recycle(o.Partial)
 		}
 	}
 	var kinds []string
 	for _, k := range iv.Kinds {
 		kinds = append(kinds, string(k))
 	}
-	detail := fmt.Sprintf("%s: %d contexts, %d launch pairs, %.2fs", strings.Join(kinds, ", "), ctxs, r.pairs-pairs, time.Since(start).Seconds())
+	detail := fmt.Sprintf("%s: %d contexts, %d launch pairs, %.2fs", strings.Join(kinds, ", "), ctxs, s.Pairs()-pairs, time.Since(start).Seconds())
 	if len(iv.Refused) > 0 {
 		detail += "; arms left out: " + strings.Join(iv.Refused, "; ")
 	}
-	log.add(results.Gate{Kind: results.GateInvariance, NKV: rows, Seed: r.p.Seed, Pass: true, FirstDiff: -1,
+	log.Add(results.Gate{Kind: results.GateInvariance, NKV: rows, Seed: p.Seed, Pass: true, FirstDiff: -1,
 		Inputs: string(oracle.SetUniform), Buffer: "out", Detail: detail})
-	r.b.logf("%s: invariance gate: %s", r.p.Config.Variant, detail)
+	s.Logf("%s: invariance gate: %s", p.Config.Variant, detail)
 	return nil
-}
-
-// armKernel loads another arm's kernel and gives it the point's
-// workspace when their layouts agree, else one of its own.
-func (r *pointRun) armKernel(ap *plan.Point, name string) (*invKernel, error) {
-	k, bld, err := r.b.gpu.load(ap.Source, &ap.Config, ap.Flags)
-	if err != nil {
-		return nil, err
-	}
-	if k == nil {
-		log := ""
-		if bld != nil {
-			log = bld.record.Log
-		}
-		return nil, fmt.Errorf("NVRTC rejected the arm's kernel:\n%s", log)
-	}
-	g := pointGeometry(ap)
-	if err := sharedFromSymbols(r.b.gpu, k, &g); err != nil {
-		return nil, err
-	}
-	// For the side effect: the dynamic shared memory opt-in.
-	if _, err := r.b.gpu.resources(k, g); err != nil {
-		return nil, fmt.Errorf("preparing the arm's kernel: %w", err)
-	}
-	l, err := pointLayout(ap)
-	if err != nil {
-		return nil, err
-	}
-	a := &invKernel{p: ap, k: k, g: g, l: l, ws: r.ws, name: "arm " + name}
-	if l != r.l {
-		if a.ws, err = r.b.gpu.allocWorkspace(l); err != nil {
-			return nil, fmt.Errorf("allocating the arm's buffers: %w", err)
-		}
-		a.own = true
-	}
-	return a, nil
 }
 
 // invarianceLengths are the probe sequences' lengths: the shortest,
@@ -283,28 +255,9 @@ func invariancePositions(n int, rng *rand.Rand) []int {
 	return out
 }
 
-// runContext runs one context: the context's sequences of in uploaded
-// into its workspace at its batch, one launch at its lengths.
-func (r *pointRun) runContext(c invContext, in *oracle.Inputs) (outputs, error) {
-	sel, err := in.Sequences(c.seqs)
-	if err != nil {
-		return outputs{}, err
-	}
-	sub := *r
-	sub.p, sub.k, sub.g, sub.l, sub.ws = c.run.p, c.run.k, c.run.g, c.run.l, c.run.ws
-	defer func() {
-		// What the context's launch counted and found is the point's.
-		r.pairs, r.checks, r.findings, r.flagged, r.spare = sub.pairs, sub.checks, sub.findings, sub.flagged, sub.spare
-	}()
-	if err := sub.upload(sel); err != nil {
-		return outputs{}, err
-	}
-	return sub.runOutputs(sub.k, &sub.p.Config, sub.geometryAt(sub.g, slices.Max(c.lengths)), c.lengths)
-}
-
 // probeRow keeps the probe sequence's rows of a context's outputs: out
 // [batch][q_len][heads][dv] as f32, lse [batch][q_len][heads].
-func probeRow(o outputs, c invContext) outputs {
+func probeRow(o Outputs, c invContext) Outputs {
 	n := len(c.seqs)
 	row := func(b []byte) []byte {
 		if b == nil {
@@ -313,17 +266,17 @@ func probeRow(o outputs, c invContext) outputs {
 		w := len(b) / n
 		return slices.Clone(b[c.pos*w : (c.pos+1)*w])
 	}
-	return outputs{out: row(o.out), lse: row(o.lse)}
+	return Outputs{Out: row(o.Out), LSE: row(o.LSE)}
 }
 
 // invarianceDiff compares the probe sequence's rows of two contexts:
 // out, then lse. A difference is a failing gate naming both contexts
 // and the first differing element (an f32 of the row).
-func invarianceDiff(p *plan.Point, src, L int, a, b invContext, x, y outputs) (results.Gate, bool) {
+func invarianceDiff(p *plan.Point, src, L int, a, b invContext, x, y Outputs) (results.Gate, bool) {
 	for _, buf := range []struct {
 		name string
 		a, b []byte
-	}{{"out", x.out, y.out}, {"lse", x.lse, y.lse}} {
+	}{{"out", x.Out, y.Out}, {"lse", x.LSE, y.LSE}} {
 		n, first := diffBytes(buf.a, buf.b)
 		if n == 0 {
 			continue
