@@ -160,7 +160,19 @@ func (b *builder) runBuild(v *spec.Variant, argv []string, inst string, src *Sou
 	cmd.Dir = filepath.Dir(v.Path)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
+	start := time.Now()
+	if w := b.over.BuildLog; w != nil {
+		fmt.Fprintf(w, "building %s (variant %s): %s\n", filepath.Base(v.Path), v.Name, strings.Join(argv, " "))
+	}
 	err = cmd.Run()
+	if w := b.over.BuildLog; w != nil {
+		took := time.Since(start).Round(100 * time.Millisecond)
+		if err != nil {
+			fmt.Fprintf(w, "build failed %s in %s\n", filepath.Base(v.Path), took)
+		} else {
+			fmt.Fprintf(w, "built %s in %s (cached: the next plan of the same build reuses it)\n", filepath.Base(v.Path), took)
+		}
+	}
 	text := log.String()
 	if len(text) > maxBuildLog {
 		text = text[:maxBuildLog] + "\n[… cut at 64 KiB]"

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"io"
 	"slices"
 
 	"github.com/ktune/ktune/internal/results"
@@ -32,6 +33,12 @@ type Override struct {
 	// cache (empty: builds are neither run nor looked up).
 	RunBuilds bool
 	BuildDir  string
+	// BuildLog, when set, hears when a build starts and how long it took:
+	// an engine's build can run for minutes (vLLM's paged_attention_v2.cu
+	// instantiates every head size, block size and cache type: nearly
+	// 8 minutes of nvcc on an H100 host), and a command silent that long
+	// reads as hung.
+	BuildLog io.Writer
 }
 
 // apply changes one point before it is hashed.

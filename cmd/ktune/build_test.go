@@ -43,8 +43,18 @@ func TestCheckEngineBuild(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", w, stdout)
 		}
 	}
-	again, _, _ := runCmd("check", spec, "--cache", cache)
+	// A build says when it starts and what it took: an engine's build can
+	// run for minutes.
+	for _, w := range []string{"building hostcode.cu (variant nvcc): nvcc -cubin -arch=sm_90 -O3", "built hostcode.cu in ", "build failed hostcode.cu in "} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	again, againErr, _ := runCmd("check", spec, "--cache", cache)
 	if !strings.Contains(again, "ok     hostcode.cu artifact-") {
 		t.Errorf("the second check lost the build:\n%s", again)
+	}
+	if strings.Contains(againErr, "building hostcode.cu (variant nvcc)") {
+		t.Errorf("the second check built again:\n%s", againErr)
 	}
 }

@@ -119,7 +119,7 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 		}
 		// A variant's own build (build:) runs here where its compiler
 		// exists; where not, its kernel is reported as not checked.
-		p, err := plan.BuildWith(s, *arch, plan.Override{RunBuilds: true, BuildDir: builds})
+		p, err := plan.BuildWith(s, *arch, plan.Override{RunBuilds: true, BuildDir: builds, BuildLog: stderr})
 		if err != nil {
 			return planError(path, err)
 		}

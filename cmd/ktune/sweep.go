@@ -234,7 +234,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, args []string, deps
 	}
 	over := plan.Override{BlocksPerSM: devOver.BlocksPerSM} // sms: the device's (openBench)
 	// A variant's own build (build:) runs on the machine that sweeps.
-	over.RunBuilds = true
+	over.RunBuilds, over.BuildLog = true, stderr
 	if over.BuildDir, err = probe.BuildDir(""); err != nil {
 		return err
 	}
