@@ -10,7 +10,7 @@ out=${1:?usage: run-h200-vllm.sh OUTDIR}
 k=${KTUNE:-./bin/ktune}
 mkdir -p "$out"
 work=$(mktemp -d)
-timeout --signal=INT "${VLLM_S:-300}" "$k" sweep experiments/h200-vllm.yaml -o "$work/vl" -v > "$work/vllm.log" 2>&1
+timeout --signal=INT "${VLLM_S:-300}" "$k" sweep experiments/engines/h200-vllm.yaml -o "$work/vl" -v > "$work/vllm.log" 2>&1
 tail -n 3 "$work/vllm.log"
 timeout --signal=INT "${MMA_S:-200}" "$k" sweep experiments/h200-vllm-mma.yaml -o "$work/mm" -v > "$work/mma.log" 2>&1
 tail -n 3 "$work/mma.log"
