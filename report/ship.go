@@ -219,9 +219,14 @@ func shipShape(rows []*Row) (ShipShape, bool) {
 		rg := &s.Ranges[len(s.Ranges)-1]
 		rg.MaxNKV = n
 		rg.Points = append(rg.Points, pt)
-		if w.source != "" && !sources[w.source] {
-			sources[w.source] = true
-			s.Sources = append(s.Sources, w.source)
+		// The landed configuration's file too: the dispatch table's ties
+		// keep the landed one, which it cannot do from the winners' files
+		// alone.
+		for _, r := range []*Row{w, landed[n]} {
+			if r != nil && r.source != "" && !sources[r.source] {
+				sources[r.source] = true
+				s.Sources = append(s.Sources, r.source)
+			}
 		}
 	}
 	markUnmeasured(s.Ranges, measured)

@@ -186,6 +186,32 @@ func TestShipCommandNamesSources(t *testing.T) {
 	}
 }
 
+// When the landed kernel's records are in a file of their own, the tune
+// command names it beside the winners' file: the dispatch table's ties
+// keep the landed configuration, which tune cannot see otherwise.
+func TestShipCommandNamesTheLandedFile(t *testing.T) {
+	recs := loadH200(t, "slice.jsonl")
+	src := make([]string, len(recs))
+	for i, r := range recs {
+		src[i] = "others.jsonl"
+		if r.Landed {
+			src[i] = "landed.jsonl"
+		}
+	}
+	rep, err := Build(recs, Options{Sources: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Ship {
+		if s.Landed == "" {
+			continue
+		}
+		if !strings.Contains(s.Command, "landed.jsonl") {
+			t.Errorf("%s: command %q does not name the landed kernel's file", s.Shape, s.Command)
+		}
+	}
+}
+
 func joinSpace(xs []string) string {
 	out := ""
 	for i, x := range xs {
