@@ -363,20 +363,17 @@ const mmaMaxQLen = 8
 func mmacOptions(a abi.Attention) error { return mmaOptionsUpTo(a, 1) }
 
 func mmaOptionsUpTo(a abi.Attention, maxQ int) error {
-	switch {
-	case a.ALiBi != "":
-		return fmt.Errorf("no ALiBi (the kernel adds no bias to its scores)")
-	case a.Window > 0:
-		return fmt.Errorf("no sliding window (every split reads all its rows)")
-	case a.MLA.DV > 0:
-		return fmt.Errorf("no MLA (K and V are one width)")
-	case a.LSE != "":
-		return fmt.Errorf("no lse output")
-	case a.Queries() > maxQ:
+	if a.Queries() > maxQ {
 		return fmt.Errorf("q_len %d: at most %d query tokens per sequence", a.Queries(), maxQ)
 	}
 	return nil
 }
+
+// mmaTakes are the options mma_core.cuh computes: soft-cap, sinks and
+// more than one query token; ALiBi, a window, MLA's widths and an lse
+// output it does not (no bias on its scores, every split reads all its
+// rows, K and V of one width, no lse written).
+var mmaTakes = []abi.Option{"softcap", "sinks", "q_len"}
 
 func init() {
 	register(&catalog.Kernel{
@@ -420,6 +417,7 @@ func init() {
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class:     catalog.Tolerance,
 		Check:     checkMMAKernel,
+		Takes:     mmaTakes,
 		Attention: mmaOptions,
 		// Every form (invariance.go).
 		Invariance: mmaInvariance,
@@ -451,6 +449,7 @@ func init() {
 		Class:     catalog.Tolerance,
 		Check:     checkMMAFusedKernel,
 		Fused:     true,
+		Takes:     mmaTakes,
 		Attention: mmaOptions,
 	})
 	// mmafw is mma in one launch with the merge shared by the group's
@@ -483,6 +482,7 @@ func init() {
 		Class:     catalog.Tolerance,
 		Check:     checkMMAFusedWKernel,
 		Fused:     true,
+		Takes:     mmaTakes,
 		Attention: mmaOptions,
 	})
 	// mmac is mma in one launch with the merge spread over a thread-block
@@ -513,6 +513,7 @@ func init() {
 		Class:     catalog.Tolerance,
 		Check:     checkMMAKernel,
 		Fused:     true,
+		Takes:     mmaTakes,
 		Attention: mmacOptions,
 	})
 }

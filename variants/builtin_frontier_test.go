@@ -1,7 +1,9 @@
 package variants
 
 import (
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -415,9 +417,9 @@ func TestFrontierOptions(t *testing.T) {
 		{"mma", opt(q4), nil, "group 7 x q_len 4 = 28 columns exceed 8*GN = 8: set GN=4"},
 		{"mma", opt(q4), map[string]string{"GN": "4", "WN": "4", "WARPS": "8", "CW": "0"}, "CW=0"},
 		{"mma", opt(abi.Attention{QLen: 9}), map[string]string{"GN": "8", "WN": "8", "WARPS": "8"}, "q_len 9: at most 8"},
-		{"mma", opt(abi.Attention{ALiBi: abi.ALiBiStandard}), nil, "no ALiBi"},
-		{"mma", opt(abi.Attention{Window: 256}), nil, "no sliding window"},
-		{"mma", opt(abi.Attention{LSE: abi.LSENatural}), nil, "no lse"},
+		{"mma", opt(abi.Attention{ALiBi: abi.ALiBiStandard}), nil, "computes no alibi"},
+		{"mma", opt(abi.Attention{Window: 256}), nil, "computes no window"},
+		{"mma", opt(abi.Attention{LSE: abi.LSENatural}), nil, "computes no lse"},
 		{"mmac", opt(abi.Attention{Softcap: 30}), map[string]string{"SPLITS": "8"}, ""},
 		{"mmac", opt(abi.Attention{QLen: 2}), map[string]string{"SPLITS": "8", "GN": "2"}, "q_len 2: at most 1"},
 		{"gqa", opt(abi.Attention{Softcap: 30}), nil, "computes plain attention"},
@@ -444,6 +446,41 @@ func TestFrontierOptions(t *testing.T) {
 		if name == abi.DefineQLen || name == abi.DefineSoftcap || name == abi.DefineSinks {
 			if !strings.Contains(core, "#if "+name) && !strings.Contains(core, "#if "+name+" ") {
 				t.Errorf("mma_core.cuh does not test %s", name)
+			}
+		}
+	}
+}
+
+// TestBuiltinsRefuseOptionsTheyDoNotTake: for every built-in and every
+// attention option set alone, the kernel refuses the shape unless the
+// option is one it says it computes (Takes). Options come from the
+// fields of abi.Attention, so an option added there is refused by every
+// built-in until a kernel takes it.
+func TestBuiltinsRefuseOptionsTheyDoNotTake(t *testing.T) {
+	singles := []abi.Attention{
+		{Softcap: 30}, {ALiBi: abi.ALiBiStandard}, {Sinks: true}, {Window: 256}, {QLen: 2},
+		{MLA: abi.MLA{DV: 64, Layout: abi.MLASplit}}, {LSE: abi.LSENatural},
+	}
+	seen := map[abi.Option]bool{}
+	for _, a := range singles {
+		for _, o := range a.Options() {
+			seen[o] = true
+		}
+	}
+	if want := reflect.TypeOf(abi.Attention{}).NumField(); len(seen) != want {
+		t.Fatalf("the cases set %d options, abi.Attention has %d fields: add a case", len(seen), want)
+	}
+	for _, k := range All() {
+		for _, a := range singles {
+			s := h200Shape
+			s.Attention = a
+			err := k.Accepts(s, map[string]string{"GN": "2"})
+			o := a.Options()[0]
+			if !slices.Contains(k.Takes, o) && err == nil {
+				t.Errorf("%s accepts %s, which it does not take", k.Name, o)
+			}
+			if slices.Contains(k.Takes, o) && err != nil && strings.Contains(err.Error(), "computes no") {
+				t.Errorf("%s refuses %s, which it takes: %v", k.Name, o, err)
 			}
 		}
 	}

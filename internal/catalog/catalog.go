@@ -8,6 +8,7 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -64,11 +65,16 @@ type Kernel struct {
 	// batch × kv_heads counters, merges the splits itself and writes out;
 	// no combine is launched and Combine is empty.
 	Fused bool
-	// Attention says which of a shape's attention options the kernel
-	// computes: nil refuses every option (plain decode attention only);
-	// otherwise it returns nil for options it computes and the reason for
-	// the first it does not. The options reach the kernel as the shape's
-	// defines (abi.ShapeDefines) and arguments (kernels/ABI.md).
+	// Takes lists the attention options the kernel computes; every other
+	// option a shape sets (abi.Attention.Options) is refused, so an option
+	// added to abi.Attention is refused by every built-in until its
+	// kernel says it computes it. Empty: plain decode attention only. The
+	// options reach the kernel as the shape's defines (abi.ShapeDefines)
+	// and arguments (kernels/ABI.md).
+	Takes []abi.Option
+	// Attention, when set, returns the reason the kernel cannot compute
+	// options it takes at these values (a q_len above its bound), nil
+	// when it can.
 	Attention func(abi.Attention) error
 	// Invariance, when set, classes the kernel's configurations by
 	// output bits: "" for a configuration whose bits may depend on the
@@ -147,15 +153,22 @@ func (d DefineSpec) CheckValue(value string) error {
 // defines, else the reason it cannot: a declared define out of its bounds,
 // or the kernel's own Check. The planner records the reason as a skip.
 func (k *Kernel) Accepts(s abi.Shape, defines map[string]string) error {
-	if !s.Attention.IsZero() {
+	if opts := s.Attention.Options(); len(opts) > 0 {
 		// A built-in computes plain decode attention unless it says which
 		// options it computes; the others are a user kernel's
 		// (experiments/options).
-		if k.Attention == nil {
-			return fmt.Errorf("%s: computes plain attention, not the shape's options %+v", k.Name, s.Attention)
+		if len(k.Takes) == 0 {
+			return fmt.Errorf("%s: computes plain attention, not the shape's options %v", k.Name, opts)
 		}
-		if err := k.Attention(s.Attention); err != nil {
-			return fmt.Errorf("%s: %w", k.Name, err)
+		for _, o := range opts {
+			if !slices.Contains(k.Takes, o) {
+				return fmt.Errorf("%s: computes no %s (it takes %v)", k.Name, o, k.Takes)
+			}
+		}
+		if k.Attention != nil {
+			if err := k.Attention(s.Attention); err != nil {
+				return fmt.Errorf("%s: %w", k.Name, err)
+			}
 		}
 	}
 	for _, d := range k.Defines {
