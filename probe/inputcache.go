@@ -165,7 +165,7 @@ func (c *inputCache) set(key setKey, derive func() (*oracle.Inputs, error)) (*or
 	if err != nil {
 		return nil, err
 	}
-	e := &cachedSet{key: key, in: in, refs: map[string]oracle.Output{}, bytes: ownBytes(in), last: c.tick}
+	e := &cachedSet{key: key, in: in, refs: map[string]oracle.Output{}, bytes: in.OwnBytes(), last: c.tick}
 	if inputsBytes(in) > c.limit {
 		return in, nil
 	}
@@ -270,22 +270,13 @@ func (c *inputCache) evict() {
 
 // inputsBytes is the host memory of a set's arrays, shared ones included.
 func inputsBytes(in *oracle.Inputs) int64 {
-	n := ownBytes(in)
+	n := in.OwnBytes()
 	for _, a := range kvArrays(in) {
 		n += a.bytes
 	}
 	return n
 }
 
-// ownBytes is the host memory of a set's arrays but K's and V's: q, the
-// scales, the option values and the patched rows of a shared K.
-func ownBytes(in *oracle.Inputs) int64 {
-	n := 8*(len(in.KScale)+len(in.VScale)+len(in.Slopes)+len(in.Sinks)) + 4*len(in.Q)
-	for _, p := range in.KPatches() {
-		n += len(p.Bytes) * (1 + 8/max(1, in.Shape.KVType().Bytes))
-	}
-	return int64(n)
-}
 
 // inputCache returns the backend's cache, made on first use.
 func (b *Backend) inputCache() *inputCache {

@@ -233,7 +233,7 @@ func TestInputCacheCountsSharedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arrays := inputsBytes(base) - ownBytes(base)
+	arrays := inputsBytes(base) - base.OwnBytes()
 	c := newInputCache(arrays + 64<<10)
 	held := func(what string) {
 		t.Helper()

@@ -495,3 +495,14 @@ func parallelN(n, grain int, f func(lo, hi int)) {
 	}
 	wg.Wait()
 }
+
+// OwnBytes is the host memory of the set's arrays but K's and V's: q, the
+// scales, the options' per-head values and the patched rows of a shared
+// K. An option that adds an array of the set adds it here.
+func (in *Inputs) OwnBytes() int64 {
+	n := 8*(len(in.KScale)+len(in.VScale)+len(in.Slopes)+len(in.Sinks)) + 4*len(in.Q)
+	for _, p := range in.KPatches() {
+		n += len(p.Bytes) * (1 + 8/max(1, in.Shape.KVType().Bytes))
+	}
+	return int64(n)
+}
