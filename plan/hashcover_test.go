@@ -36,7 +36,7 @@ var notHashed = map[string]string{
 	"Source.Symbols":            "the symbols of the launches' C++-named entries in the artifact: a function of its bytes and the entries, both hashed",
 	"Geometry.Symbols":          "the values the grid expressions read other than nkv, each the shape's or a define's, which are hashed",
 	"Twin":                      "the twin's own hash inputs, through its GateKey (Twin.GateKey)",
-	"Invariance":                "the invariance gate's contexts: gates, not the measurement; named in the record's gate suite (Point.GateSuite) and the GateKey",
+	"Invariance":                "the invariance gate's contexts: gates, not the measurement; named in the record's gate suite (gate.Suite) and the GateKey",
 	"Launches[0].Args[0].Value": "a constant's literal, hashed in its text (abi.Arg.String); empty for a buffer or a scalar",
 }
 

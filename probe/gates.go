@@ -43,6 +43,9 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	hits, misses := b.inputCache().hits, b.inputCache().misses
 	log := &gate.Log{}
 	for _, g := range gate.Registry {
+		if g.Run == nil {
+			continue // recorded elsewhere (g.By)
+		}
 		if err := g.Run(ctx, &r.session, log); err != nil {
 			// A fault ends the point: its record keeps the evidence so far.
 			r.rec.Gates = slices.Clone(log.Gates)

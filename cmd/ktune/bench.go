@@ -23,6 +23,7 @@ import (
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
 	"github.com/ktune/ktune/probe"
+	"github.com/ktune/ktune/probe/gate"
 	"github.com/ktune/ktune/replay"
 	"github.com/ktune/ktune/search"
 	"github.com/ktune/ktune/sweep"
@@ -334,10 +335,11 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 	}
 
 	bn.opts = sweep.RunOptions{
-		Dir:      f.out,
-		Progress: stderr,
-		IsTTY:    deps.isTTY(stderr),
-		Log:      stderr,
+		Dir:       f.out,
+		Progress:  stderr,
+		IsTTY:     deps.isTTY(stderr),
+		Log:       stderr,
+		GateSuite: gate.Suite,
 	}
 	// A replay compiles nothing: NVRTC need not even be installed.
 	if deps.precompile != nil && bs.replay == nil {

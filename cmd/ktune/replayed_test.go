@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
+	"github.com/ktune/ktune/probe/gate"
 )
 
 const specSlice = "../../experiments/slice.yaml"
@@ -81,6 +83,10 @@ func TestReplaySweepMatchesByHashOrConfig(t *testing.T) {
 				r.Config.Variant, r.Config.Defines, r.Config.NKV)
 		case !reflect.DeepEqual(src.Probes, r.Probes):
 			t.Errorf("%s: the probes are not the recorded ones", h)
+		case r.GateSuite != gate.Suite(&plan.Point{}):
+			// The sweep names the gates' suite in every record, so that a
+			// resumed sweep can tell a record of older gates.
+			t.Errorf("%s: gate suite %q, want the gates' %q", h, r.GateSuite, gate.Suite(&plan.Point{}))
 		}
 	}
 

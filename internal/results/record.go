@@ -179,7 +179,8 @@ type Resource struct {
 // A GateKind names what a gate checks (Gate.Kind).
 type GateKind string
 
-// Gate kinds. GateKinds lists them all, in the order a point runs them.
+// Gate kinds: the verdicts records carry. Which checks a point runs, in
+// which order, is the gates' registry (probe/gate.Registry).
 const (
 	GateTolerance GateKind = "tolerance" // vs the float64 CPU oracle
 	GateBitwise   GateKind = "bitwise"   // memcmp against the bitwise_with twin
@@ -232,21 +233,6 @@ const (
 	// (Gate.InvariantIn).
 	GateInvariance GateKind = "invariance"
 )
-
-// GateKinds is the one registry of gate kinds, in the order a point runs
-// them: a gate the probe runs is listed here, and the gate suite a record
-// names (plan.GateSuite) is derived from this list, so that a new gate
-// makes resumed sweeps gate their records again.
-var GateKinds = []GateKind{
-	GateWritten, GateTolerance, GateBitwise, GateReplay, GateDeterminism, GateFresh,
-	GateReadOnly, GateGuard, GateBounds, GateStale, GateTimed, GateLaunches, GateSanitizer,
-}
-
-// OptInGateKinds are the gates a spec asks for per variant, run between
-// the replay and the bounds gates: a point's gate suite names one only
-// where the point runs it (plan.Point.GateSuite), so that asking for it
-// gates that variant's records again and no other's.
-var OptInGateKinds = []GateKind{GateInvariance}
 
 // A Gate is one verdict with its evidence.
 type Gate struct {
@@ -395,7 +381,7 @@ type Record struct {
 	// unless asked (see Measured).
 	Replayed *Replay `json:"replayed,omitempty"`
 	// GateSuite names the gate suite the record's gates ran under
-	// (plan.GateSuite); empty in records written before it was recorded.
+	// (probe/gate.Suite); empty in records written before it was recorded.
 	// A resumed sweep runs a point again whose record names another.
 	GateSuite string `json:"gate_suite,omitempty"`
 }

@@ -3,48 +3,74 @@ package gate
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/ktune/ktune/internal/oracle"
+	"github.com/ktune/ktune/internal/spec"
 
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/plan"
 )
 
-// recordedElsewhere are the kinds of results.GateKinds no gate of the
-// Registry records: the probe's timing records the timed and launch-count
-// verdicts after its probes, the sweep the sanitizer's.
-var recordedElsewhere = []results.GateKind{results.GateTimed, results.GateLaunches, results.GateSanitizer}
-
-// TestRegistryKinds holds the Registry and the kinds' list the gate suite
-// is derived from (results.GateKinds, plan.GateSuite) together: every
-// kind a gate records is listed, and every listed kind is recorded by a
-// gate or named where it is recorded, and every opt-in kind by a gate.
-func TestRegistryKinds(t *testing.T) {
-	recorded := map[results.GateKind]bool{}
+// TestRegistry: every check has a name of its own and the kinds it
+// records, and either a Run or, recorded outside the gates' run, what
+// records it; the memory gate is the last that runs, so that it reports
+// every gate's launches; an opt-in gate says what it checks only where
+// a point asks for it.
+func TestRegistry(t *testing.T) {
 	names := map[string]bool{}
+	lastRun := ""
 	for _, g := range Registry {
-		if g.Name == "" || names[g.Name] || g.Run == nil || len(g.Kinds) == 0 {
-			t.Errorf("gate %q: a gate has a name of its own, a Run and the kinds it records", g.Name)
+		if g.Name == "" || names[g.Name] || len(g.Kinds) == 0 || (g.Run == nil) == (g.By == "") {
+			t.Errorf("check %q: a name of its own, its kinds, and a Run or a By (not both)", g.Name)
 		}
 		names[g.Name] = true
+		if g.Run != nil {
+			lastRun = g.Name
+		}
+		if g.OptIn != nil && g.OptIn(&plan.Point{}) != "" {
+			t.Errorf("opt-in %s says it checks a point that asks for nothing", g.Name)
+		}
+	}
+	if lastRun != memory.Name {
+		t.Errorf("the last gate run is %s, want the memory gate, so that it reports every gate's launches", lastRun)
+	}
+}
+
+// TestSuite: a point's suite names, once each and in the Registry's
+// order, every kind of every check but the opt-in ones, and the oracle's
+// input sets; a point that asks for the invariance gate adds it with its
+// contexts. So a check added to the Registry changes every suite, and
+// resumed sweeps gate their records again.
+func TestSuite(t *testing.T) {
+	plain := Suite(&plan.Point{})
+	kinds, inputs, ok := strings.Cut(strings.TrimPrefix(plain, "r2: "), "; inputs ")
+	if !ok || !strings.HasPrefix(plain, "r2: ") {
+		t.Fatalf("suite %q: want \"r2: kinds; inputs sets\"", plain)
+	}
+	var want []string
+	for _, g := range Registry {
 		for _, k := range g.Kinds {
-			recorded[k] = true
-			if !slices.Contains(results.GateKinds, k) && !slices.Contains(results.OptInGateKinds, k) {
-				t.Errorf("gate %s records %s, which neither results.GateKinds nor results.OptInGateKinds lists", g.Name, k)
+			if g.OptIn == nil && !slices.Contains(want, string(k)) {
+				want = append(want, string(k))
 			}
 		}
 	}
-	for _, k := range results.GateKinds {
-		if recorded[k] == slices.Contains(recordedElsewhere, k) {
-			t.Errorf("%s: recorded by a gate %v, named as recorded elsewhere %v", k, recorded[k], !recorded[k])
+	if got := strings.Fields(kinds); !slices.Equal(got, want) {
+		t.Errorf("suite names %v, want the Registry's %v", got, want)
+	}
+	for _, s := range oracle.Sets {
+		if !slices.Contains(strings.Fields(inputs), string(s)) {
+			t.Errorf("suite %q does not name the input set %s", plain, s)
 		}
 	}
-	for _, k := range results.OptInGateKinds {
-		if !recorded[k] {
-			t.Errorf("the opt-in %s is recorded by no gate of the Registry", k)
-		}
+	if strings.Contains(plain, string(results.GateInvariance)) {
+		t.Errorf("a plain point's suite %q names the opt-in invariance gate", plain)
 	}
-	if Registry[len(Registry)-1].Name != memory.Name {
-		t.Errorf("the memory gate runs last, so that it reports every gate's launches")
+	iv := &plan.Invariance{Kinds: []spec.Invariance{spec.InvariantBatch}}
+	if got := Suite(&plan.Point{Invariance: iv}); got != plain+"; invariance "+iv.String() {
+		t.Errorf("an invariance point's suite %q", got)
 	}
 }
 

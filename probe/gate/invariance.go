@@ -62,6 +62,12 @@ var invariance = Gate{
 	Kinds:    []results.GateKind{results.GateInvariance},
 	Settings: []string{"GateNKV", "PageSize", "Invariance"},
 	Run:      runInvariance,
+	OptIn: func(p *plan.Point) string {
+		if p.Invariance == nil {
+			return ""
+		}
+		return p.Invariance.String()
+	},
 }
 
 // An invContext is one batch a probe sequence runs in.
