@@ -277,7 +277,6 @@ func inputsBytes(in *oracle.Inputs) int64 {
 	return n
 }
 
-
 // inputCache returns the backend's cache, made on first use.
 func (b *Backend) inputCache() *inputCache {
 	if b.inputs == nil {
