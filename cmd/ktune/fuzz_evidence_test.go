@@ -131,6 +131,6 @@ func FuzzNeverMorePermissive(f *testing.F) {
 			editJSON(mutant[0][i], path, arg)
 			what = "edit"
 		}
-		checkMutant(t, st.mi, st.intact, st.ok, st.nkvs, mutant, st.mi.name+": "+what)
+		checkMutant(t, st.mi, st.intact, st.ok, st.nkvs, st.in, mutant, st.mi.name+": "+what)
 	})
 }
