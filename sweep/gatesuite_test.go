@@ -101,3 +101,32 @@ func TestRunResumeRegatesInvariance(t *testing.T) {
 		}
 	}
 }
+
+// A record whose suite names the same checks in another order is of this
+// suite (results.GateSuiteKey): the sweep resumes past it; one that lacks
+// a check runs again.
+func TestRunResumeSuiteOrder(t *testing.T) {
+	pl := testPlan(2)
+	e := newRunEnv(t)
+	w, err := results.OpenWriter(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recordsFor(pl) {
+		r.GateSuite = []string{"r1: stale written; inputs uniform", "r1: written; inputs uniform"}[i]
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	rp := replay.New(recordsFor(pl))
+	opts := e.opts()
+	opts.GateSuite = func(*plan.Point) string { return "r1: written stale; inputs uniform" }
+	sum, err := Run(context.Background(), rp, pl, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Skipped != 1 || sum.Ran != 1 || len(rp.Calls()) != 1 || rp.Calls()[0] != pl.Points[1].Hash {
+		t.Errorf("resume: skipped %d, ran %d (calls %v); want the reordered suite skipped and the one lacking stale run", sum.Skipped, sum.Ran, rp.Calls())
+	}
+}

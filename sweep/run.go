@@ -126,7 +126,7 @@ func Run(ctx context.Context, b plan.Backend, pl *plan.Plan, opts RunOptions) (s
 	for _, p := range points {
 		r, done := recorded[p.Hash]
 		switch {
-		case done && opts.GateSuite != nil && r.GateSuite != opts.GateSuite(p):
+		case done && opts.GateSuite != nil && results.GateSuiteKey(r.GateSuite) != results.GateSuiteKey(opts.GateSuite(p)):
 			// Gated by an older suite: the gates added since never saw it.
 			done = false
 			regate++

@@ -339,7 +339,7 @@ func warnGateInput(stderr io.Writer, set *evidence.Set, candidate, against strin
 	for _, r := range set.Records {
 		isCand := r.Config.Variant == candidate
 		if (isCand || r.Config.Variant == against || against == "" && r.Landed) && r.GateSuite != "" {
-			suites[isCand][r.GateSuite] = true
+			suites[isCand][results.GateSuiteKey(r.GateSuite)] = true
 		}
 	}
 	if len(suites[true]) > 0 && len(suites[false]) > 0 && !maps.Equal(suites[true], suites[false]) {
