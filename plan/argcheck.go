@@ -80,14 +80,25 @@ func (b *builder) runnable(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 // nkv and, when its arguments read nkv, every length the gates launch it
 // at and the capacity.
 func argLengths(pt *Point) []int {
-	out := []int{pt.Config.NKV}
 	if pt.Geometry == nil || (!pt.Geometry.Args && len(pt.Geometry.Steps) == 0) {
-		return out
+		return []int{pt.Config.NKV}
 	}
-	out = append(append(append(out, pt.CaptureNKV, pt.Config.Shape.Capacity), pt.GateNKV...), pt.ReplayNKV...)
-	out = slices.DeleteFunc(out, func(n int) bool { return n < 1 })
-	slices.Sort(out)
-	return slices.Compact(out)
+	return sortedLengths(launchLengths(pt), pt.Config.Shape.Capacity)
+}
+
+// launchLengths are the lengths a point's step is launched at: one row, its
+// nkv, the capacity, the replay gate's capture and replays and the gate
+// lengths.
+func launchLengths(pt *Point) []int {
+	out := []int{1, pt.Config.NKV, pt.Config.Shape.Capacity, pt.CaptureNKV}
+	return append(append(out, pt.GateNKV...), pt.ReplayNKV...)
+}
+
+// sortedLengths is lengths in [1, capacity], ascending, without repeats.
+func sortedLengths(lengths []int, capacity int) []int {
+	lengths = slices.DeleteFunc(lengths, func(n int) bool { return n < 1 || n > capacity })
+	slices.Sort(lengths)
+	return slices.Compact(lengths)
 }
 
 // argFits evaluates one leaf argument at d, as the launch will: a
@@ -113,13 +124,10 @@ func splitCountsFit(pt *Point, d abi.Dims) error {
 	if pt.IO.SplitCounts == "" {
 		return nil
 	}
-	lengths := []int{1, pt.Config.NKV, pt.Config.Shape.Capacity, pt.CaptureNKV}
-	lengths = append(append(lengths, pt.GateNKV...), pt.ReplayNKV...)
+	lengths := launchLengths(pt)
 	for _, n := range slices.Clone(lengths) {
 		lengths = append(lengths, n/2)
 	}
-	lengths = slices.DeleteFunc(lengths, func(n int) bool { return n < 1 || n > pt.Config.Shape.Capacity })
-	slices.Sort(lengths)
-	_, err := abi.SplitCountBytes(d, pt.Config.Defines, slices.Compact(lengths))
+	_, err := abi.SplitCountBytes(d, pt.Config.Defines, sortedLengths(lengths, pt.Config.Shape.Capacity))
 	return err
 }

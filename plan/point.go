@@ -220,7 +220,7 @@ func (g *Geometry) StepsAt(nkv int, launches []Launch) ([]Launch, error) {
 		if i >= len(g.Steps) {
 			break
 		}
-		grid, err := (&Geometry{Grid: g.Steps[i].Grid, Symbols: g.Symbols}).At(nkv)
+		grid, err := g.gridAt(g.Steps[i].Grid, nkv)
 		if err != nil {
 			return launches, fmt.Errorf("launch %d: %w", i, err)
 		}
@@ -254,22 +254,17 @@ func (g *Geometry) eval(src string, nkv int) (int64, error) {
 }
 
 // At evaluates the grid at context length nkv.
-func (g *Geometry) At(nkv int) ([3]int, error) {
-	env := expr.Env{}
-	for k, v := range g.Symbols {
-		env[k] = v
-	}
-	env["nkv"] = int64(nkv)
+func (g *Geometry) At(nkv int) ([3]int, error) { return g.gridAt(g.Grid, nkv) }
+
+// gridAt evaluates a launch's grid expressions at context length nkv; an
+// empty dimension is 1.
+func (g *Geometry) gridAt(grid [3]string, nkv int) ([3]int, error) {
 	out := [3]int{1, 1, 1}
-	for i, src := range g.Grid {
+	for i, src := range grid {
 		if src == "" {
 			continue
 		}
-		x, err := expr.Parse(src)
-		if err != nil {
-			return out, fmt.Errorf("grid[%d] %q: %w", i, src, err)
-		}
-		n, err := x.Eval(env)
+		n, err := g.eval(src, nkv)
 		if err != nil {
 			return out, fmt.Errorf("grid[%d] %q at nkv %d: %w", i, src, nkv, err)
 		}

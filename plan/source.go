@@ -133,14 +133,8 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 					return nil, nil, 0, err
 				}
 				l.Grid[i] = int(n)
-				if x, perr := expr.Parse(ls.Grid[i]); li == 0 && perr == nil && contains(x.Symbols(), spec.NKV) && geo == nil {
-					geo = &Geometry{Symbols: map[string]int64{}}
-					for k, val := range env {
-						if k != spec.NKV {
-							geo.Symbols[k] = val
-						}
-					}
-					copy(geo.Grid[:], ls.Grid)
+				if li == 0 && geo == nil && readsNKV(ls.Grid[i]) {
+					geo = newGeometry(env, ls.Grid)
 				}
 			}
 			if i < len(ls.Block) {
@@ -163,19 +157,13 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 		}
 		launches[li] = l
 	}
-	if eager := stepsReadNKV(specs); eager || argsReadNKV(specs) {
+	if args := argsReadNKV(specs); args || stepsReadNKV(specs) {
 		// More than the first grid follows the step's length (graph:
 		// never, which the spec requires of arguments that read nkv).
 		if geo == nil {
-			geo = &Geometry{Symbols: map[string]int64{}}
-			for k, val := range env {
-				if k != spec.NKV {
-					geo.Symbols[k] = val
-				}
-			}
-			copy(geo.Grid[:], specs[0].Grid)
+			geo = newGeometry(env, specs[0].Grid)
 		}
-		geo.Args = argsReadNKV(specs)
+		geo.Args = args
 		geo.Steps = make([]StepGeometry, len(specs))
 		for li, ls := range specs {
 			copy(geo.Steps[li].Grid[:], ls.Grid)
@@ -259,6 +247,25 @@ func (b *builder) artifact(v *spec.Variant, src Source) (Source, error) {
 	return src, nil
 }
 
+// newGeometry is the geometry of a launch whose grid reads nkv: the grid's
+// expressions and the other symbols of env.
+func newGeometry(env expr.Env, grid []string) *Geometry {
+	g := &Geometry{Symbols: map[string]int64{}}
+	for k, val := range env {
+		if k != spec.NKV {
+			g.Symbols[k] = val
+		}
+	}
+	copy(g.Grid[:], grid)
+	return g
+}
+
+// readsNKV reports whether the expression src reads nkv.
+func readsNKV(src string) bool {
+	x, err := expr.Parse(src)
+	return err == nil && contains(x.Symbols(), spec.NKV)
+}
+
 // stepsReadNKV reports whether a launch's shared memory or a grid other
 // than the first launch's reads nkv.
 func stepsReadNKV(specs []spec.Launch) bool {
@@ -267,10 +274,8 @@ func stepsReadNKV(specs []spec.Launch) bool {
 		if li > 0 {
 			srcs = append(srcs, ls.Grid...)
 		}
-		for _, src := range srcs {
-			if x, err := expr.Parse(src); err == nil && contains(x.Symbols(), spec.NKV) {
-				return true
-			}
+		if slices.ContainsFunc(srcs, readsNKV) {
+			return true
 		}
 	}
 	return false
@@ -282,10 +287,7 @@ func argsReadNKV(specs []spec.Launch) bool {
 	for _, ls := range specs {
 		for _, a := range ls.Args {
 			for _, leaf := range a.Leaves() {
-				if !leaf.IsExpr() {
-					continue
-				}
-				if x, err := expr.Parse(leaf.Value); err == nil && contains(x.Symbols(), spec.NKV) {
+				if leaf.IsExpr() && readsNKV(leaf.Value) {
 					return true
 				}
 			}

@@ -21,27 +21,31 @@ func testSuite(p *plan.Point) string {
 	return "s1"
 }
 
+// recordSuites writes pl's records into dir, the i-th naming suite(i).
+func recordSuites(t *testing.T, dir string, pl *plan.Plan, suite func(i int) string) {
+	t.Helper()
+	w, err := results.OpenWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i, r := range recordsFor(pl) {
+		r.GateSuite = suite(i)
+		if err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A record gated by another gate suite (an older build's, or one written
 // before records named their suite) is not skipped on resume: the gates
 // added since never saw it.
 func TestRunResumeRegatesOlderSuite(t *testing.T) {
 	pl := testPlan(4)
 	e := newRunEnv(t)
-	w, err := results.OpenWriter(e.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range recordsFor(pl) {
-		if i < 2 {
-			r.GateSuite = "s1"
-		} else if i == 2 {
-			r.GateSuite = "r0: tolerance; inputs uniform"
-		}
-		if err := w.Append(&r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.Close()
+	recordSuites(t, e.dir, pl, func(i int) string {
+		return []string{"s1", "s1", "r0: tolerance; inputs uniform", ""}[i]
+	})
 	rp := replay.New(recordsFor(pl))
 	opts := e.opts()
 	opts.GateSuite = testSuite
@@ -70,17 +74,7 @@ func TestRunResumeRegatesInvariance(t *testing.T) {
 	pl := testPlan(2)
 	pl.Points[1].Invariance = &plan.Invariance{Kinds: []spec.Invariance{spec.InvariantBatch}}
 	e := newRunEnv(t)
-	w, err := results.OpenWriter(e.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recordsFor(pl) {
-		r.GateSuite = "s1"
-		if err := w.Append(&r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.Close()
+	recordSuites(t, e.dir, pl, func(int) string { return "s1" })
 	rp := replay.New(recordsFor(pl))
 	opts := e.opts()
 	opts.GateSuite = testSuite
@@ -108,17 +102,9 @@ func TestRunResumeRegatesInvariance(t *testing.T) {
 func TestRunResumeSuiteOrder(t *testing.T) {
 	pl := testPlan(2)
 	e := newRunEnv(t)
-	w, err := results.OpenWriter(e.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range recordsFor(pl) {
-		r.GateSuite = []string{"r1: stale written; inputs uniform", "r1: written; inputs uniform"}[i]
-		if err := w.Append(&r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.Close()
+	recordSuites(t, e.dir, pl, func(i int) string {
+		return []string{"r1: stale written; inputs uniform", "r1: written; inputs uniform"}[i]
+	})
 	rp := replay.New(recordsFor(pl))
 	opts := e.opts()
 	opts.GateSuite = func(*plan.Point) string { return "r1: written stale; inputs uniform" }
