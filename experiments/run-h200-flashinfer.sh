@@ -13,7 +13,7 @@ out=${1:?usage: run-h200-flashinfer.sh OUTDIR}
 k=${KTUNE:-./bin/ktune}
 spec=experiments/engines/h200-flashinfer.yaml
 mkdir -p "$out"
-work=$(mktemp -d)
+work=${WORK:-$(mktemp -d)}   # WORK: a fixed folder, so a second call resumes the sweep
 "$k" check "$spec" > "$out/check.log" 2>&1
 echo "check: exit $?"
 only=()
