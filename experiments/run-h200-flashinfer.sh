@@ -18,7 +18,10 @@ work=${WORK:-$(mktemp -d)}   # WORK: a fixed folder, so a second call resumes th
 echo "check: exit $?"
 only=()
 [ -n "${ONLY:-}" ] && only=(--only "$ONLY")
-timeout --signal=INT "${SWEEP_S:-420}" "$k" sweep "$spec" --blocks-per-sm 12 "${only[@]}" -o "$work/fi" -v > "$work/sweep.log" 2>&1
+# END (seconds since the epoch): stop the sweep then instead of after SWEEP_S.
+secs=${SWEEP_S:-420}
+[ -n "${END:-}" ] && secs=$(( END - $(date +%s) ))
+timeout --signal=INT "$secs" "$k" sweep "$spec" --blocks-per-sm 12 "${only[@]}" -o "$work/fi" -v > "$work/sweep.log" 2>&1
 tail -n 3 "$work/sweep.log"
 cp "$work/fi/results.jsonl" "$out/h200-flashinfer.jsonl"
 gzip -c "$work/sweep.log" > "$out/sweep.log.gz"
