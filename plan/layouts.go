@@ -23,10 +23,14 @@ type LayoutCheck struct {
 	Fields []LayoutField
 }
 
-// A LayoutField is one declared field's place.
+// A LayoutField is one declared field's place, and for a pointer the
+// size of the elements the argument passed there holds (Elem, 0 where it
+// is not known: abi.PointeeBytes), compared with the member's pointee.
 type LayoutField struct {
 	Path         string
 	Offset, Size int
+	Arg          string
+	Elem         int
 }
 
 // layoutChecks lists the declared layouts of a variant's typed structs.
@@ -47,7 +51,8 @@ func (b *builder) layoutChecks(v *spec.Variant) ([]LayoutCheck, error) {
 			return nil, fmt.Errorf("%s:%d:%d: variant %s, struct %s: %w", b.s.Path, t.Pos.Line, t.Pos.Col, v.Name, n, err)
 		}
 		c := LayoutCheck{Struct: n, Type: t.Type, Where: fmt.Sprintf("%s:%d:%d", b.s.Path, t.Pos.Line, t.Pos.Col), Size: l.Size, Align: l.Align}
-		if err := appendFields(&c.Fields, st, "", 0, v.StructTypes); err != nil {
+		elem := func(a abi.Arg) int { return abi.PointeeBytes(a, pointIO(v, nil), v.Planned) }
+		if err := appendFields(&c.Fields, st, "", 0, v.StructTypes, elem); err != nil {
 			return nil, fmt.Errorf("%s: variant %s, struct %s: %w", c.Where, v.Name, n, err)
 		}
 		out = append(out, c)
@@ -59,7 +64,7 @@ func (b *builder) layoutChecks(v *spec.Variant) ([]LayoutCheck, error) {
 // struct that names its type too, by path: a nested struct without one
 // (an engine's object of private members, such as a fast-division one)
 // is checked as a whole, its offset and size.
-func appendFields(out *[]LayoutField, st *abi.Struct, prefix string, base int, typed map[string]spec.StructType) error {
+func appendFields(out *[]LayoutField, st *abi.Struct, prefix string, base int, typed map[string]spec.StructType, elem func(abi.Arg) int) error {
 	l, err := st.Layout()
 	if err != nil {
 		return err
@@ -81,9 +86,13 @@ func appendFields(out *[]LayoutField, st *abi.Struct, prefix string, base int, t
 			}
 			size = slots[0].Size
 		}
-		*out = append(*out, LayoutField{Path: path, Offset: off, Size: size * count})
+		lf := LayoutField{Path: path, Offset: off, Size: size * count}
+		if count == 1 {
+			lf.Arg, lf.Elem = f.Arg.String(), elem(f.Arg)
+		}
+		*out = append(*out, lf)
 		if _, ok := typed[structName(f.Arg.Struct)]; ok && count == 1 {
-			if err := appendFields(out, f.Arg.Struct, path+".", off, typed); err != nil {
+			if err := appendFields(out, f.Arg.Struct, path+".", off, typed, elem); err != nil {
 				return err
 			}
 		}
@@ -99,24 +108,41 @@ func structName(st *abi.Struct) string {
 	return st.Name
 }
 
+// LayoutValues is the number of values the probe records for a struct of
+// n declared fields.
+func LayoutValues(n int) int { return 2 + 3*n }
+
+// pointeeTemplate gives the size of what a member's type points at: 0 for
+// a type that is no pointer (or a const one, or a reference) and for
+// void, whose elements have no size.
+const pointeeTemplate = `template <class P> struct ktune_pointee { static const unsigned long long size = 0; };
+template <class E> struct ktune_pointee<E*> { static const unsigned long long size = sizeof(E); };
+template <> struct ktune_pointee<void*> { static const unsigned long long size = 0; };
+template <> struct ktune_pointee<const void*> { static const unsigned long long size = 0; };
+template <> struct ktune_pointee<volatile void*> { static const unsigned long long size = 0; };
+template <> struct ktune_pointee<const volatile void*> { static const unsigned long long size = 0; };
+`
+
 // LayoutSymbol names the layout probe's array of the i-th struct.
 func LayoutSymbol(i int) string { return fmt.Sprintf("ktune_layout_%d", i) }
 
 // LayoutProbe is the C++ that, after the kernel's source, records the
 // layout of each checked struct's type: one __device__ array per struct
-// holding sizeof and alignof of the type, then the offset and size of
-// every declared field; its initializer is in the CUBIN, read without a
-// GPU (cubin.SymbolData).
+// holding sizeof and alignof of the type, then for every declared field
+// its offset, its size and the size of what it points at (0 for a member
+// that is no pointer, or a void one); its initializer is in the CUBIN,
+// read without a GPU (cubin.SymbolData).
 func LayoutProbe(checks []LayoutCheck) string {
 	var b strings.Builder
-	b.WriteString("\n// ktune layout probe\n")
+	b.WriteString("\n// ktune layout probe\n" + pointeeTemplate)
 	for i, c := range checks {
 		fmt.Fprintf(&b, "extern \"C\" __device__ unsigned long long %s[] = {sizeof(%s), alignof(%s)", LayoutSymbol(i), c.Type, c.Type)
 		for _, f := range c.Fields {
 			// NVRTC has neither offsetof nor __builtin_offsetof; a member's
 			// address from a null pointer is its offset, and the front end
 			// folds it into the constant initializer.
-			fmt.Fprintf(&b, ",\n    (unsigned long long)&(((%s*)0)->%s), sizeof(((%s*)0)->%s)", c.Type, f.Path, c.Type, f.Path)
+			fmt.Fprintf(&b, ",\n    (unsigned long long)&(((%s*)0)->%s), sizeof(((%s*)0)->%s), ktune_pointee<decltype(((%s*)0)->%s)>::size",
+				c.Type, f.Path, c.Type, f.Path, c.Type, f.Path)
 		}
 		b.WriteString("};\n")
 	}

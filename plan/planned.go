@@ -8,7 +8,8 @@ import (
 // planned gives a point its variant's host-planned arrays with their
 // entries at the point, and generates each once with every sequence at
 // the capacity, the lengths that yield the most entries of a growing
-// generator: an array too short for them, or a value outside int32, is
+// generator: an array too short for them, or a value its entry type
+// cannot hold, is
 // the plan's error rather than the probe's at the longest gate length.
 func (b *builder) planned(v *spec.Variant, pt *Point) error {
 	if len(v.Planned) == 0 {
@@ -25,14 +26,14 @@ func (b *builder) planned(v *spec.Variant, pt *Point) error {
 	pt.PlannedBufs = nil
 	for i := range v.Planned {
 		p := &v.Planned[i]
-		n, err := p.Entries(env)
+		buf, err := p.Buf(env)
 		if err == nil {
 			_, err = p.Generate(env, full)
 		}
 		if err != nil {
 			return b.pointErrorf(v, &spec.Shape{Shape: c.Shape}, definesMap(c.Defines), c.NKV, "%w", err)
 		}
-		pt.PlannedBufs = append(pt.PlannedBufs, abi.PlannedBuf{Name: p.Name, Entries: n})
+		pt.PlannedBufs = append(pt.PlannedBufs, buf)
 	}
 	return nil
 }

@@ -19,24 +19,28 @@ variants:
     planned:
       o_indptr: {prefix: "cdiv(nkv, CHUNK)"}
       request_indices: {expand: "cdiv(nkv, CHUNK)", value: i, length: LENGTH}
-      kv_tile_indices: {expand: "cdiv(nkv, CHUNK)", value: j, length: LENGTH, pad: PAD}
+      kv_tile_indices: {expand: "cdiv(nkv, CHUNK)", value: j, length: LENGTH, pad: PAD, type: TYPE}
     launches:
       - {entry: k, grid: [SPLITS], block: [32], args: [out, "planned:o_indptr", "planned:request_indices", "planned:kv_tile_indices"]}
 `
 
 func planPlanned(t *testing.T, length, pad string) (*Plan, error) {
+	return planPlannedType(t, length, pad, "i32")
+}
+
+func planPlannedType(t *testing.T, length, pad, typ string) (*Plan, error) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "k.cu"), []byte("// k\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "spec.yaml")
-	text := strings.NewReplacer("LENGTH", length, "PAD", pad).Replace(plannedYAML)
+	text := strings.NewReplacer("LENGTH", length, "PAD", pad, "TYPE", typ).Replace(plannedYAML)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s, err := spec.Load(path, variants.Builtins())
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	return Build(s, "sm_90")
 }
@@ -63,5 +67,35 @@ func TestPlannedPlan(t *testing.T) {
 	}
 	if q.Points[0].Hash == pt.Hash {
 		t.Error("the pad of a planned array is not in the hash")
+	}
+}
+
+// TestPlannedEntryType: an array's entry type sets its entries' size (u8:
+// one byte), is in the hash, and bounds its values at the plan: a bool
+// array of tile indices (0..3 at the capacity) is refused at the
+// variant, as is a type that does not exist, at its line.
+func TestPlannedEntryType(t *testing.T) {
+	p, err := planPlanned(t, `"batch * cdiv(capacity, CHUNK)"`, "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := planPlannedType(t, `"batch * cdiv(capacity, CHUNK)"`, "0", "u8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := u.Points[0].PlannedBufs[2]; b.Entries != 12 || b.EntryBytes() != 1 {
+		t.Errorf("u8 kv_tile_indices %+v, want 12 one-byte entries", b)
+	}
+	if p.Points[0].PlannedBufs[2].EntryBytes() != 4 || u.Points[0].Hash == p.Points[0].Hash {
+		t.Errorf("i32 %+v, hashes %s %s: the entry type is not in the entries' size or the hash", p.Points[0].PlannedBufs[2], p.Points[0].Hash, u.Points[0].Hash)
+	}
+	if _, err := planPlannedType(t, `"batch * cdiv(capacity, CHUNK)"`, "0", "bool"); err == nil || !strings.Contains(err.Error(), "does not fit a bool entry") {
+		t.Errorf("bool tile indices: %v", err)
+	}
+	if _, err := planPlannedType(t, `"batch * cdiv(capacity, CHUNK)"`, "0", "int"); err == nil || !strings.Contains(err.Error(), "spec.yaml:10:") || !strings.Contains(err.Error(), "not an entry type") {
+		t.Errorf("type int: %v", err)
+	}
+	if _, err := planPlannedType(t, `"batch * cdiv(capacity, CHUNK)"`, "300", "u8"); err == nil || !strings.Contains(err.Error(), "pad: 300 does not fit a u8 entry") {
+		t.Errorf("u8 pad 300: %v", err)
 	}
 }

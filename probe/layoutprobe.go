@@ -3,9 +3,11 @@ package probe
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cubin"
 	"github.com/ktune/ktune/plan"
 )
@@ -65,19 +67,43 @@ func (k *KernelCheck) checkLayouts(env checkEnv) {
 	}
 	for i, c := range k.layouts {
 		data, err := cubin.SymbolData(image, plan.LayoutSymbol(i))
-		if err != nil || len(data) != 8*(2+2*len(c.Fields)) {
+		if err != nil || len(data) != 8*plan.LayoutValues(len(c.Fields)) {
 			k.fail("%s: reading the layout probe of struct %s: %v (%d bytes)", c.Where, c.Struct, err, len(data))
 			continue
 		}
 		at := func(j int) int { return int(binary.LittleEndian.Uint64(data[8*j:])) }
 		for j, fd := range c.Fields {
-			if off, size := at(2+2*j), at(3+2*j); off != fd.Offset || size != fd.Size {
+			off, size, pointee := at(2+3*j), at(3+3*j), at(4+3*j)
+			if off != fd.Offset || size != fd.Size {
 				k.fail("%s: struct %s (%s): field %s is declared at offset %d (%d bytes), but the type has it at offset %d (%d bytes)",
 					c.Where, c.Struct, c.Type, fd.Path, fd.Offset, fd.Size, off, size)
+			}
+			// A pointer to elements of another size than what the spec
+			// passes reads the array at the wrong stride: a bool* fed an
+			// int32 array sees entry k in byte k. void* and members that
+			// are no pointer record 0 and are not compared.
+			if fd.Elem > 0 && pointee > 0 && pointee != fd.Elem {
+				hint := ""
+				if t := plannedTypeOf(pointee); t != "" && strings.HasPrefix(fd.Arg, "planned:") {
+					hint = fmt.Sprintf(" (declare the planned array's entries with type: %s)", t)
+				}
+				k.fail("%s: struct %s (%s): field %s points to %d-byte elements, but %s passed there holds %d-byte ones%s",
+					c.Where, c.Struct, c.Type, fd.Path, pointee, fd.Arg, fd.Elem, hint)
 			}
 		}
 		if size, align := at(0), at(1); size != c.Size || align != c.Align {
 			k.fail("%s: struct %s (%s): declared sizeof %d, alignof %d; the type's are %d and %d", c.Where, c.Struct, c.Type, c.Size, c.Align, size, align)
 		}
 	}
+}
+
+// plannedTypeOf names the planned entry types of a size, for a hint.
+func plannedTypeOf(bytes int) string {
+	var names []string
+	for _, e := range abi.PlannedElems {
+		if e.Bytes() == bytes {
+			names = append(names, string(e))
+		}
+	}
+	return strings.Join(names, " or ")
 }

@@ -143,6 +143,15 @@ func TestCheckExitCodes(t *testing.T) {
 		{"a struct field at a wrong offset", "{name: swapped, kernel: TESTDATA/layout.cu, structs: {fd: {fields: [{name: d, arg: \"u32:8\"}, {name: m, arg: \"u32:fastdiv_m(8)\"}, {name: s, arg: \"u32:fastdiv_s(8)\"}, {name: a, arg: \"u32:fastdiv_a(8)\"}]}, params: {type: \"eng::params<float>\", fields: [{name: out, arg: out}, {name: heads, arg: heads}, {name: head_dim, arg: head_dim}, {name: kv_heads, arg: kv_heads}, {name: scale, arg: scale}, {name: d, arg: \"i64:0\"}, {name: page, struct: fd}, {name: n, arg: \"i32:capacity\"}]}}, launches: [{entry: step, grid: [1], block: [32], args: [{struct: params}]}]}", exitBuild,
 			[]string{"FAILED layout.cu", "struct params (eng::params<float>): field head_dim is declared at offset 12 (4 bytes), but the type has it at offset 16 (4 bytes)",
 				"field kv_heads is declared at offset 16 (4 bytes), but the type has it at offset 12 (4 bytes)"}},
+		// What a pointer member points at, against what the spec passes:
+		// FlashInfer's bool mask fed an int32 planned array reads entry k
+		// in byte k (every fourth block valid), and no offset or size
+		// shows it.
+		{"pointers to elements of the passed size", `{name: planok, kernel: TESTDATA/layout.cu, planned: {valid: {per_seq: "1", type: bool}, indptr: {prefix: nkv}, wide: {per_seq: nkv, type: i64}}, structs: {pp: {type: "eng::plan_params", fields: [{name: valid, arg: "planned:valid"}, {name: indptr, arg: "planned:indptr"}, {name: wide, arg: "planned:wide"}, {name: ws, arg: "planned:indptr"}, {name: out, arg: out}]}}, launches: [{entry: plan_step, grid: [1], block: [32], args: [{struct: pp}]}]}`, exitOK,
+			[]string{"ok     layout.cu", "plan_step: "}},
+		{"pointers to elements of another size", `{name: planbad, kernel: TESTDATA/layout.cu, planned: {valid: {per_seq: "1"}, indptr: {prefix: nkv}}, structs: {pp: {type: "eng::plan_params", fields: [{name: valid, arg: "planned:valid"}, {name: indptr, arg: "planned:indptr"}, {name: wide, arg: seqlens}, {name: ws, arg: "planned:indptr"}, {name: out, arg: out}]}}, launches: [{entry: plan_step, grid: [1], block: [32], args: [{struct: pp}]}]}`, exitBuild,
+			[]string{"FAILED layout.cu", "struct pp (eng::plan_params): field valid points to 1-byte elements, but planned:valid passed there holds 4-byte ones (declare the planned array's entries with type: u8 or bool)",
+				"field wide points to 8-byte elements, but seqlens passed there holds 4-byte ones"}},
 		{"arguments that match", "{name: match, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads, scale]}]}", exitOK,
 			[]string{"ok     argcheck.cu", "step: "}},
 	} {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/ktune/ktune/internal/expr"
@@ -40,39 +41,151 @@ const (
 	PlanNKV   = "nkv"
 )
 
-// A Planned is one host-planned int32 array as a spec declares it: a
+// A PlannedElem is the C type of a planned array's entries, as the
+// kernel's pointer reads them: int32 unless the engine's field says
+// otherwise (FlashInfer's block_valid_mask is a bool*, one byte an entry).
+type PlannedElem string
+
+// The entry types.
+const (
+	PlannedI32  PlannedElem = "i32" // the default
+	PlannedI64  PlannedElem = "i64"
+	PlannedU8   PlannedElem = "u8"
+	PlannedBool PlannedElem = "bool" // one byte, 0 or 1
+)
+
+// PlannedElems lists the entry types, for messages.
+var PlannedElems = []PlannedElem{PlannedI32, PlannedI64, PlannedU8, PlannedBool}
+
+// PlannedElemNames lists the entry types, for messages.
+func PlannedElemNames() string {
+	names := make([]string, len(PlannedElems))
+	for i, e := range PlannedElems {
+		names[i] = string(e)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParsePlannedElem reads an entry type; "" is the default, i32.
+func ParsePlannedElem(s string) (PlannedElem, bool) {
+	if s == "" {
+		return PlannedI32, true
+	}
+	e := PlannedElem(s)
+	return e, slices.Contains(PlannedElems, e)
+}
+
+// Bytes is the size of one entry.
+func (e PlannedElem) Bytes() int {
+	switch e {
+	case PlannedI64:
+		return 8
+	case PlannedU8, PlannedBool:
+		return 1
+	}
+	return 4
+}
+
+// bounds are the values an entry can hold.
+func (e PlannedElem) bounds() (lo, hi int64) {
+	switch e {
+	case PlannedI64:
+		return math.MinInt64, math.MaxInt64
+	case PlannedU8:
+		return 0, math.MaxUint8
+	case PlannedBool:
+		return 0, 1
+	}
+	return math.MinInt32, math.MaxInt32
+}
+
+// put writes v as one entry at b.
+func (e PlannedElem) put(b []byte, v int64) {
+	switch e.Bytes() {
+	case 8:
+		binary.LittleEndian.PutUint64(b, uint64(v))
+	case 1:
+		b[0] = byte(v)
+	default:
+		binary.LittleEndian.PutUint32(b, uint32(int32(v)))
+	}
+}
+
+// A Planned is one host-planned array as a spec declares it: a
 // generator over the sequences' lengths, rewritten with them at every
 // length the gates launch at and between graph replays. Count and Value
 // are integer expressions; Length, the entries the array holds, is one
 // over the shape and the defines (never a length: the buffer's size is
 // fixed for the step), empty for the generator's own (batch for per_seq,
-// batch + 1 for prefix); entries past the generated ones hold Pad.
+// batch + 1 for prefix); entries past the generated ones hold Pad. Elem
+// is the entries' type ("" for i32).
 type Planned struct {
 	Name   string
 	Kind   PlannedKind
 	Count  string
 	Value  string
 	Length string
-	Pad    int32
+	Pad    int64
+	Elem   PlannedElem
 }
 
-// String is the array's canonical text, for the point's hash.
+// elem is the entries' type, the default for none.
+func (p *Planned) elem() PlannedElem {
+	e, _ := ParsePlannedElem(string(p.Elem))
+	return e
+}
+
+// EntryType is the entries' type (i32 when none is declared).
+func (p *Planned) EntryType() PlannedElem { return p.elem() }
+
+// EntryBounds are the values an entry can hold.
+func (p *Planned) EntryBounds() (lo, hi int64) { return p.elem().bounds() }
+
+// String is the array's canonical text, for the point's hash. An int32
+// array keeps the text it had before entry types existed.
 func (p *Planned) String() string {
-	return fmt.Sprintf("planned %s %s(%s; %s) length %s pad %d", p.Name, p.Kind, p.Count, p.Value, p.Length, p.Pad)
+	s := fmt.Sprintf("planned %s %s(%s; %s) length %s pad %d", p.Name, p.Kind, p.Count, p.Value, p.Length, p.Pad)
+	if e := p.elem(); e != PlannedI32 {
+		s += " type " + string(e)
+	}
+	return s
 }
 
-// A PlannedBuf is a planned array at one point: its name and its entries.
+// Buf is the array at env: its name, entries and entry size.
+func (p *Planned) Buf(env expr.Env) (PlannedBuf, error) {
+	n, err := p.Entries(env)
+	return PlannedBuf{Name: p.Name, Entries: n, Size: p.elem().Bytes()}, err
+}
+
+// A PlannedBuf is a planned array at one point: its name, its entries and
+// the bytes of one (0, in a plan written before entry types, is 4).
 type PlannedBuf struct {
 	Name    string
 	Entries int
+	Size    int `json:",omitempty"`
 }
 
+// EntryBytes is the size of one entry.
+func (b PlannedBuf) EntryBytes() int64 {
+	if b.Size == 0 {
+		return 4
+	}
+	return int64(b.Size)
+}
+
+// Bytes is the array's size.
+func (b PlannedBuf) Bytes() int64 { return b.EntryBytes() * int64(b.Entries) }
+
 // PlannedText is the canonical text of a point's planned arrays' sizes,
-// for a layout that must compare with ==.
+// for a layout that must compare with ==: each array's name and entries,
+// then its entry size where that is not 4.
 func PlannedText(bufs []PlannedBuf) string {
 	parts := make([]string, len(bufs))
 	for i, b := range bufs {
 		parts[i] = fmt.Sprintf("%s %d", b.Name, b.Entries)
+		if b.EntryBytes() != 4 {
+			parts[i] += fmt.Sprintf(" %d", b.EntryBytes())
+		}
 	}
 	return strings.Join(parts, "; ")
 }
@@ -85,7 +198,8 @@ func ParsePlannedText(s string) []PlannedBuf {
 	var out []PlannedBuf
 	for _, p := range strings.Split(s, "; ") {
 		var b PlannedBuf
-		fmt.Sscanf(p, "%s %d", &b.Name, &b.Entries)
+		b.Size = 4
+		fmt.Sscanf(p, "%s %d %d", &b.Name, &b.Entries, &b.Size)
 		out = append(out, b)
 	}
 	return out
@@ -104,7 +218,7 @@ func (d Dims) PlannedSpans() []PlannedSpan {
 	off := int64(0)
 	for _, b := range d.Planned {
 		out = append(out, PlannedSpan{b, off})
-		off = Align16(off + 4*int64(b.Entries))
+		off = Align16(off + b.Bytes())
 	}
 	return out
 }
@@ -115,7 +229,7 @@ func (d Dims) plannedEnd() int64 {
 		return 0
 	}
 	last := spans[len(spans)-1]
-	return last.Offset + 4*int64(last.Entries)
+	return last.Offset + last.Bytes()
 }
 
 // PlannedBytes generates every planned array at the lengths into one
@@ -136,8 +250,12 @@ func PlannedBytes(d Dims, decls []Planned, env expr.Env, lengths []int) ([]byte,
 		if len(vals) != sp.Entries {
 			return nil, fmt.Errorf("planned %s: %d entries generated, %d laid out", sp.Name, len(vals), sp.Entries)
 		}
+		elem, size := decls[i].elem(), sp.EntryBytes()
+		if int64(elem.Bytes()) != size {
+			return nil, fmt.Errorf("planned %s: %s entries declared, %d-byte entries laid out", sp.Name, elem, size)
+		}
 		for j, v := range vals {
-			binary.LittleEndian.PutUint32(out[sp.Offset+4*int64(j):], uint32(v))
+			elem.put(out[sp.Offset+size*int64(j):], v)
 		}
 	}
 	return out, nil
@@ -172,9 +290,9 @@ func (p *Planned) Entries(env expr.Env) (int, error) {
 
 // Generate computes the array at the sequences' lengths nkv (one per
 // sequence), padded to Entries. A generator that yields more entries than
-// the array holds, or a value outside int32, is an error: the kernel
-// would read an array the planner could not have written.
-func (p *Planned) Generate(env expr.Env, nkv []int) ([]int32, error) {
+// the array holds, or a value its entry type cannot hold, is an error:
+// the kernel would read an array the planner could not have written.
+func (p *Planned) Generate(env expr.Env, nkv []int) ([]int64, error) {
 	n, err := p.Entries(env)
 	if err != nil {
 		return nil, err
@@ -193,15 +311,20 @@ func (p *Planned) Generate(env expr.Env, nkv []int) ([]int32, error) {
 	for k, v := range env {
 		e[k] = v
 	}
-	var out []int32
+	elem := p.elem()
+	lo, hi := elem.bounds()
+	if p.Pad < lo || p.Pad > hi {
+		return nil, fmt.Errorf("planned %s: pad %d does not fit a %s entry", p.Name, p.Pad, elem)
+	}
+	var out []int64
 	push := func(v int64) error {
-		if v < math.MinInt32 || v > math.MaxInt32 {
-			return fmt.Errorf("planned %s: entry %d = %d does not fit an int32", p.Name, len(out), v)
+		if v < lo || v > hi {
+			return fmt.Errorf("planned %s: entry %d = %d does not fit a %s entry", p.Name, len(out), v, elem)
 		}
 		if len(out) == n {
 			return fmt.Errorf("planned %s: the generator yields more than its %d entries at lengths %v", p.Name, n, nkv)
 		}
-		out = append(out, int32(v))
+		out = append(out, v)
 		return nil
 	}
 	sum := int64(0)
@@ -273,4 +396,33 @@ func PlannedKindNames() string {
 		s[i] = string(k)
 	}
 	return strings.Join(s, ", ")
+}
+
+// PointeeBytes is the size of one element of what a pointer argument
+// points at, where it is the same at every point of a variant: a planned
+// array's entry type, an int32 or f32 array of the vocabulary, q and out
+// in the io's types. 0 where it is not known: K and V (the shape's
+// type), scratch, null, the workspace.
+func PointeeBytes(a Arg, io IO, planned []Planned) int {
+	switch {
+	case !a.IsBuffer() || a.Struct != nil || a.Name == "" || a.IsScratch():
+		return 0
+	case a.IsPlanned():
+		for i := range planned {
+			if planned[i].Name == a.Name {
+				return planned[i].elem().Bytes()
+			}
+		}
+		return 0
+	}
+	switch a.Name {
+	case "q":
+		return io.OrABI().Q.Bytes()
+	case "out":
+		return io.OrABI().Out.Bytes()
+	}
+	if b := BufferNamed(a.Name); b != nil {
+		return b.Elem
+	}
+	return 0
 }

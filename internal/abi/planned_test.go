@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"encoding/binary"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,18 +19,18 @@ func TestPlannedGenerators(t *testing.T) {
 	nkv := []int{1, 600, 256}
 	for _, c := range []struct {
 		p    Planned
-		want []int32
+		want []int64
 	}{
-		{Planned{Name: "chunks", Kind: PlanPerSeq, Count: "cdiv(nkv, CHUNK)"}, []int32{1, 3, 1}},
-		{Planned{Name: "o_indptr", Kind: PlanPrefix, Count: "cdiv(nkv, CHUNK)"}, []int32{0, 1, 4, 5}},
+		{Planned{Name: "chunks", Kind: PlanPerSeq, Count: "cdiv(nkv, CHUNK)"}, []int64{1, 3, 1}},
+		{Planned{Name: "o_indptr", Kind: PlanPrefix, Count: "cdiv(nkv, CHUNK)"}, []int64{0, 1, 4, 5}},
 		{Planned{Name: "request_indices", Kind: PlanExpand, Count: "cdiv(nkv, CHUNK)", Value: "i", Length: "batch * cdiv(capacity, CHUNK)"},
-			[]int32{0, 1, 1, 1, 2, 0, 0, 0, 0, 0, 0, 0}},
+			[]int64{0, 1, 1, 1, 2, 0, 0, 0, 0, 0, 0, 0}},
 		{Planned{Name: "kv_tile_indices", Kind: PlanExpand, Count: "cdiv(nkv, CHUNK)", Value: "j", Length: "batch * cdiv(capacity, CHUNK)"},
-			[]int32{0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0}},
+			[]int64{0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0}},
 		{Planned{Name: "block_valid_mask", Kind: PlanExpand, Count: "cdiv(nkv, CHUNK)", Value: "1", Length: "batch * cdiv(capacity, CHUNK)", Pad: 0},
-			[]int32{1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0}},
+			[]int64{1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0}},
 		{Planned{Name: "last_rows", Kind: PlanExpand, Count: "cdiv(nkv, CHUNK)", Value: "min(CHUNK, nkv - j * CHUNK)", Length: "8", Pad: -1},
-			[]int32{1, 256, 256, 88, 256, -1, -1, -1}},
+			[]int64{1, 256, 256, 88, 256, -1, -1, -1}},
 	} {
 		got, err := c.p.Generate(env, nkv)
 		if err != nil || !slices.Equal(got, c.want) {
@@ -60,12 +61,73 @@ func TestPlannedTextCoversEveryField(t *testing.T) {
 		{Name: "a", Kind: PlanExpand, Count: "1", Value: "i", Length: "4"},
 		{Name: "a", Kind: PlanExpand, Count: "1", Value: "j", Length: "5"},
 		{Name: "a", Kind: PlanExpand, Count: "1", Value: "j", Length: "4", Pad: -1},
+		{Name: "a", Kind: PlanExpand, Count: "1", Value: "j", Length: "4", Elem: PlannedBool},
 	} {
 		if p.String() == base.String() {
 			t.Errorf("%+v has the text of %+v", p, base)
 		}
 	}
-	if n := reflect.TypeOf(base).NumField(); n != 6 {
+	if i32 := (Planned{Name: "a", Kind: PlanExpand, Count: "1", Value: "j", Length: "4", Elem: PlannedI32}); i32.String() != base.String() {
+		t.Errorf("an explicit i32 array has another text than the default: %q, %q", i32.String(), base.String())
+	}
+	if n := reflect.TypeOf(base).NumField(); n != 7 {
 		t.Errorf("Planned has %d fields: cover the new one above", n)
+	}
+}
+
+// TestPlannedEntryTypes: an array's entries are laid out at their C
+// type's size (FlashInfer's bool block_valid_mask one byte an entry, so
+// that entry k is the k-th byte the kernel reads), the layout text
+// round-trips, and a value the type cannot hold is refused.
+func TestPlannedEntryTypes(t *testing.T) {
+	env := Dims{Shape: Shape{Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: F16, Batch: 2, Capacity: 1024}, Splits: 4, IO: ABIIO}.Env(nil)
+	decls := []Planned{
+		{Name: "o_indptr", Kind: PlanPrefix, Count: "cdiv(nkv, 256)"},
+		{Name: "mask", Kind: PlanExpand, Count: "cdiv(nkv, 256)", Value: "1", Length: "8", Elem: PlannedBool},
+		{Name: "wide", Kind: PlanPerSeq, Count: "nkv + 4294967296", Elem: PlannedI64},
+	}
+	var bufs []PlannedBuf
+	for i := range decls {
+		b, err := decls[i].Buf(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, b)
+	}
+	if got := ParsePlannedText(PlannedText(bufs)); !reflect.DeepEqual(got, bufs) {
+		t.Errorf("layout text %q reads back as %+v, want %+v", PlannedText(bufs), got, bufs)
+	}
+	d := Dims{Planned: bufs}
+	spans := d.PlannedSpans()
+	if spans[1].Offset != 16 || spans[2].Offset != 32 || d.plannedEnd() != 32+16 {
+		t.Errorf("spans %+v end %d: want o_indptr at 0 (12 bytes), mask at 16 (8 bytes), wide at 32 (16 bytes)", spans, d.plannedEnd())
+	}
+	img, err := PlannedBytes(d, decls, env, []int{600, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte{1, 1, 1, 1, 0, 0, 0, 0}; !slices.Equal(img[16:24], want) {
+		t.Errorf("bool mask bytes %v, want %v", img[16:24], want)
+	}
+	if got := binary.LittleEndian.Uint64(img[32:]); got != 4294967296+600 {
+		t.Errorf("i64 entry 0 = %d", got)
+	}
+	if got := binary.LittleEndian.Uint32(img[8:]); got != 4 {
+		t.Errorf("i32 o_indptr[2] = %d, want 4", got)
+	}
+	for _, bad := range []Planned{
+		{Name: "m", Kind: PlanPerSeq, Count: "2", Elem: PlannedBool},
+		{Name: "m", Kind: PlanPerSeq, Count: "256", Elem: PlannedU8},
+		{Name: "m", Kind: PlanPerSeq, Count: "-1", Elem: PlannedU8},
+		{Name: "m", Kind: PlanPerSeq, Count: "4294967296"},
+		{Name: "m", Kind: PlanExpand, Count: "1", Value: "1", Length: "4", Pad: -1, Elem: PlannedBool},
+	} {
+		if _, err := bad.Generate(env, []int{600, 1}); err == nil || !strings.Contains(err.Error(), "does not fit") {
+			t.Errorf("%+v: %v, want a value that does not fit refused", bad, err)
+		}
+	}
+	// Declarations and layout that disagree on the entry size.
+	if _, err := PlannedBytes(Dims{Planned: []PlannedBuf{{Name: "mask", Entries: 8}}}, decls[1:2], env, []int{1, 1}); err == nil {
+		t.Error("a bool array laid out with 4-byte entries was written")
 	}
 }

@@ -219,7 +219,10 @@ type Buffer struct {
 	// Scaled buffers exist only for a shape of a scaled KV type, Paged
 	// ones only for a paged layout.
 	Scaled, Paged bool
-	Doc           string
+	// Elem is the bytes of one element where every point has the same
+	// (the int32 and f32 arrays), 0 where the shape or io sets it.
+	Elem int
+	Doc  string
 }
 
 // Buffers is the table of buffers, in the order messages name them.
@@ -230,31 +233,31 @@ var Buffers = []Buffer{
 	{Name: "out", Alloc: AllocOut, Doc: "the output, [batch][q_len][heads][dv] in io.out"},
 	{Name: "partial", Alloc: AllocPartial, Doc: "the split slots, f32 [batch][SPLITS][heads][PSTR] (io.partial)"},
 	{Name: "workspace", Alloc: AllocWorkspace, Doc: "io.workspace bytes, zeroed once"},
-	{Name: "positions", Alloc: AllocPositions, Doc: "int32 [batch], nkv − 1 of each sequence"},
+	{Name: "positions", Elem: 4, Alloc: AllocPositions, Doc: "int32 [batch], nkv − 1 of each sequence"},
 	// The lengths follow the positions in one buffer, so that one copy
 	// sets both before every run.
-	{Name: "seqlens", Alloc: AllocPositions, Offset: func(d Dims) int64 { return 4 * int64(d.Shape.Batch) },
+	{Name: "seqlens", Elem: 4, Alloc: AllocPositions, Offset: func(d Dims) int64 { return 4 * int64(d.Shape.Batch) },
 		Doc: "int32 [batch], nkv of each sequence"},
-	{Name: "lse", Alloc: AllocLse, Doc: "f32 [batch][SPLITS][heads], room for a log-sum-exp; a variant declaring lse writes f32 [batch][q_len][heads] there, gated"},
-	{Name: "counters", Alloc: AllocScratch, Doc: "int32 arrival counters, zero between launches"},
-	{Name: "kv_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [2][kv_heads], K's scales then V's (1.0 for an unscaled type)"},
-	{Name: "k_scale", Alloc: AllocKVScale, Scaled: true, Doc: "f32 [kv_heads], K's half of kv_scale"},
-	{Name: "v_scale", Alloc: AllocKVScale, Scaled: true, Offset: func(d Dims) int64 { return 4 * int64(d.Shape.KVHeads) },
+	{Name: "lse", Elem: 4, Alloc: AllocLse, Doc: "f32 [batch][SPLITS][heads], room for a log-sum-exp; a variant declaring lse writes f32 [batch][q_len][heads] there, gated"},
+	{Name: "counters", Elem: 4, Alloc: AllocScratch, Doc: "int32 arrival counters, zero between launches"},
+	{Name: "kv_scale", Elem: 4, Alloc: AllocKVScale, Scaled: true, Doc: "f32 [2][kv_heads], K's scales then V's (1.0 for an unscaled type)"},
+	{Name: "k_scale", Elem: 4, Alloc: AllocKVScale, Scaled: true, Doc: "f32 [kv_heads], K's half of kv_scale"},
+	{Name: "v_scale", Elem: 4, Alloc: AllocKVScale, Scaled: true, Offset: func(d Dims) int64 { return 4 * int64(d.Shape.KVHeads) },
 		Doc: "f32 [kv_heads], V's half of kv_scale"},
-	{Name: "alibi_slopes", Alloc: AllocHeadParams, Doc: "f32 [heads], the ALiBi slopes (alibi: buffer or standard)"},
-	{Name: "sinks", Alloc: AllocHeadParams, Offset: func(d Dims) int64 { return 4 * int64(d.Shape.Heads) },
+	{Name: "alibi_slopes", Elem: 4, Alloc: AllocHeadParams, Doc: "f32 [heads], the ALiBi slopes (alibi: buffer or standard)"},
+	{Name: "sinks", Elem: 4, Alloc: AllocHeadParams, Offset: func(d Dims) int64 { return 4 * int64(d.Shape.Heads) },
 		Doc: "f32 [heads], the sink logits (sinks: true)"},
-	{Name: "block_table", Alloc: AllocPages, Offset: blockTableAt, Paged: true,
+	{Name: "block_table", Elem: 4, Alloc: AllocPages, Offset: blockTableAt, Paged: true,
 		Doc: "int32 [batch][max_pages], each sequence's pages in logical order (paged)"},
-	{Name: "page_indptr", Alloc: AllocPages, Offset: pageIndptrAt, Paged: true,
+	{Name: "page_indptr", Elem: 4, Alloc: AllocPages, Offset: pageIndptrAt, Paged: true,
 		Doc: "int32 [batch+1], prefix sums of each sequence's used pages, cdiv(nkv, page_size) (paged)"},
-	{Name: "page_indices", Alloc: AllocPages, Offset: pageIndicesAt, Paged: true,
+	{Name: "page_indices", Elem: 4, Alloc: AllocPages, Offset: pageIndicesAt, Paged: true,
 		Doc: "int32 [page_indptr[batch]], the used pages of each sequence, concatenated (paged)"},
-	{Name: "last_page_len", Alloc: AllocPages, Offset: lastPageLenAt, Paged: true,
+	{Name: "last_page_len", Elem: 4, Alloc: AllocPages, Offset: lastPageLenAt, Paged: true,
 		Doc: "int32 [batch], the rows of each sequence's last used page, 1..page_size (paged)"},
 	{Name: "mask", Alloc: AllocMask,
 		Doc: "[batch][q_len][capacity] in io.mask: 0 where a query token sees a row, −inf elsewhere (the lengths as llama.cpp passes them)"},
-	{Name: "split_counts", Alloc: AllocSplitCounts,
+	{Name: "split_counts", Elem: 4, Alloc: AllocSplitCounts,
 		Doc: "int32 [batch], io.split_counts at each sequence's nkv"},
 }
 

@@ -593,17 +593,21 @@
 //
 //	args: [{tensor_map: {buffer: k, dtype: kv, dims: [head_dim, kv_heads, "capacity * batch"], box: [head_dim, 1, 64]}}]
 //
-// planned declares host-planned int32 arrays, passed as planned:NAME and
+// planned declares host-planned arrays, passed as planned:NAME and
 // rewritten from the lengths at every gate length and between replays, as
 // an engine's planner fills them: per_seq: EXPR (one entry per sequence),
 // prefix: EXPR (batch + 1 exclusive prefix sums) or expand: EXPR with
 // value: EXPR (for each sequence i, EXPR entries holding value at j), over
 // i, j, nkv, the shape and the defines; length (the entries, required for
-// expand) and pad (the entries past the generated ones, default 0):
+// expand), pad (the entries past the generated ones, default 0) and type,
+// the C type the kernel's pointer reads: i32 (the default), i64, u8 or
+// bool (one byte, 0 or 1). A value the type cannot hold is the plan's
+// error:
 //
 //	planned:
 //	  o_indptr: {prefix: "cdiv(nkv, CHUNK)"}
 //	  kv_tile_indices: {expand: "cdiv(nkv, CHUNK)", value: j, length: "batch * cdiv(capacity, CHUNK)"}
+//	  block_valid_mask: {expand: "cdiv(nkv, CHUNK)", value: 1, length: "batch * cdiv(capacity, CHUNK)", type: bool}
 //
 // scratch declares the engine's own scratch arrays (vLLM's exp_sums,
 // max_logits and tmp_out): a mapping of name to bytes (an expression) and

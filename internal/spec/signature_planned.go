@@ -8,7 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var plannedKeys = []string{"per_seq", "prefix", "expand", "value", "length", "pad"}
+var plannedKeys = []string{"per_seq", "prefix", "expand", "value", "length", "pad", "type"}
 
 // plannedNodes keeps the nodes of a host-planned array's expressions.
 type plannedNodes struct {
@@ -18,8 +18,8 @@ type plannedNodes struct {
 // planned decodes a variant's host-planned arrays: a mapping of name to
 // one generator key (per_seq: EXPR, prefix: EXPR or expand: EXPR with
 // value: EXPR), and optionally length (the entries, an expression over the
-// shape and the defines) and pad (an int32 for the entries past the
-// generated ones).
+// shape and the defines), pad (the entries past the generated ones) and
+// type (the entries' C type: i32, the default, i64, u8 or bool).
 func (d *decoder) planned(n *yaml.Node, where string, e *engineNodes) []abi.Planned {
 	var out []abi.Planned
 	d.fields(n, where, nil, func(name string, kn, pv *yaml.Node) {
@@ -38,10 +38,14 @@ func (d *decoder) planned(n *yaml.Node, where string, e *engineNodes) []abi.Plan
 				p.Length, pn.length = d.str(v, k+".length"), v
 			case "pad":
 				if x, ok := d.integer(v, k+".pad"); ok {
-					if int64(int32(x)) != int64(x) {
-						d.errorf(v, "%s.pad: %d does not fit an int32", k, x)
-					}
-					p.Pad = int32(x)
+					p.Pad = int64(x)
+				}
+			case "type":
+				t := d.str(v, k+".type")
+				if e, ok := abi.ParsePlannedElem(t); ok {
+					p.Elem = e
+				} else {
+					d.errorf(v, "%s.type: %q is not an entry type (%s)", k, t, abi.PlannedElemNames())
 				}
 			default:
 				kind, _ := abi.ParsePlannedKind(key)
@@ -49,6 +53,11 @@ func (d *decoder) planned(n *yaml.Node, where string, e *engineNodes) []abi.Plan
 				kinds++
 			}
 		})
+		if pad := seen["pad"]; pad != nil {
+			if lo, hi := p.EntryBounds(); p.Pad < lo || p.Pad > hi {
+				d.errorf(pad, "%s.pad: %d does not fit a %s entry", k, p.Pad, p.EntryType())
+			}
+		}
 		if deref(pv).Kind == yaml.MappingNode {
 			switch {
 			case kinds != 1:

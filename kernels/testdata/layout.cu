@@ -23,3 +23,20 @@ struct params {
 extern "C" __global__ void step(eng::params<float> p) {
     if (int(threadIdx.x) < p.n) p.out[threadIdx.x] = p.scale * float(p.heads + p.kv_heads + p.head_dim + p.page.d) + float(p.d);
 }
+
+// A planner's arrays by pointer, as FlashInfer's params hold them: a
+// bool mask (one byte an entry), int32 indices, a 64-bit table and a
+// void workspace, whose elements have no size and are not compared.
+namespace eng {
+struct plan_params {
+    const bool* valid;
+    const int* indptr;
+    const long long* wide;
+    void* ws;
+    float* out;
+};
+}  // namespace eng
+
+extern "C" __global__ void plan_step(eng::plan_params p) {
+    if (p.valid[threadIdx.x]) p.out[threadIdx.x] = float(p.indptr[threadIdx.x] + p.wide[threadIdx.x]) + (p.ws ? 1.f : 0.f);
+}

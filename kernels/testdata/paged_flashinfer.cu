@@ -64,7 +64,7 @@ struct decode_params {
     int q_stride_n, q_stride_h, window_left;
     float logits_soft_cap, sm_scale, rope_rcp_scale, rope_rcp_theta;
     const int *request_indices, *kv_tile_indices, *o_indptr, *kv_chunk_size_ptr;
-    const int *block_valid_mask; // int32 here (FlashInfer's is bool): ktune's planned arrays are int32
+    const bool *block_valid_mask; // one byte an entry, as FlashInfer's (planned type: bool)
     bool partition_kv;
 };
 
