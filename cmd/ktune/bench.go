@@ -276,8 +276,11 @@ func openBench(ctx context.Context, stderr io.Writer, path string, f backendFlag
 		return nil, err
 	}
 	// The draft only validates: a grid that reads sms is evaluated at
-	// sm_90's default, the device not being open yet.
+	// sm_90's default, the device not being open yet. It runs no build:
+	// a variant's build command is for the device's architecture, which
+	// the plan below has (the draft's would be an empty -arch).
 	draftOver := over
+	draftOver.RunBuilds, draftOver.BuildLog = false, nil
 	if draftOver.SMs == 0 {
 		draftOver.SMs, _ = plan.DefaultSMs("sm_90")
 	}

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,5 +60,30 @@ func TestCheckEngineBuild(t *testing.T) {
 	}
 	if strings.Contains(againErr, "building hostcode.cu (variant nvcc)") {
 		t.Errorf("the second check built again:\n%s", againErr)
+	}
+}
+
+// TestSweepBuildsForTheDevice: a sweep runs a variant's build command for
+// the device's architecture only. The plan drafted before the device is
+// open (to validate the spec) builds nothing: it once ran every build
+// with an empty {arch}, and printed each as failed.
+func TestSweepBuildsForTheDevice(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "builds.log")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	spec := buildCheckSpec(t, `{name: eng, kernel: TESTDATA/hostcode.cu, build: {command: [bash, -c, "echo arch={arch} >> `+log+`; exit 1", "{out}"]}, launches: [{entry: "eng::scale_rows<float, 4>", grid: [1], block: [32], args: [q, out, heads, scale]}]}`)
+	var stdout, stderr bytes.Buffer
+	serr := runSweep(context.Background(), &stdout, &stderr, []string{spec, "-o", t.TempDir(), "--only", "variant=eng"}, tuneDeps(&modelled{}))
+	got, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatalf("the build command never ran: %v (sweep: %v)\nstdout:\n%s\nstderr:\n%s", err, serr, stdout.String(), stderr.String())
+	}
+	lines := strings.Fields(string(got))
+	for _, l := range lines {
+		if l != "arch=sm_90" {
+			t.Errorf("a build ran with %q, not the device's sm_90 (all: %v)", l, lines)
+		}
+	}
+	if strings.Contains(stderr.String(), "-arch= ") || strings.Count(stderr.String(), "building hostcode.cu") != len(lines) {
+		t.Errorf("stderr names builds other than the %d run for the device:\n%s", len(lines), stderr.String())
 	}
 }
