@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/ktune/ktune/internal/abi"
@@ -148,5 +149,50 @@ func lseTolerance(p *plan.Point, nkv int, raw []byte, ref []float64) (results.Ga
 	}
 	g := Tolerance(nkv, p.Seed, m, b)
 	g.Buffer = "lse"
+	if !g.Pass {
+		if hint := lseBaseHint(floats(raw), ref, p.Config.Shape.Attention.LSE); hint != "" {
+			g.Detail += "; " + hint
+		}
+	}
 	return g, nil
+}
+
+// lseBaseHint names the likeliest cause of an lse that fails by a
+// constant factor: the kernel writes its log-sum-exp in the other base
+// than the spec declares (FlashInfer's is base 2: m + log2(d) with the
+// scores pre-scaled by log2(e)). Every output whose reference is not
+// near zero must be off by the same factor, log2(e) or ln(2), within
+// 0.1%; "" otherwise. It only explains a failure, never passes one.
+func lseBaseHint(got []float32, ref []float64, declared abi.LSEBase) string {
+	factors := []struct {
+		f    float64
+		base abi.LSEBase
+	}{{math.Log2E, abi.LSELog2}, {math.Ln2, abi.LSENatural}}
+	for _, c := range factors {
+		if c.base == declared {
+			continue
+		}
+		n := 0
+		for i, r := range ref {
+			if i >= len(got) || math.Abs(r) < 1e-3 {
+				continue
+			}
+			if q := float64(got[i]) / r; math.IsNaN(q) || math.Abs(q/c.f-1) > 1e-3 {
+				n = -1
+				break
+			}
+			n++
+		}
+		if n > 0 {
+			return fmt.Sprintf("every lse output is %.4f x the reference: the kernel writes lse in base %s, the spec declares lse: %s", c.f, baseName(c.base), declared)
+		}
+	}
+	return ""
+}
+
+func baseName(b abi.LSEBase) string {
+	if b == abi.LSELog2 {
+		return "2"
+	}
+	return "e"
 }

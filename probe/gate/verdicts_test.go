@@ -10,6 +10,7 @@ import (
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/oracle"
 	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 )
 
 func poisoned(words int) []byte {
@@ -232,5 +233,55 @@ func TestLengths(t *testing.T) {
 		if got := Lengths(c.nkv, shape(c.batch, c.qlen)); !slices.Equal(got, c.want) {
 			t.Errorf("Lengths(%d, batch %d, q_len %d) = %v, want %v", c.nkv, c.batch, c.qlen, got, c.want)
 		}
+	}
+}
+
+// TestLSEBaseHint: an lse off from the reference by log2(e) everywhere
+// (a base-2 kernel under lse: ln) or by ln 2 (the converse) is named; a
+// factor held by all but one output, other errors, the declared base's
+// own factor and references near zero alone are not; the gate still
+// fails with the hint.
+func TestLSEBaseHint(t *testing.T) {
+	ref := []float64{3.5, -2.25, 0.0001, 10.75, 7}
+	scaled := func(f float64) []float32 {
+		out := make([]float32, len(ref))
+		for i, r := range ref {
+			out[i] = float32(r * f)
+		}
+		out[2] = 5 // near zero in the reference: not compared
+		return out
+	}
+	for _, c := range []struct {
+		name     string
+		got      []float32
+		declared abi.LSEBase
+		want     string
+	}{
+		{"base 2 declared ln", scaled(math.Log2E), abi.LSENatural, "the kernel writes lse in base 2, the spec declares lse: ln"},
+		{"base e declared log2", scaled(math.Ln2), abi.LSELog2, "the kernel writes lse in base e, the spec declares lse: log2"},
+		{"base 2 declared log2", scaled(math.Log2E), abi.LSELog2, ""},
+		{"another factor", scaled(1.3), abi.LSENatural, ""},
+		{"one output off", func() []float32 { g := scaled(math.Log2E); g[4] = 7; return g }(), abi.LSENatural, ""},
+		{"a NaN", func() []float32 { g := scaled(math.Log2E); g[0] = float32(math.NaN()); return g }(), abi.LSENatural, ""},
+		{"only near-zero references", []float32{1, 2}, abi.LSENatural, ""},
+	} {
+		r := ref
+		if c.name == "only near-zero references" {
+			r = []float64{0, 0.0005}
+		}
+		got := lseBaseHint(c.got, r, c.declared)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: hint %q, want %q", c.name, got, c.want)
+		}
+	}
+	p := &plan.Point{Tol: plan.Tolerance{MaxAbs: 2e-3, MaxRel: 0.02, NMSE: 1e-6}}
+	p.Config.Shape.Attention.LSE = abi.LSENatural
+	raw := make([]byte, 4*len(ref))
+	for i, v := range scaled(math.Log2E) {
+		put(raw, i, v)
+	}
+	g, err := lseTolerance(p, 5, raw, ref)
+	if err != nil || g.Pass || !strings.Contains(g.Detail, "base 2") {
+		t.Errorf("a base-2 lse under lse: ln: %+v (%v), want a failed gate naming the base", g, err)
 	}
 }
