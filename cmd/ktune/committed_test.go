@@ -27,7 +27,7 @@ func TestCommittedDecisions(t *testing.T) {
 	t.Parallel()
 	var files []string
 	err := filepath.WalkDir("../../experiments/results/h200", func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".jsonl.gz")) {
 			files = append(files, path)
 		}
 		return err

@@ -90,7 +90,7 @@ func TestBelowFloor(t *testing.T) {
 func TestCommittedAboveFloor(t *testing.T) {
 	n := 0
 	err := filepath.WalkDir("../../experiments/results", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".jsonl.gz")) {
 			return err
 		}
 		recs, _, err := results.ReadFile(path)

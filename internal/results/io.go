@@ -1,7 +1,9 @@
 package results
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,15 +56,41 @@ type Reader struct {
 	ioer error // a read error other than EOF
 }
 
-// NewReader returns a Reader of r; file names r in error messages.
+// NewReader returns a Reader of r; file names r in error messages. A
+// gzip-compressed file (results kept as .jsonl.gz) is read through its
+// decompression: a stream cut short is a read error, never a shorter
+// file.
 func NewReader(r io.Reader, file string) *Reader {
-	return &Reader{lr: NewLineReader(r), file: file}
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(len(gzipMagic)); bytes.Equal(magic, gzipMagic) {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return &Reader{lr: NewLineReader(bytes.NewReader(nil)), file: file, ioer: fmt.Errorf("reading %s: gzip: %w", file, err)}
+		}
+		return &Reader{lr: NewLineReader(gzipErrors{gz}), file: file}
+	}
+	return &Reader{lr: NewLineReader(br), file: file}
+}
+
+// gzipErrors names the decompression in its read errors: "gzip:
+// unexpected EOF" is a file cut short, not a line.
+type gzipErrors struct{ r io.Reader }
+
+func (g gzipErrors) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("gzip: %w", err)
+	}
+	return n, err
 }
 
 // Scan advances to the next non-blank line. It returns false at the end of
 // the input or on a read error (see Err). A line longer than MaxLineBytes
 // is a *SyntaxError, read past without being held.
 func (r *Reader) Scan() bool {
+	if r.ioer != nil {
+		return false
+	}
 	for {
 		// Not bufio.Scanner: a record carries an NVRTC log and up to
 		// thousands of samples, so its line is long; but not unbounded
@@ -79,7 +107,7 @@ func (r *Reader) Scan() bool {
 		}
 		if r.line == 1 && bytes.HasPrefix(b, gzipMagic) {
 			// Binary lines would each be a warning, thousands of them.
-			r.ioer = fmt.Errorf("reading %s: gzip-compressed data (it starts with 1f 8b), not JSON lines: decompress it first (gunzip)", r.file)
+			r.ioer = fmt.Errorf("reading %s: gzip-compressed data inside gzip (it starts with 1f 8b once decompressed), not JSON lines", r.file)
 			return false
 		}
 		if skipped > 0 {

@@ -24,6 +24,8 @@
 //     time appends (LockDir), and the lock file names it.
 //   - A line is at most MaxLineBytes long: a longer one is no record, and
 //     readers count and skip it without holding it (LineReader).
+//   - A file kept gzip-compressed (.jsonl.gz) reads as its contents; a
+//     compressed stream cut short is a read error, never a shorter file.
 //   - Blank lines are ignored. A line without "schema" or without "hash" is
 //     not a record; a record whose schema is larger than SchemaVersion is
 //     refused by name, never half-read.

@@ -120,15 +120,27 @@ func (zeros) Read(p []byte) (int, error) {
 }
 
 // TestReaderNamesForeignInput: a gzip file was thousands of "malformed
-// record" lines, a BOM one, and a type error named Go types.
+// record" lines (it is now read through its decompression, and a stream
+// cut short or compressed twice is a read error), a BOM one, and a type
+// error named Go types.
 func TestReaderNamesForeignInput(t *testing.T) {
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write([]byte(`{"schema":1,"hash":"h","status":"ok"}` + "\n"))
-	zw.Close()
-	recs, warns, err := readAll(gz.Bytes())
-	if err == nil || !strings.Contains(err.Error(), "gzip-compressed") || len(warns) != 0 || len(recs) != 0 {
-		t.Errorf("gzip: %v, %d warnings", err, len(warns))
+	gzipped := func(b []byte) []byte {
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write(b)
+		zw.Close()
+		return gz.Bytes()
+	}
+	two := []byte(`{"schema":1,"hash":"h","status":"ok"}` + "\n" + `{"schema":1,"hash":"i","status":"ok"}` + "\n")
+	recs, warns, err := readAll(gzipped(two))
+	if err != nil || len(warns) != 0 || len(recs) != 2 || recs[1].Hash != "i" {
+		t.Errorf("gzip: %d records, %v, %d warnings", len(recs), err, len(warns))
+	}
+	gz := gzipped(two)
+	for name, in := range map[string][]byte{"cut short": gz[:len(gz)-12], "header only": gz[:5], "twice": gzipped(gz)} {
+		if _, _, err := readAll(in); err == nil || !strings.Contains(err.Error(), "gzip") {
+			t.Errorf("gzip %s: %v, want a read error naming gzip", name, err)
+		}
 	}
 	for in, want := range map[string]string{
 		"\xef\xbb\xbf" + `{"schema":1,"hash":"h"}` + "\n": "x.jsonl:1: starts with a UTF-8 byte-order mark",
