@@ -10,37 +10,62 @@ import (
 
 // A Waiver is a spec's decision about one input set of a point's gates
 // (spec.InputWaiver), resolved at the point: the set is skipped, or
-// judged by Tol, the set's own bounds with the point's for the fields
-// the spec left out. Every waiver goes into the point's hash (keys.go),
-// its record and the gates it loosened (probe), so a pass never hides one.
+// judged by Bounds, the set's own bounds where the spec gives them; a
+// field it leaves out (zero) is not waived: the set keeps the point's
+// bound there as it applies to the set (scaled by its largest |V|, as
+// without a waiver), never the point's unscaled one. Every waiver goes
+// into the point's hash (keys.go), its record and the gates it loosened
+// (probe), so a pass never hides one.
 type Waiver struct {
 	Inputs string
 	Skip   bool
-	Tol    Tolerance
+	Bounds Tolerance
 	Reason string
 }
 
-// String is the waiver as records, logs and the hash state it.
+// Over is the set's bounds under the waiver: set's, with each field the
+// waiver gives replaced by it.
+func (w Waiver) Over(set Tolerance) Tolerance {
+	for _, f := range []struct{ dst, src *float64 }{{&set.MaxAbs, &w.Bounds.MaxAbs}, {&set.MaxRel, &w.Bounds.MaxRel}, {&set.NMSE, &w.Bounds.NMSE}} {
+		if *f.src != 0 {
+			*f.dst = *f.src
+		}
+	}
+	return set
+}
+
+// String is the waiver as records, logs and the hash state it: the
+// bounds it gives, and those it leaves as the set's.
 func (w Waiver) String() string {
 	if w.Skip {
 		return fmt.Sprintf("%s: not applicable (%s)", w.Inputs, w.Reason)
 	}
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	return fmt.Sprintf("%s: own bounds max_abs %s max_rel %s nmse %s (%s)", w.Inputs, g(w.Tol.MaxAbs), g(w.Tol.MaxRel), g(w.Tol.NMSE), w.Reason)
+	var own, kept []string
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"max_abs", w.Bounds.MaxAbs}, {"max_rel", w.Bounds.MaxRel}, {"nmse", w.Bounds.NMSE}} {
+		if f.v != 0 {
+			own = append(own, f.name+" "+g(f.v))
+		} else {
+			kept = append(kept, f.name)
+		}
+	}
+	text := fmt.Sprintf("%s: own bounds %s", w.Inputs, strings.Join(own, " "))
+	if len(kept) > 0 {
+		text += ", " + strings.Join(kept, " and ") + " the set's"
+	}
+	return text + " (" + w.Reason + ")"
 }
 
-// waivers resolves a spec's input-set decisions against a point's bounds.
-func waivers(g *spec.Gates, tol Tolerance) []Waiver {
+// waivers resolves a spec's input-set decisions.
+func waivers(g *spec.Gates) []Waiver {
 	var out []Waiver
 	for _, iw := range g.Inputs {
 		w := Waiver{Inputs: iw.Set, Skip: iw.Skip, Reason: iw.Reason}
 		if !iw.Skip {
-			w.Tol = tol
-			for _, f := range []struct{ dst, src *float64 }{{&w.Tol.MaxAbs, &iw.Bounds.MaxAbs}, {&w.Tol.MaxRel, &iw.Bounds.MaxRel}, {&w.Tol.NMSE, &iw.Bounds.NMSE}} {
-				if *f.src != 0 {
-					*f.dst = *f.src
-				}
-			}
+			w.Bounds = Tolerance(iw.Bounds)
 		}
 		out = append(out, w)
 	}
@@ -80,7 +105,7 @@ const NeverCapturedText = "replay gate: not run, nor the graph probe (graph: nev
 func waiverText(ws []Waiver) string {
 	var parts []string
 	for _, w := range ws {
-		parts = append(parts, fmt.Sprintf("%s skip=%v %v %q", w.Inputs, w.Skip, w.Tol, w.Reason))
+		parts = append(parts, fmt.Sprintf("%s skip=%v %v %q", w.Inputs, w.Skip, w.Bounds, w.Reason))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// An input-set waiver reaches every point with the point's bounds filled
-// in, and moves the hash (and so the gate key): a verdict under a waiver
+// An input-set waiver reaches every point with the bounds it gives (the
+// rest stay the set's, applied by the gates), and moves the hash (and so the gate key): a verdict under a waiver
 // is never the verdict without it.
 func TestWaiversHashed(t *testing.T) {
 	base := strings.Replace(engineYAML, "  - name: shipped\n    kernel: eng/k.ptx\n", "", 1)
@@ -24,10 +24,13 @@ func TestWaiversHashed(t *testing.T) {
 	if len(pw.Waivers) != 2 || len(pp.Waivers) != 0 {
 		t.Fatalf("waivers %+v and %+v", pw.Waivers, pp.Waivers)
 	}
-	if w := pw.Waivers[0]; w.Tol != (Tolerance{MaxAbs: 2e-6, MaxRel: 0.05, NMSE: 0.1}) || w.Skip || w.Reason != "f16 partials" {
-		t.Errorf("subnormal waiver %+v: want its own max_abs and nmse, the spec's max_rel", w)
+	if w := pw.Waivers[0]; w.Bounds != (Tolerance{MaxAbs: 2e-6, NMSE: 0.1}) || w.Skip || w.Reason != "f16 partials" {
+		t.Errorf("subnormal waiver %+v: want its own max_abs and nmse, max_rel left to the set", w)
 	}
-	if got := pw.WaiverTexts(); got[1] != "outliers: not applicable (clamped upstream)" {
+	if w := pw.Waivers[0]; w.Over(Tolerance{MaxAbs: 1e-7, MaxRel: 0.05, NMSE: 1e-6}) != (Tolerance{MaxAbs: 2e-6, MaxRel: 0.05, NMSE: 0.1}) {
+		t.Errorf("over the set's bounds: %+v", w.Over(Tolerance{MaxAbs: 1e-7, MaxRel: 0.05, NMSE: 1e-6}))
+	}
+	if got := pw.WaiverTexts(); got[0] != "subnormal: own bounds max_abs 2e-06 nmse 0.1, max_rel the set's (f16 partials)" || got[1] != "outliers: not applicable (clamped upstream)" {
 		t.Errorf("texts %q", got)
 	}
 	if pw.Hash == pp.Hash || pw.GateKey == pp.GateKey {

@@ -18,7 +18,13 @@ import (
 func TestInputSetWaivers(t *testing.T) {
 	const reason = "tmp_out is f16, as the engine keeps it"
 	bounds := func(p *plan.Point) {
-		p.Waivers = []plan.Waiver{{Inputs: "subnormal", Tol: plan.Tolerance{MaxAbs: 1, MaxRel: 1, NMSE: 1}, Reason: reason}}
+		p.Waivers = []plan.Waiver{{Inputs: "subnormal", Bounds: plan.Tolerance{MaxAbs: 1, MaxRel: 1, NMSE: 1}, Reason: reason}}
+	}
+	// nmse alone: the elementwise bounds stay the set's (scaled by its
+	// tiny V), so flushed outputs still fail; they were once the point's
+	// unscaled ones, and the waiver passed what it did not name.
+	nmseOnly := func(p *plan.Point) {
+		p.Waivers = []plan.Waiver{{Inputs: "subnormal", Bounds: plan.Tolerance{NMSE: 1}, Reason: reason}}
 	}
 	skip := func(p *plan.Point) { p.Waivers = []plan.Waiver{{Inputs: "subnormal", Skip: true, Reason: reason}} }
 	for _, c := range []struct {
@@ -32,6 +38,7 @@ func TestInputSetWaivers(t *testing.T) {
 		{"own bounds", fakeModel{ftz: true}, bounds, results.StatusOK, "subnormal: own bounds max_abs 1 max_rel 1 nmse 1 (" + reason + ")"},
 		{"not applicable", fakeModel{ftz: true}, skip, results.StatusOK, "subnormal: not applicable (" + reason + ")"},
 		{"fails another set too", fakeModel{ftz: true, skipNewest: 64}, bounds, results.StatusGateFailed, "subnormal: own bounds"},
+		{"nmse alone", fakeModel{ftz: true}, nmseOnly, results.StatusGateFailed, "subnormal: own bounds nmse 1, max_abs and max_rel the set's (" + reason + ")"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeDevice()

@@ -13,15 +13,19 @@ import (
 // or not a gate used them, so that a pass never hides one.
 
 // setBounds are the tolerance bounds of one input set at the point: the
-// set's own when the spec gives it some (not scaled by its |V|: the
-// owner wrote them for this set), else the point's (base) scaled as the
-// set says (oracle.InputSet.Bounds); waiver is the waiver's text, ""
-// when none applies.
+// point's (base) scaled as the set says (oracle.InputSet.Bounds), with
+// each bound the spec's waiver gives the set in its place (not scaled by
+// its |V|: the owner wrote them for this set); waiver is the waiver's
+// text, "" when none applies. A bound the waiver leaves out stays the
+// set's: a waiver of nmse alone loosens nmse alone.
 func setBounds(p *plan.Point, base oracle.Bounds, set oracle.InputSet) (b oracle.Bounds, waiver string) {
+	b = set.Bounds(base, p.Config.Shape)
 	if w, ok := p.WaiverFor(string(set)); ok && !w.Skip {
-		return oracle.Bounds{MaxAbs: w.Tol.MaxAbs, MaxRel: w.Tol.MaxRel, NMSE: w.Tol.NMSE, OutDtype: base.OutDtype}, w.String()
+		t := w.Over(plan.Tolerance{MaxAbs: b.MaxAbs, MaxRel: b.MaxRel, NMSE: b.NMSE})
+		b.MaxAbs, b.MaxRel, b.NMSE = t.MaxAbs, t.MaxRel, t.NMSE
+		return b, w.String()
 	}
-	return set.Bounds(base, p.Config.Shape), ""
+	return b, ""
 }
 
 // skipped reports whether the spec says set does not apply to the kernel.
