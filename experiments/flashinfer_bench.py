@@ -397,11 +397,12 @@ def device_i32(torch, xs):
     return torch.tensor(xs, dtype=torch.int32, device="cuda")
 
 
-def check_output(torch, q, k, v, out, layout, indptr, indices, nkv):
+def check_output(torch, q, k, v, out, lse, layout, indptr, indices, nkv):
     """(max abs error, nmse) of out against a float64 softmax attention
     over the same Q, K and V, at the first and last sequence, every head
-    (query head h reads KV head h // group)."""
-    errs, num, den = [], 0.0, 0.0
+    (query head h reads KV head h // group), and the max abs error of
+    lse (base 2, as the spec's lse: log2 says the kernels write it)."""
+    errs, lse_errs, num, den = [], [], 0.0, 0.0
     batch, heads, hd = q.shape
     for b in sorted({0, batch - 1}):
         pages = torch.tensor(indices[indptr[b]:indptr[b + 1]], dtype=torch.long, device="cuda")
@@ -416,12 +417,14 @@ def check_output(torch, q, k, v, out, layout, indptr, indices, nkv):
         ref = torch.einsum("kgn,nkd->kgd", torch.softmax(s, dim=2), vb).reshape(heads, hd)
         got = out[b].double()
         if not torch.isfinite(got).all():
-            return float("inf"), float("inf")
+            return float("inf"), float("inf"), float("inf")
+        ref_lse = (torch.logsumexp(s, dim=2) / math.log(2)).reshape(heads)
+        lse_errs.append((lse[b].double() - ref_lse).abs().max().item())
         d = got - ref
         errs.append(d.abs().max().item())
         num += (d * d).sum().item()
         den += (ref * ref).sum().item()
-    return max(errs), num / max(den, 1e-300)
+    return max(errs), num / max(den, 1e-300), max(lse_errs)
 
 
 NMSE_BOUND = 1e-4  # f16 out (and the split form's f16 partials) sit near 1e-6; a wrong struct gives ~1
@@ -482,8 +485,10 @@ def run_point(torch, drv, fns, form, layout, heads, kv_heads, batch, nkv, page, 
         rec["merge_occupancy"] = merge_occupancy(drv, fns[names[1]], launches[1][1], launches[1][2])
     call()
     torch.cuda.synchronize()
-    max_abs, nmse = check_output(torch, q, k, v, out, layout, indptr, indices, nkv)
-    rec.update({"check_max_abs": max_abs, "check_nmse": nmse})
+    # lse is recorded, not judged: out is what a wrong struct would spoil.
+    max_abs, nmse, lse_abs = check_output(torch, q, k, v, out, lse, layout, indptr, indices, nkv)
+    rec.update({key: x if math.isfinite(x) else str(x)  # strict JSON has no NaN or Infinity
+                for key, x in (("check_max_abs", max_abs), ("check_nmse", nmse), ("check_lse_max_abs", lse_abs))})
     if not nmse <= NMSE_BOUND:
         rec["wrong"] = "output against float64 softmax attention: nmse %.3g > %g, max abs %.3g; not timed" % (
             nmse, NMSE_BOUND, max_abs)
@@ -553,8 +558,15 @@ def main():
                     for layout in layouts:
                         for form in forms:
                             for nkv in ints(a.nkv):
-                                rec = run_point(torch, drv, fns, form, layout, heads, kv_heads, batch, nkv, page,
-                                                a.capacity, sms, a.blocks_per_sm, flush, not a.no_hot, a.seed)
+                                try:
+                                    rec = run_point(torch, drv, fns, form, layout, heads, kv_heads, batch, nkv, page,
+                                                    a.capacity, sms, a.blocks_per_sm, flush, not a.no_hot, a.seed)
+                                except RuntimeError as e:
+                                    # A fault leaves the context unusable: say
+                                    # which point, then stop.
+                                    out.write(json.dumps({"form": form, "layout": layout, "heads": heads, "kv_heads": kv_heads,
+                                                          "batch": batch, "nkv": nkv, "page": page, "error": str(e)}) + "\n")
+                                    raise
                                 rec.update({"sms": sms, "l2_bytes": l2, "device": torch.cuda.get_device_name()})
                                 out.write(json.dumps(rec) + "\n")
                                 out.flush()
