@@ -44,7 +44,10 @@ heads, sms)) at 12 blocks per SM (ktune's --blocks-per-sm 12).
 test_flashinfer_bench.py checks the struct's layout and values, the
 planned arrays and the geometry against the spec's YAML without a GPU.
 Every sequence holds nkv rows in cdiv(nkv, page) pages of its own,
-shuffled over the pool; Q, K and V uniform in [-1, 1]. Before a point is
+shuffled over the pool; Q, K and V uniform in [-1, 1]. (ktune's pool is
+larger: cdiv(capacity, page) pages a sequence and one spare page each
+(internal/abi/paged.go): the same bytes are read, from a wider range.
+Before a point is
 timed its output is compared with a float64 softmax attention computed
 by torch on the same Q, K and V (the first and last sequence, every
 head); a point whose output is wrong is reported so and not timed, so a
