@@ -7,7 +7,11 @@
 # KTUNE names the binary (default ./bin/ktune); ONLY narrows the sweep
 # (a --only expression). --blocks-per-sm 12: the merge kernel's grid is
 # sized from its occupancy, 12 blocks per SM on sm_90. Writes
-# OUTDIR/h200-flashinfer.jsonl, check.log and sweep.log.gz.
+# OUTDIR/h200-flashinfer.jsonl, check.log and sweep.log.gz; then (BENCH=1)
+# flashinfer-bench.jsonl: the CUBINs ktune check built, from its build
+# cache, timed by FlashInfer's own benchmark method
+# (experiments/flashinfer_bench.py: CUDA events, cold L2), for ktune's
+# numbers against the engine's. BENCH_ARGS narrows it (its flags).
 set -uo pipefail
 out=${1:?usage: run-h200-flashinfer.sh OUTDIR}
 k=${KTUNE:-./bin/ktune}
@@ -25,3 +29,23 @@ timeout --signal=INT "$secs" "$k" sweep "$spec" --blocks-per-sm 12 "${only[@]}" 
 tail -n 3 "$work/sweep.log"
 cp "$work/fi/results.jsonl" "$out/h200-flashinfer.jsonl"
 gzip -c "$work/sweep.log" > "$out/sweep.log.gz"
+if [ -n "${BENCH:-}" ]; then
+  # FlashInfer's CUBINs from ktune's build cache (entries naming
+  # attention_impl.cuh), newest first: the script takes each kernel from
+  # the first CUBIN holding it, and skips those holding none (the layout
+  # probes).
+  cache=${XDG_CACHE_HOME:-$HOME/.cache}/ktune
+  cubins=()
+  while read -r e; do
+    [ -f "$(dirname "$e")/artifact.cubin" ] && cubins+=("$(dirname "$e")/artifact.cubin")
+  done < <(find "$cache/builds" -name entry.json -print0 2>/dev/null | xargs -0 -r grep -l 'attention_impl.cuh' | xargs -r ls -t)
+  if [ ${#cubins[@]} -eq 0 ]; then
+    echo "no nvcc build of attention_impl.cuh in $cache/builds"
+  else
+    # shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
+    timeout "${BENCH_S:-300}" python3 experiments/flashinfer_bench.py --cubin "${cubins[@]}" ${BENCH_ARGS:-} \
+      -o "$out/flashinfer-bench.jsonl" > "$out/flashinfer-bench.log" 2>&1
+    echo "bench: exit $?"
+    tail -n 3 "$out/flashinfer-bench.log"
+  fi
+fi
