@@ -23,14 +23,14 @@ type LayoutCheck struct {
 	Fields []LayoutField
 }
 
-// A LayoutField is one declared field's place, and for a pointer the
-// size of the elements the argument passed there holds (Elem, 0 where it
-// is not known: abi.PointeeBytes), compared with the member's pointee.
+// A LayoutField is one declared field's place, and for a pointer what
+// the argument passed there holds (Elem: abi.PointeeOf), compared with
+// the member's pointee.
 type LayoutField struct {
 	Path         string
 	Offset, Size int
 	Arg          string
-	Elem         int
+	Elem         abi.Pointee
 }
 
 // layoutChecks lists the declared layouts of a variant's typed structs.
@@ -51,7 +51,7 @@ func (b *builder) layoutChecks(v *spec.Variant) ([]LayoutCheck, error) {
 			return nil, fmt.Errorf("%s:%d:%d: variant %s, struct %s: %w", b.s.Path, t.Pos.Line, t.Pos.Col, v.Name, n, err)
 		}
 		c := LayoutCheck{Struct: n, Type: t.Type, Where: fmt.Sprintf("%s:%d:%d", b.s.Path, t.Pos.Line, t.Pos.Col), Size: l.Size, Align: l.Align}
-		elem := func(a abi.Arg) int { return abi.PointeeBytes(a, pointIO(v, nil), v.Planned) }
+		elem := func(a abi.Arg) abi.Pointee { return abi.PointeeOf(a, pointIO(v, nil), v.Planned) }
 		if err := appendFields(&c.Fields, st, "", 0, v.StructTypes, elem); err != nil {
 			return nil, fmt.Errorf("%s: variant %s, struct %s: %w", c.Where, v.Name, n, err)
 		}
@@ -64,7 +64,7 @@ func (b *builder) layoutChecks(v *spec.Variant) ([]LayoutCheck, error) {
 // struct that names its type too, by path: a nested struct without one
 // (an engine's object of private members, such as a fast-division one)
 // is checked as a whole, its offset and size.
-func appendFields(out *[]LayoutField, st *abi.Struct, prefix string, base int, typed map[string]spec.StructType, elem func(abi.Arg) int) error {
+func appendFields(out *[]LayoutField, st *abi.Struct, prefix string, base int, typed map[string]spec.StructType, elem func(abi.Arg) abi.Pointee) error {
 	l, err := st.Layout()
 	if err != nil {
 		return err

@@ -81,14 +81,15 @@ func (k *KernelCheck) checkLayouts(env checkEnv) {
 			// A pointer to elements of another size than what the spec
 			// passes reads the array at the wrong stride: a bool* fed an
 			// int32 array sees entry k in byte k. void* and members that
-			// are no pointer record 0 and are not compared.
-			if fd.Elem > 0 && pointee > 0 && pointee != fd.Elem {
+			// are no pointer record 0 and are not compared; q and out may
+			// be read in vectors of their elements (half2 over f16).
+			if !fd.Elem.Holds(pointee) {
 				hint := ""
 				if t := plannedTypeOf(pointee); t != "" && strings.HasPrefix(fd.Arg, "planned:") {
 					hint = fmt.Sprintf(" (declare the planned array's entries with type: %s)", t)
 				}
 				k.fail("%s: struct %s (%s): field %s points to %d-byte elements, but %s passed there holds %d-byte ones%s",
-					c.Where, c.Struct, c.Type, fd.Path, pointee, fd.Arg, fd.Elem, hint)
+					c.Where, c.Struct, c.Type, fd.Path, pointee, fd.Arg, fd.Elem.Bytes, hint)
 			}
 		}
 		if size, align := at(0), at(1); size != c.Size || align != c.Align {

@@ -398,31 +398,55 @@ func PlannedKindNames() string {
 	return strings.Join(s, ", ")
 }
 
-// PointeeBytes is the size of one element of what a pointer argument
-// points at, where it is the same at every point of a variant: a planned
-// array's entry type, an int32 or f32 array of the vocabulary, q and out
-// in the io's types. 0 where it is not known: K and V (the shape's
-// type), scratch, null, the workspace.
-func PointeeBytes(a Arg, io IO, planned []Planned) int {
+// A Pointee is what a pointer argument holds, for the layout check of a
+// struct member that points at it: the size of one element where it is
+// the same at every point of a variant (0 where it is not known: K and V,
+// whose type is the shape's, scratch, null, the workspace), and whether a
+// member may read it in vectors of elements (half2 over f16 data) or must
+// read it element by element (index arrays: an int64 or bool pointer over
+// int32 entries is a different array, not a vector of them).
+type Pointee struct {
+	Bytes   int
+	Vectors bool
+}
+
+// Holds reports whether a member whose pointee is n bytes reads the
+// argument's elements: n equal to the element's size, or a whole number of
+// elements where vectors are allowed. An unknown size (0 on either side)
+// is not judged.
+func (p Pointee) Holds(n int) bool {
+	switch {
+	case p.Bytes == 0 || n == 0 || n == p.Bytes:
+		return true
+	case p.Vectors:
+		return n%p.Bytes == 0
+	}
+	return false
+}
+
+// PointeeOf is what a pointer argument holds: a planned array's entries
+// by their type, the vocabulary's int32 and f32 arrays, q and out in the
+// io's types (readable as vectors).
+func PointeeOf(a Arg, io IO, planned []Planned) Pointee {
 	switch {
 	case !a.IsBuffer() || a.Struct != nil || a.Name == "" || a.IsScratch():
-		return 0
+		return Pointee{}
 	case a.IsPlanned():
 		for i := range planned {
 			if planned[i].Name == a.Name {
-				return planned[i].elem().Bytes()
+				return Pointee{Bytes: planned[i].elem().Bytes()}
 			}
 		}
-		return 0
+		return Pointee{}
 	}
 	switch a.Name {
 	case "q":
-		return io.OrABI().Q.Bytes()
+		return Pointee{Bytes: io.OrABI().Q.Bytes(), Vectors: true}
 	case "out":
-		return io.OrABI().Out.Bytes()
+		return Pointee{Bytes: io.OrABI().Out.Bytes(), Vectors: true}
 	}
 	if b := BufferNamed(a.Name); b != nil {
-		return b.Elem
+		return Pointee{Bytes: b.Elem}
 	}
-	return 0
+	return Pointee{}
 }

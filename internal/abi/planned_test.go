@@ -131,3 +131,34 @@ func TestPlannedEntryTypes(t *testing.T) {
 		t.Error("a bool array laid out with 4-byte entries was written")
 	}
 }
+
+// TestPointee: what a struct member may point at for each argument: index
+// arrays element by element (an int64 or bool pointer over int32 entries
+// is another array), q and out also in vectors of their elements, and
+// nothing judged where the size is not known.
+func TestPointee(t *testing.T) {
+	io := IO{Q: F16, Out: F32}
+	planned := []Planned{{Name: "mask", Elem: PlannedBool}, {Name: "idx"}}
+	for _, c := range []struct {
+		arg  string
+		n    int
+		want bool
+	}{
+		{"planned:mask", 1, true}, {"planned:mask", 4, false},
+		{"planned:idx", 4, true}, {"planned:idx", 1, false}, {"planned:idx", 8, false},
+		{"block_table", 4, true}, {"block_table", 8, false}, {"seqlens", 2, false},
+		{"q", 2, true}, {"q", 4, true}, {"q", 16, true}, {"q", 1, false}, {"q", 3, false},
+		{"out", 4, true}, {"out", 2, false}, {"out", 16, true},
+		{"k", 2, true}, {"k", 7, true}, // K's type is the shape's: not judged here
+		{"planned:idx", 0, true},       // void* or no pointer
+		{"scratch:tmp", 3, true}, {"null", 5, true},
+	} {
+		a, err := ParseArg(c.arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := PointeeOf(a, io, planned).Holds(c.n); got != c.want {
+			t.Errorf("%s read by a %d-byte pointee: %v, want %v", c.arg, c.n, got, c.want)
+		}
+	}
+}

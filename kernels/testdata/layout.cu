@@ -25,8 +25,9 @@ extern "C" __global__ void step(eng::params<float> p) {
 }
 
 // A planner's arrays by pointer, as FlashInfer's params hold them: a
-// bool mask (one byte an entry), int32 indices, a 64-bit table and a
-// void workspace, whose elements have no size and are not compared.
+// bool mask (one byte an entry), int32 indices, a 64-bit table, a void
+// workspace, whose elements have no size and are not compared, and the
+// queries read four floats at a time (a vector of q's elements).
 namespace eng {
 struct plan_params {
     const bool* valid;
@@ -34,9 +35,10 @@ struct plan_params {
     const long long* wide;
     void* ws;
     float* out;
+    const float4* qv;
 };
 }  // namespace eng
 
 extern "C" __global__ void plan_step(eng::plan_params p) {
-    if (p.valid[threadIdx.x]) p.out[threadIdx.x] = float(p.indptr[threadIdx.x] + p.wide[threadIdx.x]) + (p.ws ? 1.f : 0.f);
+    if (p.valid[threadIdx.x]) p.out[threadIdx.x] = float(p.indptr[threadIdx.x] + p.wide[threadIdx.x]) + (p.ws ? 1.f : 0.f) + p.qv[0].x;
 }
