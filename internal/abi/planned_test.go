@@ -150,7 +150,7 @@ func TestPointee(t *testing.T) {
 		{"q", 2, true}, {"q", 4, true}, {"q", 16, true}, {"q", 1, false}, {"q", 3, false},
 		{"out", 4, true}, {"out", 2, false}, {"out", 16, true},
 		{"k", 2, true}, {"k", 7, true}, // K's type is the shape's: not judged here
-		{"planned:idx", 0, true},       // void* or no pointer
+		{"planned:idx", 0, true}, // void* or no pointer
 		{"scratch:tmp", 3, true}, {"null", 5, true},
 	} {
 		a, err := ParseArg(c.arg)
