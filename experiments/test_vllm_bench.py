@@ -68,6 +68,15 @@ class TestBlockTables(unittest.TestCase):
         self.assertEqual(n, 4 * 63)
         self.assertEqual(sorted(flat), list(range(n)))
 
+    def test_capacity_pool(self):
+        tables, n = vb.capacity_tables(4, 1000, 32768, random.Random(2))
+        flat = [x for t in tables for x in t]
+        self.assertEqual(n, 4 * (2048 + 1))
+        self.assertTrue(all(len(t) == 63 for t in tables))
+        self.assertEqual(len(set(flat)), len(flat))  # each page one sequence's, once
+        self.assertTrue(all(0 <= x < n for x in flat))
+        self.assertGreater(max(flat), 4 * 63)  # spread over the pool, not packed at its start
+
 
 if __name__ == "__main__":
     unittest.main()

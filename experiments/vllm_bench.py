@@ -21,9 +21,13 @@ Two caches per point:
   --num-blocks 1024 (vLLM's default): the pages repeat, and 1024 pages of
       28/4 x 128 f16 are 33.6 MB of K and V, which stay in an H100's or
       H200's 50-60 MB L2: the benchmark times the kernels over warm L2.
-  distinct pages: every sequence its own capacity/16 pages, as ktune
-      allocates them; back to back, this is ktune's hot probe (warm L2
-      only where the working set fits), not its cold one.
+  distinct pages: every sequence its own cdiv(nkv, 16) pages, the pool
+      no larger; back to back, this is ktune's hot probe (warm L2 only
+      where the working set fits), not its cold one.
+  capacity (--capacity, default 32768): the same own pages drawn from a
+      pool of ktune's size, cdiv(capacity, 16) + 1 pages a sequence: the
+      bytes read are the same, spread over a wider range, which tells an
+      address-range effect (L2 sets, TLB) from a difference of method.
 
     python3 experiments/vllm_bench.py --cubin ARTIFACT.cubin \\
         --shapes 28/4,32/8 --batch 1,16 --nkv 2048,8192,32768 -o out.jsonl
@@ -80,6 +84,18 @@ def block_tables(batch, nkv, num_blocks, rng):
     pages = list(range(batch * per_seq))
     rng.shuffle(pages)
     return [pages[b * per_seq:(b + 1) * per_seq] for b in range(batch)], batch * per_seq
+
+
+def capacity_tables(batch, nkv, capacity, rng):
+    """Each sequence's own cdiv(nkv, 16) pages, drawn without repeats from
+    a pool the size ktune's paged cache has: cdiv(capacity, 16) pages a
+    sequence and one spare each (internal/abi/paged.go), shuffled. The same
+    bytes as distinct pages, spread over the capacity's address range, as
+    ktune's probes read them."""
+    per_seq = cdiv(nkv, BLOCK_SIZE)
+    pool = batch * (cdiv(capacity, BLOCK_SIZE) + 1)
+    pages = rng.sample(range(pool), batch * per_seq)
+    return [pages[b * per_seq:(b + 1) * per_seq] for b in range(batch)], pool
 
 
 def partial_args(p, heads, kv_heads):
@@ -145,11 +161,14 @@ class Driver:
                    "cuLaunchKernel")
 
 
-def run_point(torch, drv, fns, heads, kv_heads, batch, nkv, num_blocks, seed):
+def run_point(torch, drv, fns, heads, kv_heads, batch, nkv, num_blocks, seed, capacity=None):
     rng = random.Random(seed)
     torch.manual_seed(seed)
     scale = 1.0 / HEAD_SIZE ** 0.5
-    tables, nblocks = block_tables(batch, nkv, num_blocks, rng)
+    if num_blocks == "capacity":
+        tables, nblocks = capacity_tables(batch, nkv, capacity, rng)
+    else:
+        tables, nblocks = block_tables(batch, nkv, num_blocks, rng)
     dev = "cuda"
     q = torch.empty(batch, heads, HEAD_SIZE, dtype=torch.half, device=dev).uniform_(-scale, scale)
     k = torch.empty(nblocks, kv_heads, HEAD_SIZE // 8, BLOCK_SIZE, 8, dtype=torch.half, device=dev).uniform_(-scale, scale)
@@ -204,6 +223,8 @@ def main():
     ap.add_argument("--nkv", default="2048,8192,32768")
     ap.add_argument("--repeat", type=int, default=3, help="times each point is benchmarked (each a 100-call run)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--capacity", type=int, default=32768,
+                    help="also time each point over a pool of ktune's size for this capacity (0: not)")
     ap.add_argument("-o", required=True, help="JSON lines out")
     a = ap.parse_args()
 
@@ -218,8 +239,8 @@ def main():
         for heads, kv_heads in parse_shapes(a.shapes):
             for batch in [int(b) for b in a.batch.split(",")]:
                 for nkv in [int(n) for n in a.nkv.split(",")]:
-                    for nb in (VLLM_NUM_BLOCKS, None):
-                        runs = [run_point(torch, drv, fns, heads, kv_heads, batch, nkv, nb, a.seed + r)[0]
+                    for nb in (VLLM_NUM_BLOCKS, None) + (("capacity",) if a.capacity else ()):
+                        runs = [run_point(torch, drv, fns, heads, kv_heads, batch, nkv, nb, a.seed + r, a.capacity)[0]
                                 for r in range(a.repeat)]
                         runs.sort()
                         rec = {"heads": heads, "kv_heads": kv_heads, "batch": batch, "nkv": nkv,
