@@ -51,7 +51,7 @@ func (b *builder) layoutChecks(v *spec.Variant) ([]LayoutCheck, error) {
 			return nil, fmt.Errorf("%s:%d:%d: variant %s, struct %s: %w", b.s.Path, t.Pos.Line, t.Pos.Col, v.Name, n, err)
 		}
 		c := LayoutCheck{Struct: n, Type: t.Type, Where: fmt.Sprintf("%s:%d:%d", b.s.Path, t.Pos.Line, t.Pos.Col), Size: l.Size, Align: l.Align}
-		elem := func(a abi.Arg) abi.Pointee { return abi.PointeeOf(a, pointIO(v, nil), v.Planned) }
+		elem := func(a abi.Arg) abi.Pointee { return abi.PointeeOf(a, pointIO(v, nil), v.Planned, 0) }
 		if err := appendFields(&c.Fields, st, "", 0, v.StructTypes, elem); err != nil {
 			return nil, fmt.Errorf("%s: variant %s, struct %s: %w", c.Where, v.Name, n, err)
 		}

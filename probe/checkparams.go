@@ -25,6 +25,9 @@ import (
 type declaredLaunch struct {
 	entry, where string
 	args         []abi.Arg
+	// pointees are what each argument holds at the point (abi.PointeeOf),
+	// for a C++ kernel whose symbol gives its parameters' types.
+	pointees []abi.Pointee
 }
 
 // declare records the declared arguments of p's launches that run k's
@@ -40,6 +43,9 @@ func (k *KernelCheck) declare(set CheckSet, p *plan.Point) {
 			where = set.Where(p, li)
 		}
 		d := declaredLaunch{entry: l.Entry, where: where, args: l.Args}
+		for _, a := range l.Args {
+			d.pointees = append(d.pointees, abi.PointeeOf(a, p.IO, p.Planned, p.Config.Shape.KVType().Bytes))
+		}
 		if !slices.ContainsFunc(k.declared, func(o declaredLaunch) bool {
 			return o.entry == d.entry && o.where == d.where && slices.EqualFunc(o.args, d.args, func(a, b abi.Arg) bool { return a.String() == b.String() })
 		}) {
@@ -63,6 +69,29 @@ func (k *KernelCheck) checkParams(e *EntryCheck, fn *cubin.Function) {
 		}
 		if err := abi.CheckParams(e.Entry, d.args, e.Params); err != nil {
 			k.fail("%s: %v", d.where, err)
+			continue
+		}
+		k.checkPointees(e.Entry, d, cubin.ParamTypes(fn.Name))
+	}
+}
+
+// checkPointees compares what each pointer argument of a launch holds
+// with what the kernel's parameter of that place points at, where the
+// mangled symbol names its type: the sizes agree, an int32 table is not
+// passed where an int64 or bool one is read (FlashInfer's IdType and
+// block_valid_mask), f16 data not where floats are (a float or half
+// pointer reads one number an element; an integer or vector type may
+// pack several). An extern "C" kernel
+// (no types in its symbol) and a class or void pointee are not judged.
+func (k *KernelCheck) checkPointees(entry string, d declaredLaunch, types []string) {
+	if len(types) != len(d.args) {
+		return
+	}
+	for i, t := range types {
+		n, scalar := cubin.Pointee(t)
+		if holds := d.pointees[i].Holds(n); !holds || scalar && !d.pointees[i].HoldsScalar(n) {
+			k.fail("%s: %s: parameter %d (%s) points to %d-byte elements, but %s passed there holds %d-byte ones",
+				d.where, entry, i, t, n, d.args[i], d.pointees[i].Bytes)
 		}
 	}
 }

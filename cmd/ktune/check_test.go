@@ -152,6 +152,10 @@ func TestCheckExitCodes(t *testing.T) {
 		{"pointers to elements of another size", `{name: planbad, kernel: TESTDATA/layout.cu, planned: {valid: {per_seq: "1"}, indptr: {prefix: nkv}}, structs: {pp: {type: "eng::plan_params", fields: [{name: valid, arg: "planned:valid"}, {name: indptr, arg: "planned:indptr"}, {name: wide, arg: seqlens}, {name: ws, arg: "planned:indptr"}, {name: out, arg: out}, {name: qv, arg: q}]}}, launches: [{entry: plan_step, grid: [1], block: [32], args: [{struct: pp}]}]}`, exitBuild,
 			[]string{"FAILED layout.cu", "struct pp (eng::plan_params): field valid points to 1-byte elements, but planned:valid passed there holds 4-byte ones (declare the planned array's entries with type: u8 or bool)",
 				"field wide points to 8-byte elements, but seqlens passed there holds 4-byte ones"}},
+		{"parameters that point at what is passed", `{name: cxxok, kernel: TESTDATA/layout.cu, planned: {valid: {per_seq: "1", type: bool}, idx: {prefix: nkv}}, launches: [{entry: "eng::masked<float>", grid: [1], block: [32], args: ["planned:valid", "planned:idx", out]}]}`, exitOK,
+			[]string{"ok     layout.cu", "eng::masked<float>: "}},
+		{"parameters that point at other sizes", `{name: cxxbad, kernel: TESTDATA/layout.cu, planned: {valid: {per_seq: "1"}}, launches: [{entry: "eng::masked<float>", grid: [1], block: [32], args: ["planned:valid", seqlens, out]}], io: {out: f16}}`, exitBuild,
+			[]string{"FAILED layout.cu", "eng::masked<float>: parameter 0 (bool const*) points to 1-byte elements, but planned:valid passed there holds 4-byte ones", "eng::masked<float>: parameter 2 (float*) points to 4-byte elements, but out passed there holds 2-byte ones"}},
 		{"arguments that match", "{name: match, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads, scale]}]}", exitOK,
 			[]string{"ok     argcheck.cu", "step: "}},
 	} {

@@ -424,10 +424,18 @@ func (p Pointee) Holds(n int) bool {
 	return false
 }
 
+// HoldsScalar is Holds for a pointee that is one floating-point number
+// (a float or half pointer, not an integer or vector type that may pack
+// several elements): its size must be the element's.
+func (p Pointee) HoldsScalar(n int) bool {
+	return p.Bytes == 0 || n == 0 || n == p.Bytes
+}
+
 // PointeeOf is what a pointer argument holds: a planned array's entries
 // by their type, the vocabulary's int32 and f32 arrays, q and out in the
-// io's types (readable as vectors).
-func PointeeOf(a Arg, io IO, planned []Planned) Pointee {
+// io's types and K and V in kvBytes-byte elements (0: not known; all four
+// readable as vectors).
+func PointeeOf(a Arg, io IO, planned []Planned, kvBytes int) Pointee {
 	switch {
 	case !a.IsBuffer() || a.Struct != nil || a.Name == "" || a.IsScratch():
 		return Pointee{}
@@ -444,6 +452,8 @@ func PointeeOf(a Arg, io IO, planned []Planned) Pointee {
 		return Pointee{Bytes: io.OrABI().Q.Bytes(), Vectors: true}
 	case "out":
 		return Pointee{Bytes: io.OrABI().Out.Bytes(), Vectors: true}
+	case "k", "v":
+		return Pointee{Bytes: kvBytes, Vectors: true}
 	}
 	if b := BufferNamed(a.Name); b != nil {
 		return Pointee{Bytes: b.Elem}

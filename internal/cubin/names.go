@@ -113,3 +113,105 @@ func describe(s string) string {
 	}
 	return s
 }
+
+// ParamTypes are the C++ types of a mangled symbol's parameters, as its
+// signature prints them (float*, unsigned short const*, int), nil when
+// the symbol is not a mangled C++ name: an extern "C" kernel's symbol
+// says nothing of its parameters.
+func ParamTypes(symbol string) []string {
+	sig := cxxSignature(symbol)
+	if !strings.HasSuffix(sig, ")") {
+		return nil
+	}
+	// The parameter list is the last top-level parenthesis: a template
+	// argument may hold parentheses of its own ((vllm::Fp8KVCacheDataType)0).
+	depth, open := 0, -1
+	for i := len(sig) - 1; i >= 0; i-- {
+		switch sig[i] {
+		case ')', '>':
+			depth++
+		case '(', '<':
+			depth--
+		}
+		if depth == 0 {
+			open = i
+			break
+		}
+	}
+	if open < 0 {
+		return nil
+	}
+	body := sig[open+1 : len(sig)-1]
+	if body == "" {
+		return []string{}
+	}
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '<', '(', '[':
+			depth++
+		case '>', ')', ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(body[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	return append(out, strings.TrimSpace(body[start:]))
+}
+
+// builtinBytes are the sizes of the element types a kernel's pointer
+// parameters read that a C++ signature names by themselves (LP64, as
+// nvcc and NVRTC compile for a 64-bit host), CUDA's half and bfloat16
+// types and the vector types made of them included.
+var builtinBytes = map[string]int{
+	"bool": 1, "char": 1, "signed char": 1, "unsigned char": 1,
+	"short": 2, "unsigned short": 2, "int": 4, "unsigned int": 4,
+	"long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8,
+	"float": 4, "double": 8,
+	"__half": 2, "half": 2, "__nv_bfloat16": 2, "nv_bfloat16": 2,
+	"__half2": 4, "half2": 4, "__nv_bfloat162": 4,
+	"float2": 8, "float4": 16, "int2": 8, "int4": 16, "uint2": 8, "uint4": 16,
+}
+
+// floating are the element types that hold one number: a pointer to one
+// reads elements of that size, never several packed (as unsigned int or
+// half2 may pack two halves).
+var floating = map[string]bool{"float": true, "double": true, "__half": true, "half": true, "__nv_bfloat16": true, "nv_bfloat16": true}
+
+// PointeeBytes is the size of what a parameter of C++ type typ points
+// at, 0 when typ is no pointer, points at a pointer, at void or at a
+// type whose size the name alone does not give (a class, a template
+// argument left unresolved).
+func PointeeBytes(typ string) int {
+	n, _ := Pointee(typ)
+	return n
+}
+
+// Pointee is PointeeBytes and whether the pointee is one floating-point
+// number (float, double, half, bfloat16) rather than a container of
+// several elements (an integer or a vector type).
+func Pointee(typ string) (bytes int, scalarFloat bool) {
+	t := strings.TrimSpace(typ)
+	for _, q := range []string{"__restrict__", "__restrict", "restrict", "const", "volatile"} {
+		t = strings.TrimSpace(strings.TrimSuffix(t, q))
+	}
+	if !strings.HasSuffix(t, "*") {
+		return 0, false
+	}
+	t = strings.TrimSpace(strings.TrimSuffix(t, "*"))
+	if strings.HasSuffix(t, "*") {
+		return 0, false
+	}
+	var words []string
+	for _, w := range strings.Fields(t) {
+		if w != "const" && w != "volatile" {
+			words = append(words, w)
+		}
+	}
+	name := strings.Join(words, " ")
+	return builtinBytes[name], floating[name]
+}

@@ -42,3 +42,13 @@ struct plan_params {
 extern "C" __global__ void plan_step(eng::plan_params p) {
     if (p.valid[threadIdx.x]) p.out[threadIdx.x] = float(p.indptr[threadIdx.x] + p.wide[threadIdx.x]) + (p.ws ? 1.f : 0.f) + p.qv[0].x;
 }
+
+// The same arrays as a C++ kernel's own parameters: its mangled symbol
+// names their types (bool const*, int const*, float*), which ktune check
+// compares with what each launch passes.
+namespace eng {
+template <typename T>
+__global__ void masked(const bool* valid, const int* idx, T* out) {
+    if (valid[threadIdx.x]) out[threadIdx.x] = T(idx[threadIdx.x]);
+}
+}  // namespace eng
