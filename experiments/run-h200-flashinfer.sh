@@ -18,6 +18,7 @@ k=${KTUNE:-./bin/ktune}
 spec=experiments/engines/h200-flashinfer.yaml
 mkdir -p "$out"
 work=${WORK:-$(mktemp -d)}   # WORK: a fixed folder, so a second call resumes the sweep
+mkdir -p "$work"
 "$k" check "$spec" > "$out/check.log" 2>&1
 echo "check: exit $?"
 only=()

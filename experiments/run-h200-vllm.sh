@@ -13,6 +13,7 @@ out=${1:?usage: run-h200-vllm.sh OUTDIR}
 k=${KTUNE:-./bin/ktune}
 mkdir -p "$out"
 work=${WORK:-$(mktemp -d)}   # WORK: a fixed folder, so a second call resumes the sweep
+mkdir -p "$work"
 only=() only_mma=()
 [ -n "${ONLY_MMA:-}" ] && only_mma=(--only "$ONLY_MMA")
 [ -n "${ONLY:-}" ] && only=(--only "$ONLY")
