@@ -99,3 +99,39 @@ func TestPlannedEntryType(t *testing.T) {
 		t.Errorf("u8 pad 300: %v", err)
 	}
 }
+
+// TestPlannedReadsTheLongest: a planned array may size its work from the
+// step's longest sequence (max_nkv), as FlashInfer's planner sizes its
+// chunk: four chunks of the longest at the capacity fit an expand of
+// batch * 4 entries, and one entry fewer is the plan's error.
+func TestPlannedReadsTheLongest(t *testing.T) {
+	four := `"cdiv(nkv, cdiv(max_nkv, 4))"`
+	yaml := strings.NewReplacer(`{prefix: "cdiv(nkv, CHUNK)"}`, `{prefix: `+four+`}`,
+		`{expand: "cdiv(nkv, CHUNK)", value: i, length: LENGTH}`, `{expand: `+four+`, value: i, length: LENGTH}`).Replace(plannedYAML)
+	if yaml == plannedYAML {
+		t.Fatal("the test's spec did not change")
+	}
+	build := func(length string) error {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "k.cu"), []byte("// k\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "spec.yaml")
+		text := strings.NewReplacer("LENGTH", length, "PAD", "0", "TYPE", "i32").Replace(yaml)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := spec.Load(path, variants.Builtins())
+		if err != nil {
+			return err
+		}
+		_, err = Build(s, "sm_90")
+		return err
+	}
+	if err := build(`"batch * 4"`); err != nil {
+		t.Errorf("four chunks of the longest for each of 3 sequences in 12 entries: %v", err)
+	}
+	if err := build("11"); err == nil || !strings.Contains(err.Error(), "more than its 11 entries") {
+		t.Errorf("11 entries for 12: %v", err)
+	}
+}

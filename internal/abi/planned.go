@@ -33,12 +33,15 @@ var PlannedKinds = []PlannedKind{PlanPerSeq, PlanPrefix, PlanExpand}
 
 // The symbols a generator's expressions read besides the geometry
 // symbols, the integer scalars and the defines: the sequence's index,
-// the entry's index within the sequence (expand's Value only) and the
-// sequence's length.
+// the entry's index within the sequence (expand's Value only), the
+// sequence's length and the step's longest (a planner that sizes its
+// work from the batch, as FlashInfer's chunk size from the longest
+// sequence's pages).
 const (
-	PlanSeq   = "i"
-	PlanEntry = "j"
-	PlanNKV   = "nkv"
+	PlanSeq    = "i"
+	PlanEntry  = "j"
+	PlanNKV    = "nkv"
+	PlanMaxNKV = "max_nkv"
 )
 
 // A PlannedElem is the C type of a planned array's entries, as the
@@ -327,7 +330,11 @@ func (p *Planned) Generate(env expr.Env, nkv []int) ([]int64, error) {
 		out = append(out, v)
 		return nil
 	}
-	sum := int64(0)
+	sum, longest := int64(0), 0
+	for _, l := range nkv {
+		longest = max(longest, l)
+	}
+	e[PlanMaxNKV] = int64(longest)
 	for i, l := range nkv {
 		e[PlanSeq], e[PlanNKV] = int64(i), int64(l)
 		c, err := count.Eval(e)

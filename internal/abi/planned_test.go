@@ -31,6 +31,10 @@ func TestPlannedGenerators(t *testing.T) {
 			[]int64{1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0}},
 		{Planned{Name: "last_rows", Kind: PlanExpand, Count: "cdiv(nkv, CHUNK)", Value: "min(CHUNK, nkv - j * CHUNK)", Length: "8", Pad: -1},
 			[]int64{1, 256, 256, 88, 256, -1, -1, -1}},
+		// A chunk sized from the step's longest sequence (600 rows: 3 chunks
+		// of 256, each sequence split at that size), as FlashInfer's
+		// planner sizes it from the longest sequence's pages.
+		{Planned{Name: "tiles_by_longest", Kind: PlanPerSeq, Count: "cdiv(nkv, cdiv(max_nkv, 3))"}, []int64{1, 3, 2}},
 	} {
 		got, err := c.p.Generate(env, nkv)
 		if err != nil || !slices.Equal(got, c.want) {

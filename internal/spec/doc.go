@@ -598,7 +598,8 @@
 // an engine's planner fills them: per_seq: EXPR (one entry per sequence),
 // prefix: EXPR (batch + 1 exclusive prefix sums) or expand: EXPR with
 // value: EXPR (for each sequence i, EXPR entries holding value at j), over
-// i, j, nkv, the shape and the defines; length (the entries, required for
+// i, j, nkv (the sequence's length), max_nkv (the step's longest), the
+// shape and the defines; length (the entries, required for
 // expand), pad (the entries past the generated ones, default 0) and type,
 // the C type the kernel's pointer reads: i32 (the default), i64, u8 or
 // bool (one byte, 0 or 1). A value the type cannot hold is the plan's

@@ -98,12 +98,12 @@ func (d *decoder) plannedArgs(v *Variant, e *engineNodes, where string) {
 }
 
 // plannedExprs checks the symbols of variant i's planned arrays: count
-// and value read the sequence's i and nkv (value also j) besides the
-// shape's symbols and the defines; length only the latter, since the
+// and value read the sequence's i and nkv and the step's max_nkv (value
+// also j) besides the shape's symbols and the defines; length only the latter, since the
 // array's size is fixed for the step.
 func (d *decoder) plannedExprs(s *Spec, i int, w *where) {
 	v, e := &s.Variants[i], &w.variants[i].engine
-	perSeq := append([]string{abi.PlanSeq, abi.PlanNKV}, abi.ScalarNames()...)
+	perSeq := append([]string{abi.PlanSeq, abi.PlanNKV, abi.PlanMaxNKV}, abi.ScalarNames()...)
 	for k, p := range v.Planned {
 		pn := e.planned[k]
 		key := "planned." + p.Name
