@@ -4,8 +4,10 @@ benchmarks time them, on the CUBINs ktune built and gated, outside ktune.
 
 The kernels are the ones experiments/engines/h200-flashinfer.yaml
 declares: BatchDecodeWithPagedKVCacheKernel (its single pass, one launch
-a step) and the split form (the same kernel over 512-row chunks, then
-PersistentVariableLengthMergeStatesKernel), f16, head 128, groups 4 (32/8)
+a step), the split form (the same kernel over 512-row chunks, then
+PersistentVariableLengthMergeStatesKernel) and the planned form (the
+same two, chunked and padded as FlashInfer's planner does under CUDA
+graphs: PLANNER_GRID), f16, head 128, groups 4 (32/8)
 and 8 (64/8), pages in NHD and HND order. ktune check builds them with
 FlashInfer's own nvcc command into its build cache
 ($cache/builds/*/*/artifact.cubin beside an entry.json naming
@@ -80,7 +82,14 @@ HEAD_DIM = 128
 CAPACITY = 32768  # the spec's shapes
 CHUNK = 512  # the split form's define
 BLOCKS_PER_SM = 12  # the merge kernel's occupancy on sm_90 at its block and shared memory
-FORMS = ("single", "split")
+FORMS = ("single", "split", "planned")
+# FlashInfer's planner under CUDA graphs (scheduler.cuh, DecodePlan with
+# enable_cuda_graph): max_grid = the decode kernel's blocks an SM (8: 64
+# registers x 128 threads) x the SMs (132 on an H100 SXM or H200), the
+# grid padded to max_grid / kv_heads work items, the KV chunk the fewest
+# pages (at least 128 rows) that keep the sequences' chunks within them;
+# the spec's flashinfer-planned-* variants.
+PLANNER_GRID = 8 * 132
 LAYOUTS = ("nhd", "hnd")
 
 # FlashInfer's benchmark method (flashinfer/testing/utils.py defaults).
@@ -157,15 +166,33 @@ def padded_batch(batch, capacity, chunk=CHUNK):
     return batch * cdiv(capacity, chunk)
 
 
+def planner_chunk(batch, nkv, page, kv_heads):
+    """The rows of the planned form's KV chunk for a step whose longest
+    sequence is nkv: the spec's expression, FlashInfer's binary search
+    over pages for equal lengths."""
+    return page * max(max(128 // page, 1), cdiv(cdiv(nkv, page), (PLANNER_GRID // kv_heads) // batch))
+
+
+def work_items(form, batch, capacity, kv_heads):
+    """The decode kernel's grid.x: one item a sequence (single pass), every
+    sequence's 512-row chunks at the capacity (split), or the planner's
+    padded count (planned)."""
+    if form == "single":
+        return batch
+    if form == "split":
+        return padded_batch(batch, capacity)
+    return PLANNER_GRID // kv_heads
+
+
 def geometry(form, heads, kv_heads, head_dim, batch, capacity, sms, blocks_per_sm=BLOCKS_PER_SM):
     """The step's launches as the spec declares them: (grid, block,
     dynamic shared bytes) each, the decode kernel first."""
     vec, bdx, bdy, bdz = decode_tile(head_dim, heads // kv_heads)
     threads = bdx * bdy * bdz
     shared = 2 * 2 * threads // bdx * head_dim * 2 + max(threads * 8, 2 * threads // bdx * 4)
-    items = batch if form == "single" else padded_batch(batch, capacity)
+    items = work_items(form, batch, capacity, kv_heads)
     out = [((items, kv_heads, 1), (bdx, bdy, bdz), shared)]
-    if form == "split":
+    if form != "single":
         mbdy = 128 // bdx
         out.append(((sms * min(blocks_per_sm, cdiv(batch * heads, sms)), 1, 1), (bdx, mbdy, 1),
                     4 * mbdy * head_dim * 2 + 128 * 4))
@@ -215,17 +242,20 @@ def expand(batch, count, value, length):
     return out + [0] * (length - len(out))
 
 
-def planned(form, batch, nkv, capacity, chunk=CHUNK):
+def planned(form, batch, nkv, capacity, chunk=CHUNK, page=16, kv_heads=8):
     """What FlashInfer's planner fills, as the spec's planned: entries
-    generate it: name -> (entries, C type)."""
+    generate it: name -> (entries, C type). Every sequence is nkv long
+    (the planned form's chunk reads the longest)."""
     if form == "single":
         return {
             "request_indices": ([i for i in range(batch)], "i32"),
             "kv_tile_indices": ([0] * batch, "i32"),
             "kv_chunk_size": (expand(batch, lambda i: 1 - min(i, 1), lambda i, j: capacity, 1), "i32"),
         }
+    if form == "planned":
+        chunk = planner_chunk(batch, nkv, page, kv_heads)
     c = cdiv(nkv, chunk)
-    n = padded_batch(batch, capacity, chunk)
+    n = padded_batch(batch, capacity, chunk) if form == "split" else work_items(form, batch, capacity, kv_heads)
     return {
         "o_indptr": ([b * c for b in range(batch + 1)], "i32"),
         "request_indices": (expand(batch, lambda i: c, lambda i, j: i, n), "i32"),
@@ -274,7 +304,7 @@ def build_params(form, layout, heads, kv_heads, head_dim, batch, capacity, page,
     it; addr maps the spec's buffer names (q, out, lse, k, v,
     page_indices, page_indptr, last_page_len, planned:NAME, scratch:NAME)
     to device addresses."""
-    split = form == "split"
+    split = form != "single"
     mul, add, shift = fast_mod_div(page)
     sp, sn, sh = strides(layout, page, kv_heads, head_dim)
     kv = PagedKV(page_size=UintFastdiv(FastModDiv(page, mul, add, shift), page),
@@ -286,7 +316,7 @@ def build_params(form, layout, heads, kv_heads, head_dim, batch, capacity, page,
         q=addr["q"], q_rope_offset=None, paged_kv=kv,
         o=addr["scratch:tmp_v"] if split else addr["out"], lse=addr["scratch:tmp_s"] if split else addr["lse"],
         maybe_alibi_slopes=None,
-        padded_batch_size=padded_batch(batch, capacity) if split else batch,
+        padded_batch_size=work_items(form, batch, capacity, kv_heads),
         num_qo_heads=heads, q_stride_n=heads * head_dim, q_stride_h=head_dim,
         window_left=-1,  # ktune's window_left without a window
         logits_soft_cap=0.0, sm_scale=1.0 / math.sqrt(head_dim), rope_rcp_scale=1.0, rope_rcp_theta=1.0,
@@ -450,12 +480,12 @@ def run_point(torch, drv, fns, form, layout, heads, kv_heads, batch, nkv, page, 
         t = device_i32(torch, xs)
         keep.append(t)
         addr[name] = t.data_ptr()
-    for name, (xs, ctype) in planned(form, batch, nkv, capacity).items():
+    for name, (xs, ctype) in planned(form, batch, nkv, capacity, page=page, kv_heads=kv_heads).items():
         t = torch.tensor(xs, dtype=torch.bool if ctype == "bool" else torch.int32, device="cuda")
         keep.append(t)
         addr["planned:" + name] = t.data_ptr()
-    if form == "split":
-        n = padded_batch(batch, capacity)
+    if form != "single":
+        n = work_items(form, batch, capacity, kv_heads)
         # poisoned, as the spec's scratch: a work item that does not run
         # leaves NaN for the merge, and the check sees it.
         tmp_v = torch.full((n, heads, hd), float("nan"), dtype=torch.half, device="cuda")
@@ -464,9 +494,9 @@ def run_point(torch, drv, fns, form, layout, heads, kv_heads, batch, nkv, page, 
         addr["scratch:tmp_v"], addr["scratch:tmp_s"] = tmp_v.data_ptr(), tmp_s.data_ptr()
     params = build_params(form, layout, heads, kv_heads, hd, batch, capacity, page, addr)
     launches = geometry(form, heads, kv_heads, hd, batch, capacity, sms, bps)
-    names = [decode_name(hd, group)] + ([merge_name(hd)] if form == "split" else [])
+    names = [decode_name(hd, group)] + ([merge_name(hd)] if form != "single" else [])
     args = [(ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(params), ctypes.c_void_p))]
-    if form == "split":
+    if form != "single":
         a2, keep2 = pack(merge_args(addr, batch, heads))
         args.append(a2)
         keep.append(keep2)
@@ -482,8 +512,9 @@ def run_point(torch, drv, fns, form, layout, heads, kv_heads, batch, nkv, page, 
 
     rec = {"form": form, "layout": layout, "heads": heads, "kv_heads": kv_heads, "batch": batch, "nkv": nkv,
            "page": page, "capacity": capacity,
+           "chunk": planner_chunk(batch, nkv, page, kv_heads) if form == "planned" else CHUNK if form == "split" else None,
            "launches": [{"entry": n, "grid": g, "block": b, "shared": s} for n, (g, b, s) in zip(names, launches)]}
-    if form == "split":
+    if form != "single":
         rec["merge_blocks_per_sm"] = bps
         rec["merge_occupancy"] = merge_occupancy(drv, fns[names[1]], launches[1][1], launches[1][2])
     call()
@@ -529,7 +560,7 @@ def main():
     ap.add_argument("--nkv", default="2048,8192,32768")
     ap.add_argument("--page", default="16,64")
     ap.add_argument("--layouts", default="nhd,hnd")
-    ap.add_argument("--forms", default="single,split")
+    ap.add_argument("--forms", default="single,split,planned")
     ap.add_argument("--capacity", type=int, default=CAPACITY, help="the split form's grid is padded to it, as the spec's")
     ap.add_argument("--blocks-per-sm", type=int, default=BLOCKS_PER_SM, help="the merge kernel's grid, as ktune's flag")
     ap.add_argument("--no-hot", action="store_true", help="time only with the cold-L2 flush")
@@ -547,7 +578,7 @@ def main():
     for p in a.cubin:
         with open(p, "rb") as f:
             images.append((p, f.read()))
-    names = sorted({decode_name(HEAD_DIM, h // kv) for h, kv in shapes} | ({merge_name(HEAD_DIM)} if "split" in forms else set()))
+    names = sorted({decode_name(HEAD_DIM, h // kv) for h, kv in shapes} | ({merge_name(HEAD_DIM)} if set(forms) - {"single"} else set()))
     fns = find_functions(drv, images, names)
     dev = torch.cuda.current_device()
     sms = device_int(drv, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)

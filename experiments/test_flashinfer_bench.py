@@ -43,7 +43,7 @@ def variants():
     """(form, layout, variant) of every variant in the spec."""
     out = []
     for v in load_spec()["variants"]:
-        form = "split" if "-split-" in v["name"] else "single"
+        form = "split" if "-split-" in v["name"] else "planned" if "-planned-" in v["name"] else "single"
         out.append((form, v["io"]["page_order"], v))
     return out
 
@@ -89,6 +89,8 @@ def c_env(form, heads, kv_heads, batch, page, capacity=fb.CAPACITY, chunk=fb.CHU
            "fmd_shift": lambda d: fb.fast_mod_div(d)[2]}
     if form == "split":
         env["CHUNK"] = chunk
+    if form == "planned":
+        env["PAGE_SIZE"] = page
     return env
 
 
@@ -255,8 +257,8 @@ class TestPlanned(unittest.TestCase):
         for form, layout, v in variants():
             for batch in (1, 3, 16):
                 for nkv in (1, 511, 512, 513, 1600, 8192, 32768):
-                    env = dict(c_env(form, 32, 8, batch, 16), nkv=nkv)
-                    got = fb.planned(form, batch, nkv, fb.CAPACITY)
+                    env = dict(c_env(form, 32, 8, batch, 16), nkv=nkv, max_nkv=nkv)
+                    got = fb.planned(form, batch, nkv, fb.CAPACITY, page=16, kv_heads=8)
                     self.assertEqual(sorted(got), sorted(v["planned"]), v["name"])
                     for name, decl in v["planned"].items():
                         xs, ctype = got[name]
@@ -274,6 +276,22 @@ class TestPlanned(unittest.TestCase):
         self.assertEqual(q["block_valid_mask"][0], [1, 1, 1, 1, 0, 0, 0, 0])
         self.assertEqual(q["kv_tile_indices"][0], [0, 1, 0, 1, 0, 0, 0, 0])
         self.assertEqual(q["kv_chunk_size"][0], [512])
+
+
+    def test_planner_by_hand(self):
+        # FlashInfer's planner on 132 SMs (max grid 1056, 8 KV heads: 132
+        # items): batch 1 gets 128-row chunks up to 132 x 128 rows, batch 16
+        # eight chunks a sequence; at least 128 rows a chunk.
+        for batch, nkv, page, want in ((1, 2048, 16, 128), (1, 8192, 16, 128), (1, 32768, 16, 256),
+                                       (16, 2048, 16, 256), (16, 8192, 16, 1024), (16, 32768, 16, 4096),
+                                       (1, 2048, 64, 128), (1, 32768, 64, 256), (16, 32768, 64, 4096), (1, 1, 16, 128)):
+            self.assertEqual(fb.planner_chunk(batch, nkv, page, 8), want, (batch, nkv, page))
+        p = fb.planned("planned", 2, 600, 32768, page=16, kv_heads=8)
+        self.assertEqual(p["kv_chunk_size"][0], [128])
+        self.assertEqual(p["o_indptr"][0], [0, 5, 10])
+        self.assertEqual(len(p["request_indices"][0]), 132)
+        self.assertEqual(p["block_valid_mask"][0], [1] * 10 + [0] * 122)
+        self.assertEqual(fb.geometry("planned", 32, 8, 128, 16, 32768, 132)[0][0], (132, 8, 1))
 
 
 class TestPages(unittest.TestCase):
