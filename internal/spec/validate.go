@@ -348,7 +348,7 @@ func (d *decoder) checkExprWith(s *Spec, i int, src string, n *yaml.Node, key st
 		ax := slices.IndexFunc(axes, func(a Axis) bool { return a.Name == sym })
 		if ax < 0 {
 			d.errorf(n, "variants[%d] (%s).%s: unknown symbol %q in %q (symbols: %s, and the variant's defines)",
-				i, v.Name, key, sym, src, strings.Join(Symbols, ", "))
+				i, v.Name, key, sym, src, strings.Join(symbolNames(extra), ", "))
 			continue
 		}
 		for _, val := range axes[ax].Values {
@@ -543,4 +543,26 @@ func (d *decoder) splitsBound(s *Spec, w *where) {
 			}
 		}
 	}
+}
+
+// symbolNames lists the symbols an expression may read, for a message:
+// the shape's, then the extra ones its key allows (a planned array's i,
+// j, nkv and max_nkv), the integer scalars named as such rather than one
+// by one.
+func symbolNames(extra []string) []string {
+	out := slices.Clone(Symbols)
+	scalars := abi.ScalarNames()
+	anyScalar := false
+	for _, x := range extra {
+		switch {
+		case slices.Contains(scalars, x):
+			anyScalar = true
+		case !slices.Contains(out, x):
+			out = append(out, x)
+		}
+	}
+	if anyScalar {
+		out = append(out, "the integer scalars")
+	}
+	return out
 }
