@@ -43,8 +43,12 @@ func (k *KernelCheck) declare(set CheckSet, p *plan.Point) {
 			where = set.Where(p, li)
 		}
 		d := declaredLaunch{entry: l.Entry, where: where, args: l.Args}
+		kv := 0 // K and V unjudged for a point without a K/V type (one built by hand)
+		if p.Config.Shape.KVDtype != "" {
+			kv = p.Config.Shape.KVType().Bytes
+		}
 		for _, a := range l.Args {
-			d.pointees = append(d.pointees, abi.PointeeOf(a, p.IO, p.Planned, p.Config.Shape.KVType().Bytes))
+			d.pointees = append(d.pointees, abi.PointeeOf(a, p.IO, p.Planned, kv))
 		}
 		if !slices.ContainsFunc(k.declared, func(o declaredLaunch) bool {
 			return o.entry == d.entry && o.where == d.where && slices.EqualFunc(o.args, d.args, func(a, b abi.Arg) bool { return a.String() == b.String() })
