@@ -89,8 +89,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                  const int* __restrict__ positions, float* __restrict__ partial, int heads, int kv_heads,
                  int capacity, float scale
                      MMA_TAIL_PARAMS) {
-    __shared__ float sm_m[WROWS][GMAX], sm_l[WROWS][GMAX];
-    __shared__ __align__(16) float sm_o[WROWS][GMAX][HEAD_DIM];
+    mma_merge_area;
 #if PDL && !PDLEND
     // Let a programmatic dependent (the combine) launch now: its blocks wait
     // for this grid's completion on the device, and their launch latency

@@ -197,6 +197,26 @@ __device__ __forceinline__ unsigned mma_trans(unsigned x) {
 #if PTW && !PAGE_SIZE
 #error "mma: PTW reads a block table: it needs PAGE_SIZE"
 #endif
+// PTE = 1 (paged, PTW 0): a warp's first block-table entries are loaded
+// before its split's range is known, together with positions, instead of
+// one L2 round trip after it. The first row of split sp's warp wr is
+// (sp*c + wr)*16*NR for a chunk of c steps (gq_range rounds the chunk to
+// whole steps), c following nkv; lane l guesses c = l/NR + 1 and loads
+// the entry of tile l%NR of that first step (entries past the table's
+// row, max_pages, are not read). Once the range is known, a lane whose
+// guess is the step's row hands its page over by a shuffle; a chunk of
+// more than 32/NR steps (nkv over about SPLITS*512 rows at NR 1, where
+// the round trip is a smaller part of the step) misses every guess and
+// loads the entry after the range as PTE 0 does. The pages used are the
+// same either way, so the output bits are too; only a load moves. Off by
+// default: the paged kernel compiles as it did without it.
+#ifndef PTE
+#define PTE 0
+#endif
+#if PTE && (!PAGE_SIZE || PTW)
+#error "mma: PTE guesses a paged warp's first block-table entries: it needs PAGE_SIZE and PTW 0"
+#endif
+
 struct mma_tab {
 #if PAGE_SIZE
     const int* bt;
@@ -204,6 +224,9 @@ struct mma_tab {
 #if PTW
     int n;  // the warp's next tile (the first of the step mma_rows is called for next)
     int cur, nx;
+#endif
+#if PTE
+    int grow, gpage;  // the lane's guessed first-step row and its page (PTE)
 #endif
 };
 
@@ -233,6 +256,33 @@ __device__ __forceinline__ void mma_tab_start(mma_tab& tab, int base, int hi, in
     (void)lane;
 #endif
 }
+
+#if PTE
+// mma_tab_guess loads the lane's guess of a first-step page (PTE) for
+// warp row wr of split sp; tab.bt must be set. Called by the whole warp
+// before the split's range is read.
+__device__ __forceinline__ void mma_tab_guess(mma_tab& tab, int sp, int wr, int lane, int max_pages) {
+    const int c = lane / NR + 1, u = lane % NR;
+    const int row = (sp * c + wr) * (16 * NR) + 16 * u;
+    const bool ok = lane < 32 / NR * NR && row / PAGE_SIZE < max_pages;
+    tab.grow = ok ? row : -1;
+    tab.gpage = ok ? __ldg(tab.bt + row / PAGE_SIZE) : 0;
+}
+
+// mma_rows_first is mma_rows for the warp's first step under PTE: each
+// tile's page from the lane that guessed its row, or loaded when no lane
+// did. Called by the whole warp.
+__device__ __forceinline__ void mma_rows_first(int (&pr)[NR], const mma_tab& tab, int base, int hi) {
+#pragma unroll
+    for (int u = 0; u < NR; u++) {
+        const int r0 = base + 16 * u;
+        const unsigned hit = __ballot_sync(0xffffffffu, tab.grow == r0);
+        int page = __shfl_sync(0xffffffffu, tab.gpage, hit ? __ffs(hit) - 1 : 0);
+        if (!hit && r0 < hi) page = __ldg(tab.bt + r0 / PAGE_SIZE);  // warp-uniform: no lane guessed this chunk
+        pr[u] = r0 < hi ? page * PAGE_SIZE + r0 % PAGE_SIZE : 0;
+    }
+}
+#endif
 
 // mma_rows gives, for each of the NR tiles of the warp's next step (at
 // logical row base; the calls go step by step), the K/V row its first row
@@ -300,6 +350,135 @@ __device__ __forceinline__ void mma_load(mma_raw (&kr)[NR][2][MC], mma_raw (&vr)
     }
 }
 
+// KVSM = 1: K/V staged through shared memory. The WN warps of a tile row
+// (wr) copy each step's NR tiles (K and V, 16 rows each) into shared
+// memory with cp.async, once for all of them, and each warp reads its
+// operands from there into the registers mma_load would have filled; the
+// next step's copy goes out before this step's mma work (two buffers a
+// row of warps), so the loads in flight hold no registers. At q_len > 1
+// the column warps (WN > 1) each loaded the tile and computed its
+// addresses themselves, and the step-ahead prefetch in registers (PF)
+// did not survive the longer step's registers (FRONTIER.md, the q_len-4
+// diagnosis). The operands are the same bits in the same registers as
+// mma_load's (rows at or past hi are zeros: cp.async's zero fill), and
+// mma_tile is the same, so the output bits are those of KVSM 0 with the
+// other defines the same. 16-bit K/V (an fp8 chunk is 8 bytes), PF 0 and
+// no FIXCHUNK (both load the step ahead in registers). The staging area
+// shares its shared memory with the block's merge area (mma_merge_area),
+// which is written only after every warp has left the loop.
+#ifndef KVSM
+#define KVSM 0
+#endif
+#if KVSM && KV_FP8
+#error "mma: KVSM stages 16-byte chunks of 16-bit K/V; fp8 K/V are not staged"
+#endif
+#if KVSM && (PF || FIXCHUNK)
+#error "mma: KVSM loads a step ahead through shared memory: it takes PF 0 and no FIXCHUNK"
+#endif
+#if KVSM && (HEAD_DIM / 8) % WN != 0
+#error "mma: KVSM needs WN to divide HEAD_DIM/8 (each thread's chunks of a step in one tile)"
+#endif
+
+// MMA_CH is the 16-byte chunks of one K/V row.
+#define MMA_CH (HEAD_DIM / 8)
+#if KVSM
+// An mma_stage_buf is one step of a row of warps in shared memory: tile
+// u, K (0) or V (1), row, chunk. Chunk ch of row r is stored at ch ^
+// mma_swz(r), so that each quarter warp of mma_unstage's 16-byte reads (K:
+// rows g, g+1 at chunks 4c+t; V: rows 2t+p at chunks 8j+g) covers the 32
+// banks once.
+typedef uint4 mma_stage_buf[NR][2][16][MMA_CH];
+__device__ __forceinline__ int mma_swz(int r) { return (r & 6) ^ ((r & 1) << 2); }
+
+__device__ __forceinline__ void mma_cp16(void* dst, const void* src, int bytes) {
+    unsigned d;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(d) : "l"(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mma_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void mma_cp_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+// mma_row_bar is a barrier of the WN warps of tile row wr (named barrier
+// 1 + wr; 0 is __syncthreads').
+__device__ __forceinline__ void mma_row_bar(int wr) {
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + wr), "r"(WN * 32) : "memory");
+}
+
+// mma_stage issues the copies of the NR tiles at logical row base (tile
+// u's first row stored at row pr[u]) into st, by thread rt of the tile
+// row's WN*32; k0 and v0 point at dim 0 of row 0 (mma_bases less the
+// thread's offset). Rows at or past hi are not read: zeros are written.
+__device__ __forceinline__ void mma_stage(mma_stage_buf& st, const KV_T* k0, const KV_T* v0, size_t rstride,
+                                          const int (&pr)[NR], int base, int hi, int rt) {
+    constexpr int NT = WN * 32;
+#pragma unroll
+    for (int j = 0; j < NR * 32 * MMA_CH / NT; j++) {
+        const int i = rt + NT * j;
+        const int ch = i % MMA_CH, row = (i / MMA_CH) % 16, kv = (i / (16 * MMA_CH)) % 2;
+        const int u = j / (32 * MMA_CH / NT);  // NT divides 32*MMA_CH: a compile-time tile
+        const bool ok = base + 16 * u + row < hi;
+        const KV_T* src = (kv ? v0 : k0) + (size_t)(pr[u] + row) * rstride + 8 * ch;
+        mma_cp16(&st[u][kv][row][ch ^ mma_swz(row)], ok ? src : k0, ok ? 16 : 0);
+    }
+}
+
+// mma_unstage reads a step from st into mma_load's registers.
+__device__ __forceinline__ void mma_unstage(mma_raw (&kr)[NR][2][MC], mma_raw (&vr)[NR][4][MV],
+                                            const mma_stage_buf& st, int g, int t) {
+#pragma unroll
+    for (int u = 0; u < NR; u++) {
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const int row = g + 8 * hh;
+#pragma unroll
+            for (int c = 0; c < MC; c++) kr[u][hh][c] = st[u][0][row][(4 * c + t) ^ mma_swz(row)];
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int row = 2 * t + (i & 1) + 8 * (i >> 1);
+#pragma unroll
+            for (int j = 0; j < MV; j++) vr[u][i][j] = st[u][1][row][(8 * j + g) ^ mma_swz(row)];
+        }
+    }
+}
+#endif
+
+// mma_merge_area declares the block's merge area (sm_m, sm_l, sm_o, as
+// mma_block takes them) in the kernel that calls mma_block; with KVSM it
+// is one union with the staging buffers, which mma_block finds at its
+// start (mma_stage_area).
+#if KVSM
+union mma_shared {
+    struct {
+        float m[WROWS][GMAX], l[WROWS][GMAX];
+        float o[WROWS][GMAX][HEAD_DIM];
+    } merge;
+    mma_stage_buf stage[WROWS][2];
+};
+#define mma_merge_area                                   \
+    __shared__ __align__(16) mma_shared mma_sh;          \
+    float(&sm_m)[WROWS][GMAX] = mma_sh.merge.m;           \
+    float(&sm_l)[WROWS][GMAX] = mma_sh.merge.l;           \
+    float(&sm_o)[WROWS][GMAX][HEAD_DIM] = mma_sh.merge.o
+// mma_stage_area is the two staging buffers of tile row wr, given the
+// merge area's sm_m (the union's first bytes).
+__device__ __forceinline__ mma_stage_buf* mma_stage_area(float (&sm_m)[WROWS][GMAX], int wr) {
+    return reinterpret_cast<mma_shared*>(&sm_m[0][0])->stage[wr];
+}
+#else
+#define mma_merge_area                                  \
+    __shared__ float sm_m[WROWS][GMAX], sm_l[WROWS][GMAX]; \
+    __shared__ __align__(16) float sm_o[WROWS][GMAX][HEAD_DIM]
+#endif
+
+#if PAGE_SIZE
+// mma_table_row is sequence b's row of the block table.
+template <typename A>
+__device__ __forceinline__ const int* mma_table_row(const A& a, int b) {
+    return a.block_table + (size_t)b * a.max_pages;
+}
+#endif
+
 // mma_bases points kb and vb at this thread's first K and V element of
 // KV head hk (dims 8t and 8g of row 0: of sequence b when contiguous, of
 // page 0 when paged, where mma_rows turns each tile's logical row into its
@@ -310,7 +489,7 @@ __device__ __forceinline__ void mma_bases(const A& a, int b, int hk, int g, int 
 #if PAGE_SIZE
     kb = a.k + (size_t)hk * HEAD_DIM + 8 * t;
     vb = a.v + (size_t)hk * HEAD_DIM + 8 * g;
-    tab.bt = a.block_table + (size_t)b * a.max_pages;
+    tab.bt = mma_table_row(a, b);
 #else
     kb = kt_kv_row(a.k, b, 0, hk, a.kv_heads, a.capacity) + 8 * t;
     vb = kt_kv_row(a.v, b, 0, hk, a.kv_heads, a.capacity) + 8 * g;
@@ -598,6 +777,13 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
     // spilled 8 bytes under NVRTC 11.8.
     const size_t rstride = (size_t)kv_heads * HEAD_DIM;
     const int stride = WROWS * 16 * NR;
+#if PTE
+    // The guesses of the first step's pages go out before positions is
+    // read, so they are in flight together (PTE above).
+    mma_tab tab;
+    tab.bt = mma_table_row(a, b);
+    mma_tab_guess(tab, sp, wr, lane, a.max_pages);
+#endif
 #if FIXCHUNK
     const KV_T *kb, *vb;
     mma_tab tab;
@@ -678,15 +864,34 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
     (void)loaded;  // PF: the loop loads a step ahead and never asks
 #else
     const KV_T *kb, *vb;
+#if !PTE
     mma_tab tab;
+#endif
     mma_bases(a, b, hk, g, t, kb, vb, tab);
     int base = r.lo + wr * 16 * NR;
     mma_raw kr[NR][2][MC], vr[NR][4][MV];
     int pr[NR];
     mma_tab_start(tab, base, r.hi, lane);
+#if PTE
+    mma_rows_first(pr, tab, base, r.hi);
+#else
     mma_rows(pr, tab, base, r.hi, lane);
+#endif
 #if PF
     mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
+    mma_rows(pr, tab, base + stride, r.hi, lane);
+#endif
+#if KVSM
+    // The first step's copy; the loop's steps each wait for theirs and
+    // issue the next one's.
+    mma_stage_buf* st = mma_stage_area(sm_m, wr);
+    const KV_T *k0 = kb - 8 * t, *v0 = vb - 8 * g;
+    const int rt = wc * 32 + lane;
+    int buf = 0;
+    // A row of warps with no step in the split copies nothing: a copy
+    // never waited for could land in the merge area after its stores.
+    if (base < r.hi) mma_stage(st[0], k0, v0, rstride, pr, base, r.hi, rt);
+    mma_cp_commit();
     mma_rows(pr, tab, base + stride, r.hi, lane);
 #endif
 #endif
@@ -695,6 +900,16 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
         mma_raw kn[NR][2][MC], vn[NR][4][MV];
         mma_load(kn, vn, kb, vb, rstride, pr, base + stride, r.hi, g, t);  // rows past hi: no access, zeros
         mma_rows(pr, tab, base + 2 * stride, r.hi, lane);
+#elif KVSM
+        // This step's copies (every thread's) are in and the other buffer
+        // is free: every warp of the row has read it (the step before).
+        mma_cp_wait();
+        mma_row_bar(wr);
+        if (base + stride < r.hi) mma_stage(st[buf ^ 1], k0, v0, rstride, pr, base + stride, r.hi, rt);
+        mma_cp_commit();
+        mma_rows(pr, tab, base + 2 * stride, r.hi, lane);
+        mma_unstage(kr, vr, st[buf], g, t);
+        buf ^= 1;
 #elif FIXCHUNK
         if (!loaded) {
             mma_load(kr, vr, kb, vb, rstride, pr, base, r.hi, g, t);
@@ -720,6 +935,13 @@ __device__ __forceinline__ void mma_block(const mma_args& a, float (&sm_m)[WROWS
 #endif
     }
 
+#if KVSM
+    // The merge area is the staging area: every row of warps is done with
+    // it. No copy is in flight (the last step issues none; the wait is for
+    // the empty groups' sake).
+    mma_cp_wait();
+    __syncthreads();
+#endif
     // Per-warp state to shared memory: column nt*8 + 2t + cc; local dim i
     // (o[..][i][cc] for i < 4*MV, o[..][i - 4*MV][2+cc] above) is dim
     // 64*(i/8) + 8g + i%8, stored as float4s of 4 consecutive dims.

@@ -160,8 +160,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                  const int* __restrict__ positions, float* __restrict__ partial, int heads, int kv_heads,
                  int capacity, float scale, float* __restrict__ out, unsigned int* __restrict__ scratch
                      MMA_TAIL_PARAMS) {
-    __shared__ float sm_m[WROWS][GMAX], sm_l[WROWS][GMAX];
-    __shared__ __align__(16) float sm_o[WROWS][GMAX][HEAD_DIM];
+    mma_merge_area;
     __shared__ unsigned mw_state;
     __shared__ int mw_col;
 

@@ -19,7 +19,8 @@ func (b *builder) restricted(sh *spec.Shape, defs map[string]string, nkv int) (i
 		return -1, nil
 	}
 	env := expr.Env{"heads": int64(sh.Heads), "kv_heads": int64(sh.KVHeads), "head_dim": int64(sh.HeadDim),
-		"batch": int64(sh.Batch), "group": int64(sh.Heads / sh.KVHeads), "capacity": int64(sh.Capacity), spec.NKV: int64(nkv)}
+		"batch": int64(sh.Batch), "group": int64(sh.Heads / sh.KVHeads), "capacity": int64(sh.Capacity), spec.NKV: int64(nkv),
+		spec.QLenSymbol: int64(sh.Attention.Queries())}
 	for name, val := range defs {
 		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
 			env[name] = n

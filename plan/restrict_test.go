@@ -3,6 +3,7 @@ package plan
 import (
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -181,5 +182,55 @@ func TestRestrictErrors(t *testing.T) {
 	}
 	if c := CountPoints(s); c.Err == nil || !strings.Contains(c.Err.Error(), want) {
 		t.Errorf("count: error %v, want %q", c.Err, want)
+	}
+}
+
+// TestRestrictQLen: q_len is the shape's query tokens per sequence (1
+// without the option), so "GN <= q_len" keeps a multi-token tuning off
+// the one-token shapes and leaves the variants without GN alone.
+func TestRestrictQLen(t *testing.T) {
+	const path = "../experiments/h200-frontier4-kernels.yaml"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(text string) *Plan {
+		s, err := spec.Parse(path, []byte(text), variants.Builtins())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Build(s, "sm_90")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	restricted := build(string(data))
+	if !strings.Contains(string(data), "\nrestrict: [\"GN <= q_len\"]\n") {
+		t.Fatal("the spec no longer restricts GN to q_len")
+	}
+	full := build(strings.Replace(string(data), "\nrestrict: [\"GN <= q_len\"]\n", "\n", 1))
+	var want []string
+	removed := 0
+	for _, pt := range full.Points {
+		gn := 1
+		for _, d := range pt.Config.Defines {
+			if d.Name == "GN" {
+				gn, _ = strconv.Atoi(d.Value)
+			}
+		}
+		if gn > pt.Config.Shape.Attention.Queries() {
+			removed++
+			continue
+		}
+		want = append(want, pt.Hash)
+	}
+	if removed == 0 || !slices.Equal(hashes(restricted), want) {
+		t.Errorf("restricted plan: %d points, want the %d of the full plan with GN <= q_len (%d removed)", len(restricted.Points), len(want), removed)
+	}
+	for _, pt := range restricted.Points {
+		if pt.Config.Shape.Attention.Queries() == 1 && strings.Contains(pt.Config.Variant, "q4") {
+			t.Errorf("%s planned at the one-token shape %s", pt.Config.Variant, pt.Config.Shape.Name)
+		}
 	}
 }

@@ -92,6 +92,23 @@ var pageSizeDefine = catalog.DefineSpec{Name: abi.DefinePageSize, Default: "0", 
 var pageWindowDefine = catalog.DefineSpec{Name: "PTW", Default: "(PAGE_SIZE&&PF)", Max: 1, Unset: true,
 	Doc: "paged: 1 reads the block table 32 tiles ahead, one entry a lane; 0 one entry per tile (unset: 1 with PF)"}
 
+// pageEarlyDefine loads a paged warp's first block-table entries with
+// positions instead of after it (mma_core.cuh PTE): the batch-1 paged
+// kernel at nkv 2048-8192 ran a fixed 0.3-0.7 µs over the contiguous one,
+// the size of that dependent load (FRONTIER.md). The pages read are the
+// same, so the output bits are too. Unset: the paged kernel as before.
+var pageEarlyDefine = catalog.DefineSpec{Name: "PTE", Default: "0", Max: 1, Unset: true,
+	Doc: "paged, PTW 0: 1 guesses a warp's first block-table entries and loads them with positions (one L2 round trip before the first K/V load); 0 after it"}
+
+// kvsmDefine stages K/V through shared memory (mma_core.cuh KVSM): the
+// WN warps of a tile row copy each step once with cp.async, a step
+// ahead, and read their operands from there. The structural answer to the
+// q_len-4 diagnosis (FRONTIER.md): the column warps repeated the tile's
+// loads, and the register prefetch did not survive the longer step. The
+// operands and their arithmetic are KVSM 0's, so the output bits are too.
+var kvsmDefine = catalog.DefineSpec{Name: "KVSM", Default: "0", Max: 1, Unset: true,
+	Doc: "1: each step's K/V tiles copied once into shared memory (cp.async, two buffers) for the WN warps that share them; 0: each warp loads into registers"}
+
 // ldhDefine adds cache hints to the K/V loads. Measured slower on the H200
 // (up to 6% at batch 16), it stays off and sweepable.
 var ldhDefine = catalog.DefineSpec{Name: "LDH", Default: "0", Max: 1,
@@ -181,9 +198,16 @@ var mmaKVTypes = []*kvtype.Type{kvtype.F16, kvtype.BF16, kvtype.FP8E4M3}
 // mmaSharedBytes is the static shared memory of mma's block merge: one
 // state row per WARPS/WN warps, sm_o[WARPS/WN][8·GN][HEAD_DIM] floats
 // plus sm_m and sm_l, WARPS/WN × 8·GN floats each.
-func mmaSharedBytes(headDim, warps, gn, wn int) int {
+// With KVSM the area is a union with the staging buffers: two steps of
+// NR tiles of K and V, 16 rows of head_dim 16-bit elements, per row of
+// warps (mma_core.cuh mma_shared).
+func mmaSharedBytes(headDim, warps, gn, wn, nr int, kvsm bool) int {
 	rows := warps / wn
-	return rows*8*gn*headDim*4 + 2*rows*8*gn*4
+	merge := rows*8*gn*headDim*4 + 2*rows*8*gn*4
+	if !kvsm {
+		return merge
+	}
+	return max(merge, rows*2*nr*2*16*headDim*2)
 }
 
 // mmaHeadDims are the head dims mma_core.cuh is built for (k-steps of 16,
@@ -280,7 +304,20 @@ func checkMMA(s abi.Shape, defines map[string]string, dims ...int) error {
 	if err != nil {
 		return err
 	}
+	pte, err := defineInt(defines, "PTE", 0)
+	if err != nil {
+		return err
+	}
+	pf, err := defineInt(defines, "PF", 0)
+	if err != nil {
+		return err
+	}
+	if _, set := defines["PTW"]; !set && ps > 0 && pf == 1 {
+		ptw = 1 // the kernel's default: the window with PF
+	}
 	switch {
+	case pte == 1 && (ps == 0 || ptw == 1):
+		return fmt.Errorf("PTE=1 guesses a warp's first block-table entries one at a time: it needs PAGE_SIZE and PTW=0 (PTW is 1 with PF=1 unless set)")
 	case ptw == 1 && ps == 0:
 		return fmt.Errorf("PTW=1 reads a block table: it needs PAGE_SIZE")
 	case ps%16 != 0:
@@ -288,13 +325,44 @@ func checkMMA(s abi.Shape, defines map[string]string, dims ...int) error {
 	case ps > 0 && fc > 0:
 		return fmt.Errorf("PAGE_SIZE=%d with FIXCHUNK=%d: a fixed split reads its first rows before nkv is known, which a block table past the sequence's pages cannot serve", ps, fc)
 	}
-	if n := mmaSharedBytes(s.HeadDim, warps, gn, wn); n > staticSharedLimit {
+	kvsm, err := defineInt(defines, "KVSM", 0)
+	if err != nil {
+		return err
+	}
+	if kvsm == 1 {
+		if err := checkKVSM(s, pf, fc, wn); err != nil {
+			return err
+		}
+	}
+	if n := mmaSharedBytes(s.HeadDim, warps, gn, wn, nr, kvsm == 1); n > staticSharedLimit {
 		most := 0
-		for mmaSharedBytes(s.HeadDim, most+wn, gn, wn) <= staticSharedLimit {
+		for mmaSharedBytes(s.HeadDim, most+wn, gn, wn, nr, kvsm == 1) <= staticSharedLimit {
 			most += wn
 		}
-		return fmt.Errorf("HEAD_DIM %d with WARPS %d, GN %d, WN %d: %.0f KiB merge area exceeds %d KiB static shared memory: use WARPS<=%d",
-			s.HeadDim, warps, gn, wn, float64(n)/1024, staticSharedLimit>>10, most)
+		area := "merge area"
+		if kvsm == 1 {
+			area = fmt.Sprintf("merge and staging area (NR %d)", nr)
+		}
+		return fmt.Errorf("HEAD_DIM %d with WARPS %d, GN %d, WN %d: %.0f KiB %s exceeds %d KiB static shared memory: use WARPS<=%d",
+			s.HeadDim, warps, gn, wn, float64(n)/1024, area, staticSharedLimit>>10, most)
+	}
+	return nil
+}
+
+// checkKVSM is what the staged form (KVSM 1, mma_core.cuh) needs besides
+// mma's: 16-byte chunks of 16-bit K/V, the loads a step ahead its own
+// (PF 0, no FIXCHUNK), and each thread's chunks of a step within one
+// tile (WN divides head_dim/8).
+func checkKVSM(s abi.Shape, pf, fixChunk, wn int) error {
+	switch t, _ := kvtype.Lookup(string(s.KVDtype)); {
+	case t == kvtype.FP8E4M3:
+		return fmt.Errorf("KVSM=1 stages 16-bit K/V: kv_dtype %s is not staged", s.KVDtype)
+	case pf == 1:
+		return fmt.Errorf("KVSM=1 loads a step ahead through shared memory: it takes PF=0")
+	case fixChunk > 0:
+		return fmt.Errorf("KVSM=1 with FIXCHUNK=%d: the fixed split's first step is loaded into registers; give one", fixChunk)
+	case (s.HeadDim/8)%wn != 0:
+		return fmt.Errorf("KVSM=1 with WN=%d: WN must divide head_dim/8 = %d", wn, s.HeadDim/8)
 	}
 	return nil
 }
@@ -412,6 +480,8 @@ func init() {
 			fixChunkDefine,
 			pageSizeDefine,
 			pageWindowDefine,
+			pageEarlyDefine,
+			kvsmDefine,
 			splitSizeDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
@@ -444,6 +514,8 @@ func init() {
 			ldhDefine,
 			pageSizeDefine,
 			pageWindowDefine,
+			pageEarlyDefine,
+			kvsmDefine,
 		},
 		Grid: groupGrid, Block: groupBlock, Shared: "0",
 		Class:     catalog.Tolerance,
@@ -475,6 +547,8 @@ func init() {
 			ldhDefine,
 			pageSizeDefine,
 			pageWindowDefine,
+			pageEarlyDefine,
+			kvsmDefine,
 			{Name: "MWW", Default: "1", Max: 1,
 				Doc: "1: blocks still resident once every split is in share the merge; 0: the last to arrive merges alone"},
 		},

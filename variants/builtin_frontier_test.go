@@ -102,6 +102,27 @@ func TestFrontierChecks(t *testing.T) {
 		{"mma", h200Shape, map[string]string{"PTW": "1"}, "PTW=1 reads a block table: it needs PAGE_SIZE"},
 		{"mma", h200Shape, map[string]string{"PAGE_SIZE": "16", "PTW": "2"}, "maximum 1"},
 		{"mmaf", h200Shape, map[string]string{"SPLITS": "1", "GN": "8", "WN": "8", "WARPS": "8"}, ""},
+		// PTE guesses first entries one tile at a time: paged, without the
+		// window, which PF turns on unless PTW is set.
+		{"mma", h200Shape, map[string]string{"PAGE_SIZE": "16", "PTE": "1"}, ""},
+		{"mma", h200Shape, map[string]string{"PAGE_SIZE": "64", "PTE": "1", "SPLITS": "128", "SPLITSIZE": "256"}, ""},
+		{"mma", h200Shape, map[string]string{"PTE": "1"}, "PTE=1 guesses a warp's first block-table entries one at a time: it needs PAGE_SIZE"},
+		{"mma", h200Shape, map[string]string{"PAGE_SIZE": "16", "PTE": "1", "PTW": "1"}, "needs PAGE_SIZE and PTW=0"},
+		{"mmaf", h200Shape, map[string]string{"SPLITS": "1", "PAGE_SIZE": "16", "PTE": "1", "PF": "1"}, "PTW is 1 with PF=1 unless set"},
+		{"mmaf", h200Shape, map[string]string{"SPLITS": "1", "PAGE_SIZE": "16", "PTE": "1", "PF": "1", "PTW": "0"}, ""},
+		{"mma", h200Shape, map[string]string{"PAGE_SIZE": "16", "PTE": "2"}, "maximum 1"},
+		// KVSM: 16-bit K/V, no register prefetch, and the merge area
+		// unioned with two steps of staging a row of warps within 48 KiB.
+		{"mma", h200Shape, map[string]string{"GN": "4", "WN": "4", "WARPS": "8", "KVSM": "1"}, ""},
+		{"mma", withKV(h200Shape, "bf16"), map[string]string{"KVSM": "1", "WARPS": "2", "PAGE_SIZE": "16", "PTE": "1"}, ""},
+		{"mmaf", h200Shape, map[string]string{"SPLITS": "1", "GN": "2", "WN": "2", "WARPS": "4", "KVSM": "1"}, ""},
+		{"mma", withKV(h200Shape, "fp8e4m3"), map[string]string{"KVSM": "1", "WARPS": "2"}, "kv_dtype fp8e4m3 is not staged"},
+		{"mma", h200Shape, map[string]string{"KVSM": "1", "WARPS": "2", "PF": "1"}, "it takes PF=0"},
+		{"mma", h200Shape, map[string]string{"KVSM": "1", "WARPS": "2", "FIXCHUNK": "256"}, "KVSM=1 with FIXCHUNK=256"},
+		{"mma", h200Shape, map[string]string{"KVSM": "1", "GN": "3", "WN": "3", "WARPS": "3"}, "WN must divide head_dim/8 = 16"},
+		{"mma", h200Shape, map[string]string{"KVSM": "1", "GN": "2", "WN": "2", "WARPS": "8"}, "HEAD_DIM 128 with WARPS 8, GN 2, WN 2: 64 KiB merge and staging area (NR 1) exceeds 48 KiB static shared memory: use WARPS<=6"},
+		{"mma", h200Shape, map[string]string{"KVSM": "1", "GN": "4", "WN": "4", "WARPS": "8", "NR": "2"}, "merge and staging area (NR 2)"},
+		{"mma", h200Shape, map[string]string{"GN": "2", "WN": "2", "WARPS": "8"}, ""},
 		{"mma", withDim(h200Shape, 96), nil, "needs head_dim 64, 128 or 256"},
 		{"mmaf", hd64, nil, "needs head_dim 128 (the merge's lanes"},
 		{"mmaf", hd64, map[string]string{"SPLITS": "1"}, ""},

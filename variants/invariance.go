@@ -16,8 +16,9 @@ import (
 // fixed order, and the combine merges one sequence's SPLITS slots in a
 // fixed order: nothing reads the batch index or the batch size. Two
 // configurations give the same bits when they split alike and compute
-// alike; they may differ in when loads go out (PF, LDH), when the next
-// launch may start (PDL, PDLEND), and, with SPLITSIZE, in SPLITS and
+// alike; they may differ in when loads go out (PF, LDH, PTE), the path
+// the same operands take to the registers (KVSM), when the next launch
+// may start (PDL, PDLEND), and, with SPLITSIZE, in SPLITS and
 // MINROWS (the extra splits are idle: their slots merge as exact zeros)
 // and CW 1 against 2 (one combine, its loads issued earlier). These are
 // claims by construction; the invariance gate checks them on the device
@@ -26,7 +27,7 @@ import (
 // (nil Invariance): their invariance is the gate's to show.
 
 // mmaSameBits are mma's defines that leave every output bit as it is.
-var mmaSameBits = map[string]bool{"PF": true, "LDH": true, "PDLEND": true, "PDL": true}
+var mmaSameBits = map[string]bool{"PF": true, "LDH": true, "PDLEND": true, "PDL": true, "PTE": true, "KVSM": true}
 
 // mmaInvariance is mma's catalog.Kernel.Invariance.
 func mmaInvariance(defines map[string]string) string {

@@ -24,6 +24,7 @@ func TestInvarianceClass(t *testing.T) {
 		same bool
 	}{
 		{"SPLITS", "256", true}, {"MINROWS", "1024", true}, {"PF", "1", true}, {"PDL", "1", true}, {"CW", "1", true},
+		{"KVSM", "1", true}, {"PTE", "1", true},
 		{"CW", "0", false}, {"WARPS", "4", false}, {"SPLITSIZE", "512", false}, {"NR", "2", false},
 	} {
 		got, ok := InvarianceClass("mma", with(c.k, c.v))

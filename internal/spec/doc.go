@@ -131,9 +131,10 @@
 // restrict (optional) lists combinations to leave out, each a comparison
 // (<=, <, >=, >, ==, !=) of two integer expressions over nkv, the defines
 // and the shape symbols (heads, kv_heads, head_dim, batch, group,
-// capacity):
+// capacity, and q_len: the shape's query tokens per sequence, 1 without
+// the option):
 //
-//	restrict: ["SPLITS * NR <= 256", "SPLITS <= nkv"]
+//	restrict: ["SPLITS * NR <= 256", "SPLITS <= nkv", "GN <= q_len"]
 //
 // A point is planned only where every restriction holds that reads only
 // symbols the point has (one reading WARPS leaves a variant without WARPS

@@ -102,8 +102,14 @@ func (r *Restriction) Allows(env expr.Env) (ok, applies bool, err error) {
 }
 
 // shapeSymbols are the names a restriction may read besides the axes and
-// the variants' defines: the shape's, as the geometry reads them.
-var shapeSymbols = []string{"heads", "kv_heads", "head_dim", "batch", "group", "capacity"}
+// the variants' defines: the shape's, as the geometry reads them, and its
+// query tokens per sequence (QLenSymbol).
+var shapeSymbols = []string{"heads", "kv_heads", "head_dim", "batch", "group", "capacity", QLenSymbol}
+
+// QLenSymbol is a shape's query tokens per sequence in a restriction (1
+// without q_len), so that a tuning for several tokens can be kept off the
+// one-token shapes of the same spec.
+const QLenSymbol = "q_len"
 
 // restrict decodes the restrict: list. Each symbol must name an axis, a
 // define of some variant or a shape symbol (checked once every section
