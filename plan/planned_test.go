@@ -29,12 +29,18 @@ func planPlanned(t *testing.T, length, pad string) (*Plan, error) {
 }
 
 func planPlannedType(t *testing.T, length, pad, typ string) (*Plan, error) {
+	return planPlannedSpec(t, plannedYAML, length, pad, typ)
+}
+
+// planPlannedSpec plans a spec of plannedYAML's form, its placeholders
+// replaced.
+func planPlannedSpec(t *testing.T, yaml, length, pad, typ string) (*Plan, error) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "k.cu"), []byte("// k\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "spec.yaml")
-	text := strings.NewReplacer("LENGTH", length, "PAD", pad, "TYPE", typ).Replace(plannedYAML)
+	text := strings.NewReplacer("LENGTH", length, "PAD", pad, "TYPE", typ).Replace(yaml)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -112,20 +118,7 @@ func TestPlannedReadsTheLongest(t *testing.T) {
 		t.Fatal("the test's spec did not change")
 	}
 	build := func(length string) error {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "k.cu"), []byte("// k\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, "spec.yaml")
-		text := strings.NewReplacer("LENGTH", length, "PAD", "0", "TYPE", "i32").Replace(yaml)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s, err := spec.Load(path, variants.Builtins())
-		if err != nil {
-			return err
-		}
-		_, err = Build(s, "sm_90")
+		_, err := planPlannedSpec(t, yaml, length, "0", "i32")
 		return err
 	}
 	if err := build(`"batch * 4"`); err != nil {

@@ -93,7 +93,7 @@ func (k *KernelCheck) checkPointees(entry string, d declaredLaunch, types []stri
 	}
 	for i, t := range types {
 		n, scalar := cubin.Pointee(t)
-		if holds := d.pointees[i].Holds(n); !holds || scalar && !d.pointees[i].HoldsScalar(n) {
+		if !d.pointees[i].Holds(n, scalar) {
 			k.fail("%s: %s: parameter %d (%s) points to %d-byte elements, but %s passed there holds %d-byte ones",
 				d.where, entry, i, t, n, d.args[i], d.pointees[i].Bytes)
 		}

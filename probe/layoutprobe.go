@@ -83,7 +83,7 @@ func (k *KernelCheck) checkLayouts(env checkEnv) {
 			// int32 array sees entry k in byte k. void* and members that
 			// are no pointer record 0 and are not compared; q and out may
 			// be read in vectors of their elements (half2 over f16).
-			if !fd.Elem.Holds(pointee) {
+			if !fd.Elem.Holds(pointee, false) {
 				hint := ""
 				if t := plannedTypeOf(pointee); t != "" && strings.HasPrefix(fd.Arg, "planned:") {
 					hint = fmt.Sprintf(" (declare the planned array's entries with type: %s)", t)

@@ -132,23 +132,20 @@ type Planned struct {
 	Elem   PlannedElem
 }
 
-// elem is the entries' type, the default for none.
-func (p *Planned) elem() PlannedElem {
+// EntryType is the entries' type (i32 when none is declared).
+func (p *Planned) EntryType() PlannedElem {
 	e, _ := ParsePlannedElem(string(p.Elem))
 	return e
 }
 
-// EntryType is the entries' type (i32 when none is declared).
-func (p *Planned) EntryType() PlannedElem { return p.elem() }
-
 // EntryBounds are the values an entry can hold.
-func (p *Planned) EntryBounds() (lo, hi int64) { return p.elem().bounds() }
+func (p *Planned) EntryBounds() (lo, hi int64) { return p.EntryType().bounds() }
 
 // String is the array's canonical text, for the point's hash. An int32
 // array keeps the text it had before entry types existed.
 func (p *Planned) String() string {
 	s := fmt.Sprintf("planned %s %s(%s; %s) length %s pad %d", p.Name, p.Kind, p.Count, p.Value, p.Length, p.Pad)
-	if e := p.elem(); e != PlannedI32 {
+	if e := p.EntryType(); e != PlannedI32 {
 		s += " type " + string(e)
 	}
 	return s
@@ -157,7 +154,7 @@ func (p *Planned) String() string {
 // Buf is the array at env: its name, entries and entry size.
 func (p *Planned) Buf(env expr.Env) (PlannedBuf, error) {
 	n, err := p.Entries(env)
-	return PlannedBuf{Name: p.Name, Entries: n, Size: p.elem().Bytes()}, err
+	return PlannedBuf{Name: p.Name, Entries: n, Size: p.EntryType().Bytes()}, err
 }
 
 // A PlannedBuf is a planned array at one point: its name, its entries and
@@ -253,7 +250,7 @@ func PlannedBytes(d Dims, decls []Planned, env expr.Env, lengths []int) ([]byte,
 		if len(vals) != sp.Entries {
 			return nil, fmt.Errorf("planned %s: %d entries generated, %d laid out", sp.Name, len(vals), sp.Entries)
 		}
-		elem, size := decls[i].elem(), sp.EntryBytes()
+		elem, size := decls[i].EntryType(), sp.EntryBytes()
 		if int64(elem.Bytes()) != size {
 			return nil, fmt.Errorf("planned %s: %s entries declared, %d-byte entries laid out", sp.Name, elem, size)
 		}
@@ -314,7 +311,7 @@ func (p *Planned) Generate(env expr.Env, nkv []int) ([]int64, error) {
 	for k, v := range env {
 		e[k] = v
 	}
-	elem := p.elem()
+	elem := p.EntryType()
 	lo, hi := elem.bounds()
 	if p.Pad < lo || p.Pad > hi {
 		return nil, fmt.Errorf("planned %s: pad %d does not fit a %s entry", p.Name, p.Pad, elem)
@@ -417,25 +414,20 @@ type Pointee struct {
 	Vectors bool
 }
 
-// Holds reports whether a member whose pointee is n bytes reads the
+// Holds reports whether a pointer whose pointee is n bytes reads the
 // argument's elements: n equal to the element's size, or a whole number of
-// elements where vectors are allowed. An unknown size (0 on either side)
+// elements where vectors are allowed and the pointee is no single
+// floating-point number (scalar: a float or half pointer reads one number
+// an element, never several packed). An unknown size (0 on either side)
 // is not judged.
-func (p Pointee) Holds(n int) bool {
+func (p Pointee) Holds(n int, scalar bool) bool {
 	switch {
 	case p.Bytes == 0 || n == 0 || n == p.Bytes:
 		return true
-	case p.Vectors:
+	case p.Vectors && !scalar:
 		return n%p.Bytes == 0
 	}
 	return false
-}
-
-// HoldsScalar is Holds for a pointee that is one floating-point number
-// (a float or half pointer, not an integer or vector type that may pack
-// several elements): its size must be the element's.
-func (p Pointee) HoldsScalar(n int) bool {
-	return p.Bytes == 0 || n == 0 || n == p.Bytes
 }
 
 // PointeeOf is what a pointer argument holds: a planned array's entries
@@ -449,7 +441,7 @@ func PointeeOf(a Arg, io IO, planned []Planned, kvBytes int) Pointee {
 	case a.IsPlanned():
 		for i := range planned {
 			if planned[i].Name == a.Name {
-				return Pointee{Bytes: planned[i].elem().Bytes()}
+				return Pointee{Bytes: planned[i].EntryType().Bytes()}
 			}
 		}
 		return Pointee{}

@@ -161,14 +161,14 @@ func TestPointee(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := PointeeOf(a, io, planned, 0).Holds(c.n); got != c.want {
+		if got := PointeeOf(a, io, planned, 0).Holds(c.n, false); got != c.want {
 			t.Errorf("%s read by a %d-byte pointee: %v, want %v", c.arg, c.n, got, c.want)
 		}
 	}
 	// K and V at a point whose K/V type is known (one byte, fp8): an
 	// 8-bit pointer or a vector of them, never a half one.
 	k, _ := ParseArg("k")
-	if p := PointeeOf(k, io, nil, 1); !p.Holds(1) || !p.Holds(16) || p.Holds(0) != true || PointeeOf(k, io, nil, 2).Holds(1) {
+	if p := PointeeOf(k, io, nil, 1); !p.Holds(1, false) || !p.Holds(16, false) || p.Holds(0, false) != true || PointeeOf(k, io, nil, 2).Holds(1, false) {
 		t.Errorf("k at a 1-byte K/V type: %+v", p)
 	}
 }

@@ -182,18 +182,12 @@ var builtinBytes = map[string]int{
 // half2 may pack two halves).
 var floating = map[string]bool{"float": true, "double": true, "__half": true, "half": true, "__nv_bfloat16": true, "nv_bfloat16": true}
 
-// PointeeBytes is the size of what a parameter of C++ type typ points
-// at, 0 when typ is no pointer, points at a pointer, at void or at a
-// type whose size the name alone does not give (a class, a template
-// argument left unresolved).
-func PointeeBytes(typ string) int {
-	n, _ := Pointee(typ)
-	return n
-}
-
-// Pointee is PointeeBytes and whether the pointee is one floating-point
-// number (float, double, half, bfloat16) rather than a container of
-// several elements (an integer or a vector type).
+// Pointee is the size of what a parameter of C++ type typ points at (0
+// when typ is no pointer, points at a pointer, at void or at a type whose
+// size the name alone does not give: a class, a template argument left
+// unresolved), and whether it is one floating-point number (float,
+// double, half, bfloat16) rather than a container of several elements
+// (an integer or a vector type).
 func Pointee(typ string) (bytes int, scalarFloat bool) {
 	t := strings.TrimSpace(typ)
 	for _, q := range []string{"__restrict__", "__restrict", "restrict", "const", "volatile"} {

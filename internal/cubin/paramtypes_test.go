@@ -37,8 +37,8 @@ func TestPointeeBytes(t *testing.T) {
 		"int": 0, "float": 0, "void*": 0, "void const*": 0, "float**": 0, "eng::params<float>": 0,
 		"flashinfer::paged_kv_t<__half, int>*": 0, "unsigned short": 0,
 	} {
-		if got := PointeeBytes(typ); got != want {
-			t.Errorf("PointeeBytes(%q) = %d, want %d", typ, got, want)
+		if got, _ := Pointee(typ); got != want {
+			t.Errorf("Pointee(%q) = %d, want %d", typ, got, want)
 		}
 	}
 }
