@@ -37,7 +37,10 @@ case "${PHASE:-}" in
   ( "$KTUNE" check experiments/engines/h200-vllm.yaml > "$out/vllm-check.log" 2>&1
     echo "vllm check: exit $? at $(($(date +%s) - start)) s" >> "$out/vllm-check.log" ) &
   vllm=$!
-  WORK=/tmp/ktune-fi END=$((start + ${FI_S:-360})) BENCH=1 BENCH_S=${BENCH_S:-120} \
+  # The planned form (what FlashInfer's wrapper launches) first, then the
+  # split form's 64-row pages, then the points measured in earlier calls.
+  ONLY='variant=flashinfer-planned-hnd|flashinfer-planned-nhd;variant=flashinfer-split-hnd|flashinfer-split-nhd,PAGE_SIZE=64;' \
+  WORK=/tmp/ktune-fi END=$((start + ${FI_S:-400})) BENCH=1 BENCH_S=${BENCH_S:-110} \
     bash experiments/run-h200-flashinfer.sh "$out/fi"
   echo "flashinfer done at $(($(date +%s) - start)) s"
   wait "$vllm"

@@ -18,7 +18,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: run-frontier4-kernels.sh OUTDIR}
 mkdir -p "$out"
-k=./bin/ktune
+k=${KTUNE:-./bin/ktune}   # KTUNE names the binary
 [ -x "$k" ] || make build >/dev/null
 spec=experiments/h200-frontier4-kernels.yaml
 work=${WORK:-$(mktemp -d)}

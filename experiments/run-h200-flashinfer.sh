@@ -5,7 +5,7 @@
 # experiments/engines/h200-flashinfer.yaml gates and times them.
 #   FLASHINFER_ROOT=... CCCL_ROOT=... bash experiments/run-h200-flashinfer.sh OUTDIR
 # KTUNE names the binary (default ./bin/ktune); ONLY narrows the sweep
-# (a --only expression). --blocks-per-sm 12: the merge kernel's grid is
+# (--only expressions, ';' between them: swept in that order). --blocks-per-sm 12: the merge kernel's grid is
 # sized from its occupancy, 12 blocks per SM on sm_90. Writes
 # OUTDIR/h200-flashinfer.jsonl, check.log and sweep.log.gz; then (BENCH=1)
 # flashinfer-bench.jsonl: the CUBINs ktune check built, from its build
@@ -21,13 +21,24 @@ work=${WORK:-$(mktemp -d)}   # WORK: a fixed folder, so a second call resumes th
 mkdir -p "$work"
 "$k" check "$spec" > "$out/check.log" 2>&1
 echo "check: exit $?"
-only=()
-[ -n "${ONLY:-}" ] && only=(--only "$ONLY")
-# END (seconds since the epoch): stop the sweep then instead of after SWEEP_S.
-secs=${SWEEP_S:-420}
-[ -n "${END:-}" ] && secs=$(( END - $(date +%s) ))
-timeout --signal=INT "$secs" "$k" sweep "$spec" --blocks-per-sm 12 "${only[@]}" -o "$work/fi" -v > "$work/sweep.log" 2>&1
-tail -n 3 "$work/sweep.log"
+# END (seconds since the epoch): stop the sweeps then instead of after SWEEP_S.
+end=$(( $(date +%s) + ${SWEEP_S:-420} ))
+[ -n "${END:-}" ] && end=$END
+# ONLY: --only selections separated by ';', swept in that order into one
+# folder (an empty one: every point not yet recorded), so the points that
+# matter most run first when the time is short.
+IFS=';' read -r -a sels <<< "${ONLY:-}"
+case "${ONLY:-}" in ''|*';') sels+=("") ;; esac   # read drops a trailing empty field
+: > "$work/sweep.log"
+for sel in "${sels[@]}"; do
+  secs=$(( end - $(date +%s) ))
+  if [ "$secs" -le 0 ]; then echo "skipped (time limit): --only '$sel'" | tee -a "$work/sweep.log"; continue; fi
+  only=()
+  [ -n "$sel" ] && only=(--only "$sel")
+  echo "== --only '$sel'" >> "$work/sweep.log"
+  timeout --signal=INT "$secs" "$k" sweep "$spec" --blocks-per-sm 12 "${only[@]}" -o "$work/fi" -v >> "$work/sweep.log" 2>&1
+  tail -n 1 "$work/sweep.log"
+done
 cp "$work/fi/results.jsonl" "$out/h200-flashinfer.jsonl"
 gzip -c "$work/sweep.log" > "$out/sweep.log.gz"
 if [ -n "${BENCH:-}" ]; then
