@@ -41,3 +41,36 @@ variants:
 		t.Error("a plan whose grids read no device symbol prints assumptions")
 	}
 }
+
+// ktune plan of a spec whose planned arrays, scratch and arguments read
+// sms, and no grid, says the SM count it assumed.
+func TestPlanSaysPointSMs(t *testing.T) {
+	path := writeSpec(t, `name: padded
+shapes: [{name: s, heads: 32, kv_heads: 8, head_dim: 128, kv_dtype: f16, batch: 2, capacity: 4096}]
+axes: {nkv: [512], SPLITS: [16]}
+variants:
+  - name: p
+    kernel: k.cu
+    planned:
+      tiles: {expand: "cdiv(nkv, cdiv(max_nkv, 8 * sms / kv_heads / batch))", value: j, length: "8 * sms / kv_heads"}
+    scratch:
+      tmp: {bytes: "8 * sms / kv_heads * heads * 4"}
+    launches:
+      - {entry: k, grid: [SPLITS, kv_heads], block: [32], args: [out, "planned:tiles", "scratch:tmp", "u32:8 * sms / kv_heads"]}
+`)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "k.cu"), []byte("// k\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{nil, "assumed: sms = 132 (the default of sm_90"},
+		{[]string{"--sms", "114"}, "assumed: sms = 114 (--sms"},
+	} {
+		stdout, stderr, code := runCmd(append([]string{"plan", path}, c.args...)...)
+		if code != exitOK || !strings.Contains(stdout, c.says) || strings.Contains(stdout, "blocks_per_sm") {
+			t.Errorf("plan %v: exit %d, output lacks %q (or assumes blocks_per_sm):\n%s%s", c.args, code, c.says, stdout, stderr)
+		}
+	}
+}
