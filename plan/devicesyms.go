@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/expr"
 	"github.com/ktune/ktune/internal/spec"
 )
@@ -18,7 +19,12 @@ import (
 // --sms; a sweep passes its device's), else the architecture's default;
 // blocks_per_sm from Override.BlocksPerSM (--blocks-per-sm), else 1. The
 // probe refuses a point whose device or kernel differs from what its grid
-// was planned for, before any launch (probe.checkDeviceSymbols).
+// was planned for, before any launch (probe.checkDeviceSymbols). An
+// engine's host planner may size more than grids from the device
+// (FlashInfer pads its planned work to blocks per SM × SMs): a variant's
+// planned arrays, scratch sizes and argument expressions may read sms,
+// which a point evaluates at the same assumption and records once
+// (Point.SMs; pointSMs), for the probe to check likewise.
 // DefaultBlocksPerSM is blocks_per_sm when the plan is given none.
 const DefaultBlocksPerSM = 1
 
@@ -44,12 +50,8 @@ func (b *builder) deviceEnv(env expr.Env, src string) (sms, bps int, err error) 
 	}
 	syms := x.Symbols()
 	if slices.Contains(syms, spec.SymSMs) {
-		sms = b.over.SMs
-		if sms == 0 {
-			var ok bool
-			if sms, ok = DefaultSMs(b.arch); !ok {
-				return 0, 0, fmt.Errorf("%q reads sms, and there is no default SM count for arch %q: give it (ktune plan --sms N)", src, b.arch)
-			}
+		if sms, err = b.assumedSMs(src); err != nil {
+			return 0, 0, err
 		}
 		env[spec.SymSMs] = int64(sms)
 	}
@@ -61,4 +63,68 @@ func (b *builder) deviceEnv(env expr.Env, src string) (sms, bps int, err error) 
 		env[spec.SymBlocksPerSM] = int64(bps)
 	}
 	return sms, bps, nil
+}
+
+// assumedSMs is the SM count the plan evaluates sms at, src being an
+// expression that reads it: Override.SMs, else the architecture's default.
+func (b *builder) assumedSMs(src string) (int, error) {
+	if b.over.SMs != 0 {
+		return b.over.SMs, nil
+	}
+	sms, ok := DefaultSMs(b.arch)
+	if !ok {
+		return 0, fmt.Errorf("%q reads sms, and there is no default SM count for arch %q: give it (ktune plan --sms N)", src, b.arch)
+	}
+	return sms, nil
+}
+
+// pointSMs is the SM count a point of v evaluates sms at in its planned
+// arrays, scratch sizes and argument expressions (Point.SMs): the plan's
+// assumption, as for a grid, when one of them reads sms; else 0, and
+// then none has sms to read (abi.Dims.Env).
+func (b *builder) pointSMs(v *spec.Variant) (int, error) {
+	for _, src := range pointExprs(v) {
+		if x, err := expr.Parse(src); err == nil && slices.Contains(x.Symbols(), spec.SymSMs) {
+			return b.assumedSMs(src)
+		}
+	}
+	return 0, nil
+}
+
+// pointExprs are the expressions of v that the spec lets read sms besides
+// its grids (spec.PointSymbols): its planned arrays', its scratch sizes
+// and its launches' integer arguments, in structs, vectors and tensor
+// maps too.
+func pointExprs(v *spec.Variant) []string {
+	var out []string
+	for _, p := range v.Planned {
+		out = append(out, p.Count, p.Value, p.Length)
+	}
+	for _, sc := range v.Scratch {
+		out = append(out, sc.Bytes)
+	}
+	var arg func(a abi.Arg)
+	arg = func(a abi.Arg) {
+		switch {
+		case a.TensorMap != nil:
+			m := a.TensorMap
+			out = slices.Concat(out, m.Dims, m.Strides, m.Box, m.ElementStrides)
+		case a.Struct != nil:
+			for _, f := range a.Struct.Fields {
+				arg(f.Arg)
+			}
+		case a.Elems != nil:
+			for _, e := range a.Elems {
+				arg(e)
+			}
+		case a.IsExpr():
+			out = append(out, a.Value)
+		}
+	}
+	for _, l := range v.Launches {
+		for _, a := range l.Args {
+			arg(a)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -68,5 +69,144 @@ func TestDeviceSymbols(t *testing.T) {
 	bad := strings.Replace(persistentYAML, "block: [128]", "block: [blocks_per_sm]", 1)
 	if _, err := persistentPlan(t, bad, "sm_90", Override{}); err == nil || !strings.Contains(err.Error(), `unknown symbol "blocks_per_sm"`) {
 		t.Errorf("a block that reads the occupancy: %v", err)
+	}
+}
+
+// padYAML is a host planner that pads its work to 8 blocks per SM × SMs,
+// as FlashInfer's decode plan under CUDA graphs does; PLACE is one more
+// expression's place, for TestPointSMsEachPlace.
+const padYAML = `name: pad
+shapes: [{name: s, heads: 32, kv_heads: 8, head_dim: 128, kv_dtype: f16, batch: 2, capacity: 4096}]
+axes: {nkv: [512], SPLITS: [16]}
+variants:
+  - name: p
+    kernel: k.cu
+    planned:
+      indptr: {prefix: "cdiv(nkv, cdiv(max_nkv, 8 * sms / kv_heads / batch))"}
+      tiles: {expand: "cdiv(nkv, cdiv(max_nkv, 8 * sms / kv_heads / batch))", value: j, length: "8 * sms / kv_heads"}
+    scratch:
+      tmp: {bytes: "8 * sms / kv_heads * heads * head_dim * 2"}
+    structs:
+      params:
+        fields:
+          - {name: padded_batch_size, arg: "u32:8 * sms / kv_heads"}
+    launches:
+      - {entry: k, grid: [SPLITS, kv_heads], block: [32], args: [out, "planned:indptr", "planned:tiles", "scratch:tmp", {struct: params}]}
+`
+
+func padPlan(t *testing.T, yaml, arch string, over Override) (*Plan, error) {
+	t.Helper()
+	s, err := spec.Load(engineTree(t, map[string]string{"spec.yaml": yaml, "k.cu": "// k\n"}), variants.Builtins())
+	if err != nil {
+		return nil, err
+	}
+	return BuildWith(s, arch, over)
+}
+
+// A point whose planned arrays, scratch and arguments read sms evaluates
+// them at the plan's assumption (the architecture's default, or --sms),
+// records it once and hashes it; its grid reads no device symbol, so no
+// launch records one.
+func TestPointSMs(t *testing.T) {
+	for _, c := range []struct {
+		arch string
+		over Override
+		sms  int
+	}{{"sm_90", Override{}, 132}, {"sm_90", Override{SMs: 114}, 114}, {"sm_100", Override{}, 148}, {"sm_75", Override{SMs: 40}, 40}} {
+		p, err := padPlan(t, padYAML, c.arch, c.over)
+		if err != nil {
+			t.Fatalf("%s %+v: %v", c.arch, c.over, err)
+		}
+		pt := p.Points[0]
+		items := 8 * c.sms / 8
+		if pt.SMs != c.sms || pt.Dims().SMs != c.sms {
+			t.Errorf("%s %+v: the point assumed %d SMs (its dims %d), want %d", c.arch, c.over, pt.SMs, pt.Dims().SMs, c.sms)
+		}
+		if len(pt.PlannedBufs) != 2 || pt.PlannedBufs[0].Entries != 3 || pt.PlannedBufs[1].Entries != items {
+			t.Errorf("%s %+v: planned %+v; want indptr 3 and tiles %d", c.arch, c.over, pt.PlannedBufs, items)
+		}
+		if len(pt.Scratch) != 1 || pt.Scratch[0].Bytes != int64(items*32*128*2) {
+			t.Errorf("%s %+v: scratch %+v; want %d bytes", c.arch, c.over, pt.Scratch, items*32*128*2)
+		}
+		if l := pt.Launches[0]; l.SMs != 0 || l.BlocksPerSM != 0 {
+			t.Errorf("%s %+v: a grid that reads no device symbol records %d/%d", c.arch, c.over, l.SMs, l.BlocksPerSM)
+		}
+	}
+	a, err := padPlan(t, padYAML, "sm_90", Override{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := padPlan(t, padYAML, "sm_90", Override{SMs: 132})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := padPlan(t, padYAML, "sm_90", Override{SMs: 114})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Points[0].Hash != b.Points[0].Hash || a.Points[0].Hash == c.Points[0].Hash {
+		t.Errorf("hashes: default %s, --sms 132 %s, --sms 114 %s; want the first two equal, the third another", a.Points[0].Hash, b.Points[0].Hash, c.Points[0].Hash)
+	}
+	// The SM count alone, the entries as they are: still another hash,
+	// since the probe checks it.
+	pt := *a.Points[0]
+	pt.SMs = 114
+	bd := &builder{arch: "sm_90"}
+	if _, h := bd.keys(&pt); h == a.Points[0].Hash {
+		t.Error("the point's SM count is not hashed")
+	}
+	if _, err := padPlan(t, padYAML, "sm_75", Override{}); err == nil || !strings.Contains(err.Error(), `reads sms, and there is no default SM count for arch "sm_75"`) {
+		t.Errorf("an arch without a default SM count: %v", err)
+	}
+}
+
+// Each place that may read sms besides a grid makes the point assume it:
+// a planned array's count, value and length, a scratch size, an argument,
+// a struct's field, a vector's component and a tensor map's entry. A point
+// that reads it nowhere assumes nothing, and --sms leaves its hash as it
+// was.
+func TestPointSMsEachPlace(t *testing.T) {
+	const base = `name: one
+shapes: [{name: s, heads: 32, kv_heads: 8, head_dim: 128, kv_dtype: f16, batch: 2, capacity: 4096}]
+axes: {nkv: [512], SPLITS: [16]}
+variants:
+  - name: p
+    kernel: k.cu
+    planned:
+      tiles: {expand: COUNT, value: VALUE, length: LENGTH}
+    scratch:
+      tmp: {bytes: BYTES}
+    structs:
+      params:
+        fields:
+          - {name: n, arg: FIELD}
+    launches:
+      - {entry: k, grid: [SPLITS], block: [32], args: [out, "planned:tiles", "scratch:tmp", {struct: params}, ARG, {uint2: [COMP, 1]}, {tensor_map: {buffer: k, dtype: kv, dims: [head_dim, kv_heads, "capacity * batch"], box: [head_dim, 1, BOX]}}]}
+`
+	plain := map[string]string{"COUNT": "1", "VALUE": "j", "LENGTH": "batch", "BYTES": "256", "FIELD": `"u32:4"`, "ARG": `"i32:heads"`, "COMP": "heads", "BOX": "64"}
+	reading := map[string]string{"COUNT": `"min(sms, 1)"`, "VALUE": `"j + sms - sms"`, "LENGTH": `"batch + sms - sms"`, "BYTES": `"sms * 4"`,
+		"FIELD": `"u32:sms"`, "ARG": `"i32:sms"`, "COMP": "sms", "BOX": `"sms / 2"`}
+	build := func(sub map[string]string, over Override) *Point {
+		t.Helper()
+		var pairs []string
+		for k, v := range sub {
+			pairs = append(pairs, k, v)
+		}
+		p, err := padPlan(t, strings.NewReplacer(pairs...).Replace(base), "sm_90", over)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Points[0]
+	}
+	none := build(plain, Override{})
+	if none.SMs != 0 || build(plain, Override{SMs: 114}).Hash != none.Hash {
+		t.Errorf("a point that reads no sms assumed %d SMs, or --sms changed its hash", none.SMs)
+	}
+	for place, src := range reading {
+		sub := maps.Clone(plain)
+		sub[place] = src
+		if pt := build(sub, Override{}); pt.SMs != 132 {
+			t.Errorf("%s = %s: the point assumed %d SMs, want sm_90's 132", place, src, pt.SMs)
+		}
 	}
 }

@@ -216,6 +216,12 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	if s.Sealed || len(s.Forwarded) > 0 {
 		field("forwarded", fmt.Sprint(s.Sealed, " ", s.Forwarded.String()))
 	}
+	// The SM count the planned arrays, scratch and arguments were
+	// evaluated at; only when one reads it, so that every other hash
+	// stays as it was.
+	if pt.SMs != 0 {
+		field("point-sms", strconv.Itoa(pt.SMs))
+	}
 	for i, l := range pt.Launches {
 		if l.SMs != 0 || l.BlocksPerSM != 0 {
 			field("device-symbols", fmt.Sprint(i, " sms ", l.SMs, " blocks_per_sm ", l.BlocksPerSM))

@@ -413,7 +413,11 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 	if err := b.resolveSymbols(v, &src, launches); err != nil {
 		return nil, err
 	}
-	scratch, err := b.scratch(v, sh, defs, nkv)
+	sms, err := b.pointSMs(v)
+	if err != nil {
+		return nil, b.pointErrorf(v, sh, defs, nkv, "%w", err)
+	}
+	scratch, err := b.scratch(v, sh, defs, nkv, sms)
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +435,7 @@ func (b *builder) point(v *spec.Variant, sh *spec.Shape, defs map[string]string,
 			BudgetSec: m.BudgetSec, HotBatch: m.HotBatch, TimeoutSec: m.TimeoutSec},
 		Landed:   b.landed(v, defs),
 		Geometry: geo,
-		Launches: launches, WorkspaceBytes: wsBytes, Scratch: scratch, Layouts: layouts,
+		Launches: launches, WorkspaceBytes: wsBytes, Scratch: scratch, Layouts: layouts, SMs: sms,
 	}
 	if v.PDL {
 		for i := 1; i < len(pt.Launches); i++ {

@@ -126,6 +126,12 @@ type Point struct {
 	// PageSize is a paged io's page_size evaluated at the point; 0 for a
 	// contiguous K/V.
 	PageSize int `json:",omitempty"`
+	// SMs is the device's SM count that the point's planned arrays,
+	// scratch sizes and argument expressions read as sms, at the plan's
+	// assumption (devicesyms.go); 0 when none of them reads it. A grid's
+	// is its launch's (Launch.SMs). The probe refuses the point on a
+	// device of another count.
+	SMs int `json:",omitempty"`
 
 	// GateKey groups points that share one compiled kernel and shape, so
 	// that the gates (which do not depend on the timed nkv) run once per

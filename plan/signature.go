@@ -268,12 +268,15 @@ func Complete(p *Point) error {
 }
 
 // scratch evaluates the sizes of a variant's named scratch buffers at a
-// point.
-func (b *builder) scratch(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv int) ([]abi.ScratchBuf, error) {
+// point, sms at the point's SM count (Point.SMs; 0: none reads it).
+func (b *builder) scratch(v *spec.Variant, sh *spec.Shape, defs map[string]string, nkv, sms int) ([]abi.ScratchBuf, error) {
 	if len(v.Scratch) == 0 {
 		return nil, nil
 	}
-	_, eval := b.evaluator(v, sh, defs, nkv)
+	env, eval := b.evaluator(v, sh, defs, nkv)
+	if sms > 0 {
+		env[spec.SymSMs] = int64(sms)
+	}
 	out := make([]abi.ScratchBuf, len(v.Scratch))
 	for i, sc := range v.Scratch {
 		n, err := eval("scratch."+sc.Name+".bytes", sc.Bytes, 1, 1<<40)

@@ -77,6 +77,9 @@ type layout struct {
 	// workspaceBytes is io.workspace at the point, where the scratch
 	// buffers start.
 	workspaceBytes int64
+	// sms is the SM count the point's planned arrays and arguments read
+	// (abi.Dims.SMs); 0: none reads it.
+	sms int
 }
 
 // size is the field of l that holds an allocation's bytes: the probe's one
@@ -120,6 +123,7 @@ func sized(d abi.Dims, uses func(string) bool) (layout, error) {
 		qDtype: d.IO.Q, outDtype: d.IO.Out, kvLayout: d.IO.KVLayout, partialABI: d.IO.Partial == abi.PartialABI,
 		paging: d.IO.Paging, pageSize: d.PageSize, mask: d.IO.Mask, splitCounts: d.IO.SplitCounts,
 		scratch: abi.ScratchText(d.Scratch), workspaceBytes: d.WorkspaceBytes, planned: abi.PlannedText(d.Planned),
+		sms: d.SMs,
 	}
 	if d.IO.KVLayout == abi.Paged {
 		if d.PageSize < 1 {

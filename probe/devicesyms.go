@@ -5,15 +5,20 @@ import (
 	"github.com/ktune/ktune/plan"
 )
 
-// checkDeviceSymbols refuses a point whose grid was planned for another
-// device or kernel than the one it runs on (plan/devicesyms.go): a grid
-// that reads sms at the plan's assumption, on a device with another SM
-// count, or blocks_per_sm, where the kernel's occupancy at its block and
-// shared memory (cuOccupancyMaxActiveBlocksPerMultiprocessor, in res)
-// differs. The engine would launch another grid there, so the point would
-// measure a launch the engine never makes. Checked before any launch.
-func checkDeviceSymbols(launches []plan.Launch, res []results.Resource, sms int) error {
-	for i, l := range launches {
+// checkDeviceSymbols refuses a point that was planned for another device
+// or kernel than the one it runs on (plan/devicesyms.go): a grid that
+// reads sms at the plan's assumption, on a device with another SM count,
+// or blocks_per_sm, where the kernel's occupancy at its block and shared
+// memory (cuOccupancyMaxActiveBlocksPerMultiprocessor, in res) differs;
+// and planned arrays, scratch sizes or arguments that read sms (p.SMs) on
+// a device with another SM count. The engine would launch another grid,
+// or plan other work, there, so the point would measure a launch the
+// engine never makes. Checked before any launch.
+func checkDeviceSymbols(p *plan.Point, res []results.Resource, sms int) error {
+	if p.SMs != 0 && p.SMs != sms {
+		return failPoint(results.StatusError, "%s: its planned arrays, scratch sizes and arguments were planned for %d SMs (sms), the device has %d: plan with --sms %d", p.Config.Variant, p.SMs, sms, sms)
+	}
+	for i, l := range p.Launches {
 		if l.SMs != 0 && l.SMs != sms {
 			return failPoint(results.StatusError, "%s: its grid was planned for %d SMs (sms), the device has %d: plan with --sms %d", l.Entry, l.SMs, sms, sms)
 		}

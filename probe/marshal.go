@@ -67,10 +67,10 @@ func marshal(args []abi.Arg, s abi.Shape, defines abi.Defines, nkv int, w *works
 }
 
 // dims is what the ABI's scalars read at shape s: the layout's SPLITS and
-// io.
+// io, and the SM count its expressions read.
 func (l layout) dims(s abi.Shape) abi.Dims {
 	return abi.Dims{Shape: s, Splits: l.splits, IO: l.io(), WorkspaceBytes: l.workspaceBytes, Scratch: abi.ParseScratchText(l.scratch),
-		PageSize: l.pageSize, Planned: abi.ParsePlannedText(l.planned)}
+		PageSize: l.pageSize, Planned: abi.ParsePlannedText(l.planned), SMs: l.sms}
 }
 
 // io is the io the layout was sized for.

@@ -178,7 +178,7 @@ func (r *pointRun) run(ctx context.Context) error {
 	if r.rec.Resources, err = b.gpu.resources(k, r.g); err != nil {
 		return err
 	}
-	if err := checkDeviceSymbols(p.Launches, r.rec.Resources, b.env.SMs); err != nil {
+	if err := checkDeviceSymbols(p, r.rec.Resources, b.env.SMs); err != nil {
 		return err
 	}
 	if breaks := overBudget(p.Budget, r.rec.Resources); breaks != "" {

@@ -10,19 +10,23 @@ import (
 	"github.com/ktune/ktune/plan"
 )
 
-// deviceFlags adds the flags that set the device symbols a grid may read
-// (plan/devicesyms.go) to fl.
+// deviceFlags adds the flags that set the device symbols a spec's
+// expressions may read (plan/devicesyms.go) to fl.
 func deviceFlags(fl *flag.FlagSet, over *plan.Override) {
-	fl.IntVar(&over.SMs, "sms", 0, "the SM count `N` a grid's sms is evaluated at (default: the architecture's usual part; a sweep uses its device's)")
+	fl.IntVar(&over.SMs, "sms", 0, "the SM count `N` that sms is evaluated at, in grids, planned arrays, scratch sizes and arguments (default: the architecture's usual part; a sweep uses its device's)")
 	fl.IntVar(&over.BlocksPerSM, "blocks-per-sm", 0, "the resident blocks per SM, `N`, a grid's blocks_per_sm is evaluated at (default 1; a sweep refuses a kernel whose occupancy differs)")
 }
 
 // writeAssumed says, after a plan's table, what the plan assumed for the
-// device symbols its grids read, so that a plan made without a GPU says
-// which device its hashes are for.
+// device symbols its grids, planned arrays, scratch sizes and arguments
+// read, so that a plan made without a GPU says which device its hashes
+// are for.
 func writeAssumed(w io.Writer, p *plan.Plan, arch string, over plan.Override) error {
 	sms, bps := map[int]bool{}, map[int]bool{}
 	for _, pt := range p.Points {
+		if pt.SMs != 0 {
+			sms[pt.SMs] = true
+		}
 		for _, l := range pt.Launches {
 			if l.SMs != 0 {
 				sms[l.SMs] = true

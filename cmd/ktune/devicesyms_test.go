@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ktune/ktune/internal/results"
+	"github.com/ktune/ktune/plan"
 )
 
 // ktune plan of a grid sized from the device says what it assumed: the
@@ -39,5 +44,77 @@ variants:
 	}
 	if stdout, _, _ := runCmd("plan", "../../experiments/slice.yaml"); strings.Contains(stdout, "assumed:") {
 		t.Error("a plan whose grids read no device symbol prints assumptions")
+	}
+}
+
+// paddedSpec's planned arrays, scratch and an argument read sms; no grid
+// does.
+const paddedSpec = `name: padded
+shapes: [{name: s, heads: 32, kv_heads: 8, head_dim: 128, kv_dtype: f16, batch: 2, capacity: 4096}]
+axes: {nkv: [512], SPLITS: [16]}
+variants:
+  - name: p
+    kernel: k.cu
+    planned:
+      tiles: {expand: "cdiv(nkv, cdiv(max_nkv, 8 * sms / kv_heads / batch))", value: j, length: "8 * sms / kv_heads"}
+    scratch:
+      tmp: {bytes: "8 * sms / kv_heads * heads * 4"}
+    launches:
+      - {entry: k, grid: [SPLITS, kv_heads], block: [32], args: [out, "planned:tiles", "scratch:tmp", "u32:8 * sms / kv_heads"]}
+`
+
+func writePadded(t *testing.T) string {
+	t.Helper()
+	path := writeSpec(t, paddedSpec)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "k.cu"), []byte("// k\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ktune plan of a spec whose planned arrays, scratch and arguments read
+// sms, and no grid, says the SM count it assumed.
+func TestPlanSaysPointSMs(t *testing.T) {
+	path := writePadded(t)
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{nil, "assumed: sms = 132 (the default of sm_90"},
+		{[]string{"--sms", "114"}, "assumed: sms = 114 (--sms"},
+	} {
+		stdout, stderr, code := runCmd(append([]string{"plan", path}, c.args...)...)
+		if code != exitOK || !strings.Contains(stdout, c.says) || strings.Contains(stdout, "blocks_per_sm") {
+			t.Errorf("plan %v: exit %d, output lacks %q (or assumes blocks_per_sm):\n%s%s", c.args, code, c.says, stdout, stderr)
+		}
+	}
+}
+
+// smsDevice is a device of 114 SMs that records the SM count of each point
+// it is given.
+type smsDevice struct{ got []int }
+
+func (d *smsDevice) Env(context.Context) (results.Env, error) {
+	return results.Env{Device: "NVIDIA H100 PCIe", Arch: "sm_90", SMs: 114, ReadBWGBps: 2000}, nil
+}
+func (d *smsDevice) Close() error { return nil }
+func (d *smsDevice) Run(_ context.Context, p *plan.Point) (results.Record, error) {
+	d.got = append(d.got, p.SMs)
+	return results.Record{Config: p.Config, Status: results.StatusError, Error: "not run"}, nil
+}
+
+// A sweep plans the points whose planned arrays, scratch and arguments
+// read sms for its device's SM count, not the architecture's default.
+func TestSweepPointSMsFromDevice(t *testing.T) {
+	dev := &smsDevice{}
+	var stdout, stderr bytes.Buffer
+	err := runSweep(context.Background(), &stdout, &stderr, []string{writePadded(t), "-o", t.TempDir()}, tuneDeps(dev))
+	if len(dev.got) == 0 {
+		t.Fatalf("no point ran: %v\n%s", err, stderr.String())
+	}
+	for _, n := range dev.got {
+		if n != 114 {
+			t.Errorf("a point planned for %d SMs on a device of 114", n)
+		}
 	}
 }

@@ -42,7 +42,8 @@ Examples:
   $ ktune plan persistent.yaml --sms 132 --blocks-per-sm 2
 
 A grid may read the device's SM count (sms) and its kernel's resident
-blocks per SM (blocks_per_sm). Without a GPU the plan evaluates them at
+blocks per SM (blocks_per_sm); a planned array, a scratch size and an
+argument may read sms. Without a GPU the plan evaluates them at
 --sms (default: the architecture's usual part, 132 for sm_90) and
 --blocks-per-sm (default 1), prints what it assumed, and hashes it; a
 sweep evaluates sms on its device, and refuses, before any launch, a

@@ -331,11 +331,18 @@ func ExprValue(a Arg, env expr.Env) (any, error) {
 	return Typed(a.Type, float64(n))
 }
 
+// SymSMs is the symbol of the device's SM count (Dims.SMs).
+const SymSMs = "sms"
+
 // Env is what an argument's integer expression reads at d: the geometry
 // symbols, the integer scalars of the table (strides included, in
-// elements, and their byte forms) and the defines that are integers.
+// elements, and their byte forms), the defines that are integers and,
+// when the point was planned for one, the device's SM count (sms).
 func (d Dims) Env(defines Defines) expr.Env {
 	env := expr.Env{}
+	if d.SMs > 0 {
+		env[SymSMs] = int64(d.SMs)
+	}
 	for _, s := range Scalars {
 		if s.Type != ArgF32 {
 			env[s.Name] = int64(s.Value(d))

@@ -23,6 +23,12 @@ type Dims struct {
 	// Planned are the host-planned arrays with their entries at the
 	// point, in one allocation (AllocPlanned, PlannedSpans).
 	Planned []PlannedBuf
+	// SMs is the device's SM count that the point's planned arrays,
+	// scratch sizes and argument expressions read as sms (SymSMs), as the
+	// plan assumed it; 0 when none of them reads it, and Env then leaves
+	// sms out, so that an expression reading it fails rather than reading
+	// a count nobody assumed.
+	SMs int
 }
 
 // An AllocID names one device allocation of a point's workspace. A buffer

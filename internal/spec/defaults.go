@@ -1,5 +1,7 @@
 package spec
 
+import "github.com/ktune/ktune/internal/abi"
+
 // SpecVersion is the version of the spec format this build reads. A spec
 // may say `version: 1`; a larger version is refused by name rather than
 // half-understood.
@@ -21,11 +23,22 @@ var Symbols = []string{"heads", "kv_heads", "head_dim", "batch", "group", "capac
 // or shared size, which the occupancy itself depends on.
 var GridSymbols = []string{SymSMs, SymBlocksPerSM}
 
-// The grid symbols' names.
+// The grid symbols' names. sms is also a point symbol (PointSymbols);
+// its name is the ABI's, whose Dims.Env gives it to the probe.
 const (
-	SymSMs         = "sms"
+	SymSMs         = abi.SymSMs
 	SymBlocksPerSM = "blocks_per_sm"
 )
+
+// PointSymbols are the device's symbols that a variant's planned arrays,
+// scratch sizes and integer argument expressions may also read: the SM
+// count only, for an engine whose host planner sizes its work from the
+// device (FlashInfer's decode plan under CUDA graphs pads its work items
+// to blocks per SM × SMs). blocks_per_sm is the occupancy of a launch's
+// own kernel, checked against the grid it sized, and stays a grid's
+// (checkExprWith says so when one of these reads it). plan/devicesyms.go
+// says what a plan made without a GPU assumes for sms.
+var PointSymbols = []string{SymSMs}
 
 // defaultGates are the gate settings of a spec without a gates section.
 // The context lengths cover a single row (1), lengths that are not a

@@ -288,6 +288,18 @@
 // sms from its device and refuses, before any launch, a point whose
 // kernel's occupancy is not the blocks_per_sm it was planned for.
 //
+// sms, not blocks_per_sm, may also be read where an engine's host planner
+// sizes its work from the device: a planned array's expressions (count,
+// value, length), a scratch buffer's bytes and an integer argument's
+// expression (TYPE:EXPR, a struct's field, a vector's component, a tensor
+// map's entry). FlashInfer's decode plan under CUDA graphs pads its work
+// items to its kernel's blocks per SM times the SM count, 8 * sms. The plan
+// evaluates them at the same assumption as a grid's sms, hashes it with
+// the point, and the probe refuses the point on a device of another SM
+// count. blocks_per_sm stays a grid's: it is the occupancy of that
+// launch's own kernel, checked against the grid it sized, so elsewhere
+// the engine's count is written as a number (8 * sms).
+//
 // # Numerics classes
 //
 // bitwise_with names another variant of the spec: the candidate must be
@@ -568,7 +580,8 @@
 //	TYPE:VALUE       a constant: i32:4, u32:1, i64:0, u64:0, f32:0.5, u8:1
 //	                 (an f32 is finite: never NaN or Inf)
 //	TYPE:EXPR        an integer expression over the geometry symbols, the
-//	                 defines and the integer scalars: "i64:heads * head_dim"
+//	                 defines, the integer scalars and sms (the device's SM
+//	                 count): "i64:heads * head_dim"
 //	                 (never nkv: the step's arguments are fixed); the plan
 //	                 evaluates it at every point, and one that overflows 64
 //	                 bits, divides by zero or does not fit TYPE (u32:-1,
@@ -600,7 +613,7 @@
 // prefix: EXPR (batch + 1 exclusive prefix sums) or expand: EXPR with
 // value: EXPR (for each sequence i, EXPR entries holding value at j), over
 // i, j, nkv (the sequence's length), max_nkv (the step's longest), the
-// shape and the defines; length (the entries, required for
+// shape, the defines and sms; length (the entries, required for
 // expand), pad (the entries past the generated ones, default 0) and type,
 // the C type the kernel's pointer reads: i32 (the default), i64, u8 or
 // bool (one byte, 0 or 1). A value the type cannot hold is the plan's
@@ -612,7 +625,8 @@
 //	  block_valid_mask: {expand: "cdiv(nkv, CHUNK)", value: 1, length: "batch * cdiv(capacity, CHUNK)", type: bool}
 //
 // scratch declares the engine's own scratch arrays (vLLM's exp_sums,
-// max_logits and tmp_out): a mapping of name to bytes (an expression) and
+// max_logits and tmp_out): a mapping of name to bytes (an expression,
+// which may read sms) and
 // fill, what the buffer holds when the workspace is made: zero (the
 // default), poison (the gates' NaN, so that reading an element not
 // written this step shows in out), never (not filled by ktune) or a

@@ -407,7 +407,7 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 	}
 	for j, sc := range v.Scratch {
 		if sc.Bytes != "" {
-			d.checkExpr(s, i, sc.Bytes, e.scratchBytes[j], "scratch."+sc.Name+".bytes")
+			d.checkExprWith(s, i, sc.Bytes, e.scratchBytes[j], "scratch."+sc.Name+".bytes", PointSymbols)
 		}
 	}
 	for _, x := range e.exprs {
@@ -419,7 +419,7 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 			d.errorf(x.node, "%s: %q reads nkv: an argument is fixed for the whole step and a captured graph replays it unchanged; the kernel reads the length from positions or seqlens (or, launched fresh every step, say graph: never)", x.where, x.src)
 			continue
 		}
-		d.checkExprWith(s, i, x.src, x.node, strings.TrimPrefix(x.where, fmt.Sprintf("variants[%d].", i)), abi.ScalarNames())
+		d.checkExprWith(s, i, x.src, x.node, strings.TrimPrefix(x.where, fmt.Sprintf("variants[%d].", i)), append(abi.ScalarNames(), PointSymbols...))
 	}
 }
 

@@ -99,11 +99,13 @@ func (d *decoder) plannedArgs(v *Variant, e *engineNodes, where string) {
 
 // plannedExprs checks the symbols of variant i's planned arrays: count
 // and value read the sequence's i and nkv and the step's max_nkv (value
-// also j) besides the shape's symbols and the defines; length only the latter, since the
-// array's size is fixed for the step.
+// also j) besides the shape's symbols, the defines and the device's SM
+// count (PointSymbols); length only the latter, since the array's size is
+// fixed for the step.
 func (d *decoder) plannedExprs(s *Spec, i int, w *where) {
 	v, e := &s.Variants[i], &w.variants[i].engine
-	perSeq := append([]string{abi.PlanSeq, abi.PlanNKV, abi.PlanMaxNKV}, abi.ScalarNames()...)
+	fixed := append(abi.ScalarNames(), PointSymbols...)
+	perSeq := append([]string{abi.PlanSeq, abi.PlanNKV, abi.PlanMaxNKV}, fixed...)
 	for k, p := range v.Planned {
 		pn := e.planned[k]
 		key := "planned." + p.Name
@@ -118,7 +120,7 @@ func (d *decoder) plannedExprs(s *Spec, i int, w *where) {
 				d.errorf(pn.length, "variants[%d] (%s).%s.length: %q reads nkv: the array's size is fixed for the step", i, v.Name, key, p.Length)
 				continue
 			}
-			d.checkExprWith(s, i, p.Length, pn.length, key+".length", abi.ScalarNames())
+			d.checkExprWith(s, i, p.Length, pn.length, key+".length", fixed)
 		}
 	}
 }

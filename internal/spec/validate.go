@@ -346,6 +346,11 @@ func (d *decoder) checkExprWith(s *Spec, i int, src string, n *yaml.Node, key st
 			continue
 		}
 		ax := slices.IndexFunc(axes, func(a Axis) bool { return a.Name == sym })
+		if ax < 0 && sym == SymBlocksPerSM && contains(extra, SymSMs) {
+			d.errorf(n, "variants[%d] (%s).%s: %q reads blocks_per_sm, which only a grid may read (the occupancy of its launch's own kernel, checked against the grid it sized); write the engine's blocks per SM as a number, as in 8 * sms",
+				i, v.Name, key, src)
+			continue
+		}
 		if ax < 0 {
 			d.errorf(n, "variants[%d] (%s).%s: unknown symbol %q in %q (symbols: %s, and the variant's defines)",
 				i, v.Name, key, sym, src, strings.Join(symbolNames(extra), ", "))
