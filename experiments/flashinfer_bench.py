@@ -7,7 +7,7 @@ declares: BatchDecodeWithPagedKVCacheKernel (its single pass, one launch
 a step), the split form (the same kernel over 512-row chunks, then
 PersistentVariableLengthMergeStatesKernel) and the planned form (the
 same two, chunked and padded as FlashInfer's planner does under CUDA
-graphs: PLANNER_GRID), f16, head 128, groups 4 (32/8)
+graphs: planner_grid), f16, head 128, groups 4 (32/8)
 and 8 (64/8), pages in NHD and HND order. ktune check builds them with
 FlashInfer's own nvcc command into its build cache
 ($cache/builds/*/*/artifact.cubin beside an entry.json naming
@@ -85,11 +85,16 @@ BLOCKS_PER_SM = 12  # the merge kernel's occupancy on sm_90 at its block and sha
 FORMS = ("single", "split", "planned")
 # FlashInfer's planner under CUDA graphs (scheduler.cuh, DecodePlan with
 # enable_cuda_graph): max_grid = the decode kernel's blocks an SM (8: 64
-# registers x 128 threads) x the SMs (132 on an H100 SXM or H200), the
+# registers x 128 threads) x the device's SMs (the spec's 8 * sms), the
 # grid padded to max_grid / kv_heads work items, the KV chunk the fewest
 # pages (at least 128 rows) that keep the sequences' chunks within them;
 # the spec's flashinfer-planned-* variants.
-PLANNER_GRID = 8 * 132
+DECODE_BLOCKS_PER_SM = 8
+
+
+def planner_grid(sms):
+    """FlashInfer's max_grid on a device of sms SMs."""
+    return DECODE_BLOCKS_PER_SM * sms
 LAYOUTS = ("nhd", "hnd")
 
 # FlashInfer's benchmark method (flashinfer/testing/utils.py defaults).
@@ -166,14 +171,14 @@ def padded_batch(batch, capacity, chunk=CHUNK):
     return batch * cdiv(capacity, chunk)
 
 
-def planner_chunk(batch, nkv, page, kv_heads):
+def planner_chunk(batch, nkv, page, kv_heads, sms):
     """The rows of the planned form's KV chunk for a step whose longest
     sequence is nkv: the spec's expression, FlashInfer's binary search
     over pages for equal lengths."""
-    return page * max(max(128 // page, 1), cdiv(cdiv(nkv, page), (PLANNER_GRID // kv_heads) // batch))
+    return page * max(max(128 // page, 1), cdiv(cdiv(nkv, page), (planner_grid(sms) // kv_heads) // batch))
 
 
-def work_items(form, batch, capacity, kv_heads):
+def work_items(form, batch, capacity, kv_heads, sms):
     """The decode kernel's grid.x: one item a sequence (single pass), every
     sequence's 512-row chunks at the capacity (split), or the planner's
     padded count (planned)."""
@@ -181,7 +186,7 @@ def work_items(form, batch, capacity, kv_heads):
         return batch
     if form == "split":
         return padded_batch(batch, capacity)
-    return PLANNER_GRID // kv_heads
+    return planner_grid(sms) // kv_heads
 
 
 def geometry(form, heads, kv_heads, head_dim, batch, capacity, sms, blocks_per_sm=BLOCKS_PER_SM):
@@ -190,7 +195,7 @@ def geometry(form, heads, kv_heads, head_dim, batch, capacity, sms, blocks_per_s
     vec, bdx, bdy, bdz = decode_tile(head_dim, heads // kv_heads)
     threads = bdx * bdy * bdz
     shared = 2 * 2 * threads // bdx * head_dim * 2 + max(threads * 8, 2 * threads // bdx * 4)
-    items = work_items(form, batch, capacity, kv_heads)
+    items = work_items(form, batch, capacity, kv_heads, sms)
     out = [((items, kv_heads, 1), (bdx, bdy, bdz), shared)]
     if form != "single":
         mbdy = 128 // bdx
@@ -242,7 +247,7 @@ def expand(batch, count, value, length):
     return out + [0] * (length - len(out))
 
 
-def planned(form, batch, nkv, capacity, chunk=CHUNK, page=16, kv_heads=8):
+def planned(form, batch, nkv, capacity, sms, chunk=CHUNK, page=16, kv_heads=8):
     """What FlashInfer's planner fills, as the spec's planned: entries
     generate it: name -> (entries, C type). Every sequence is nkv long
     (the planned form's chunk reads the longest)."""
@@ -253,9 +258,9 @@ def planned(form, batch, nkv, capacity, chunk=CHUNK, page=16, kv_heads=8):
             "kv_chunk_size": (expand(batch, lambda i: 1 - min(i, 1), lambda i, j: capacity, 1), "i32"),
         }
     if form == "planned":
-        chunk = planner_chunk(batch, nkv, page, kv_heads)
+        chunk = planner_chunk(batch, nkv, page, kv_heads, sms)
     c = cdiv(nkv, chunk)
-    n = padded_batch(batch, capacity, chunk) if form == "split" else work_items(form, batch, capacity, kv_heads)
+    n = padded_batch(batch, capacity, chunk) if form == "split" else work_items(form, batch, capacity, kv_heads, sms)
     return {
         "o_indptr": ([b * c for b in range(batch + 1)], "i32"),
         "request_indices": (expand(batch, lambda i: c, lambda i, j: i, n), "i32"),
@@ -299,7 +304,7 @@ class BatchDecodeParams(ctypes.Structure):
         ("partition_kv", ctypes.c_uint8)]
 
 
-def build_params(form, layout, heads, kv_heads, head_dim, batch, capacity, page, addr):
+def build_params(form, layout, heads, kv_heads, head_dim, batch, capacity, page, addr, sms):
     """The params struct of a step, field for field as the spec passes
     it; addr maps the spec's buffer names (q, out, lse, k, v,
     page_indices, page_indptr, last_page_len, planned:NAME, scratch:NAME)
@@ -316,7 +321,7 @@ def build_params(form, layout, heads, kv_heads, head_dim, batch, capacity, page,
         q=addr["q"], q_rope_offset=None, paged_kv=kv,
         o=addr["scratch:tmp_v"] if split else addr["out"], lse=addr["scratch:tmp_s"] if split else addr["lse"],
         maybe_alibi_slopes=None,
-        padded_batch_size=work_items(form, batch, capacity, kv_heads),
+        padded_batch_size=work_items(form, batch, capacity, kv_heads, sms),
         num_qo_heads=heads, q_stride_n=heads * head_dim, q_stride_h=head_dim,
         window_left=-1,  # ktune's window_left without a window
         logits_soft_cap=0.0, sm_scale=1.0 / math.sqrt(head_dim), rope_rcp_scale=1.0, rope_rcp_theta=1.0,
@@ -480,19 +485,19 @@ def run_point(torch, drv, fns, form, layout, heads, kv_heads, batch, nkv, page, 
         t = device_i32(torch, xs)
         keep.append(t)
         addr[name] = t.data_ptr()
-    for name, (xs, ctype) in planned(form, batch, nkv, capacity, page=page, kv_heads=kv_heads).items():
+    for name, (xs, ctype) in planned(form, batch, nkv, capacity, sms, page=page, kv_heads=kv_heads).items():
         t = torch.tensor(xs, dtype=torch.bool if ctype == "bool" else torch.int32, device="cuda")
         keep.append(t)
         addr["planned:" + name] = t.data_ptr()
     if form != "single":
-        n = work_items(form, batch, capacity, kv_heads)
+        n = work_items(form, batch, capacity, kv_heads, sms)
         # poisoned, as the spec's scratch: a work item that does not run
         # leaves NaN for the merge, and the check sees it.
         tmp_v = torch.full((n, heads, hd), float("nan"), dtype=torch.half, device="cuda")
         tmp_s = torch.full((n, heads), float("nan"), dtype=torch.float32, device="cuda")
         keep += [tmp_v, tmp_s]
         addr["scratch:tmp_v"], addr["scratch:tmp_s"] = tmp_v.data_ptr(), tmp_s.data_ptr()
-    params = build_params(form, layout, heads, kv_heads, hd, batch, capacity, page, addr)
+    params = build_params(form, layout, heads, kv_heads, hd, batch, capacity, page, addr, sms)
     launches = geometry(form, heads, kv_heads, hd, batch, capacity, sms, bps)
     names = [decode_name(hd, group)] + ([merge_name(hd)] if form != "single" else [])
     args = [(ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(params), ctypes.c_void_p))]
@@ -512,7 +517,7 @@ def run_point(torch, drv, fns, form, layout, heads, kv_heads, batch, nkv, page, 
 
     rec = {"form": form, "layout": layout, "heads": heads, "kv_heads": kv_heads, "batch": batch, "nkv": nkv,
            "page": page, "capacity": capacity,
-           "chunk": planner_chunk(batch, nkv, page, kv_heads) if form == "planned" else CHUNK if form == "split" else None,
+           "chunk": planner_chunk(batch, nkv, page, kv_heads, sms) if form == "planned" else CHUNK if form == "split" else None,
            "launches": [{"entry": n, "grid": g, "block": b, "shared": s} for n, (g, b, s) in zip(names, launches)]}
     if form != "single":
         rec["merge_blocks_per_sm"] = bps

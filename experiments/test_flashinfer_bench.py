@@ -82,8 +82,8 @@ def spec_layout(structs, name):
     return fields, size, align
 
 
-def c_env(form, heads, kv_heads, batch, page, capacity=fb.CAPACITY, chunk=fb.CHUNK):
-    env = {"heads": heads, "kv_heads": kv_heads, "head_dim": fb.HEAD_DIM, "batch": batch, "group": heads // kv_heads,
+def c_env(form, heads, kv_heads, batch, page, capacity=fb.CAPACITY, chunk=fb.CHUNK, sms=132):
+    env = {"sms": sms, "heads": heads, "kv_heads": kv_heads, "head_dim": fb.HEAD_DIM, "batch": batch, "group": heads // kv_heads,
            "capacity": capacity, "page_size": page, "cdiv": fb.cdiv, "min": min, "max": max,
            "fmd_mul": lambda d: fb.fast_mod_div(d)[0], "fmd_add": lambda d: fb.fast_mod_div(d)[1],
            "fmd_shift": lambda d: fb.fast_mod_div(d)[2]}
@@ -182,18 +182,18 @@ class TestParamValues(unittest.TestCase):
         addr = {n: 0x7f0000000000 + 0x1000 * (i + 1) for i, n in enumerate(names)}
         for form, layout, v in variants():
             for heads, kv_heads in ((32, 8), (64, 8)):
-                for batch in (1, 16):
+                for batch, sms in ((1, 132), (16, 132), (16, 114)):
                     for page in (1, 7, 16, 64):
-                        env = c_env(form, heads, kv_heads, batch, page)
+                        env = c_env(form, heads, kv_heads, batch, page, sms=sms)
                         # The strides from the pool the script allocates:
                         # C-contiguous pool_shape.
                         shape = fb.pool_shape(layout, 3, page, kv_heads, fb.HEAD_DIM)
                         cs = c_strides(shape)
                         row_dim, head_dim_ = (1, 2) if layout == "nhd" else (2, 1)
                         strides = {"kv_page_stride": cs[0], "kv_row_stride": cs[row_dim], "kv_head_stride": cs[head_dim_]}
-                        p = fb.build_params(form, layout, heads, kv_heads, fb.HEAD_DIM, batch, fb.CAPACITY, page, addr)
+                        p = fb.build_params(form, layout, heads, kv_heads, fb.HEAD_DIM, batch, fb.CAPACITY, page, addr, sms)
                         self.walk(p, v["structs"], "params", env, addr, strides,
-                                  "%s %d/%d b%d p%d" % (v["name"], heads, kv_heads, batch, page))
+                                  "%s %d/%d b%d p%d sms %d" % (v["name"], heads, kv_heads, batch, page, sms))
 
     def test_null_where_the_spec_passes_null(self):
         # The single pass passes no o_indptr or mask; a pointer there would
@@ -202,11 +202,11 @@ class TestParamValues(unittest.TestCase):
         addr = {n: 1 for n in list(BUFFERS) + ["planned:request_indices", "planned:kv_tile_indices",
                                                "planned:kv_chunk_size"]}
         addr.update({"planned:o_indptr": 2, "planned:block_valid_mask": 3, "scratch:tmp_v": 4, "scratch:tmp_s": 5})
-        s = fb.build_params("single", "nhd", 32, 8, 128, 16, 32768, 16, addr)
+        s = fb.build_params("single", "nhd", 32, 8, 128, 16, 32768, 16, addr, 132)
         self.assertIsNone(s.o_indptr)
         self.assertIsNone(s.block_valid_mask)
         self.assertEqual((s.partition_kv, s.padded_batch_size), (0, 16))
-        t = fb.build_params("split", "nhd", 32, 8, 128, 16, 32768, 16, addr)
+        t = fb.build_params("split", "nhd", 32, 8, 128, 16, 32768, 16, addr, 132)
         self.assertEqual((t.o, t.lse, t.o_indptr, t.block_valid_mask), (4, 5, 2, 3))
         self.assertEqual((t.partition_kv, t.padded_batch_size), (1, 16 * 64))
 
@@ -255,10 +255,10 @@ class TestPlanned(unittest.TestCase):
 
     def test_against_the_spec(self):
         for form, layout, v in variants():
-            for batch in (1, 3, 16):
+            for batch, sms in ((1, 132), (3, 132), (16, 132), (1, 114), (16, 114)):
                 for nkv in (1, 511, 512, 513, 1600, 8192, 32768):
-                    env = dict(c_env(form, 32, 8, batch, 16), nkv=nkv, max_nkv=nkv)
-                    got = fb.planned(form, batch, nkv, fb.CAPACITY, page=16, kv_heads=8)
+                    env = dict(c_env(form, 32, 8, batch, 16, sms=sms), nkv=nkv, max_nkv=nkv)
+                    got = fb.planned(form, batch, nkv, fb.CAPACITY, sms, page=16, kv_heads=8)
                     self.assertEqual(sorted(got), sorted(v["planned"]), v["name"])
                     for name, decl in v["planned"].items():
                         xs, ctype = got[name]
@@ -267,12 +267,12 @@ class TestPlanned(unittest.TestCase):
 
     def test_split_by_hand(self):
         # 1600 rows: 4 chunks of 512; batch 2, capacity 2048: 8 items.
-        p = fb.planned("split", 2, 1600, 2048)
+        p = fb.planned("split", 2, 1600, 2048, 132)
         self.assertEqual(p["o_indptr"][0], [0, 4, 8])
         self.assertEqual(p["request_indices"][0], [0, 0, 0, 0, 1, 1, 1, 1])
         self.assertEqual(p["kv_tile_indices"][0], [0, 1, 2, 3, 0, 1, 2, 3])
         self.assertEqual(p["block_valid_mask"], ([1] * 8, "bool"))
-        q = fb.planned("split", 2, 600, 2048)
+        q = fb.planned("split", 2, 600, 2048, 132)
         self.assertEqual(q["block_valid_mask"][0], [1, 1, 1, 1, 0, 0, 0, 0])
         self.assertEqual(q["kv_tile_indices"][0], [0, 1, 0, 1, 0, 0, 0, 0])
         self.assertEqual(q["kv_chunk_size"][0], [512])
@@ -285,13 +285,17 @@ class TestPlanned(unittest.TestCase):
         for batch, nkv, page, want in ((1, 2048, 16, 128), (1, 8192, 16, 128), (1, 32768, 16, 256),
                                        (16, 2048, 16, 256), (16, 8192, 16, 1024), (16, 32768, 16, 4096),
                                        (1, 2048, 64, 128), (1, 32768, 64, 256), (16, 32768, 64, 4096), (1, 1, 16, 128)):
-            self.assertEqual(fb.planner_chunk(batch, nkv, page, 8), want, (batch, nkv, page))
-        p = fb.planned("planned", 2, 600, 32768, page=16, kv_heads=8)
+            self.assertEqual(fb.planner_chunk(batch, nkv, page, 8, 132), want, (batch, nkv, page))
+        p = fb.planned("planned", 2, 600, 32768, 132, page=16, kv_heads=8)
         self.assertEqual(p["kv_chunk_size"][0], [128])
         self.assertEqual(p["o_indptr"][0], [0, 5, 10])
         self.assertEqual(len(p["request_indices"][0]), 132)
         self.assertEqual(p["block_valid_mask"][0], [1] * 10 + [0] * 122)
         self.assertEqual(fb.geometry("planned", 32, 8, 128, 16, 32768, 132)[0][0], (132, 8, 1))
+        # An H100 PCIe's 114 SMs: 912 blocks, 114 items; batch 16 at 32768
+        # rows gets cdiv(2048 pages, 7) = 293 pages a chunk.
+        self.assertEqual(fb.geometry("planned", 32, 8, 128, 16, 32768, 114)[0][0], (114, 8, 1))
+        self.assertEqual(fb.planner_chunk(16, 32768, 16, 8, 114), 293 * 16)
 
 
 class TestPages(unittest.TestCase):
@@ -318,7 +322,7 @@ class TestPages(unittest.TestCase):
                 cs = c_strides(shape)
                 addr = {k: 0 for k in list(BUFFERS) + ["planned:request_indices", "planned:kv_tile_indices",
                                                        "planned:kv_chunk_size"]}
-                kv = fb.build_params("single", layout, 4, kvh, hd, batch, 64, page, addr).paged_kv
+                kv = fb.build_params("single", layout, 4, kvh, hd, batch, 64, page, addr, 132).paged_kv
                 self.assertEqual(kv.page_size.d_, page)
                 for b in range(batch):
                     for r in range(nkv):
