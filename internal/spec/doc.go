@@ -557,8 +557,9 @@
 // engine's own step: one launch (a fused kernel), two or more, in stream
 // order. Each has an entry, grid and block (1 to 3 expressions, as
 // above), shared (bytes of dynamic shared memory; default 0) and args,
-// the kernel's parameters in order. For a .cu source the entry is any C++
-// name NVRTC can resolve, a template instantiation included
+// the kernel's parameters in order, and may declare blocks_per_sm (its
+// kernel's blocks per SM: "Expressions" above). For a .cu source the
+// entry is any C++ name NVRTC can resolve, a template instantiation included
 // ("partial<__half, 128, 4>"): ktune asks NVRTC for its symbol, and the
 // instantiation needs no explicit mention in the source. Without
 // launches a kernel runs the ABI's signature, with the variant's grid,
