@@ -5,8 +5,9 @@
 # experiments/engines/h200-flashinfer.yaml gates and times them.
 #   FLASHINFER_ROOT=... CCCL_ROOT=... bash experiments/run-h200-flashinfer.sh OUTDIR
 # KTUNE names the binary (default ./bin/ktune); ONLY narrows the sweep
-# (--only expressions, ';' between them: swept in that order). --blocks-per-sm 12: the merge kernel's grid is
-# sized from its occupancy, 12 blocks per SM on sm_90. Writes
+# (--only expressions, ';' between them: swept in that order); the
+# spec's launches declare their blocks per SM (12 for the merge kernel on
+# sm_90, 8 for the planned decode grid). Writes
 # OUTDIR/h200-flashinfer.jsonl, check.log and sweep.log.gz; then (BENCH=1)
 # flashinfer-bench.jsonl: the CUBINs ktune check built, from its build
 # cache, timed by FlashInfer's own benchmark method
@@ -36,7 +37,7 @@ for sel in "${sels[@]}"; do
   only=()
   [ -n "$sel" ] && only=(--only "$sel")
   echo "== --only '$sel'" >> "$work/sweep.log"
-  timeout --signal=INT "$secs" "$k" sweep "$spec" --blocks-per-sm 12 "${only[@]}" -o "$work/fi" -v >> "$work/sweep.log" 2>&1
+  timeout --signal=INT "$secs" "$k" sweep "$spec" "${only[@]}" -o "$work/fi" -v >> "$work/sweep.log" 2>&1
   tail -n 1 "$work/sweep.log"
 done
 cp "$work/fi/results.jsonl" "$out/h200-flashinfer.jsonl"

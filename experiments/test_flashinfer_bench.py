@@ -356,15 +356,38 @@ class TestGeometry(unittest.TestCase):
             for heads, kv_heads in ((32, 8), (64, 8)):
                 for batch in (1, 16):
                     for sms in (78, 132):
-                        env = dict(c_env(form, heads, kv_heads, batch, 16), sms=sms, blocks_per_sm=12)
+                        env = dict(c_env(form, heads, kv_heads, batch, 16), sms=sms)
                         want = []
                         for l in v["launches"]:
+                            # Each launch's grid reads its own declared
+                            # blocks_per_sm, as ktune plans it (1 where none).
+                            env["blocks_per_sm"] = l.get("blocks_per_sm", 1)
                             grid = [c_eval(x, env) for x in l["grid"]]
                             block = [c_eval(x, env) for x in l["block"]]
                             want.append((tuple(grid + [1] * (3 - len(grid))), tuple(block + [1] * (3 - len(block))),
                                          c_eval(l["shared"], env)))
                         self.assertEqual(fb.geometry(form, heads, kv_heads, 128, batch, fb.CAPACITY, sms), want,
                                          "%s %d/%d b%d" % (v["name"], heads, kv_heads, batch))
+
+
+    def test_declared_blocks_per_sm(self):
+        # The spec's launches declare the occupancies the bench sizes its
+        # grids with: the merge kernel's BLOCKS_PER_SM wherever it runs,
+        # the decode kernel's DECODE_BLOCKS_PER_SM where the planned form
+        # pads to it (8 * sms); nothing else declares one.
+        declared = 0
+        for form, layout, v in variants():
+            for i, l in enumerate(v["launches"]):
+                merge = "MergeStates" in l["entry"]
+                if merge:
+                    want = fb.BLOCKS_PER_SM
+                elif form == "planned":
+                    want = fb.DECODE_BLOCKS_PER_SM
+                else:
+                    want = None
+                self.assertEqual(l.get("blocks_per_sm"), want, "%s launches[%d]" % (v["name"], i))
+                declared += want is not None
+        self.assertEqual(declared, 6)
 
 
 class TestEntries(unittest.TestCase):

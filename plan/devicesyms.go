@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -17,8 +18,12 @@ import (
 // GPU and must stay deterministic, so it evaluates both at stated
 // assumptions, hashed with the point: sms from Override.SMs (ktune plan
 // --sms; a sweep passes its device's), else the architecture's default;
-// blocks_per_sm from Override.BlocksPerSM (--blocks-per-sm), else 1. The
-// probe refuses a point whose device or kernel differs from what its grid
+// blocks_per_sm from the launch's own blocks_per_sm where the spec
+// declares it (the engine's fact, which wins over the flag: a step's
+// launches are different kernels, of different occupancies), else from
+// Override.BlocksPerSM (--blocks-per-sm), else 1. A declared value is
+// the launch's whether or not its grid reads it (Launch.BlocksPerSM), so
+// that the probe checks it on the device all the same. The probe refuses a point whose device or kernel differs from what its grid
 // was planned for, before any launch (probe.checkDeviceSymbols). An
 // engine's host planner may size more than grids from the device
 // (FlashInfer pads its planned work to blocks per SM × SMs): a variant's
@@ -40,10 +45,11 @@ func DefaultSMs(arch string) (int, bool) {
 	return n, ok
 }
 
-// deviceEnv adds the device symbols that src reads to env, at the plan's
-// assumptions, and returns what it assumed (0 for a symbol src does not
-// read).
-func (b *builder) deviceEnv(env expr.Env, src string) (sms, bps int, err error) {
+// deviceEnv adds the device symbols that src, a grid expression of a
+// launch that declares blocks_per_sm declared (0: none), reads to env, at
+// the plan's assumptions, and returns what it assumed (0 for a symbol src
+// does not read).
+func (b *builder) deviceEnv(env expr.Env, src string, declared int) (sms, bps int, err error) {
 	x, perr := expr.Parse(src)
 	if perr != nil {
 		return 0, 0, nil // the evaluation reports it
@@ -56,7 +62,7 @@ func (b *builder) deviceEnv(env expr.Env, src string) (sms, bps int, err error) 
 		env[spec.SymSMs] = int64(sms)
 	}
 	if slices.Contains(syms, spec.SymBlocksPerSM) {
-		bps = b.over.BlocksPerSM
+		bps = cmp.Or(declared, b.over.BlocksPerSM)
 		if bps == 0 {
 			bps = DefaultBlocksPerSM
 		}

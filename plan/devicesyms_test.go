@@ -210,3 +210,94 @@ variants:
 		}
 	}
 }
+
+// A launch that declares blocks_per_sm (the engine's fact) has its grid's
+// blocks_per_sm evaluated at it, over --blocks-per-sm, and records it; the
+// point hashes as the same point planned with --blocks-per-sm at that
+// value, whose launches are the same. A launch that declares nothing
+// takes the flag's.
+func TestDeclaredBlocksPerSM(t *testing.T) {
+	declared := strings.Replace(persistentYAML, "block: [128],", "block: [128], blocks_per_sm: 12,", 1)
+	flagged, err := persistentPlan(t, persistentYAML, "sm_90", Override{BlocksPerSM: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, over := range []Override{{}, {BlocksPerSM: 3}, {BlocksPerSM: 12}} {
+		p, err := persistentPlan(t, declared, "sm_90", over)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := p.Points[0].Launches[0]
+		if l.Grid != [3]int{132 * 12, 1, 1} || l.BlocksPerSM != 12 || !l.BlocksPerSMDeclared {
+			t.Errorf("declared 12, --blocks-per-sm %d: grid %v, blocks_per_sm %d (declared %v); want 1584, 12, declared",
+				over.BlocksPerSM, l.Grid, l.BlocksPerSM, l.BlocksPerSMDeclared)
+		}
+		f := flagged.Points[0]
+		if fl := f.Launches[0]; fl.BlocksPerSMDeclared || fl.Grid != l.Grid || fl.BlocksPerSM != l.BlocksPerSM {
+			t.Errorf("--blocks-per-sm 12 without a declaration: %+v", fl)
+		}
+		if p.Points[0].Hash != f.Hash || p.Points[0].GateKey != f.GateKey {
+			t.Errorf("declared 12, --blocks-per-sm %d: hash %s, gate key %s; --blocks-per-sm 12 gave %s, %s",
+				over.BlocksPerSM, p.Points[0].Hash, p.Points[0].GateKey, f.Hash, f.GateKey)
+		}
+	}
+	// Declared on a launch whose grid does not read it: recorded all the
+	// same, for the probe to check, and hashed; the other launch takes
+	// the flag's.
+	comb := strings.Replace(persistentYAML, "block: [head_dim],", "block: [head_dim], blocks_per_sm: 8,", 1)
+	p, err := persistentPlan(t, comb, "sm_90", Override{BlocksPerSM: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, c := p.Points[0].Launches[0], p.Points[0].Launches[1]
+	if part.Grid != [3]int{396, 1, 1} || part.BlocksPerSM != 3 || part.BlocksPerSMDeclared {
+		t.Errorf("the undeclared launch under --blocks-per-sm 3: %+v", part)
+	}
+	if c.Grid != [3]int{28, 1, 1} || c.BlocksPerSM != 8 || !c.BlocksPerSMDeclared {
+		t.Errorf("the launch that declares 8 and reads nothing: %+v", c)
+	}
+	plain, err := persistentPlan(t, persistentYAML, "sm_90", Override{BlocksPerSM: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Points[0].Hash == p.Points[0].Hash {
+		t.Error("a declaration the grid does not read is not hashed, though the probe checks it")
+	}
+}
+
+// Two launches of one step, each declaring its own blocks per SM, whose
+// grids read blocks_per_sm and nkv (graph: never): each is evaluated at
+// its own, at the point's length and at every gate length.
+func TestDeclaredBlocksPerSMEachLaunch(t *testing.T) {
+	const two = `name: two
+shapes: [{name: s, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16}]
+axes: {nkv: [512], SPLITS: [16]}
+variants:
+  - name: p
+    kernel: k.ptx
+    graph: never
+    launches:
+      - {entry: part, grid: ["sms * min(blocks_per_sm, cdiv(nkv, 64))"], block: [128], blocks_per_sm: 8, args: [q, k, v, positions, partial, heads]}
+      - {entry: comb, grid: ["sms * min(blocks_per_sm, cdiv(nkv, 32))"], block: [head_dim], blocks_per_sm: 12, args: [partial, out, heads]}
+`
+	p, err := persistentPlan(t, two, "sm_90", Override{BlocksPerSM: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := p.Points[0]
+	if pt.Launches[0].Grid != [3]int{132 * 8, 1, 1} || pt.Launches[1].Grid != [3]int{132 * 12, 1, 1} {
+		t.Errorf("at nkv 512: grids %v and %v; want 1056 and 1584", pt.Launches[0].Grid, pt.Launches[1].Grid)
+	}
+	if pt.Geometry == nil || len(pt.Geometry.Steps) != 2 {
+		t.Fatalf("the steps do not follow nkv: %+v", pt.Geometry)
+	}
+	for _, c := range []struct{ nkv, part, comb int }{{64, 132, 264}, {320, 132 * 5, 132 * 10}, {4096, 132 * 8, 132 * 12}} {
+		ls, err := pt.Geometry.StepsAt(c.nkv, pt.Launches)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ls[0].Grid[0] != c.part || ls[1].Grid[0] != c.comb {
+			t.Errorf("at nkv %d: grids %d and %d; want %d and %d", c.nkv, ls[0].Grid[0], ls[1].Grid[0], c.part, c.comb)
+		}
+	}
+}

@@ -38,6 +38,8 @@ var notHashed = map[string]string{
 	"Twin":                      "the twin's own hash inputs, through its GateKey (Twin.GateKey)",
 	"Invariance":                "the invariance gate's contexts: gates, not the measurement; named in the record's gate suite (gate.Suite) and the GateKey",
 	"Launches[0].Args[0].Value": "a constant's literal, hashed in its text (abi.Arg.String); empty for a buffer or a scalar",
+
+	"Launches[0].BlocksPerSMDeclared": "where Launches[].BlocksPerSM came from (the spec or --blocks-per-sm), for the messages; the value, which the probe checks, is hashed, so a launch that declares N and one planned with --blocks-per-sm N are one point",
 }
 
 // notHashedABI are the fields the hash of a point running the ABI's

@@ -215,7 +215,7 @@ func (g *Geometry) StepsAt(nkv int, launches []Launch) ([]Launch, error) {
 		return out, nil
 	}
 	if len(g.Steps) == 0 {
-		grid, err := g.At(nkv)
+		grid, err := g.gridAt(g.Grid, nkv, out[0].BlocksPerSM)
 		if err != nil {
 			return launches, err
 		}
@@ -226,13 +226,13 @@ func (g *Geometry) StepsAt(nkv int, launches []Launch) ([]Launch, error) {
 		if i >= len(g.Steps) {
 			break
 		}
-		grid, err := g.gridAt(g.Steps[i].Grid, nkv)
+		grid, err := g.gridAt(g.Steps[i].Grid, nkv, out[i].BlocksPerSM)
 		if err != nil {
 			return launches, fmt.Errorf("launch %d: %w", i, err)
 		}
 		out[i].Grid = grid
 		if src := g.Steps[i].Shared; src != "" {
-			n, err := g.eval(src, nkv)
+			n, err := g.eval(src, nkv, 0)
 			if err != nil {
 				return launches, fmt.Errorf("launch %d: shared %q at nkv %d: %w", i, src, nkv, err)
 			}
@@ -245,13 +245,19 @@ func (g *Geometry) StepsAt(nkv int, launches []Launch) ([]Launch, error) {
 	return out, nil
 }
 
-// eval evaluates one expression at context length nkv.
-func (g *Geometry) eval(src string, nkv int) (int64, error) {
+// eval evaluates one expression at context length nkv, and blocks_per_sm
+// at bps where it is not 0: each launch's own (Launch.BlocksPerSM), as
+// the steps' launches are different kernels of different occupancies,
+// which Symbols, one for all, cannot hold.
+func (g *Geometry) eval(src string, nkv, bps int) (int64, error) {
 	env := expr.Env{}
 	for k, v := range g.Symbols {
 		env[k] = v
 	}
 	env["nkv"] = int64(nkv)
+	if bps != 0 {
+		env[spec.SymBlocksPerSM] = int64(bps)
+	}
 	x, err := expr.Parse(src)
 	if err != nil {
 		return 0, err
@@ -260,17 +266,17 @@ func (g *Geometry) eval(src string, nkv int) (int64, error) {
 }
 
 // At evaluates the grid at context length nkv.
-func (g *Geometry) At(nkv int) ([3]int, error) { return g.gridAt(g.Grid, nkv) }
+func (g *Geometry) At(nkv int) ([3]int, error) { return g.gridAt(g.Grid, nkv, 0) }
 
-// gridAt evaluates a launch's grid expressions at context length nkv; an
-// empty dimension is 1.
-func (g *Geometry) gridAt(grid [3]string, nkv int) ([3]int, error) {
+// gridAt evaluates a launch's grid expressions at context length nkv and
+// its blocks per SM bps (0: Symbols'); an empty dimension is 1.
+func (g *Geometry) gridAt(grid [3]string, nkv, bps int) ([3]int, error) {
 	out := [3]int{1, 1, 1}
 	for i, src := range grid {
 		if src == "" {
 			continue
 		}
-		n, err := g.eval(src, nkv)
+		n, err := g.eval(src, nkv, bps)
 		if err != nil {
 			return out, fmt.Errorf("grid[%d] %q at nkv %d: %w", i, src, nkv, err)
 		}

@@ -33,10 +33,17 @@ type Launch struct {
 	// empty: none.
 	Metadata string `json:",omitempty"`
 	// SMs and BlocksPerSM are the device symbols the launch's grid was
-	// evaluated at (devicesyms.go), 0 when it reads neither: the probe
-	// refuses the point on a device or kernel that differs.
+	// evaluated at (devicesyms.go), 0 when it reads neither; BlocksPerSM
+	// is also the spec's declared blocks_per_sm where the grid does not
+	// read it. The probe refuses the point on a device or kernel that
+	// differs.
 	SMs         int `json:",omitempty"`
 	BlocksPerSM int `json:",omitempty"`
+	// BlocksPerSMDeclared says that BlocksPerSM is the spec's launch's
+	// blocks_per_sm, the engine's fact, not --blocks-per-sm's assumption:
+	// where it came from, for what ktune plan and a refusal say; the
+	// value is what is hashed.
+	BlocksPerSMDeclared bool `json:",omitempty"`
 	// SharedSymbol is the module variable the launch's dynamic shared
 	// memory is read from when the module loads (spec.Launch); Shared is
 	// then 0 in the plan, and the probe sets it.

@@ -123,7 +123,7 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 		l := Launch{Entry: entry, Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: ls.Args, SharedSymbol: ls.SharedSymbol}
 		for i := range 3 {
 			if i < len(ls.Grid) {
-				sms, bps, err := b.deviceEnv(env, ls.Grid[i])
+				sms, bps, err := b.deviceEnv(env, ls.Grid[i], ls.BlocksPerSM)
 				if err != nil {
 					return nil, nil, 0, b.pointErrorf(v, sh, defs, nkv, "%sgrid[%d]: %w", prefix, i, err)
 				}
@@ -144,6 +144,10 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 				}
 				l.Block[i] = int(n)
 			}
+		}
+		if ls.BlocksPerSM != 0 {
+			// The spec's, read by the grid or not: the probe checks it.
+			l.BlocksPerSM, l.BlocksPerSMDeclared = ls.BlocksPerSM, true
 		}
 		n, err := eval(prefix+"shared", ls.Shared, 0, 1<<31-1)
 		if err != nil {

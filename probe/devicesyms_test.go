@@ -128,3 +128,36 @@ func TestDeviceSymbolsOnFake(t *testing.T) {
 		}
 	}
 }
+
+// On the fake device, a launch whose spec declares blocks_per_sm and whose
+// grid does not read it (no sms, a fixed grid) is checked all the same:
+// it runs where the kernel's occupancy is the declared one and is refused
+// before any launch where it is not, with a message that blames the spec
+// or the build, not the flag.
+func TestDeclaredBlocksPerSMOnFake(t *testing.T) {
+	for _, real := range []int{8, 6} {
+		f := newFakeDevice()
+		f.models["k"] = fakeModel{}
+		f.blocksPerSM = real
+		b := fakeBackend(t, f)
+		p := fakePoint("k", 100)
+		p.Launches[0].BlocksPerSM, p.Launches[0].BlocksPerSMDeclared = 8, true
+		if _, err := b.Env(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := b.Run(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if real == 8 {
+			if rec.Status != results.StatusOK || f.calls["launch"] == 0 {
+				t.Errorf("declared 8, the kernel has 8: status %s (%s), %d launches; want ok", rec.Status, rec.Error, f.calls["launch"])
+			}
+			continue
+		}
+		want := "attn_partial: the spec's launch declares blocks_per_sm 8, the kernel has 6 blocks per SM at block [32 1 1] and 0 bytes of shared memory: the spec or the kernel's build is wrong"
+		if rec.Status != results.StatusError || !strings.Contains(rec.Error, want) || strings.Contains(rec.Error, "--blocks-per-sm") || f.calls["launch"] != 0 {
+			t.Errorf("declared 8, the kernel has 6: status %s, error %q, %d launches; want refused before any launch saying %q", rec.Status, rec.Error, f.calls["launch"], want)
+		}
+	}
+}

@@ -118,3 +118,47 @@ func TestSweepPointSMsFromDevice(t *testing.T) {
 		}
 	}
 }
+
+// ktune plan says which launches took the spec's declared blocks_per_sm
+// and which --blocks-per-sm's: the spec's wins for the launch that
+// declares it.
+func TestPlanSaysDeclaredBlocksPerSM(t *testing.T) {
+	path := writeSpec(t, `name: declared
+shapes: [{name: s, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16}]
+axes: {nkv: [512], SPLITS: [16]}
+variants:
+  - name: p
+    kernel: k.ptx
+    launches:
+      - {entry: part, grid: ["sms * blocks_per_sm"], block: [128], blocks_per_sm: 12, args: [q, k, v, positions, partial, heads]}
+      - {entry: comb, grid: ["sms * blocks_per_sm"], block: [head_dim], args: [partial, out, heads]}
+`)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "k.ptx"), []byte(".version 8.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		says []string
+	}{
+		{nil, []string{
+			"assumed: blocks_per_sm = 12 for p launches[0] (the spec's blocks_per_sm; --blocks-per-sm does not change it;",
+			"assumed: blocks_per_sm = 1 for p launches[1] (--blocks-per-sm; default 1;",
+			"│ 1584×1×1 ",
+		}},
+		{[]string{"--blocks-per-sm", "2"}, []string{
+			"assumed: blocks_per_sm = 12 for p launches[0] (the spec's blocks_per_sm;",
+			"assumed: blocks_per_sm = 2 for p launches[1] (--blocks-per-sm;",
+			"│ 1584×1×1 ",
+		}},
+	} {
+		stdout, stderr, code := runCmd(append([]string{"plan", path}, c.args...)...)
+		for _, s := range c.says {
+			if code != exitOK || !strings.Contains(stdout, s) {
+				t.Errorf("plan %v: exit %d, output lacks %q:\n%s%s", c.args, code, s, stdout, stderr)
+			}
+		}
+		if n := strings.Count(stdout, "assumed: blocks_per_sm"); n != 2 {
+			t.Errorf("plan %v: %d blocks_per_sm assumptions, want 2:\n%s", c.args, n, stdout)
+		}
+	}
+}

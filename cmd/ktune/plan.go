@@ -44,11 +44,12 @@ Examples:
 A grid may read the device's SM count (sms) and its kernel's resident
 blocks per SM (blocks_per_sm); a planned array, a scratch size and an
 argument may read sms. Without a GPU the plan evaluates them at
---sms (default: the architecture's usual part, 132 for sm_90) and
---blocks-per-sm (default 1), prints what it assumed, and hashes it; a
-sweep evaluates sms on its device, and refuses, before any launch, a
-point whose kernel's occupancy is not the --blocks-per-sm it was planned
-for.
+--sms (default: the architecture's usual part, 132 for sm_90) and at
+the launch's own blocks_per_sm where the spec declares it, else
+--blocks-per-sm (default 1); it prints what it assumed, for which
+launches, and hashes it. A sweep evaluates sms on its device, and
+refuses, before any launch, a point whose kernel's occupancy is not the
+blocks per SM it was planned for (declared or not).
 
 Exit status: 0 the plan was printed, 1 it could not be written, 2 a bad
 command line or spec (file:line:col: message).

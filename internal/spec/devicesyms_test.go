@@ -28,3 +28,21 @@ func TestPointSymbolSMs(t *testing.T) {
 		t.Errorf("PointSymbols %v: want sms and not blocks_per_sm", PointSymbols)
 	}
 }
+
+// A launch declares its kernel's blocks per SM, whether or not its grid
+// reads blocks_per_sm; one that declares nothing reads 0.
+func TestLaunchBlocksPerSM(t *testing.T) {
+	s, err := Load("testdata/device_sms.yaml", testKernels(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := s.Variant("declared")
+	if v == nil || len(v.Launches) != 3 {
+		t.Fatalf("the variant as read: %+v", v)
+	}
+	for i, want := range []int{8, 12, 0} {
+		if got := v.Launches[i].BlocksPerSM; got != want {
+			t.Errorf("launches[%d].blocks_per_sm = %d, want %d", i, got, want)
+		}
+	}
+}

@@ -288,6 +288,21 @@
 // sms from its device and refuses, before any launch, a point whose
 // kernel's occupancy is not the blocks_per_sm it was planned for.
 //
+// blocks_per_sm: N (an integer ≥ 1) on a launch entry declares its
+// kernel's blocks per SM as the engine's host computes them
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor at the launch's block and
+// shared memory): FlashInfer's persistent merge runs 12 on sm_90, its
+// decode kernel 8. The launch's grid reads blocks_per_sm at N, whatever
+// --blocks-per-sm says (the flag is for launches that declare none; a
+// step's launches are different kernels, of different occupancies), and
+// ktune plan says which launches took which. It is also an assertion:
+// the probe checks it against the kernel on the device, before any
+// launch, even where the grid does not read blocks_per_sm (a grid padded
+// to 8 * sms declares the 8 it was padded for), and refuses the point
+// when the kernel has another, since the engine would then launch or plan
+// for another count. A point whose launch declares N hashes as the same
+// point planned with --blocks-per-sm N.
+//
 // sms, not blocks_per_sm, may also be read where an engine's host planner
 // sizes its work from the device: a planned array's expressions (count,
 // value, length), a scratch buffer's bytes and an integer argument's
@@ -298,7 +313,9 @@
 // the point, and the probe refuses the point on a device of another SM
 // count. blocks_per_sm stays a grid's: it is the occupancy of that
 // launch's own kernel, checked against the grid it sized, so elsewhere
-// the engine's count is written as a number (8 * sms).
+// the engine's count is written as a number (8 * sms), and the launch
+// whose kernel has that count declares it (blocks_per_sm: 8) to have it
+// checked.
 //
 // # Numerics classes
 //
@@ -540,8 +557,9 @@
 // engine's own step: one launch (a fused kernel), two or more, in stream
 // order. Each has an entry, grid and block (1 to 3 expressions, as
 // above), shared (bytes of dynamic shared memory; default 0) and args,
-// the kernel's parameters in order. For a .cu source the entry is any C++
-// name NVRTC can resolve, a template instantiation included
+// the kernel's parameters in order, and may declare blocks_per_sm (its
+// kernel's blocks per SM: "Expressions" above). For a .cu source the
+// entry is any C++ name NVRTC can resolve, a template instantiation included
 // ("partial<__half, 128, 4>"): ktune asks NVRTC for its symbol, and the
 // instantiation needs no explicit mention in the source. Without
 // launches a kernel runs the ABI's signature, with the variant's grid,

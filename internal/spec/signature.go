@@ -41,7 +41,14 @@ type Launch struct {
 	// an engine that sizes it at build time keeps it: read when the module
 	// loads (probe/modules.go), so shared is then not given.
 	SharedSymbol string
-	Pos          Pos
+	// BlocksPerSM is the launch's declared blocks_per_sm: the blocks of
+	// its kernel that fit on one SM at its block and shared memory, as the
+	// engine's host computes them (cudaOccupancyMaxActiveBlocksPerMultiprocessor);
+	// 0: not declared. The grid's blocks_per_sm reads it, and the probe
+	// checks it against the kernel on the device whether or not the grid
+	// reads it.
+	BlocksPerSM int
+	Pos         Pos
 }
 
 // Artifact kinds: a variant whose kernel is a prebuilt file is loaded

@@ -185,7 +185,7 @@ func (d *decoder) io(n *yaml.Node, where string, e *engineNodes) *abi.IO {
 	return &io
 }
 
-var launchKeys = []string{"entry", "grid", "block", "shared", "args", "cluster", "kernel", "triton", "shared_symbol"}
+var launchKeys = []string{"entry", "grid", "block", "shared", "args", "cluster", "kernel", "triton", "shared_symbol", "blocks_per_sm"}
 
 func (d *decoder) launch(n *yaml.Node, where string, eng *engineNodes) (Launch, launchNodes) {
 	l := Launch{Pos: pos(n)}
@@ -224,6 +224,14 @@ func (d *decoder) launch(n *yaml.Node, where string, eng *engineNodes) (Launch, 
 			l.SharedSymbol, ln.sharedSym = strings.TrimSpace(d.str(v, k)), v
 			if !cIdent.MatchString(l.SharedSymbol) {
 				d.errorf(v, "%s: %q is not a symbol name (the variable's name in the module, mangled for a C++ one)", k, l.SharedSymbol)
+			}
+		case "blocks_per_sm":
+			if n, ok := d.integer(v, k); ok {
+				if n < 1 {
+					d.errorf(v, "%s: want at least 1 (the blocks of the launch's kernel that fit on one SM), got %d", k, n)
+				} else {
+					l.BlocksPerSM = n
+				}
 			}
 		case "cluster":
 			l.Cluster, ln.cluster = d.cluster(v, k)
