@@ -31,6 +31,7 @@ var imports = map[string][]string{
 	"internal/nvml":      nil,
 	"internal/sass":      nil,
 	"internal/cubin":     nil,
+	"internal/occupancy": nil,
 	"internal/measure":   nil,
 	"internal/stats":     nil,
 	"kernels":            nil,
@@ -44,7 +45,7 @@ var imports = map[string][]string{
 	"plan": {"internal/abi", "internal/catalog", "internal/cubin", "internal/expr", "internal/measure", "internal/oracle",
 		"internal/results", "internal/spec", "internal/table", "kernels"},
 	"probe": {"internal/abi", "internal/buildinfo", "internal/cubin", "internal/cuda", "internal/expr",
-		"internal/kvtype", "internal/nvml", "internal/oracle", "internal/results", "internal/sass", "internal/stats", "kernels", "plan", "probe/gate"},
+		"internal/kvtype", "internal/nvml", "internal/occupancy", "internal/oracle", "internal/results", "internal/sass", "internal/stats", "kernels", "plan", "probe/gate"},
 	// The gates: what each checks and their order, over the session the
 	// probe lends them (an interface it defines, the probe implements).
 	"probe/gate":        {"internal/abi", "internal/cuda", "internal/oracle", "internal/results", "plan"},

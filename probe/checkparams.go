@@ -50,6 +50,10 @@ func (k *KernelCheck) declare(set CheckSet, p *plan.Point) {
 		for _, a := range l.Args {
 			d.pointees = append(d.pointees, abi.PointeeOf(a, p.IO, p.Planned, kv))
 		}
+		if l.BlocksPerSM != 0 {
+			k.assume(assumedOccupancy{entry: l.Entry, where: where, threads: threads(l.Block), shared: l.Shared,
+				blocksPerSM: l.BlocksPerSM, declared: l.BlocksPerSMDeclared})
+		}
 		if !slices.ContainsFunc(k.declared, func(o declaredLaunch) bool {
 			return o.entry == d.entry && o.where == d.where && slices.EqualFunc(o.args, d.args, func(a, b abi.Arg) bool { return a.String() == b.String() })
 		}) {

@@ -17,10 +17,10 @@ func TestClockArithmetic(t *testing.T) {
 	if got := throttled([]float64{1980, 1500, 1484, 900}, 1980); got != 2 {
 		t.Errorf("throttled = %d, want 2", got)
 	}
-	if got := occupancy(8, 256, 2048); got != 1 {
+	if got := threadShare(8, 256, 2048); got != 1 {
 		t.Errorf("occupancy = %v", got)
 	}
-	if got := occupancy(16, 32, 2048); got != 0.25 {
+	if got := threadShare(16, 32, 2048); got != 0.25 {
 		t.Errorf("occupancy = %v", got)
 	}
 }

@@ -250,15 +250,15 @@ func (b *Backend) resources(k *kernelPair, g geometry) ([]results.Resource, erro
 		if r.MaxBlocksPerSM, err = f.MaxActiveBlocksPerSM(threads(l.Block), l.Shared); err != nil {
 			return nil, fmt.Errorf("computing the occupancy of %s: %w", name, err)
 		}
-		r.Occupancy = occupancy(r.MaxBlocksPerSM, threads(l.Block), b.maxThreadsPerSM)
+		r.Occupancy = threadShare(r.MaxBlocksPerSM, threads(l.Block), b.maxThreadsPerSM)
 		out = append(out, r)
 	}
 	return out, nil
 }
 
-// occupancy is the theoretical share of an SM's thread slots that resident
+// threadShare is the theoretical share of an SM's thread slots that resident
 // blocks fill.
-func occupancy(blocks, threads, maxThreads int) float64 {
+func threadShare(blocks, threads, maxThreads int) float64 {
 	if maxThreads <= 0 {
 		return 0
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cubin"
 	"github.com/ktune/ktune/internal/cuda"
+	"github.com/ktune/ktune/internal/occupancy"
 	"github.com/ktune/ktune/internal/results"
 	"github.com/ktune/ktune/internal/sass"
 	"github.com/ktune/ktune/plan"
@@ -83,6 +84,7 @@ type KernelCheck struct {
 	src       plan.Source
 	budgetsOf []variantBudget
 	declared  []declaredLaunch
+	assumed   []assumedOccupancy
 	layouts   []plan.LayoutCheck
 }
 
@@ -114,29 +116,21 @@ type EntryCheck struct {
 	// Params are the entry's parameters as the CUBIN records them
 	// (checkparams.go); nil when it records none.
 	Params []abi.ParamSlot
+	// Occupancy is the resident blocks per SM of its largest launch, as
+	// the image's resources give them (occupancycheck.go); Blocks -1 when
+	// not computed (the architecture is not described, or no CUBIN).
+	// OccupancyLow is below it where the image's static shared memory may
+	// or may not count the driver's reserve (a prebuilt CUBIN).
+	Occupancy, OccupancyLow occupancy.Result
 }
 
-// maxSharedPerBlock is the opt-in dynamic plus static shared memory one
-// block may use, by SM number (CUDA C++ Programming Guide, "Technical
-// Specifications per Compute Capability"); an SM missing here is not
-// checked.
-var maxSharedPerBlock = map[int]int{
-	80: 163 << 10, 86: 99 << 10, 87: 163 << 10, 89: 99 << 10,
-	90: 227 << 10, 100: 227 << 10, 103: 227 << 10, 120: 99 << 10,
-}
-
-// reservedShared is the shared memory the driver reserves per block on
-// sm_80 and later. NVRTC 11's CUBINs count it in the .nv.shared section of
-// every kernel that uses shared memory; NVRTC 12 and 13 do not, and the
-// driver reports the kernel's own bytes (the H200 results, NVRTC 13: mma
-// 33280 and gqa 38400 static bytes where NVRTC 11.8's sections hold 34304
-// and 39424). It is taken off, so that the static shared memory check
+// The shared memory the driver reserves per block (occupancy.ReservedShared,
+// sm_80 on): NVRTC 11's CUBINs count it in the .nv.shared section of every
+// kernel that uses shared memory; NVRTC 12 and 13 do not, and the driver
+// reports the kernel's own bytes (the H200 results, NVRTC 13: mma 33280
+// and gqa 38400 static bytes where NVRTC 11.8's sections hold 34304 and
+// 39424). readImage takes it off, so that the static shared memory check
 // reports (and the limit and budgets judge) is the one a sweep records.
-const reservedShared = 1 << 10
-
-// maxRegistersPerBlock is the register file one block may use on every
-// architecture ktune builds for (sm_80 on): 64 Ki 32-bit registers.
-const maxRegistersPerBlock = 64 << 10
 
 var smNumber = regexp.MustCompile(`^sm_([0-9]+)`)
 
@@ -146,6 +140,7 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 	k.LoadsBeforeChain = -1
 	for i := range k.Entries {
 		k.Entries[i].LocalLoads, k.Entries[i].LocalStores = -1, -1
+		k.Entries[i].Occupancy.Blocks, k.Entries[i].OccupancyLow.Blocks = -1, -1
 	}
 	switch cuda.Kind(image) {
 	case cuda.ImagePTX:
@@ -198,10 +193,11 @@ func (k *KernelCheck) readImage(image []byte, lowered map[string]string, env che
 		e.Registers, e.FrameBytes, e.StaticShared, e.MaxThreads = fn.Registers, fn.FrameBytes, fn.StaticShared, fn.MaxThreads
 		// Only for a CUBIN this NVRTC built: a prebuilt one's compiler is
 		// not known, and its section is reported as it is.
-		if k.Artifact == "" && strings.HasPrefix(env.version, "11.") && sm >= 80 && e.StaticShared >= reservedShared {
-			e.StaticShared -= reservedShared
+		if r := occupancy.ReservedShared(sm); k.Artifact == "" && strings.HasPrefix(env.version, "11.") && r > 0 && e.StaticShared >= r {
+			e.StaticShared -= r
 		}
 		k.limits(e, sm)
+		k.checkOccupancy(e, sm)
 		k.checkParams(e, fn)
 	}
 	k.budgets()
@@ -215,16 +211,16 @@ func (k *KernelCheck) limits(e *EntryCheck, sm int) {
 	if e.MaxThreads > 0 && e.Threads > e.MaxThreads {
 		k.fail("%s: a block of %d threads is over its __launch_bounds__ of %d: the launch is refused", e.Entry, e.Threads, e.MaxThreads)
 	}
-	if limit, ok := maxSharedPerBlock[sm]; ok && e.StaticShared+e.DynamicShared > limit {
+	if arch, ok := occupancy.For(sm); ok && e.StaticShared+e.DynamicShared > arch.MaxSharedPerBlock() {
 		k.fail("%s: %d bytes of shared memory (%d static + %d dynamic) are over the %d a block may have on sm_%d",
-			e.Entry, e.StaticShared+e.DynamicShared, e.StaticShared, e.DynamicShared, limit, sm)
+			e.Entry, e.StaticShared+e.DynamicShared, e.StaticShared, e.DynamicShared, arch.MaxSharedPerBlock(), sm)
 	}
 	// Registers are allocated per warp in units of 256 (8 per thread).
 	if e.Registers > 0 && e.Threads > 0 {
 		perThread, warps := (e.Registers+7)/8*8, (e.Threads+31)/32
 		regs := perThread * 32 * warps
-		if regs > maxRegistersPerBlock {
-			k.fail("%s: %d registers per thread × %d threads are over the %d registers of a block", e.Entry, e.Registers, e.Threads, maxRegistersPerBlock)
+		if regs > occupancy.RegistersPerBlock {
+			k.fail("%s: %d registers per thread × %d threads are over the %d registers of a block", e.Entry, e.Registers, e.Threads, occupancy.RegistersPerBlock)
 		}
 	}
 }

@@ -229,6 +229,12 @@ func writeKernelCheck(w io.Writer, k *probe.KernelCheck) {
 		}
 		fmt.Fprintf(w, "    %s: %d registers, %d B local, %d B static + %d B dynamic shared, block %d%s",
 			name, e.Registers, e.FrameBytes, e.StaticShared, e.DynamicShared, e.Threads, bound)
+		switch {
+		case e.Occupancy.Blocks >= 0 && e.OccupancyLow.Blocks != e.Occupancy.Blocks:
+			fmt.Fprintf(w, ", %d to %s", e.OccupancyLow.Blocks, e.Occupancy)
+		case e.Occupancy.Blocks >= 0:
+			fmt.Fprintf(w, ", %s", e.Occupancy)
+		}
 		if e.LocalLoads >= 0 {
 			fmt.Fprintf(w, ", SASS %d LDL %d STL", e.LocalLoads, e.LocalStores)
 		}

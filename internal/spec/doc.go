@@ -300,7 +300,9 @@
 // launch, even where the grid does not read blocks_per_sm (a grid padded
 // to 8 * sms declares the 8 it was padded for), and refuses the point
 // when the kernel has another, since the engine would then launch or plan
-// for another count. A point whose launch declares N hashes as the same
+// for another count. ktune check computes the count from the built
+// image (internal/occupancy) and fails a launch it does not match, before
+// any GPU is needed. A point whose launch declares N hashes as the same
 // point planned with --blocks-per-sm N.
 //
 // sms, not blocks_per_sm, may also be read where an engine's host planner
