@@ -20,9 +20,17 @@ variants:
       - {entry: comb, grid: [heads, batch], block: [head_dim], args: [partial, out, heads]}
 `
 
+// persistentPlan plans yaml beside a PTX image k.ptx.
 func persistentPlan(t *testing.T, yaml, arch string, over Override) (*Plan, error) {
 	t.Helper()
-	s, err := spec.Load(engineTree(t, map[string]string{"spec.yaml": yaml, "k.ptx": ".version 8.0\n"}), variants.Builtins())
+	return planBeside(t, yaml, "k.ptx", ".version 8.0\n", arch, over)
+}
+
+// planBeside plans the spec yaml at arch with over, in a tree that also
+// holds the kernel file name with text.
+func planBeside(t *testing.T, yaml, name, text, arch string, over Override) (*Plan, error) {
+	t.Helper()
+	s, err := spec.Load(engineTree(t, map[string]string{"spec.yaml": yaml, name: text}), variants.Builtins())
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +104,7 @@ variants:
 
 func padPlan(t *testing.T, yaml, arch string, over Override) (*Plan, error) {
 	t.Helper()
-	s, err := spec.Load(engineTree(t, map[string]string{"spec.yaml": yaml, "k.cu": "// k\n"}), variants.Builtins())
-	if err != nil {
-		return nil, err
-	}
-	return BuildWith(s, arch, over)
+	return planBeside(t, yaml, "k.cu", "// k\n", arch, over)
 }
 
 // A point whose planned arrays, scratch and arguments read sms evaluates

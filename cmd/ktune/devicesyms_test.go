@@ -15,7 +15,7 @@ import (
 // ktune plan of a grid sized from the device says what it assumed: the
 // architecture's SM count or --sms, and --blocks-per-sm.
 func TestPlanSaysDeviceAssumptions(t *testing.T) {
-	path := writeSpec(t, `name: persistent
+	path := writeSpecWithPTX(t, `name: persistent
 shapes: [{name: s, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [512], SPLITS: [16]}
 variants:
@@ -25,9 +25,6 @@ variants:
       - {entry: part, grid: ["sms * blocks_per_sm"], block: [128], args: [q, k, v, positions, partial, heads]}
       - {entry: comb, grid: [heads, batch], block: [head_dim], args: [partial, out, heads]}
 `)
-	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "k.ptx"), []byte(".version 8.0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		args []string
 		says []string
@@ -123,7 +120,7 @@ func TestSweepPointSMsFromDevice(t *testing.T) {
 // and which --blocks-per-sm's: the spec's wins for the launch that
 // declares it.
 func TestPlanSaysDeclaredBlocksPerSM(t *testing.T) {
-	path := writeSpec(t, `name: declared
+	path := writeSpecWithPTX(t, `name: declared
 shapes: [{name: s, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16}]
 axes: {nkv: [512], SPLITS: [16]}
 variants:
@@ -133,9 +130,6 @@ variants:
       - {entry: part, grid: ["sms * blocks_per_sm"], block: [128], blocks_per_sm: 12, args: [q, k, v, positions, partial, heads]}
       - {entry: comb, grid: ["sms * blocks_per_sm"], block: [head_dim], args: [partial, out, heads]}
 `)
-	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "k.ptx"), []byte(".version 8.0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		args []string
 		says []string
@@ -161,4 +155,15 @@ variants:
 			t.Errorf("plan %v: %d blocks_per_sm assumptions, want 2:\n%s", c.args, n, stdout)
 		}
 	}
+}
+
+// writeSpecWithPTX writes the spec body beside an empty PTX image, k.ptx,
+// that its variants load.
+func writeSpecWithPTX(t *testing.T, body string) string {
+	t.Helper()
+	path := writeSpec(t, body)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "k.ptx"), []byte(".version 8.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
