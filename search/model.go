@@ -261,8 +261,10 @@ func (m *model) choose(st *State, cand []*plan.Point, n int) ([]*plan.Point, err
 
 // A rank orders the candidates of a round.
 type rank struct {
-	empty bool    // its cell has no measurement yet
-	score float64 // within empty cells: minus the predicted log time
+	empty bool // its cell has no measurement yet
+	// score is the expected improvement (per expected GPU second when
+	// costs weigh); in an empty cell, minus the predicted log time.
+	score float64
 }
 
 // above reports whether a ranks before b: an empty cell outranks every
