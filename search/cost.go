@@ -42,8 +42,9 @@ func newCosts(recs []results.Record) *costs {
 		}
 		if split {
 			for _, r := range rs {
-				c.overhead[g] += r.GateSec + r.Compile.Seconds
-				c.timing[r.Hash] = max(r.WallSec-r.GateSec-r.Compile.Seconds, 0)
+				over, t := splitWall(r)
+				c.overhead[g] += over
+				c.timing[r.Hash] = t
 			}
 			continue
 		}
@@ -76,4 +77,12 @@ func (c *costs) of(hash string, samples int, paid map[string]bool) float64 {
 		t += c.overhead[g]
 	}
 	return t
+}
+
+// splitWall splits a record's wall time into the compile and gates it
+// paid (0 on a point whose kernel was already gated) and the timing of
+// the point itself. It holds for records that keep gate_sec.
+func splitWall(r *results.Record) (overhead, timing float64) {
+	overhead = r.GateSec + r.Compile.Seconds
+	return overhead, max(r.WallSec-overhead, 0)
 }

@@ -34,6 +34,9 @@ var modelRegistration = Registration{
 		budget := fs.Int("budget", 0, "model: time at most `N` points (0: until the model expects no gain)")
 		stop := fs.Float64("stop", DefaultModelStop, "model: stop once no point has probability `P` of being 1% faster than its cell's best")
 		facts := fs.Bool("facts", false, "model: learn from compile facts too (registers, local and shared memory, occupancy)")
+		cost := fs.Bool("cost", false, "model: rank points by expected improvement per expected GPU second, as measured so far: "+
+			"a point of a configuration not yet timed pays its compile and gates (seconds), one of a timed configuration only its timing (milliseconds). "+
+			"The stopping rule stays the chance of a gain")
 		return func(c Common) (Strategy, error) {
 			switch {
 			case *batch < 1:
@@ -43,7 +46,7 @@ var modelRegistration = Registration{
 			case *stop < 0 || *stop >= 1:
 				return nil, fmt.Errorf("--stop %g: want a probability in [0, 1)", *stop)
 			}
-			return NewModel(ModelOptions{Batch: *batch, Budget: *budget, Stop: *stop, Facts: *facts, Seed: c.Seed, Probe: c.Probe}), nil
+			return NewModel(ModelOptions{Batch: *batch, Budget: *budget, Stop: *stop, Facts: *facts, Cost: *cost, Seed: c.Seed, Probe: c.Probe}), nil
 		}
 	},
 }
@@ -54,8 +57,11 @@ type ModelOptions struct {
 	Budget int     // at most this many points; 0: no limit
 	Stop   float64 // see DefaultModelStop; 0 runs until the space is exhausted
 	Facts  bool    // learn from compile facts when every point has them
-	Seed   uint64  // the initial design's draw
-	Probe  results.Probe
+	// Cost ranks by expected improvement per expected GPU second
+	// (expectedCosts) instead of expected improvement alone.
+	Cost  bool
+	Seed  uint64 // the initial design's draw
+	Probe results.Probe
 }
 
 // NewModel returns the model strategy: Bayesian optimisation of the
@@ -97,7 +103,7 @@ func (m *model) UsesFacts() bool { return m.o.Facts }
 
 func (m *model) Settings() map[string]string {
 	return map[string]string{"seed": strconv.FormatUint(m.o.Seed, 10), "batch": strconv.Itoa(m.o.Batch),
-		"budget": strconv.Itoa(m.o.Budget), "facts": strconv.FormatBool(m.o.Facts)}
+		"budget": strconv.Itoa(m.o.Budget), "facts": strconv.FormatBool(m.o.Facts), "cost": strconv.FormatBool(m.o.Cost)}
 }
 
 func (m *model) Next(_ context.Context, st *State) (Proposal, error) {
@@ -206,37 +212,40 @@ func (m *model) choose(st *State, cand []*plan.Point, n int) ([]*plan.Point, err
 		return nil, fmt.Errorf("model search: %w", err)
 	}
 	g := m.gp
+	var cost *expectedCosts
+	if m.o.Cost {
+		cost = expectCosts(st.Measured)
+	}
 	var pick []*plan.Point
 	taken := map[*plan.Point]bool{}
 	for range n {
-		bestScore, bestI := math.Inf(-1), -1
+		var top rank
+		bestI := -1
 		var bestMu float64
 		for i, p := range cand {
 			if taken[p] {
 				continue
 			}
 			mu, sd := g.predict(m.x[p.Hash])
-			var score float64
-			if b, ok := best[cellOf(&p.Config)]; ok {
-				score = expectedImprovement(b, mu, sd)
-			} else {
-				// An empty cell outranks every improvement; within it, the
-				// point predicted fastest.
-				score = 1e6 - mu
-			}
-			if score > bestScore {
-				bestScore, bestI, bestMu = score, i, mu
+			r := rankOf(best, &p.Config, mu, sd, cost)
+			if bestI < 0 || r.above(top) {
+				top, bestI, bestMu = r, i, mu
 			}
 		}
 		if bestI < 0 {
 			break
 		}
 		p := cand[bestI]
+		// The stopping rule is the chance of a gain, never weighed by
+		// cost: a search must not stop because what is left is dear.
 		if len(pick) == 0 && m.o.Stop > 0 && m.stopNow(best, cand) {
 			return nil, nil
 		}
 		pick = append(pick, p)
 		taken[p] = true
+		if cost != nil {
+			cost.pay(&p.Config)
+		}
 		c := cellOf(&p.Config)
 		if b, ok := best[c]; !ok || bestMu < b {
 			best[c] = bestMu
@@ -248,6 +257,39 @@ func (m *model) choose(st *State, cand []*plan.Point, n int) ([]*plan.Point, err
 		}
 	}
 	return pick, nil
+}
+
+// A rank orders the candidates of a round.
+type rank struct {
+	empty bool // its cell has no measurement yet
+	// score is the expected improvement (per expected GPU second when
+	// costs weigh); in an empty cell, minus the predicted log time.
+	score float64
+}
+
+// above reports whether a ranks before b: an empty cell outranks every
+// improvement (a table needs one), then the higher score.
+func (a rank) above(b rank) bool {
+	if a.empty != b.empty {
+		return a.empty
+	}
+	return a.score > b.score
+}
+
+// rankOf ranks a candidate of configuration c predicted at N(mu, sd²) in
+// log time: by its expected improvement over its cell's best, per
+// expected GPU second when cost is not nil; in an empty cell, the point
+// predicted fastest.
+func rankOf(best map[Cell]float64, c *results.Config, mu, sd float64, cost *expectedCosts) rank {
+	b, ok := best[cellOf(c)]
+	if !ok {
+		return rank{empty: true, score: -mu}
+	}
+	ei := expectedImprovement(b, mu, sd)
+	if cost != nil {
+		ei /= cost.of(c)
+	}
+	return rank{score: ei}
 }
 
 // stopNow reports whether every cell has a measurement and no candidate

@@ -22,8 +22,9 @@ type SimSpace struct {
 // never got there counts as more than any), their spread (the lowest and
 // highest seed that got there), how many seeds got there, and how many
 // times fewer points than random search's median that is; then where the
-// strategy stopped on its own: the median points and the median gap of
-// the worst cell to the full set's table.
+// strategy stopped on its own: the median points, the median GPU seconds
+// (what a search that stops by itself pays) and the median gap of the
+// worst cell to the full set's table.
 func WriteSimTable(w io.Writer, spaces []SimSpace, seeds int) error {
 	for i, sp := range spaces {
 		if i > 0 {
@@ -39,7 +40,7 @@ func WriteSimTable(w io.Writer, spaces []SimSpace, seeds int) error {
 		}
 		fmt.Fprintf(w, "; %d seeds\n", seeds)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "strategy\twithin\tpoints median\t[min–max]\tGPU s median\t[min–max]\treached\tvs random\tstops at\tworst cell then")
+		fmt.Fprintln(tw, "strategy\twithin\tpoints median\t[min–max]\tGPU s median\t[min–max]\treached\tvs random\tstops at\tGPU s then\tworst cell then")
 		randomMedian := map[float64]float64{}
 		for _, r := range sp.Results {
 			if r.Strategy == "random" {
@@ -75,22 +76,24 @@ func WriteSimTable(w io.Writer, spaces []SimSpace, seeds int) error {
 	return nil
 }
 
-// ends renders where a strategy stopped: the median points, and the
-// median worst cell's gap ("—" when some seed left a cell unmeasured).
+// ends renders where a strategy stopped: the median points, the median
+// GPU seconds, and the median worst cell's gap ("—" when some seed left
+// a cell unmeasured).
 func ends(es []End) []string {
 	if len(es) == 0 {
-		return []string{"", ""}
+		return []string{"", "", ""}
 	}
 	pts := make([]int, len(es))
+	gpu := make([]float64, len(es))
 	gaps := make([]float64, len(es))
 	for i, e := range es {
-		pts[i], gaps[i] = e.Points, e.Worst
+		pts[i], gpu[i], gaps[i] = e.Points, e.GPUSec, e.Worst
 	}
 	gap := "—"
 	if g := median(gaps); !math.IsInf(g, 1) {
 		gap = fmt.Sprintf("+%.1f%%", 100*g)
 	}
-	return []string{fmt.Sprintf("%g", medianInts(pts)), gap}
+	return []string{fmt.Sprintf("%g", medianInts(pts)), fmt.Sprintf("%.1f", median(gpu)), gap}
 }
 
 // median is the median over every seed of the points to reach the

@@ -162,6 +162,20 @@ func TestWriteSimTable(t *testing.T) {
 	}
 }
 
+// TestEnds: where a strategy stopped is the median over seeds of its
+// points, its GPU seconds and its worst cell's gap, each on its own (the
+// seed of median points is not the seed of median seconds).
+func TestEnds(t *testing.T) {
+	got := ends([]End{{Points: 10, GPUSec: 9, Worst: 0}, {Points: 30, GPUSec: 5, Worst: 0.02}, {Points: 20, GPUSec: 7.25, Worst: 0.01}})
+	if want := []string{"20", "7.2", "+1.0%"}; !slices.Equal(got, want) {
+		t.Errorf("ends: %q, want %q", got, want)
+	}
+	got = ends([]End{{Points: 10, GPUSec: 1, Worst: math.Inf(1)}, {Points: 12, GPUSec: 2, Worst: math.Inf(1)}})
+	if want := []string{"11", "1.5", "—"}; !slices.Equal(got, want) {
+		t.Errorf("ends with cells never measured: %q, want %q", got, want)
+	}
+}
+
 // TestReachMedian: a seed that never reached the threshold counts as
 // more than any that did, so the median is over every seed.
 func TestReachMedian(t *testing.T) {

@@ -82,8 +82,15 @@ nkv with no time yet first. It stops after --budget points or once no
 point has a --stop chance (default 0.02) of being 1% faster than the best
 of its shape and nkv. --facts adds the compile facts of each point to
 what it learns from (off: on the committed H200 searches they cost
-points). --seed draws its first points when there is no landed
-configuration.
+points). --cost ranks by expected improvement per expected GPU second
+instead: a point of a configuration with nothing timed yet pays its
+compile and gates (seconds, the mean of those paid so far), one of a
+configuration already timed only its timing (milliseconds), so the
+search finishes the configurations it has paid for before it pays for
+another; the stopping rule is unchanged. Off: over the committed H200
+searches it saved 3-11% of the GPU seconds to come within 2% and timed
+22% more points (experiments/results/h200/search-sim/README.md). --seed
+draws its first points when there is no landed configuration.
 
 Whatever the search, a point whose compile facts break its variant's
 budget or --max-registers, --no-spills or --max-shared is never timed;
@@ -114,7 +121,8 @@ and prints for each the points it timed, and the GPU seconds the records
 say they cost (compile and gates included), until the table of its full
 measurements was within 1% and 2% of the whole file's at every shape and
 nkv: the median over seeds, the lowest and highest, how many seeds got
-there, and how many times fewer points than random search's median.
+there, and how many times fewer points than random search's median; then
+where each stopped on its own: its points, GPU seconds and worst cell.
 
 # Invariance
 
