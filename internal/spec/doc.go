@@ -255,7 +255,10 @@
 // fastdiv_a(d), the multiplier, shift and add indicator of a uint_fastdiv
 // {d, m, s, a} (FlashInfer's paged_kv_t::page_size); fmd_mul(d),
 // fmd_add(d) and fmd_shift(d), those of CCCL's
-// cuda::fast_mod_div<uint32_t> {divisor, multiplier, add, shift}
+// cuda::fast_mod_div<uint32_t> {divisor, multiplier, add, shift}; and
+// wave_fill(tiles, lo, hi, per_wave), the split count from lo to hi whose
+// tiles × count blocks fill waves of per_wave blocks best, as llama.cpp's
+// launch_fattn picks its parallel blocks
 // (internal/expr/hostfuncs.go gives each formula). A struct passes a
 // fast-division object as a nested struct of those fields:
 //
