@@ -156,6 +156,10 @@ func TestCheckExitCodes(t *testing.T) {
 			[]string{"ok     layout.cu", "eng::masked<float>: "}},
 		{"parameters that point at other sizes", `{name: cxxbad, kernel: TESTDATA/layout.cu, planned: {valid: {per_seq: "1"}}, launches: [{entry: "eng::masked<float>", grid: [1], block: [32], args: ["planned:valid", seqlens, out]}], io: {out: f16}}`, exitBuild,
 			[]string{"FAILED layout.cu", "eng::masked<float>: parameter 0 (bool const*) points to 1-byte elements, but planned:valid passed there holds 4-byte ones", "eng::masked<float>: parameter 2 (float*) points to 4-byte elements, but out passed there holds 2-byte ones"}},
+		{"byte pointers take any buffer", `{name: bytesok, kernel: TESTDATA/layout.cu, planned: {codes: {per_seq: "1", type: u8}}, launches: [{entry: "eng::bytes<128>", grid: [1], block: [32], args: [q, k, out, "planned:codes", "kv_row_bytes:i32"]}]}`, exitOK,
+			[]string{"ok     layout.cu", "eng::bytes<128>: "}},
+		{"a signed char pointer reads bytes", `{name: bytesbad, kernel: TESTDATA/layout.cu, launches: [{entry: "eng::bytes<128>", grid: [1], block: [32], args: [q, k, out, seqlens, "kv_row_bytes:i32"]}]}`, exitBuild,
+			[]string{"FAILED layout.cu", "eng::bytes<128>: parameter 3 (signed char const*) points to 1-byte elements, but seqlens passed there holds 4-byte ones"}},
 		{"arguments that match", "{name: match, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads, scale]}]}", exitOK,
 			[]string{"ok     argcheck.cu", "step: "}},
 	} {
@@ -241,3 +245,4 @@ func TestCheckSpillBudget(t *testing.T) {
 		}
 	}
 }
+
