@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -246,3 +247,19 @@ func TestCheckSpillBudget(t *testing.T) {
 	}
 }
 
+// A grid that reads sms is planned at --sms; an architecture of no
+// usual part (sm_89) without it is a spec error, not a guess.
+func TestCheckSMs(t *testing.T) {
+	t.Parallel()
+	needNVRTC(t)
+	spec := buildCheckSpec(t, `{name: persist, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: ["sms * 2"], block: [32], args: [q, out, heads, scale]}]}`)
+	cache := t.TempDir()
+	var o, e bytes.Buffer
+	err := run(&o, &e, []string{"check", spec, "--arch", "sm_89", "--cache", cache})
+	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), `reads sms, and there is no default SM count for arch "sm_89"`) {
+		t.Errorf("without --sms: %v, want exit %d and the reason", err, exitUsage)
+	}
+	if stdout, stderr, code := runCmd("check", spec, "--arch", "sm_89", "--sms", "142", "--cache", cache); code != exitOK || !strings.Contains(stdout, "ok     argcheck.cu") {
+		t.Errorf("--sms 142: exit %d, want %d:\n%s%s", code, exitOK, stdout, stderr)
+	}
+}
