@@ -27,8 +27,8 @@ import (
 // was planned for, before any launch (probe.checkDeviceSymbols). An
 // engine's host planner may size more than grids from the device
 // (FlashInfer pads its planned work to blocks per SM × SMs): a variant's
-// planned arrays, scratch sizes and argument expressions may read sms,
-// which a point evaluates at the same assumption and records once
+// planned arrays, scratch and shared sizes and argument expressions may
+// read sms, which a point evaluates at the same assumption and records once
 // (Point.SMs; pointSMs), for the probe to check likewise.
 // DefaultBlocksPerSM is blocks_per_sm when the plan is given none.
 const DefaultBlocksPerSM = 1
@@ -98,9 +98,9 @@ func (b *builder) pointSMs(v *spec.Variant) (int, error) {
 }
 
 // pointExprs are the expressions of v that the spec lets read sms besides
-// its grids (spec.PointSymbols): its planned arrays', its scratch sizes
-// and its launches' integer arguments, in structs, vectors and tensor
-// maps too.
+// its grids (spec.PointSymbols): its planned arrays', its scratch sizes,
+// its launches' shared sizes and integer arguments, in structs, vectors
+// and tensor maps too.
 func pointExprs(v *spec.Variant) []string {
 	var out []string
 	for _, p := range v.Planned {
@@ -128,6 +128,7 @@ func pointExprs(v *spec.Variant) []string {
 		}
 	}
 	for _, l := range v.Launches {
+		out = append(out, l.Shared)
 		for _, a := range l.Args {
 			arg(a)
 		}

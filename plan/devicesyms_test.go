@@ -165,8 +165,9 @@ func TestPointSMs(t *testing.T) {
 }
 
 // Each place that may read sms besides a grid makes the point assume it:
-// a planned array's count, value and length, a scratch size, an argument,
-// a struct's field, a vector's component and a tensor map's entry. A point
+// a planned array's count, value and length, a scratch size, a launch's
+// shared size, an argument, a struct's field, a vector's component and a
+// tensor map's entry. A point
 // that reads it nowhere assumes nothing, and --sms leaves its hash as it
 // was.
 func TestPointSMsEachPlace(t *testing.T) {
@@ -185,11 +186,11 @@ variants:
         fields:
           - {name: n, arg: FIELD}
     launches:
-      - {entry: k, grid: [SPLITS], block: [32], args: [out, "planned:tiles", "scratch:tmp", {struct: params}, ARG, {uint2: [COMP, 1]}, {tensor_map: {buffer: k, dtype: kv, dims: [head_dim, kv_heads, "capacity * batch"], box: [head_dim, 1, BOX]}}]}
+      - {entry: k, grid: [SPLITS], block: [32], shared: SHARED, args: [out, "planned:tiles", "scratch:tmp", {struct: params}, ARG, {uint2: [COMP, 1]}, {tensor_map: {buffer: k, dtype: kv, dims: [head_dim, kv_heads, "capacity * batch"], box: [head_dim, 1, BOX]}}]}
 `
-	plain := map[string]string{"COUNT": "1", "VALUE": "j", "LENGTH": "batch", "BYTES": "256", "FIELD": `"u32:4"`, "ARG": `"i32:heads"`, "COMP": "heads", "BOX": "64"}
+	plain := map[string]string{"COUNT": "1", "VALUE": "j", "LENGTH": "batch", "BYTES": "256", "FIELD": `"u32:4"`, "ARG": `"i32:heads"`, "COMP": "heads", "BOX": "64", "SHARED": "0"}
 	reading := map[string]string{"COUNT": `"min(sms, 1)"`, "VALUE": `"j + sms - sms"`, "LENGTH": `"batch + sms - sms"`, "BYTES": `"sms * 4"`,
-		"FIELD": `"u32:sms"`, "ARG": `"i32:sms"`, "COMP": "sms", "BOX": `"sms / 2"`}
+		"FIELD": `"u32:sms"`, "ARG": `"i32:sms"`, "COMP": "sms", "BOX": `"sms / 2"`, "SHARED": `"sms * 8"`}
 	build := func(sub map[string]string, over Override) *Point {
 		t.Helper()
 		var pairs []string
@@ -303,5 +304,46 @@ variants:
 		if ls[0].Grid[0] != c.part || ls[1].Grid[0] != c.comb {
 			t.Errorf("at nkv %d: grids %d and %d; want %d and %d", c.nkv, ls[0].Grid[0], ls[1].Grid[0], c.part, c.comb)
 		}
+	}
+}
+
+// A launch's shared size that reads sms and nkv (llama.cpp's combine: 8
+// bytes a parallel block, their count from the SMs and the length) is
+// evaluated at the plan's SM count, at the point's length and again at
+// each length a gate launches at, though the geometry was made at the
+// first launch's grid, which reads no sms.
+func TestSharedReadsSMs(t *testing.T) {
+	const yaml = `name: shared
+shapes: [{name: s, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16}]
+axes: {nkv: [512], SPLITS: [16]}
+variants:
+  - name: p
+    kernel: k.ptx
+    graph: never
+    launches:
+      - {entry: part, grid: ["cdiv(nkv, 256)"], block: [128], args: [q, k, v, positions, partial, heads]}
+      - {entry: comb, grid: [heads, batch], block: [head_dim], shared: "cdiv(nkv, 256) * 8 + sms", args: [partial, out, heads]}
+`
+	for _, c := range []struct {
+		over Override
+		sms  int
+	}{{Override{}, 132}, {Override{SMs: 114}, 114}} {
+		p, err := persistentPlan(t, yaml, "sm_90", c.over)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt := p.Points[0]
+		if pt.SMs != c.sms || pt.Launches[1].Shared != 2*8+c.sms {
+			t.Errorf("--sms %d: the point assumed %d SMs, comb's shared %d; want %d and %d", c.over.SMs, pt.SMs, pt.Launches[1].Shared, c.sms, 2*8+c.sms)
+		}
+		for nkv, want := range map[int]int{1: 8 + c.sms, 256: 8 + c.sms, 257: 16 + c.sms, 511: 16 + c.sms} {
+			ls, err := pt.Geometry.StepsAt(nkv, pt.Launches)
+			if err != nil || ls[1].Shared != want || ls[0].Grid[0] != (nkv+255)/256 {
+				t.Errorf("--sms %d, nkv %d: %v, comb's shared %d (want %d), part's grid %v", c.over.SMs, nkv, err, ls[1].Shared, want, ls[0].Grid)
+			}
+		}
+	}
+	if _, err := persistentPlan(t, yaml, "sm_75", Override{}); err == nil || !strings.Contains(err.Error(), `reads sms, and there is no default SM count for arch "sm_75"`) {
+		t.Errorf("an arch without a default SM count: %v", err)
 	}
 }

@@ -149,6 +149,11 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 			// The spec's, read by the grid or not: the probe checks it.
 			l.BlocksPerSM, l.BlocksPerSMDeclared = ls.BlocksPerSM, true
 		}
+		// A shared size may read sms (the point's, Point.SMs), never
+		// blocks_per_sm (the spec refuses it).
+		if _, _, err := b.deviceEnv(env, ls.Shared, 0); err != nil {
+			return nil, nil, 0, b.pointErrorf(v, sh, defs, nkv, "%sshared: %w", prefix, err)
+		}
 		n, err := eval(prefix+"shared", ls.Shared, 0, 1<<31-1)
 		if err != nil {
 			return nil, nil, 0, err
@@ -168,6 +173,11 @@ func (b *builder) geometry(v *spec.Variant, sh *spec.Shape, defs map[string]stri
 			geo = newGeometry(env, specs[0].Grid)
 		}
 		geo.Args = args
+		if n, ok := env[spec.SymSMs]; ok {
+			// Read by a later launch than the one the geometry was
+			// made at: its shared size, evaluated again at each length.
+			geo.Symbols[spec.SymSMs] = n
+		}
 		geo.Steps = make([]StepGeometry, len(specs))
 		for li, ls := range specs {
 			copy(geo.Steps[li].Grid[:], ls.Grid)

@@ -90,7 +90,8 @@ func (k *KernelCheck) checkParams(e *EntryCheck, fn *cubin.Function) {
 // block_valid_mask), f16 data not where floats are (a float or half
 // pointer reads one number an element; an integer or vector type may
 // pack several). An extern "C" kernel
-// (no types in its symbol) and a class or void pointee are not judged.
+// (no types in its symbol) and a class, void or char pointee (a byte
+// address, llama.cpp's) are not judged.
 func (k *KernelCheck) checkPointees(entry string, d declaredLaunch, types []string) {
 	if len(types) != len(d.args) {
 		return

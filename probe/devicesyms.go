@@ -12,13 +12,13 @@ import (
 // memory (cuOccupancyMaxActiveBlocksPerMultiprocessor, in res) differs,
 // or a launch whose spec declares blocks_per_sm, read by its grid or not,
 // where the kernel has another;
-// and planned arrays, scratch sizes or arguments that read sms (p.SMs) on
+// and planned arrays, scratch or shared sizes or arguments that read sms (p.SMs) on
 // a device with another SM count. The engine would launch another grid,
 // or plan other work, there, so the point would measure a launch the
 // engine never makes. Checked before any launch.
 func checkDeviceSymbols(p *plan.Point, res []results.Resource, sms int) error {
 	if p.SMs != 0 && p.SMs != sms {
-		return failPoint(results.StatusError, "%s: its planned arrays, scratch sizes and arguments were planned for %d SMs (sms), the device has %d: plan with --sms %d", p.Config.Variant, p.SMs, sms, sms)
+		return failPoint(results.StatusError, "%s: its planned arrays, scratch and shared sizes and arguments were planned for %d SMs (sms), the device has %d: plan with --sms %d", p.Config.Variant, p.SMs, sms, sms)
 	}
 	for i, l := range p.Launches {
 		if l.SMs != 0 && l.SMs != sms {

@@ -44,7 +44,7 @@ func TestCheckDeviceSymbols(t *testing.T) {
 	}
 	err := checkDeviceSymbols(hosted, res[1:], 132)
 	var pe *pointError
-	if want := "fi: its planned arrays, scratch sizes and arguments were planned for 114 SMs (sms), the device has 132: plan with --sms 132"; err == nil ||
+	if want := "fi: its planned arrays, scratch and shared sizes and arguments were planned for 114 SMs (sms), the device has 132: plan with --sms 132"; err == nil ||
 		!errors.As(err, &pe) || pe.status != results.StatusError || err.Error() != want {
 		t.Errorf("planned for 114 SMs on 132: %v; want the point refused saying %q", err, want)
 	}

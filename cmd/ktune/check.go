@@ -19,7 +19,7 @@ func init() {
 	})
 }
 
-const checkUsage = `Usage: ktune check SPEC... [--arch sm_90] [--cache DIR|off] [-j N]
+const checkUsage = `Usage: ktune check SPEC... [--arch sm_90] [--sms N] [--cache DIR|off] [-j N]
 
 Check compiles every distinct kernel of each spec's plan (bitwise twins
 included) for one architecture, without a GPU: NVRTC alone does it. It
@@ -76,6 +76,11 @@ Exit status: 0 every kernel built (prebuilt ones not built yet are
 skipped, saying so), 3 a kernel failed or could not be checked, 2 a spec
 error (file:line:col: message), 1 no NVRTC.
 
+A spec whose grids, arguments or scratch sizes read sms (the device's SM
+count) is planned at --sms, or at the architecture's usual part (132 for
+sm_90); an architecture without one (sm_89) needs --sms. --blocks-per-sm
+is plan's: the occupancy a grid assumes where its launch declares none.
+
 Examples:
   $ ktune check experiments/slice.yaml
   $ ktune check experiments/*.yaml --cache off
@@ -90,6 +95,8 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 	arch := fl.String("arch", "sm_90", "GPU architecture `ARCH` to build for (NVRTC -arch); a variant's own -arch flag replaces it")
 	cache := fl.String("cache", "", "CUBIN cache `DIR` shared with sweeps (\"\" the default, \"off\" none)")
 	jobs := fl.Int("j", 0, "`N` compiles at once (0: GOMAXPROCS)")
+	var over plan.Override
+	deviceFlags(fl, &over)
 	var axes axisFlags
 	axes.register(fl)
 	uncheckedOK := fl.Bool("unchecked-ok", false, "kernels this machine cannot check (an NVRTC too old for them, CUDA headers it lacks) are listed but do not fail")
@@ -119,7 +126,9 @@ func checkCmd(stdout, stderr io.Writer, args []string) error {
 		}
 		// A variant's own build (build:) runs here where its compiler
 		// exists; where not, its kernel is reported as not checked.
-		p, err := plan.BuildWith(s, *arch, plan.Override{RunBuilds: true, BuildDir: builds, BuildLog: stderr})
+		o := over
+		o.RunBuilds, o.BuildDir, o.BuildLog = true, builds, stderr
+		p, err := plan.BuildWith(s, *arch, o)
 		if err != nil {
 			return planError(path, err)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -156,6 +157,10 @@ func TestCheckExitCodes(t *testing.T) {
 			[]string{"ok     layout.cu", "eng::masked<float>: "}},
 		{"parameters that point at other sizes", `{name: cxxbad, kernel: TESTDATA/layout.cu, planned: {valid: {per_seq: "1"}}, launches: [{entry: "eng::masked<float>", grid: [1], block: [32], args: ["planned:valid", seqlens, out]}], io: {out: f16}}`, exitBuild,
 			[]string{"FAILED layout.cu", "eng::masked<float>: parameter 0 (bool const*) points to 1-byte elements, but planned:valid passed there holds 4-byte ones", "eng::masked<float>: parameter 2 (float*) points to 4-byte elements, but out passed there holds 2-byte ones"}},
+		{"byte pointers take any buffer", `{name: bytesok, kernel: TESTDATA/layout.cu, planned: {codes: {per_seq: "1", type: u8}}, launches: [{entry: "eng::bytes<128>", grid: [1], block: [32], args: [q, k, out, "planned:codes", "kv_row_bytes:i32"]}]}`, exitOK,
+			[]string{"ok     layout.cu", "eng::bytes<128>: "}},
+		{"a signed char pointer reads bytes", `{name: bytesbad, kernel: TESTDATA/layout.cu, launches: [{entry: "eng::bytes<128>", grid: [1], block: [32], args: [q, k, out, seqlens, "kv_row_bytes:i32"]}]}`, exitBuild,
+			[]string{"FAILED layout.cu", "eng::bytes<128>: parameter 3 (signed char const*) points to 1-byte elements, but seqlens passed there holds 4-byte ones"}},
 		{"arguments that match", "{name: match, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: [heads], block: [32], args: [q, out, heads, scale]}]}", exitOK,
 			[]string{"ok     argcheck.cu", "step: "}},
 	} {
@@ -239,5 +244,22 @@ func TestCheckSpillBudget(t *testing.T) {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("output lacks %q:\n%s", w, stdout)
 		}
+	}
+}
+
+// A grid that reads sms is planned at --sms; an architecture of no
+// usual part (sm_89) without it is a spec error, not a guess.
+func TestCheckSMs(t *testing.T) {
+	t.Parallel()
+	needNVRTC(t)
+	spec := buildCheckSpec(t, `{name: persist, kernel: TESTDATA/argcheck.cu, launches: [{entry: step, grid: ["sms * 2"], block: [32], args: [q, out, heads, scale]}]}`)
+	cache := t.TempDir()
+	var o, e bytes.Buffer
+	err := run(&o, &e, []string{"check", spec, "--arch", "sm_89", "--cache", cache})
+	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), `reads sms, and there is no default SM count for arch "sm_89"`) {
+		t.Errorf("without --sms: %v, want exit %d and the reason", err, exitUsage)
+	}
+	if stdout, stderr, code := runCmd("check", spec, "--arch", "sm_89", "--sms", "142", "--cache", cache); code != exitOK || !strings.Contains(stdout, "ok     argcheck.cu") {
+		t.Errorf("--sms 142: exit %d, want %d:\n%s%s", code, exitOK, stdout, stderr)
 	}
 }

@@ -15,12 +15,12 @@ import (
 // deviceFlags adds the flags that set the device symbols a spec's
 // expressions may read (plan/devicesyms.go) to fl.
 func deviceFlags(fl *flag.FlagSet, over *plan.Override) {
-	fl.IntVar(&over.SMs, "sms", 0, "the SM count `N` that sms is evaluated at, in grids, planned arrays, scratch sizes and arguments (default: the architecture's usual part; a sweep uses its device's)")
+	fl.IntVar(&over.SMs, "sms", 0, "the SM count `N` that sms is evaluated at, in grids, planned arrays, scratch and shared sizes and arguments (default: the architecture's usual part; a sweep uses its device's)")
 	fl.IntVar(&over.BlocksPerSM, "blocks-per-sm", 0, "the resident blocks per SM, `N`, a grid's blocks_per_sm is evaluated at where its launch declares none in the spec (default 1; a sweep refuses a kernel whose occupancy differs)")
 }
 
 // writeAssumed says, after a plan's table, what the plan assumed for the
-// device symbols its grids, planned arrays, scratch sizes and arguments
+// device symbols its grids, planned arrays, scratch and shared sizes and arguments
 // read, so that a plan made without a GPU says which device its hashes
 // are for; for blocks_per_sm, which launches took the spec's declared
 // value and which the flag's.

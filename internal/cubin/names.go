@@ -166,9 +166,13 @@ func ParamTypes(symbol string) []string {
 // builtinBytes are the sizes of the element types a kernel's pointer
 // parameters read that a C++ signature names by themselves (LP64, as
 // nvcc and NVRTC compile for a 64-bit host), CUDA's half and bfloat16
-// types and the vector types made of them included.
+// types and the vector types made of them included. Plain char is not
+// among them: a char pointer is a byte address, as void's is (C++ lets
+// char alias any object), which a kernel offsets by byte strides and
+// casts to the element it reads (llama.cpp's Q, K, V and mask); signed
+// and unsigned char (int8_t, uint8_t) are 1-byte elements.
 var builtinBytes = map[string]int{
-	"bool": 1, "char": 1, "signed char": 1, "unsigned char": 1,
+	"bool": 1, "signed char": 1, "unsigned char": 1,
 	"short": 2, "unsigned short": 2, "int": 4, "unsigned int": 4,
 	"long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8,
 	"float": 4, "double": 8,
@@ -183,9 +187,9 @@ var builtinBytes = map[string]int{
 var floating = map[string]bool{"float": true, "double": true, "__half": true, "half": true, "__nv_bfloat16": true, "nv_bfloat16": true}
 
 // Pointee is the size of what a parameter of C++ type typ points at (0
-// when typ is no pointer, points at a pointer, at void or at a type whose
-// size the name alone does not give: a class, a template argument left
-// unresolved), and whether it is one floating-point number (float,
+// when typ is no pointer, points at a pointer, at void or char (bytes of
+// any element), or at a type whose size the name alone does not give: a
+// class, a template argument left unresolved), and whether it is one floating-point number (float,
 // double, half, bfloat16) rather than a container of several elements
 // (an integer or a vector type).
 func Pointee(typ string) (bytes int, scalarFloat bool) {

@@ -29,13 +29,15 @@ func TestParamTypes(t *testing.T) {
 }
 
 // TestPointeeBytes: what a parameter points at, by its C++ type; 0 for
-// what is no pointer, a pointer to a pointer, void, or a class.
+// what is no pointer, a pointer to a pointer, void, char (a byte
+// address), or a class; signed and unsigned char are 1-byte elements.
 func TestPointeeBytes(t *testing.T) {
 	for typ, want := range map[string]int{
 		"float*": 4, "unsigned short const*": 2, "int const*": 4, "bool const*": 1, "const bool*": 1,
 		"__half*": 2, "long long*": 8, "unsigned int*": 4, "uint4 const*": 16, "float* __restrict__": 4,
 		"int": 0, "float": 0, "void*": 0, "void const*": 0, "float**": 0, "eng::params<float>": 0,
 		"flashinfer::paged_kv_t<__half, int>*": 0, "unsigned short": 0,
+		"char const*": 0, "char*": 0, "const char*": 0, "signed char const*": 1, "unsigned char*": 1,
 	} {
 		if got, _ := Pointee(typ); got != want {
 			t.Errorf("Pointee(%q) = %d, want %d", typ, got, want)

@@ -302,7 +302,7 @@ func (p *parser) primary() (node, error) {
 		}
 		arity, ok := functions[t.text]
 		if !ok {
-			return nil, &Error{t.col, fmt.Sprintf("unknown function %q (want min, max, cdiv, log2, ceil_log2, fastdiv_m, fastdiv_s, fastdiv_a, fmd_mul, fmd_add or fmd_shift)", t.text)}
+			return nil, &Error{t.col, fmt.Sprintf("unknown function %q (want min, max, cdiv, log2, ceil_log2, fastdiv_m, fastdiv_s, fastdiv_a, fmd_mul, fmd_add, fmd_shift or wave_fill)", t.text)}
 		}
 		p.next()
 		var args []node

@@ -68,7 +68,7 @@ func TestParseErrors(t *testing.T) {
 		{"1 2", 3, "unexpected number 2"},
 		{"a $ b", 3, "unexpected character '$'"},
 		{"12ab", 1, `malformed number "12a"`},
-		{"pow(2, 3)", 1, `unknown function "pow" (want min, max, cdiv, log2, ceil_log2, fastdiv_m, fastdiv_s, fastdiv_a, fmd_mul, fmd_add or fmd_shift)`},
+		{"pow(2, 3)", 1, `unknown function "pow" (want min, max, cdiv, log2, ceil_log2, fastdiv_m, fastdiv_s, fastdiv_a, fmd_mul, fmd_add, fmd_shift or wave_fill)`},
 		{"min(1)", 1, "min takes 2 arguments, got 1"},
 		{"max(1, 2, 3)", 1, "max takes 2 arguments, got 3"},
 		{"cdiv(1 2)", 8, "expected ',' or ')' in call of cdiv, found number 2"},

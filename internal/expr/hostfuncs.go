@@ -37,6 +37,16 @@ import (
 //
 // and the kernel divides as q = umulhi(n + add, multiplier) >> s (n + add
 // not taken past 2³² − 1).
+//
+// wave_fill(tiles, lo, hi, per_wave) is the split count an engine picks
+// so that tiles·c blocks fill whole waves of per_wave blocks (SMs times
+// resident blocks per SM): over c from lo to hi, the waves are
+// w = ⌈tiles·c / per_wave⌉ and the efficiency ⌊100·tiles·c / (w·per_wave)⌋
+// percent; the first c of the highest efficiency wins, and the search
+// stops at the first c of more waves than the best once the best reaches
+// 95 percent (llama.cpp's launch_fattn, parallel_blocks of its vector and
+// tile kernels). 1 ≤ lo ≤ hi, tiles and per_wave ≥ 1, all below 2³¹,
+// and hi − lo below 2²⁰ (the search is a loop, as the engine's is).
 var hostFuncs = map[string]struct {
 	arity int
 	f     func(args []int64) (int64, error)
@@ -49,6 +59,7 @@ var hostFuncs = map[string]struct {
 	"fmd_mul":   {1, fmdPart(func(m, _, _ uint32) uint32 { return m })},
 	"fmd_add":   {1, fmdPart(func(_, a, _ uint32) uint32 { return a })},
 	"fmd_shift": {1, fmdPart(func(_, _, s uint32) uint32 { return s })},
+	"wave_fill": {4, waveFill},
 }
 
 func init() {
@@ -66,6 +77,31 @@ func log2(x int64, ceil bool) (int64, error) {
 		l++
 	}
 	return l, nil
+}
+
+func waveFill(a []int64) (int64, error) {
+	tiles, lo, hi, perWave := a[0], a[1], a[2], a[3]
+	for _, v := range a {
+		if v < 1 || v >= 1<<31 {
+			return 0, fmt.Errorf("arguments (%d, %d, %d, %d): want each 1 to 2³¹ − 1", tiles, lo, hi, perWave)
+		}
+	}
+	if lo > hi || hi-lo >= 1<<20 {
+		return 0, fmt.Errorf("lo %d, hi %d: want lo ≤ hi < lo + 2²⁰", lo, hi)
+	}
+	best, bestWaves, bestEff := lo, int64(0), int64(0)
+	for c := lo; c <= hi; c++ {
+		total := tiles * c
+		waves := (total + perWave - 1) / perWave
+		eff := 100 * total / (waves * perWave)
+		if bestEff >= 95 && waves > bestWaves {
+			break
+		}
+		if eff > bestEff {
+			best, bestWaves, bestEff = c, waves, eff
+		}
+	}
+	return best, nil
 }
 
 // divisor32 checks a fast-division divisor: a 32-bit unsigned integer ≥ 1.

@@ -135,3 +135,91 @@ func TestFastDivisionKnown(t *testing.T) {
 		}
 	}
 }
+
+// wave_fill against hand-worked searches: a first wave that fills to
+// 95% or more ends the search; ties keep the first count; a later wave
+// wins when it fills better; the range bounds the answer.
+func TestWaveFillKnown(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want int64
+	}{
+		// 32 heads on 132 SMs at 3 blocks each (396 a wave): c = 12 puts
+		// 384 blocks in one wave (96%), c = 13 needs a second: stop.
+		{"wave_fill(32, 3, 64, 132 * 3)", 12},
+		// The range ends first: the best is its top, one wave.
+		{"wave_fill(32, 3, 8, 396)", 8},
+		// lo = hi: no choice.
+		{"wave_fill(32, 4, 4, 528)", 4},
+		// 48 tiles, 132 a wave: c = 1 (36%), 2 (72%), 3 (2 waves, 54%),
+		// 4 (72%, a tie: 2 stays), 5 (90%), 6 (3 waves, 72%), 7 (84%),
+		// 8 (96%), 9 needs a fourth wave after a best of 96%: stop at 8.
+		{"wave_fill(48, 1, 100, 132)", 8},
+		{"wave_fill(48, 1, 4, 132)", 2},
+		{"wave_fill(48, 1, 7, 132)", 5},
+		// Exactly full waves: 100% at c = 4, the next count is a new wave.
+		{"wave_fill(33, 1, 1000, 132)", 4},
+		// Symbols and nested expressions, as a spec writes them.
+		{"wave_fill(heads, min(3, cdiv(nkv, 256) * 256 / 128), cdiv(nkv, 256) * 256 / 128, sms * 3)", 8},
+	} {
+		x, err := Parse(tc.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		got, err := x.Eval(Env{"heads": 32, "nkv": 1000, "sms": 132})
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %d, %v; want %d", tc.src, got, err, tc.want)
+		}
+	}
+	for src, want := range map[string]string{
+		"wave_fill(32, 5, 4, 396)":             "wave_fill: lo 5, hi 4",
+		"wave_fill(0, 1, 4, 396)":              "wave_fill: arguments (0, 1, 4, 396)",
+		"wave_fill(32, 1, 4, 0)":               "want each 1 to 2³¹ − 1",
+		"wave_fill(32, 1, 2147483648, 396)":    "want each 1 to 2³¹ − 1",
+		"wave_fill(1, 1, 2097152, 1073741824)": "want lo ≤ hi < lo + 2²⁰",
+		"wave_fill(32, 1, 4)":                  "wave_fill takes 4 arguments, got 3",
+	} {
+		x, err := Parse(src)
+		if err == nil {
+			_, err = x.Eval(Env{})
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", src, err, want)
+		}
+	}
+}
+
+// Properties of every search over a grid of arguments: the answer lies
+// in [lo, hi]; no count from lo to the answer fills its waves better;
+// and widening hi past the answer never gives a count below it.
+func TestWaveFillProperties(t *testing.T) {
+	eff := func(tiles, c, perWave int64) int64 {
+		total := tiles * c
+		return 100 * total / ((total + perWave - 1) / perWave * perWave)
+	}
+	for tiles := int64(1); tiles <= 70; tiles += 3 {
+		for _, perWave := range []int64{1, 7, 66, 132, 396, 528} {
+			for lo := int64(1); lo <= 5; lo++ {
+				for hi := lo; hi <= 40; hi += 3 {
+					got, err := waveFill([]int64{tiles, lo, hi, perWave})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got < lo || got > hi {
+						t.Fatalf("wave_fill(%d, %d, %d, %d) = %d, outside [lo, hi]", tiles, lo, hi, perWave, got)
+					}
+					for c := lo; c < got; c++ {
+						if eff(tiles, c, perWave) >= eff(tiles, got, perWave) {
+							t.Fatalf("wave_fill(%d, %d, %d, %d) = %d, but %d fills as well (%d%% ≥ %d%%)",
+								tiles, lo, hi, perWave, got, c, eff(tiles, c, perWave), eff(tiles, got, perWave))
+						}
+					}
+					wider, err := waveFill([]int64{tiles, lo, hi + 10, perWave})
+					if err != nil || wider < got {
+						t.Fatalf("wave_fill(%d, %d, %d, %d) = %d, but hi + 10 gives %d (%v)", tiles, lo, hi, perWave, got, wider, err)
+					}
+				}
+			}
+		}
+	}
+}

@@ -31,8 +31,8 @@ const (
 )
 
 // PointSymbols are the device's symbols that a variant's planned arrays,
-// scratch sizes and integer argument expressions may also read: the SM
-// count only, for an engine whose host planner sizes its work from the
+// scratch sizes, integer argument expressions and launches' shared sizes
+// may also read: the SM count only, for an engine whose host planner sizes its work from the
 // device (FlashInfer's decode plan under CUDA graphs pads its work items
 // to blocks per SM × SMs). blocks_per_sm is the occupancy of a launch's
 // own kernel, checked against the grid it sized, and stays a grid's

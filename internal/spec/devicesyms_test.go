@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-// A planned array's expressions, a scratch size and integer arguments (a
-// struct's field and a vector's component included) may read the
-// device's SM count; testdata/errors/device_blocks_per_sm_outside_grid
-// refuses blocks_per_sm in each of those places.
+// A planned array's expressions, a scratch size, a launch's shared size
+// and integer arguments (a struct's field and a vector's component
+// included) may read the device's SM count;
+// testdata/errors/device_blocks_per_sm_outside_grid refuses
+// blocks_per_sm in each of those places.
 func TestPointSymbolSMs(t *testing.T) {
 	s, err := Load("testdata/device_sms.yaml", testKernels(t))
 	if err != nil {
@@ -23,6 +24,9 @@ func TestPointSymbolSMs(t *testing.T) {
 	}
 	if got := v.Scratch[0].Bytes; got != "8 * sms / kv_heads * heads * head_dim * 2" {
 		t.Errorf("scratch bytes %q", got)
+	}
+	if got := v.Launches[0].Shared; got != "sms * 8" {
+		t.Errorf("launch shared %q", got)
 	}
 	if !slices.Contains(PointSymbols, SymSMs) || slices.Contains(PointSymbols, SymBlocksPerSM) {
 		t.Errorf("PointSymbols %v: want sms and not blocks_per_sm", PointSymbols)

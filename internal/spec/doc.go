@@ -255,7 +255,10 @@
 // fastdiv_a(d), the multiplier, shift and add indicator of a uint_fastdiv
 // {d, m, s, a} (FlashInfer's paged_kv_t::page_size); fmd_mul(d),
 // fmd_add(d) and fmd_shift(d), those of CCCL's
-// cuda::fast_mod_div<uint32_t> {divisor, multiplier, add, shift}
+// cuda::fast_mod_div<uint32_t> {divisor, multiplier, add, shift}; and
+// wave_fill(tiles, lo, hi, per_wave), the split count from lo to hi whose
+// tiles × count blocks fill waves of per_wave blocks best, as llama.cpp's
+// launch_fattn picks its parallel blocks
 // (internal/expr/hostfuncs.go gives each formula). A struct passes a
 // fast-division object as a nested struct of those fields:
 //
@@ -307,10 +310,12 @@
 //
 // sms, not blocks_per_sm, may also be read where an engine's host planner
 // sizes its work from the device: a planned array's expressions (count,
-// value, length), a scratch buffer's bytes and an integer argument's
-// expression (TYPE:EXPR, a struct's field, a vector's component, a tensor
-// map's entry). FlashInfer's decode plan under CUDA graphs pads its work
-// items to its kernel's blocks per SM times the SM count, 8 * sms. The plan
+// value, length), a scratch buffer's bytes, a launch's shared size and an
+// integer argument's expression (TYPE:EXPR, a struct's field, a vector's
+// component, a tensor map's entry). FlashInfer's decode plan under CUDA
+// graphs pads its work items to its kernel's blocks per SM times the SM
+// count, 8 * sms; llama.cpp's combine takes 8 bytes of shared memory for
+// each of its parallel blocks, whose count fills the SMs. The plan
 // evaluates them at the same assumption as a grid's sms, hashes it with
 // the point, and the probe refuses the point on a device of another SM
 // count. blocks_per_sm stays a grid's: it is the occupancy of that

@@ -396,7 +396,10 @@ func (d *decoder) launchExprs(s *Spec, i int, w *where) {
 			d.checkExpr(s, i, src, ln.block[k], fmt.Sprintf("launches[%d].block[%d]", j, k))
 		}
 		if l.Shared != "" {
-			d.checkExpr(s, i, l.Shared, ln.shared, fmt.Sprintf("launches[%d].shared", j))
+			// sms, not blocks_per_sm: the occupancy depends on the shared
+			// size, the SM count does not (llama.cpp's combine takes
+			// 8 bytes a parallel block, their count sized from the SMs).
+			d.checkExprWith(s, i, l.Shared, ln.shared, fmt.Sprintf("launches[%d].shared", j), PointSymbols)
 		}
 	}
 	if v.IO != nil && v.IO.Workspace != "" {

@@ -52,3 +52,15 @@ __global__ void masked(const bool* valid, const int* idx, T* out) {
     if (valid[threadIdx.x]) out[threadIdx.x] = T(idx[threadIdx.x]);
 }
 }  // namespace eng
+
+// Byte pointers, as llama.cpp passes Q, K, V and its mask: a char pointer
+// is an address in bytes, offset by byte strides and cast to what it
+// reads, so it takes any buffer; a signed char pointer (int8_t) reads
+// 1-byte elements.
+namespace eng {
+template <int D>
+__global__ void bytes(const char* q, const char* k, float* out, const signed char* codes, int nb1) {
+    const float* qf = (const float*)(q + nb1 * blockIdx.x);
+    out[threadIdx.x] = qf[threadIdx.x % D] + float(k[threadIdx.x]) + float(codes[threadIdx.x]);
+}
+}  // namespace eng
