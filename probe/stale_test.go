@@ -144,3 +144,70 @@ func TestFakeStaleDeclared(t *testing.T) {
 		t.Errorf("a kernel summing rows past the length passed the finite stale gate: failed %v", failedKinds(rec.Gates))
 	}
 }
+
+// TestFakeStaleDeclarationTouchesStaleAlone: the declaration changes the
+// stale gate and nothing else. For kernels with and without defects,
+// each run on a device of its own, every other verdict of the gates' run
+// is the same with and without it (the checks after the timing probes
+// are left out: a point that passes only under the declaration is
+// timed), the stale gate runs at the same lengths, and a stale gate that
+// passed over NaN and Inf passes over finite rows too.
+func TestFakeStaleDeclarationTouchesStaleAlone(t *testing.T) {
+	type verdict struct {
+		kind         results.GateKind
+		nkv          int
+		inputs       string
+		pass         bool
+		maxAbs, nmse float64
+		diff         int
+	}
+	verdicts := func(rec results.Record) (others []verdict, stale map[int]bool) {
+		stale = map[int]bool{}
+		for _, g := range rec.Gates {
+			switch g.Kind {
+			case results.GateStale:
+				stale[g.NKV] = g.Pass
+				continue
+			case results.GateTimed, results.GateLaunches:
+				continue
+			}
+			others = append(others, verdict{g.Kind, g.NKV, g.Inputs, g.Pass, g.MaxAbs, g.NMSE, g.DiffBytes})
+		}
+		return others, stale
+	}
+	for _, c := range []struct {
+		name string
+		m    fakeModel
+	}{
+		{"good", fakeModel{}},
+		{"zero", fakeModel{zeroTail: 16}},
+		{"past", fakeModel{pastLength: 3}},
+		{"readpast", fakeModel{readPast: true}},
+		{"offset", fakeModel{offset: 0.01}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			backend := func() *Backend {
+				f := newFakeDevice()
+				f.models[c.name] = c.m
+				return fakeBackend(t, f)
+			}
+			plain := run(t, backend(), fakePoint(c.name, 100))
+			p := fakePoint(c.name, 100)
+			p.Stale = plan.StaleWaiver{Rows: plan.StaleFinite, Reason: "test"}
+			declared := run(t, backend(), p)
+			po, ps := verdicts(plain)
+			do, ds := verdicts(declared)
+			if !slices.Equal(po, do) {
+				t.Errorf("the declaration changed other verdicts:\n%v\n%v", po, do)
+			}
+			if len(ps) == 0 || len(ps) != len(ds) {
+				t.Fatalf("stale gates at %v and %v", ps, ds)
+			}
+			for nkv, pass := range ps {
+				if got, ok := ds[nkv]; !ok || pass && !got {
+					t.Errorf("nkv %d: stale passed %v over NaN and Inf, %v (ran %v) over finite rows", nkv, pass, got, ok)
+				}
+			}
+		})
+	}
+}
