@@ -207,6 +207,11 @@ func (b *builder) keys(pt *Point) (gateKey, hashKey string) {
 	if t := waiverText(pt.Waivers); t != "" {
 		field("waivers", t)
 	}
+	// So does a declaration about the rows past each length (the stale
+	// gate's patterns); only when declared, likewise.
+	if pt.Stale.Declared() {
+		field("stale", fmt.Sprintf("%s %q", pt.Stale.Rows, pt.Stale.Reason))
+	}
 	// An engine build's inputs; only when built so.
 	if s.BuildKey != "" {
 		field("build", s.BuildKey)

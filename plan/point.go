@@ -163,7 +163,11 @@ type Point struct {
 	// of their own, or a set that does not apply), each with its reason
 	// (waivers.go).
 	Waivers []Waiver `json:",omitempty"`
-	Twin    *Point   // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
+	// Stale is the spec's declaration about the rows past each length
+	// (gates.stale: finite values only, with its reason), the zero value
+	// for none (waivers.go).
+	Stale   StaleWaiver `json:",omitzero"`
+	Twin    *Point      // bitwise_with twin at the same shape/SPLITS, nil for tolerance class
 	Probes  []results.Probe
 	Measure Measure
 	Landed  bool // this point is the landed kernel's configuration

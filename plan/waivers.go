@@ -85,7 +85,9 @@ func (p *Point) WaiverFor(set string) (Waiver, bool) {
 // WaiverTexts are the point's waivers as text, for its record: its
 // input-set waivers, then, for a variant the engine never captures in a
 // CUDA graph (graph: never), NeverCapturedText, since the replay gate
-// does not run there and a verdict on the point holds without it.
+// does not run there and a verdict on the point holds without it, then
+// the spec's declaration about the rows past each length (Stale), since
+// the stale gate wrote no NaN or Inf there.
 func (p *Point) WaiverTexts() []string {
 	var out []string
 	for _, w := range p.Waivers {
@@ -93,6 +95,9 @@ func (p *Point) WaiverTexts() []string {
 	}
 	if p.NeverCaptured {
 		out = append(out, NeverCapturedText)
+	}
+	if p.Stale.Declared() {
+		out = append(out, p.Stale.String())
 	}
 	return out
 }
@@ -108,4 +113,42 @@ func waiverText(ws []Waiver) string {
 		parts = append(parts, fmt.Sprintf("%s skip=%v %v %q", w.Inputs, w.Skip, w.Bounds, w.Reason))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// StaleRows is what a spec declares its engine's cache holds past each
+// length (spec.StaleRows).
+type StaleRows = spec.StaleRows
+
+// StaleFinite declares finite values only (spec.StaleFinite).
+const StaleFinite = spec.StaleFinite
+
+// A StaleWaiver is the spec's declaration about the rows past each
+// sequence's length (gates.stale), resolved at the point: under Rows
+// StaleFinite the stale gate writes finite values only there (the KV
+// type's ±max and other large finite values, no NaN or Inf: probe's
+// staleBits), and the outputs must still be identical to the bit. The
+// zero value declares nothing: the stale gate writes NaN and Inf too.
+// A declaration goes into the point's hash (keys.go), its record's
+// waivers and every stale gate it judged (results.Gate.Waiver), so that a
+// finite-only pass never reads as the full one.
+type StaleWaiver struct {
+	Rows   StaleRows `json:",omitempty"`
+	Reason string    `json:",omitempty"`
+}
+
+// Declared reports whether the spec declared anything.
+func (w StaleWaiver) Declared() bool { return w != StaleWaiver{} }
+
+// String is the declaration as records, logs and the hash state it.
+func (w StaleWaiver) String() string {
+	return fmt.Sprintf("stale gate: %s rows only past each length, no NaN or Inf (%s)", w.Rows, w.Reason)
+}
+
+// staleWaiver resolves a spec's declaration about the rows past each
+// length, the zero value without one.
+func staleWaiver(g *spec.Gates) StaleWaiver {
+	if g.Stale == nil {
+		return StaleWaiver{}
+	}
+	return StaleWaiver{Rows: g.Stale.Rows, Reason: g.Stale.Reason}
 }

@@ -41,3 +41,39 @@ func TestWaiversHashed(t *testing.T) {
 		t.Error("the reason is not hashed")
 	}
 }
+
+// A declaration about the rows past each length (gates.stale) reaches
+// every point, is among its record's waivers and moves the hash and the
+// gate key (a finite-only stale verdict is never the full one's), its
+// reason included; without one the point declares nothing.
+func TestStaleDeclarationHashed(t *testing.T) {
+	base := strings.Replace(engineYAML, "  - name: shipped\n    kernel: eng/k.ptx\n", "", 1)
+	files := func(y string) map[string]string {
+		m := map[string]string{}
+		for k, v := range engineFiles {
+			m[k] = v
+		}
+		m["spec.yaml"] = y
+		return m
+	}
+	plain := base + "gates:\n  max_rel: 0.05\n"
+	with := plain + "  stale: {rows: finite, reason: cleared at allocation}\n"
+	ps, pp := buildEngine(t, files(with)).Points[0], buildEngine(t, files(plain)).Points[0]
+	if ps.Stale != (StaleWaiver{Rows: StaleFinite, Reason: "cleared at allocation"}) || pp.Stale.Declared() {
+		t.Fatalf("declarations %+v and %+v", ps.Stale, pp.Stale)
+	}
+	want := "stale gate: finite rows only past each length, no NaN or Inf (cleared at allocation)"
+	if got := ps.WaiverTexts(); len(got) != 1 || got[0] != want {
+		t.Errorf("texts %q, want [%q]", got, want)
+	}
+	if got := pp.WaiverTexts(); len(got) != 0 {
+		t.Errorf("a point without a declaration has waivers %q", got)
+	}
+	if ps.Hash == pp.Hash || ps.GateKey == pp.GateKey {
+		t.Error("the declaration leaves the hash or the gate key as it was")
+	}
+	reasoned := buildEngine(t, files(strings.Replace(with, "at allocation", "at allocation; always", 1))).Points[0]
+	if reasoned.Hash == ps.Hash || reasoned.GateKey == ps.GateKey {
+		t.Error("the reason is not hashed")
+	}
+}

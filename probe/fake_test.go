@@ -41,6 +41,7 @@ type fakeModel struct {
 	driftPast      int           // > 0: out is off by 0.01 where the length exceeds it (an error growing with the chunk)
 	prefetchPast   bool          // each split also loads (and ignores) the row after its chunk, which may lie past K's end
 	zeroTail       int           // > 0: rows up to the next multiple of it past a chunk are added with weight 0 (0·NaN = NaN)
+	pastLength     int           // > 0: the split a length ends in also takes this many rows past it, weighted as any other
 	memoAfter      int           // > 0: from this many launches in a row at the same positions on, copies its last outputs
 	memoSkip       bool          // with memoAfter: leaves the outputs as they are instead
 	breakAfter     int           // > 0: launches past this many of the module add 0.5 to out

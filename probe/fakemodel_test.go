@@ -116,6 +116,9 @@ func (f *fakeDevice) compute(fk *fakeKernel, l fakeLaunch) {
 				if m.readPast && hi < n {
 					hi++
 				}
+				if m.pastLength > 0 && hi == n && hi > lo {
+					hi = min(s.Capacity, n+m.pastLength)
+				}
 				if lo >= n && m.skipIdle {
 					continue
 				}

@@ -60,7 +60,7 @@ func (r *pointRun) gate(ctx context.Context) (bool, error) {
 	b.logf("%s: gates: %d launch pairs, %d verdicts kept, pass %v, %.2fs (drawing inputs %.2fs, oracle %.2fs; input sets: %d drawn, %d found already drawn)",
 		p.Config.Variant, r.pairs-pairs, len(log.Gates), v.pass, time.Since(start).Seconds(), r.tInputs.Seconds(), r.tOracle.Seconds(),
 		b.inputCache().misses-misses, b.inputCache().hits-hits)
-	if len(p.Waivers) > 0 {
+	if len(p.Waivers) > 0 || p.Stale.Declared() {
 		b.logf("%s: gates passed %v under the spec's waivers: %s", p.Config.Variant, v.pass, strings.Join(p.WaiverTexts(), "; "))
 	}
 	return v.pass, nil

@@ -6,6 +6,7 @@ import (
 	"github.com/ktune/ktune/internal/abi"
 	"github.com/ktune/ktune/internal/cuda"
 	"github.com/ktune/ktune/internal/kvtype"
+	"github.com/ktune/ktune/plan"
 )
 
 // Memory as an engine holds it.
@@ -20,6 +21,16 @@ import (
 // ±the largest finite value of the KV type, and the outputs must be the
 // bytes of the launch over the finite fill: rows past the length may not
 // change a single bit.
+//
+// Some engines' kernels read past the length by design, relying on what
+// their cache holds there: llama.cpp's vector kernel reads rows up to a
+// multiple of 256 and masks them by adding −inf to their scores, and its
+// cache is cleared at allocation, so a cell past the length holds zeros
+// or an earlier finite row, never NaN or Inf. Its spec may declare so
+// (gates.stale: {rows: finite, reason}, plan.StaleWaiver): the gate then
+// writes the finite patterns alone, still requires every output bit to
+// be the same, and every stale gate of the record names the declaration
+// (its waiver), as the record's waivers do.
 
 // staleRows is the least number of rows past each length that the stale
 // gate overwrites: more than any tile or prefetch distance of a kernel
@@ -28,9 +39,27 @@ import (
 const staleRows = 1024
 
 // staleBits are the bit patterns of the stale rows for KV type t, cycled
-// row by row: quiet NaN, +Inf, −Inf, +max, −max (fp8e4m3 has no Inf: its
-// NaN codes and ±448).
-func staleBits(t *kvtype.Type) []uint32 {
+// row by row. With nothing declared about the rows past each length
+// (rows ""): quiet NaN, +Inf, −Inf, +max, −max (fp8e4m3 has no Inf: its
+// NaN codes and ±448). Where the spec declares that the engine's cache
+// holds finite values there (plan.StaleFinite): finite values only, the
+// largest the type holds and others as large, which a cache of earlier
+// rows may hold: ±max, ±max/2 (fp8e4m3: ±448, ±240, the largest value of
+// e4m3's fnuz variant, and ±224). Every finite pattern of the first list
+// is in the second: the declaration takes the NaN and Inf out, nothing
+// else.
+func staleBits(t *kvtype.Type, rows plan.StaleRows) []uint32 {
+	if rows == plan.StaleFinite {
+		switch t {
+		case kvtype.F16:
+			return []uint32{0x7BFF, 0xFBFF, 0x77FF, 0xF7FF}
+		case kvtype.BF16:
+			return []uint32{0x7F7F, 0xFF7F, 0x7EFF, 0xFEFF}
+		case kvtype.FP8E4M3:
+			return []uint32{0x7E, 0xFE, 0x77, 0xF7, 0x76, 0xF6}
+		}
+		return []uint32{0x7F7FFFFF, 0xFF7FFFFF, 0x7EFFFFFF, 0xFEFFFFFF}
+	}
 	switch t {
 	case kvtype.F16:
 		return []uint32{0x7E00, 0x7C00, 0xFC00, 0x7BFF, 0xFBFF}
@@ -78,10 +107,11 @@ func staleSpans(l layout, pl *abi.Placement, lengths []int) (spans []span, unit 
 	return spans, unit
 }
 
-// patternRows are one unit of each stale pattern of the KV type.
-func patternRows(t *kvtype.Type, unit int64) [][]byte {
+// patternRows are one unit of each stale pattern of the KV type, under
+// the spec's declaration about the rows past each length (staleBits).
+func patternRows(t *kvtype.Type, unit int64, declared plan.StaleRows) [][]byte {
 	var rows [][]byte
-	for _, bits := range staleBits(t) {
+	for _, bits := range staleBits(t, declared) {
 		row := make([]byte, unit)
 		for e := range int(unit) / t.Bytes {
 			t.PutBits(row, e, bits)
@@ -114,7 +144,7 @@ func (r *session) staleLaunch(nkv int, lengths []int) (outputs, error) {
 		for b, n := range lengths {
 			ranges = append(ranges, rowRange{b, n, n + staleRowsPast(r.l, c.Shape, n)})
 		}
-		rows := patternRows(t, int64(c.Shape.KVHeads)*int64(kp.Width)*int64(t.Bytes))
+		rows := patternRows(t, int64(c.Shape.KVHeads)*int64(kp.Width)*int64(t.Bytes), r.p.Stale.Rows)
 		src := rowSource{row: func(b, rr int) ([]byte, []byte) {
 			row := rows[(rr-lengths[b])%len(rows)]
 			return row, row
@@ -151,7 +181,7 @@ func (r *session) staleLaunch(nkv int, lengths []int) (outputs, error) {
 		for _, x := range bufs {
 			p := x.p
 			spans, rowBytes := staleSpans(r.l, x.pl, lengths)
-			rows := patternRows(t, rowBytes)
+			rows := patternRows(t, rowBytes, r.p.Stale.Rows)
 			buf := r.ws.input(p)
 			// Every span starts at the first pattern: one buffer as long
 			// as the longest, each span a prefix of it (never changed, so

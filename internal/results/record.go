@@ -210,7 +210,9 @@ const (
 	GateBounds GateKind = "bounds"
 	// GateStale: rows past each sequence's length hold NaN, Inf and large
 	// finite values, as an engine's cache holds stale pages; the output
-	// must be the bytes of the same launch over finite rows.
+	// must be the bytes of the same launch over finite rows. Where the
+	// spec declares its engine's cache finite past each length, they hold
+	// large finite values alone, and the gate's Waiver says so.
 	GateStale GateKind = "stale"
 	// GateTimed: what the timed launches computed: after each timing probe
 	// the last timed launch's outputs are all written and equal a fresh
@@ -258,7 +260,9 @@ type Gate struct {
 	// written before there was more than one.
 	Inputs string `json:"inputs,omitempty"`
 	// Waiver is the spec's decision this gate was judged under (bounds of
-	// the input set's own, with the reason), empty for none.
+	// the input set's own, or, on a stale gate, the engine's cache
+	// declared finite past each length: no NaN or Inf written there;
+	// with the reason), empty for none.
 	Waiver string `json:"waiver,omitempty"`
 }
 
@@ -360,7 +364,9 @@ type Record struct {
 	// Waivers are the spec's decisions that the gates applied: about
 	// single input sets (an input set's own bounds, or a set that does
 	// not apply, each with its reason), and a gate the spec's launch mode
-	// leaves out (graph: never: no replay gate, plan.NeverCapturedText).
+	// leaves out (graph: never: no replay gate, plan.NeverCapturedText),
+	// and the engine's cache declared finite past each length (the stale
+	// gate wrote no NaN or Inf there).
 	// A verdict reached under one says so (gate's numerics, report.md's
 	// Waivers).
 	Waivers []string      `json:"waivers,omitempty"`

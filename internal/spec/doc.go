@@ -842,6 +842,24 @@
 // named by every gate judged under it (a gate's waiver) and in the gate
 // log, so a pass reached under one never reads as a plain pass.
 //
+// gates.stale declares what the engine's cache holds in the rows past
+// each sequence's length, with a reason (required). The stale-rows gate
+// writes NaN, ±Inf and ±the KV type's largest finite value there and
+// requires the outputs to be the same to the bit; a kernel that reads
+// past the length by design and masks those rows by their scores
+// (llama.cpp's, whose cache is cleared at allocation) fails it on NaN
+// and Inf alone. rows: finite (the only value) says the cache never holds
+// NaN or Inf there: the gate then writes large finite values alone (±max
+// and ±max/2 of the KV type; fp8e4m3 also ±240), and still requires
+// every output bit to be the same:
+//
+//	gates:
+//	  stale: {rows: finite, reason: "the cache is cleared at allocation; cells past the length hold zeros or earlier rows"}
+//
+// Like a waiver, the declaration is hashed with the point, listed in its
+// record (waivers) and named by every stale gate it judged (the gate's
+// waiver), so a finite-only pass never reads as the full one.
+//
 // measure: warmup ≥ 0 launches before the first sample; between
 // min_samples ≥ 1 and max_samples samples, stopping once the interquartile
 // range is within max_noise (a fraction in (0, 1)) of the median or when

@@ -40,7 +40,7 @@ func (d *decoder) probes(n *yaml.Node, s *Spec) {
 
 // gateKeys are the keys of gates: the settings, then the KV types, each
 // of which may override the bounds for its shapes.
-var gateKeys = append([]string{"nkv", "max_abs", "max_rel", "nmse", "seed", "inputs"}, kvtypeNames()...)
+var gateKeys = append([]string{"nkv", "max_abs", "max_rel", "nmse", "seed", "inputs", "stale"}, kvtypeNames()...)
 
 func kvtypeNames() []string {
 	var out []string
@@ -63,7 +63,7 @@ func (d *decoder) bound(v *yaml.Node, k string, dst *float64) {
 }
 
 func (d *decoder) gates(n *yaml.Node, g *Gates) {
-	d.fields(n, "gates", gateKeys, func(key string, _, v *yaml.Node) {
+	d.fields(n, "gates", gateKeys, func(key string, kn, v *yaml.Node) {
 		if _, err := kvtype.Lookup(key); err == nil {
 			var b Bounds
 			d.fields(v, "gates."+key, boundKeys, func(bk string, _, bv *yaml.Node) {
@@ -96,6 +96,8 @@ func (d *decoder) gates(n *yaml.Node, g *Gates) {
 			d.bound(v, k, map[string]*float64{"max_abs": &g.MaxAbs, "max_rel": &g.MaxRel, "nmse": &g.NMSE}[key])
 		case "inputs":
 			g.Inputs = d.inputWaivers(v, k) // waivers.go
+		case "stale":
+			g.Stale = d.staleDecision(kn, v, k) // waivers.go
 		case "seed":
 			var x uint64
 			if _, ok := d.scalar(v, k); ok && (v.Tag != "!!int" || v.Decode(&x) != nil) {

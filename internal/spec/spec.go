@@ -186,6 +186,9 @@ type Gates struct {
 	// Inputs are the decisions about single input sets: bounds of their
 	// own, or a set that does not apply, each with its reason (waivers.go).
 	Inputs []InputWaiver
+	// Stale is the declaration about the rows past each length (what the
+	// stale gate writes there), with its reason; nil for none (waivers.go).
+	Stale *StaleDecision
 }
 
 // Bounds are the tolerance bounds of the oracle gate.

@@ -85,3 +85,64 @@ func (d *decoder) inputWaivers(n *yaml.Node, where string) []InputWaiver {
 	})
 	return out
 }
+
+// StaleRows is what a spec declares its engine's cache holds in the rows
+// past each sequence's length (gates.stale.rows).
+type StaleRows string
+
+// StaleFinite declares that the engine's cache holds finite values past
+// each length, never NaN or Inf (llama.cpp clears its KV buffers at
+// allocation, and a cell past the length holds zeros or an earlier
+// finite row): the stale gate then writes finite values there only, and
+// still requires outputs identical to the bit.
+const StaleFinite StaleRows = "finite"
+
+// staleRowsKinds are the values gates.stale.rows takes.
+var staleRowsKinds = []StaleRows{StaleFinite}
+
+// A StaleDecision is the kernel owner's declaration about the rows past
+// each length (gates.stale), with its reason. Without one the stale gate
+// writes NaN, ±Inf and ±the largest finite value there.
+//
+//	gates:
+//	  stale: {rows: finite, reason: "the cache is cleared at allocation; cells past the length hold finite rows"}
+type StaleDecision struct {
+	Rows   StaleRows
+	Reason string
+	Pos    Pos
+}
+
+var staleKeys = []string{"rows", "reason"}
+
+// staleDecision decodes gates.stale.
+func (d *decoder) staleDecision(kn, n *yaml.Node, where string) *StaleDecision {
+	s := &StaleDecision{Pos: pos(kn)}
+	seen := d.fields(n, where, staleKeys, func(key string, _, v *yaml.Node) {
+		switch key {
+		case "rows":
+			r, ok := d.scalar(v, where+".rows")
+			if !ok {
+				return
+			}
+			if !slices.Contains(staleRowsKinds, StaleRows(r)) {
+				var names []string
+				for _, k := range staleRowsKinds {
+					names = append(names, string(k))
+				}
+				d.errorf(v, "%s.rows: unknown value %q (known: %s; without gates.stale the rows past each length hold NaN and Inf too)", where, r, strings.Join(names, ", "))
+				return
+			}
+			s.Rows = StaleRows(r)
+		case "reason":
+			s.Reason = strings.TrimSpace(d.str(v, where+".reason"))
+		}
+	})
+	if deref(n).Kind != yaml.MappingNode {
+		return nil
+	}
+	d.require(n, where, seen, "rows")
+	if s.Reason == "" {
+		d.errorf(kn, "%s: a declaration about the rows past each length needs a reason (reason: why the engine's cache never holds NaN or Inf there)", where)
+	}
+	return s
+}

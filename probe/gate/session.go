@@ -80,8 +80,9 @@ type Launcher interface {
 	// one sequence of in per sequence of the batch.
 	LaunchInputs(k Kernel, in *oracle.Inputs, lengths []int) (Outputs, error)
 	// StaleLaunch launches the point's kernel at lengths with the rows
-	// past each length holding NaN, Inf and the KV type's largest values,
-	// and puts the rows back after.
+	// past each length holding NaN, Inf and the KV type's largest values
+	// (its largest finite values alone where the point declares its
+	// cache finite there: plan.Point.Stale), and puts the rows back after.
 	StaleLaunch(nkv int, lengths []int) (Outputs, error)
 	// Capture captures one launch of the point's kernel at lengths into a
 	// graph.

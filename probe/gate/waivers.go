@@ -8,9 +8,11 @@ import (
 
 // Input-set waivers (plan.Waiver) in the gates: a skipped set is not run,
 // a set with bounds of its own is judged by them as written, and every
-// tolerance gate judged under a waiver names it (results.Gate.Waiver);
-// the record lists the point's waivers (results.Record.Waivers), whether
-// or not a gate used them, so that a pass never hides one.
+// tolerance gate judged under a waiver names it (results.Gate.Waiver), as
+// every stale gate names the spec's declaration that the cache is finite
+// past each length (plan.StaleWaiver, numeric.go); the record lists the
+// point's waivers (results.Record.Waivers), whether or not a gate used
+// them, so that a pass never hides one.
 
 // setBounds are the tolerance bounds of one input set at the point: the
 // point's (base) scaled as the set says (oracle.InputSet.Bounds), with
