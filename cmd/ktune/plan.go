@@ -2,7 +2,10 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/ktune/ktune/internal/spec"
 	"github.com/ktune/ktune/plan"
@@ -22,8 +25,12 @@ const planUsage = `Usage: ktune plan SPEC [--arch sm_90] [--count]
 Plan reads an experiment spec, validates it and prints every point the
 sweep would run, in order: variant, shape, defines, nkv, launch geometry,
 numerics class and the start of the point's hash, then the counts and the
-combinations a kernel cannot run, with the reason. It needs no GPU, so it
-is the way to check a spec before a sweep.
+combinations a kernel cannot run, with the reason. Last come the
+"waived:" lines: what the spec waives or declares for the gates (an
+input set's own bounds, graph: never, a cache finite past each length),
+each with its reason and the variants it applies to, as the records and
+verdicts will name them. It needs no GPU, so it is the way to check a
+spec before a sweep.
 
 --count prints only the number of points, per variant, counted from the
 axes and the kernels' rules without building the points: instant for a
@@ -103,5 +110,33 @@ func planCmd(stdout, stderr io.Writer, args []string) error {
 	if err := p.WriteTable(stdout); err != nil {
 		return err
 	}
-	return writeAssumed(stdout, p, *arch, over)
+	if err := writeAssumed(stdout, p, *arch, over); err != nil {
+		return err
+	}
+	return writeWaived(stdout, p)
+}
+
+// writeWaived lists what the spec waives or declares for its points'
+// gates (plan.Point.WaiverTexts: input-set waivers, graph: never, the
+// stale rows' contract), each with the variants it applies to, so that
+// they are seen before a sweep and not only in its records.
+func writeWaived(w io.Writer, p *plan.Plan) error {
+	var texts []string
+	variants := map[string][]string{}
+	for _, pt := range p.Points {
+		for _, t := range pt.WaiverTexts() {
+			if variants[t] == nil {
+				texts = append(texts, t)
+			}
+			if !slices.Contains(variants[t], pt.Config.Variant) {
+				variants[t] = append(variants[t], pt.Config.Variant)
+			}
+		}
+	}
+	for _, t := range texts {
+		if _, err := fmt.Fprintf(w, "waived: %s (%s)\n", t, strings.Join(variants[t], ", ")); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -156,3 +156,34 @@ func TestAxisFlagNotWithFrom(t *testing.T) {
 		t.Errorf("tune --from --axis: exit %d, %v", exitCode(err), err)
 	}
 }
+
+// ktune plan lists what the spec waives for its gates, with the variants
+// it applies to, before any sweep: an input set's waiver with its reason,
+// and none for a spec that waives nothing.
+func TestPlanSaysWaivers(t *testing.T) {
+	base := `name: t
+shapes:
+  - {name: 7b, heads: 28, kv_heads: 4, head_dim: 128, kv_dtype: f16, batch: 1}
+axes:
+  nkv: [512]
+  SPLITS: [32]
+variants:
+  - {name: d2, kernel: d2}
+  - {name: d2b, kernel: d2, defines: {NR: 1}}
+`
+	out, errOut, code := runCmd("plan", writeSpec(t, base))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "waived:") {
+		t.Errorf("a spec that waives nothing lists waivers:\n%s", out)
+	}
+	waived := base + "gates:\n  inputs:\n    subnormal: {nmse: 1e-4, reason: \"partials in f16\"}\n"
+	out, errOut, code = runCmd("plan", writeSpec(t, waived))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if n := strings.Count(out, "waived: "); n != 1 || !strings.Contains(out, "partials in f16") || !strings.Contains(out, "(d2, d2b)\n") {
+		t.Errorf("want one waiver line naming the reason and both variants, got %d:\n%s", n, out)
+	}
+}
