@@ -41,8 +41,11 @@ For each kernel it prints the verdict, the variants that run it, NVRTC's
 build log (warnings included) and, per entry point, what the CUBIN says
 (its ELF .nv.info sections, read without the CUDA toolkit): registers,
 local memory (spills and local arrays: "local"), static shared memory,
-the dynamic shared memory and block of its launches, and the block its
-__launch_bounds__ allows. Where cuobjdump or nvdisasm is installed, it
+the dynamic shared memory and block of its launches, the block its
+__launch_bounds__ allows, and the blocks of its largest launch an SM
+holds at once, with what bounds them ("8 blocks per SM (registers)":
+computed as CUDA's occupancy calculator does, from the architecture's
+figures). Where cuobjdump or nvdisasm is installed, it
 also counts the first entry's global loads issued before the softmax
 chain and every entry's local loads and stores in the SASS; where not,
 it says "SASS not checked". A prebuilt PTX, CUBIN or fatbin is read for
@@ -55,7 +58,9 @@ the image, or when a launch breaks a limit a GPU would refuse it for: a
 block over __launch_bounds__, more shared memory than a block may have on
 the architecture, more registers than a block's register file; and when
 it breaks the resource budget of a variant that runs it (max_registers,
-no_spills, max_shared: internal/spec/doc.go). A kernel
+no_spills, max_shared: internal/spec/doc.go); and when a launch's
+assumed blocks per SM (its spec's blocks_per_sm, or --blocks-per-sm for
+a grid that reads it) is not what the image gives. A kernel
 for an architecture or a PTX feature newer than the NVRTC found is
 reported as needing a newer NVRTC (which release, where known), and one
 including a CUDA toolkit header (cuda_fp16.h) that this machine lacks as
