@@ -16,8 +16,8 @@ const (
 )
 
 // expectedCosts is what a search expects timing one more point to cost
-// the GPU, from the points it has timed so far (splitWall reads each
-// record): the timing of a full measurement, the mean over the points
+// the GPU, from the points it has timed so far (splitGroup reads each
+// group's records): the timing of a full measurement, the mean over the points
 // timed at the same nkv (over every nkv when none was), and, while no
 // point of the point's gate group was timed, the compile and gates of a
 // group, the mean over the groups whose points paid them. A round's
@@ -40,21 +40,30 @@ func expectCosts(obs []Observation) *expectedCosts {
 	sum, n := map[int]float64{}, map[int]int{}
 	var all float64
 	var nAll int
+	members := map[string][]int{} // a group's observations, in order
 	for i := range obs {
-		o := &obs[i]
-		g := gateGroup(&o.Point.Config)
+		g := gateGroup(&obs[i].Point.Config)
 		if !e.paid[g] {
 			e.paid[g] = true
 			groups = append(groups, g)
 		}
-		ov, t := splitWall(&o.Record)
-		over[g] += ov
-		if o.Samples == 0 {
-			k := o.Point.Config.NKV
-			sum[k] += t
-			n[k]++
-			all += t
-			nAll++
+		members[g] = append(members[g], i)
+	}
+	for _, g := range groups {
+		rs := make([]*results.Record, len(members[g]))
+		for j, i := range members[g] {
+			rs[j] = &obs[i].Record
+		}
+		ov, ts := splitGroup(rs)
+		over[g] = ov
+		for j, i := range members[g] {
+			if o := &obs[i]; o.Samples == 0 {
+				k := o.Point.Config.NKV
+				sum[k] += ts[j]
+				n[k]++
+				all += ts[j]
+				nAll++
+			}
 		}
 	}
 	var tot float64

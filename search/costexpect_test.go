@@ -243,3 +243,49 @@ func TestModelCostKeepsStopRule(t *testing.T) {
 		t.Errorf("stopped after %v prefixes, ranked otherwise after %d: the fixture tests nothing", stops, differ)
 	}
 }
+
+// TestSplitGroup: the point that paid a group's compile and gates also
+// paid its other one-off work (on the committed searches its timing is
+// 0.7-0.8 s where the group's other points take 0.01-0.02 s with as many
+// samples): the part beyond the dearest other point's timing moves to the
+// group's overhead, so that the simulator charges it to whichever point a
+// search times first, and the cost estimate does not read it as the
+// timing of the payer's nkv.
+func TestSplitGroup(t *testing.T) {
+	rec := func(wall, gate, compile float64) *results.Record {
+		return &results.Record{WallSec: wall, GateSec: gate, Compile: results.Compile{Seconds: compile}}
+	}
+	// b1 d64-f16-b1 of h200-frontier2-tune.jsonl: the payer at nkv 2048
+	// (11.52 s: 10.28 gates, 0.46 compile), then 8192, 32768, 131072.
+	over, ts := splitGroup([]*results.Record{rec(11.52, 10.28, 0.46), rec(0.01, 0, 0), rec(0.01, 0, 0), rec(0.02, 0, 0)})
+	near(t, "overhead", over, 11.50)
+	near(t, "payer's timing", ts[0], 0.02)
+	near(t, "another's timing", ts[3], 0.02)
+	// Whole: the wall times sum to the overhead and the timings.
+	near(t, "total", over+ts[0]+ts[1]+ts[2]+ts[3], 11.52+0.01+0.01+0.02)
+	// A payer no dearer than the others keeps its timing.
+	over, ts = splitGroup([]*results.Record{rec(5.05, 5, 0), rec(0.2, 0, 0)})
+	near(t, "cheap payer's overhead", over, 5)
+	near(t, "cheap payer's timing", ts[0], 0.05)
+	// A group of one point, or one that paid nothing, is split record by
+	// record.
+	over, ts = splitGroup([]*results.Record{rec(11.52, 10.28, 0.46)})
+	near(t, "lone overhead", over, 10.74)
+	near(t, "lone timing", ts[0], 0.78)
+	over, ts = splitGroup([]*results.Record{rec(0.9, 0, 0), rec(0.01, 0, 0)})
+	near(t, "unpaid overhead", over, 0)
+	near(t, "unpaid timing", ts[0], 0.9)
+
+	// The simulator charges the group's one-off work to the first point a
+	// search times, whichever it is.
+	p := searchPlan("8").Points
+	recs := []results.Record{*rec(11.52, 10.28, 0.46), *rec(0.02, 0, 0)}
+	for i := range recs {
+		recs[i].Config, recs[i].Hash = p[i].Config, p[i].Config.Variant+string(rune('a'+i))
+	}
+	if gateGroup(&recs[0].Config) != gateGroup(&recs[1].Config) {
+		t.Fatal("the two points are not of one gate group")
+	}
+	c := newCosts(recs)
+	near(t, "the other point first", c.of(recs[1].Hash, 0, map[string]bool{}), 11.52)
+}
