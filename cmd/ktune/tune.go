@@ -88,8 +88,8 @@ compile and gates (seconds, the mean of those paid so far), one of a
 configuration already timed only its timing (milliseconds), so the
 search finishes the configurations it has paid for before it pays for
 another; the stopping rule is unchanged. Off: over the committed H200
-searches it saved 3-11% of the GPU seconds to come within 2% and timed
-22% more points (experiments/results/h200/search-sim/README.md). --seed
+searches it saved 2.5-13% of the GPU seconds to come within 2% and timed
+5-30% more points (experiments/results/h200/search-sim/README.md). --seed
 draws its first points when there is no landed configuration.
 
 Whatever the search, a point whose compile facts break its variant's
