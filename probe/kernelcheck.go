@@ -215,11 +215,8 @@ func (k *KernelCheck) limits(e *EntryCheck, sm int) {
 		k.fail("%s: %d bytes of shared memory (%d static + %d dynamic) are over the %d a block may have on sm_%d",
 			e.Entry, e.StaticShared+e.DynamicShared, e.StaticShared, e.DynamicShared, arch.MaxSharedPerBlock(), sm)
 	}
-	// Registers are allocated per warp in units of 256 (8 per thread).
 	if e.Registers > 0 && e.Threads > 0 {
-		perThread, warps := (e.Registers+7)/8*8, (e.Threads+31)/32
-		regs := perThread * 32 * warps
-		if regs > occupancy.RegistersPerBlock {
+		if occupancy.BlockRegisters(e.Registers, e.Threads) > occupancy.RegistersPerBlock {
 			k.fail("%s: %d registers per thread × %d threads are over the %d registers of a block", e.Entry, e.Registers, e.Threads, occupancy.RegistersPerBlock)
 		}
 	}

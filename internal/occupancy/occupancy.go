@@ -137,7 +137,7 @@ func Blocks(sm SM, l Launch) (Result, error) {
 // registers each that the register file holds: each warp's registers
 // rounded up to the allocation unit, from one sub-partition.
 func registerBlocks(regs, warps int) int {
-	perWarp := ceilDiv(regs*warpSize, registerUnit) * registerUnit
+	perWarp := warpRegisters(regs)
 	if perWarp == 0 {
 		return int(^uint(0) >> 1)
 	}
@@ -164,3 +164,12 @@ func sharedBlocks(sm SM, bytes int) int {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// warpRegisters is what a warp of threads of regs registers each is
+// allocated: a multiple of the allocation unit (8 registers a thread).
+func warpRegisters(regs int) int { return ceilDiv(regs*warpSize, registerUnit) * registerUnit }
+
+// BlockRegisters is the register file a block of threads of regs
+// registers each is allocated, warp by warp; a block over
+// RegistersPerBlock never launches.
+func BlockRegisters(regs, threads int) int { return warpRegisters(regs) * ceilDiv(threads, warpSize) }
